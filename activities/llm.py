@@ -1,0 +1,103 @@
+"""The LLM activity: one model call, errors translated once into ApplicationError.
+
+The activity builds the system prompt and tool schemas itself from names and
+parameters, so neither is repeated in every activity input in the history.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Mapping
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+import tools
+from activities.heartbeat import with_heartbeats
+from activities.log import get_logger
+from activities.types import LLM_ACTIVITY, LlmCallInput
+from prompts import build_system_prompt
+from providers.errors import ProviderError
+from providers.openai import OpenAIProvider
+from providers.types import LlmRequest, TurnResult
+
+
+@dataclass
+class ProviderSettings:
+    """Endpoints and keys, read by the worker from its environment (never from the history)."""
+
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> ProviderSettings:
+        return cls(
+            openai_base_url=env.get("OPENAI_BASE_URL") or cls.openai_base_url,
+            openai_api_key=env.get("OPENAI_API_KEY") or None,
+        )
+
+
+class LlmActivities:
+    def __init__(self, settings: ProviderSettings | None = None) -> None:
+        self.settings = settings or ProviderSettings.from_env()
+        self._providers: dict[str, OpenAIProvider] = {}
+
+    def _provider(self, name: str) -> OpenAIProvider:
+        if name not in self._providers:
+            if name != "openai":
+                raise ApplicationError(
+                    f"unknown provider {name!r} (supported: openai)",
+                    type="ConfigError",
+                    non_retryable=True,
+                )
+            self._providers[name] = OpenAIProvider(
+                self.settings.openai_base_url, self.settings.openai_api_key
+            )
+        return self._providers[name]
+
+    @activity.defn(name=LLM_ACTIVITY)
+    async def call_llm(self, inp: LlmCallInput) -> TurnResult:
+        log = get_logger(workflow_id=inp.task_id, activity=LLM_ACTIVITY, turn=inp.turn)
+        info = activity.info()
+        request = LlmRequest(
+            model=inp.model,
+            system=build_system_prompt(
+                workspace=inp.prompt.workspace, date=inp.prompt.date, tool_names=inp.tool_names
+            ),
+            messages=inp.messages,
+            tools=tools.specs(inp.tool_names),
+            stream=inp.stream,
+        )
+        provider = self._provider(inp.provider)
+        try:
+            result = await with_heartbeats(provider.complete(request))
+        except ProviderError as err:
+            log.warning(
+                "llm call failed",
+                attempt=info.attempt,
+                status=err.status,
+                kind=err.kind,
+                retryable=err.retryable,
+                error=str(err),
+            )
+            raise to_application_error(err) from None
+        log.info(
+            "llm call done",
+            attempt=info.attempt,
+            tool_calls=len(result.tool_calls),
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+        )
+        return result
+
+
+def to_application_error(err: ProviderError) -> ApplicationError:
+    delay = timedelta(seconds=err.retry_after_s) if err.retry_after_s else None
+    return ApplicationError(
+        str(err),
+        type=err.kind,
+        non_retryable=not err.retryable,
+        next_retry_delay=delay if err.retryable else None,
+    )

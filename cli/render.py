@@ -1,0 +1,98 @@
+"""How the CLI shows a task's entries, status and outcome (rich on a terminal, plain lines otherwise)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+
+from workflows.context import (
+    AiMessage,
+    Entry,
+    StatusNotice,
+    SystemReminder,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from workflows.models import TaskOutcome, TaskState, TaskStatus
+
+RESULT_PREVIEW_LINES = 6
+
+
+def make_console() -> Console:
+    return Console(highlight=False, soft_wrap=True, force_terminal=None if sys.stdout.isatty() else False)
+
+
+def shorten(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def preview(text: str, lines: int = RESULT_PREVIEW_LINES) -> str:
+    rows = text.rstrip().splitlines()
+    shown = rows[:lines]
+    if len(rows) > lines:
+        shown.append(f"… ({len(rows) - lines} more lines)")
+    return "\n".join("    " + row for row in shown)
+
+
+def render_entry(console: Console, entry: Entry) -> None:
+    match entry:
+        case UserMessage():
+            console.print(f"[bold]user[/]  {escape(entry.text)}")
+        case AiMessage():
+            console.print(f"[cyan]model[/] {escape(entry.text)}")
+        case ToolCall():
+            if entry.text.strip():
+                console.print(f"[cyan]model[/] {escape(entry.text.strip())}")
+            for index, call in enumerate(entry.calls):
+                args = call.arguments_raw if call.parse_error else json.dumps(call.arguments, ensure_ascii=False)
+                tag = "" if index == 0 else " [dim](deferred)[/]"
+                console.print(f"[magenta]→ {escape(call.name)}[/] {escape(shorten(args or ''))}{tag}")
+        case ToolResult():
+            if entry.name == "message" and entry.status == "ok":
+                return  # the message text is shown with its call
+            colour = {"ok": "green", "deferred": "dim", "retry": "yellow"}.get(entry.status, "red")
+            head = f"[{colour}]← {entry.status}[/]"
+            if entry.exit_code is not None:
+                head += f" [dim](exit {entry.exit_code})[/]"
+            console.print(head)
+            if entry.content.strip() and entry.status != "deferred":
+                console.print(escape(preview(entry.content)), style="dim")
+        case SystemReminder():
+            console.print(f"[yellow]! reminder[/] {escape(shorten(entry.text, 200))}")
+        case StatusNotice():
+            console.print(f"[yellow]· {escape(entry.text)}[/]")
+
+
+def render_outcome(console: Console, outcome: TaskOutcome, duration_s: float | None = None) -> None:
+    usage = outcome.usage
+    took = f", {duration_s:.1f}s" if duration_s is not None else ""
+    summary = f"{outcome.turns} turns, {usage.input_tokens} in / {usage.output_tokens} out tokens{took}"
+    if outcome.status == TaskState.DONE:
+        console.print(f"\n[bold green]DONE[/] ({summary})")
+        console.print(escape(outcome.final_text))
+    else:
+        stopped = " (stopped)" if outcome.stopped else ""
+        console.print(f"\n[bold red]FAILED{stopped}[/] ({summary}): {escape(outcome.error or '')}")
+
+
+def status_lines(workflow_id: str, status: TaskStatus, ui_url: str) -> list[str]:
+    usage = status.usage
+    lines = [
+        f"task:     {workflow_id}",
+        f"state:    {status.state.value}",
+        f"turn:     {status.turn}",
+        f"model:    {status.model}",
+        f"activity: {status.last_activity or '-'}",
+        f"tokens:   {usage.input_tokens} in / {usage.output_tokens} out",
+    ]
+    if status.error:
+        lines.append(f"error:    {status.error}")
+    if status.final_text:
+        lines.append(f"result:   {shorten(status.final_text, 300)}")
+    lines.append(f"ui:       {ui_url}")
+    return lines

@@ -1,0 +1,388 @@
+"""OpenAI chat completions over httpx: map to the wire, map back, classify errors.
+
+    complete(req)
+      to_wire(req)               LlmRequest -> request body
+      POST {base_url}/chat/completions
+        JSON answer              parse_response(body) -> TurnResult
+        SSE answer (req.stream)  _StreamState folds chunks -> TurnResult
+      every failure              ProviderError (see providers/errors.py)
+
+Failures and their kinds:
+    HTTP status >= 400           kind_for_status(): rate_limited, auth, not_found,
+                                 bad_request, server_error, ...; retryable per status
+    httpx.TimeoutException       timeout (retryable)
+    httpx.TransportError         connection (retryable); stream_cut once events arrived
+    stream ends early            stream_cut (retryable)
+    unparseable 2xx body         bad_response (not retryable)
+
+The adapter never retries: Temporal owns retries so every attempt is visible
+in the workflow history.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after
+from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
+
+_SNIPPET = 200
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        client: httpx.AsyncClient | None = None,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key or None
+        self._timeout = httpx.Timeout(timeout_s)
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+
+    # -- to the wire ---------------------------------------------------------
+
+    def to_wire(self, req: LlmRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = [{"role": "system", "content": req.system}]
+        messages.extend(_message_to_wire(m) for m in req.messages)
+        body: dict[str, Any] = {"model": req.model, "messages": messages}
+        if req.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in req.tools
+            ]
+        if req.max_tokens is not None:
+            body["max_tokens"] = req.max_tokens
+        if req.temperature is not None:
+            body["temperature"] = req.temperature
+        if req.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    # -- from the wire -------------------------------------------------------
+
+    def parse_response(self, body: Any) -> TurnResult:
+        if not isinstance(body, dict):
+            raise self._bad_response(f"expected a JSON object, got {type(body).__name__}")
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices:
+            detail = _error_message(body)
+            raise self._bad_response("response has no choices" + (f": {detail}" if detail else ""))
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise self._bad_response("choices[0] has no message object")
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise self._bad_response("message.tool_calls is not a list")
+        calls = []
+        for index, raw in enumerate(raw_calls):
+            raw = _obj(raw)
+            function = _obj(raw.get("function"))
+            calls.append(_tool_call(raw.get("id"), function.get("name"), function.get("arguments"), index))
+        return TurnResult(
+            content=_text(message.get("content")),
+            tool_calls=calls,
+            thinking=_text(message.get("reasoning_content") or message.get("reasoning")) or None,
+            usage=_usage(body.get("usage")),
+            finish_reason=_str(choice.get("finish_reason")),
+            model=_str(body.get("model")),
+        )
+
+    # -- the call ------------------------------------------------------------
+
+    async def complete(
+        self, req: LlmRequest, on_text: Callable[[str], None] | None = None
+    ) -> TurnResult:
+        """One model call. Raises ProviderError and nothing else."""
+        body = self.to_wire(req)
+        try:
+            if req.stream:
+                return await self._complete_stream(body, on_text)
+            return await self._complete_once(body)
+        except ProviderError:
+            raise
+        except httpx.TimeoutException as exc:
+            message = f"request timed out ({type(exc).__name__})"
+            raise self._error(message, retryable=True, kind="timeout") from exc
+        except httpx.TransportError as exc:
+            message = f"connection failed: {type(exc).__name__}: {exc}"
+            raise self._error(message, retryable=True, kind="connection") from exc
+        except Exception as exc:  # the contract: nothing but ProviderError leaves complete()
+            message = f"unexpected failure: {type(exc).__name__}: {exc}"
+            raise self._error(message, retryable=False, kind="unexpected") from exc
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def _complete_once(self, body: dict[str, Any]) -> TurnResult:
+        response = await self._client.post(self._url, json=body, headers=self._headers(), timeout=self._timeout)
+        if response.status_code >= 400:
+            raise self._status_error(response)
+        return self.parse_response(self._json_body(response))
+
+    async def _complete_stream(
+        self, body: dict[str, Any], on_text: Callable[[str], None] | None
+    ) -> TurnResult:
+        async with aconnect_sse(
+            self._client, "POST", self._url, json=body, headers=self._headers(), timeout=self._timeout
+        ) as source:
+            response = source.response
+            if response.status_code >= 400:
+                await response.aread()
+                raise self._status_error(response)
+            content_type = response.headers.get("content-type", "")
+            if "text/event-stream" not in content_type:
+                await response.aread()
+                result = self.parse_response(self._json_body(response))
+                if on_text is not None and result.content:
+                    on_text(result.content)
+                return result
+            state = _StreamState()
+            try:
+                async for event in source.aiter_sse():
+                    if event.data.strip() == "[DONE]":
+                        state.done = True
+                        break
+                    if not event.data.strip():
+                        continue
+                    delta = state.feed(self._chunk(event.data))
+                    if delta and on_text is not None:
+                        on_text(delta)
+            except httpx.TransportError as exc:
+                if isinstance(exc, httpx.TimeoutException) or not state.started:
+                    raise
+                raise self._error(
+                    f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
+                ) from exc
+        if not state.done and state.finish_reason is None:
+            raise self._error(
+                "stream ended without [DONE] or a finish_reason", retryable=True, kind="stream_cut"
+            )
+        return state.result()
+
+    # -- errors --------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def _chunk(self, data: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise self._bad_response(f"stream chunk is not valid JSON: {_snippet(data)}") from None
+        if not isinstance(chunk, dict):
+            raise self._bad_response(f"stream chunk is not a JSON object: {_snippet(data)}")
+        if chunk.get("error"):
+            error = chunk["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            retryable = is_retryable_status(code) if isinstance(code, int) else True
+            message = f"error in stream: {_error_message(chunk) or _snippet(data)}"
+            raise self._error(message, retryable=retryable, kind="stream_error")
+        return chunk
+
+    def _json_body(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise self._bad_response(
+                f"response body is not valid JSON (HTTP {response.status_code}): {_snippet(response.text)}"
+            ) from None
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        status = response.status_code
+        try:
+            detail = _error_message(response.json())
+        except ValueError:
+            detail = None
+        message = detail or _snippet(response.text) or f"HTTP {status} {response.reason_phrase}".strip()
+        return self._error(
+            message,
+            retryable=is_retryable_status(status),
+            kind=kind_for_status(status),
+            status=status,
+            retry_after_s=parse_retry_after(response.headers),
+        )
+
+    def _bad_response(self, message: str) -> ProviderError:
+        return self._error(message, retryable=False, kind="bad_response")
+
+    def _error(self, message: str, **kwargs: Any) -> ProviderError:
+        if self._api_key:
+            message = message.replace(self._api_key, "***")
+        return ProviderError(message, provider=self.name, **kwargs)
+
+
+class _StreamState:
+    """Folds ``chat.completion.chunk`` events into one TurnResult."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.done = False
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+        self.usage = Usage()
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, dict[str, Any]] = {}
+
+    def feed(self, chunk: dict[str, Any]) -> str:
+        """Take one chunk; return its content delta ("" if none)."""
+        self.started = True
+        self.model = _str(chunk.get("model")) or self.model
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = _usage(chunk["usage"])
+        choices = chunk.get("choices")
+        choice = _obj(choices[0]) if isinstance(choices, list) and choices else {}
+        self.finish_reason = _str(choice.get("finish_reason")) or self.finish_reason
+        delta = _obj(choice.get("delta"))
+        reasoning = _text(delta.get("reasoning_content") or delta.get("reasoning"))
+        if reasoning:
+            self._reasoning.append(reasoning)
+        fragments = delta.get("tool_calls")
+        for fragment in fragments if isinstance(fragments, list) else []:
+            self._add_fragment(_obj(fragment))
+        text = _text(delta.get("content"))
+        if text:
+            self._content.append(text)
+        return text
+
+    def _add_fragment(self, fragment: dict[str, Any]) -> None:
+        index = fragment.get("index")
+        if not isinstance(index, int):  # some servers omit index: a new id opens a new call
+            known = {c["id"] for c in self._calls.values()}
+            if not self._calls or (fragment.get("id") and fragment["id"] not in known):
+                index = len(self._calls)
+            else:
+                index = max(self._calls)
+        call = self._calls.setdefault(index, {"id": None, "name": "", "arguments": []})
+        if fragment.get("id"):
+            call["id"] = fragment["id"]
+        function = _obj(fragment.get("function"))
+        if isinstance(function.get("name"), str) and function["name"]:
+            call["name"] = function["name"]
+        if isinstance(function.get("arguments"), str):
+            call["arguments"].append(function["arguments"])
+
+    def result(self) -> TurnResult:
+        calls = [
+            _tool_call(call["id"], call["name"], "".join(call["arguments"]), position)
+            for position, (_, call) in enumerate(sorted(self._calls.items()))
+        ]
+        return TurnResult(
+            content="".join(self._content),
+            tool_calls=calls,
+            thinking="".join(self._reasoning) or None,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            model=self.model,
+        )
+
+
+def _message_to_wire(message: ChatMessage) -> dict[str, Any]:
+    match message.role:
+        case "user":
+            return {"role": "user", "content": message.content}
+        case "tool":
+            return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        case "assistant":
+            wire: dict[str, Any] = {
+                "role": "assistant",
+                "content": message.content if message.content or not message.tool_calls else None,
+            }
+            if message.tool_calls:
+                wire["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": _arguments_to_wire(call)},
+                    }
+                    for call in message.tool_calls
+                ]
+            return wire
+
+
+def _arguments_to_wire(call: ToolCallRequest) -> str:
+    if call.parse_error and call.arguments_raw is not None:
+        return call.arguments_raw
+    return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def _tool_call(call_id: Any, name: Any, arguments: Any, index: int) -> ToolCallRequest:
+    """One wire tool call; arguments that are not a JSON object become a parse_error."""
+    call_id = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
+    name = name if isinstance(name, str) else ""
+    if isinstance(arguments, dict):  # some compatible servers send the object itself
+        return ToolCallRequest(id=call_id, name=name, arguments=arguments)
+    raw = arguments if isinstance(arguments, str) else ""
+    if not raw.strip():
+        return ToolCallRequest(id=call_id, name=name)
+    try:
+        parsed = json.loads(raw)
+    except ValueError as exc:
+        error = f"arguments are not valid JSON: {exc}"
+    else:
+        if isinstance(parsed, dict):
+            return ToolCallRequest(id=call_id, name=name, arguments=parsed)
+        error = f"arguments must be a JSON object, got {type(parsed).__name__}"
+    return ToolCallRequest(id=call_id, name=name, arguments_raw=raw, parse_error=error)
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    def count(value: Any) -> int:
+        return value if isinstance(value, int) and value > 0 else 0
+
+    return Usage(
+        input_tokens=count(raw.get("prompt_tokens")),
+        output_tokens=count(raw.get("completion_tokens")),
+        cache_read_tokens=count(_obj(raw.get("prompt_tokens_details")).get("cached_tokens")),
+    )
+
+
+def _text(value: Any) -> str:
+    """Message content as text: a string, or a list of ``{"type": "text"}`` parts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(p.get("text") or "" for p in value if isinstance(p, dict))
+    return ""
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _error_message(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    if isinstance(error, str):
+        return error
+    return body.get("message") if isinstance(body.get("message"), str) else None
+
+
+def _snippet(text: str) -> str:
+    return " ".join(text.split())[:_SNIPPET]

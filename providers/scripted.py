@@ -1,0 +1,405 @@
+"""A scripted model behind a real local HTTP server speaking the OpenAI wire format.
+
+Tests, benchmarks and the offline demo point an ``OpenAIProvider`` at
+``ScriptedModelServer.url`` and the server answers each
+``POST /v1/chat/completions`` with the next ``Step`` of its script: a JSON
+``chat.completion``, or ``chat.completion.chunk`` events over SSE when the
+request asks for ``stream: true``. A call beyond the script is recorded in
+``unexpected`` and answered 400, so ``assert_consumed()`` catches both a
+script that ran short and one that was not used up.
+
+Stdlib only: a ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Sequence
+
+from pydantic import BaseModel, Field
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+class Step(BaseModel):
+    """One scripted response."""
+
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = Field(default_factory=list)
+    text: str = ""
+    reasoning: str | None = None
+    status: int = 200  # != 200 -> error response
+    error_body: dict[str, Any] | str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    delay_s: float = 0.0  # wait before answering
+    hold: bool = False  # block until server.release() (or stop())
+    cut_stream: bool = False  # streaming: send some chunks, then close without [DONE]
+    usage: tuple[int, int] = (10, 5)  # (prompt_tokens, completion_tokens)
+
+
+def tool(name: str, **arguments: Any) -> Step:
+    return Step(tool_calls=[(name, arguments)])
+
+
+def text(t: str) -> Step:
+    return Step(text=t)
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> Step:
+    kind = "rate_limit_error" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
+    return Step(
+        status=status,
+        error_body={"error": {"message": message, "type": kind, "param": None, "code": None}},
+        headers=headers or {},
+    )
+
+
+def demo_steps(instruction: str) -> list[Step]:
+    """The offline demo: look around, write a note quoting the instruction, report."""
+    quoted = "\n".join(f"> {line}" if line else ">" for line in instruction.splitlines() or [""])
+    note = (
+        "# Agent demo\n\n"
+        "This file was written by the durable agent running against a scripted model.\n\n"
+        f"## Instruction\n\n{quoted}\n\n"
+        "## What happened\n\n"
+        "1. Listed the working directory with `ls -la`.\n"
+        "2. Wrote this note.\n"
+        "3. Reported the result.\n"
+    )
+    summary = "Listed the working directory and wrote AGENT_DEMO.md, a short note quoting the instruction."
+    return [
+        Step(text="Let me look at the working directory first.", tool_calls=[("shell", {"command": "ls -la"})]),
+        Step(
+            text="Now I'll write a short note about the task.",
+            tool_calls=[("file", {"action": "write", "path": "AGENT_DEMO.md", "content": note})],
+        ),
+        tool("message", type="result", text=summary),
+    ]
+
+
+class ScriptedModelServer:
+    def __init__(self, steps: Sequence[Step] = (), *, name: str = "scripted") -> None:
+        self.name = name
+        self.url = ""
+        self.requests: list[dict[str, Any]] = []
+        self.unexpected: list[str] = []
+        self._steps: list[Step] = list(steps)
+        self._cond = threading.Condition()
+        self._calls = 0  # chat completion calls received
+        self._served = 0  # script steps handed out
+        self._held = 0  # held steps handed out
+        self._released = 0  # held steps up to this number may proceed
+        self._stopping = False
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> ScriptedModelServer:
+        if self._httpd is not None:
+            raise RuntimeError("scripted model server already started")
+        self._stopping = False
+        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler, self)
+        host, port = self._httpd.server_address[:2]
+        self.url = f"http://{host}:{port}/v1"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"{self.name}-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; held and delayed steps are dropped, open connections closed."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        httpd.close_connections()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- script --------------------------------------------------------------
+
+    def add(self, *steps: Step) -> None:
+        with self._cond:
+            self._steps.extend(steps)
+
+    def release(self) -> None:
+        """Let every held step whose request has already arrived answer."""
+        with self._cond:
+            self._released = self._held
+            self._cond.notify_all()
+
+    def hits(self) -> int:
+        """Chat completion calls received, expected or not."""
+        with self._cond:
+            return self._calls
+
+    def assert_consumed(self) -> None:
+        with self._cond:
+            remaining, unexpected = len(self._steps), list(self.unexpected)
+        problems = []
+        if remaining:
+            problems.append(f"{remaining} scripted step(s) never requested")
+        if unexpected:
+            problems.append("unexpected calls: " + "; ".join(unexpected))
+        if problems:
+            raise AssertionError(f"{self.name}: " + ", ".join(problems))
+
+    # -- used by the handler -------------------------------------------------
+
+    def _take(self, body: dict[str, Any] | None, problem: str | None) -> tuple[int, Step | None, int, str]:
+        """Record one call; return (step number, step, hold ticket, problem if no step)."""
+        with self._cond:
+            self._calls += 1
+            number = self._calls
+            if body is not None:
+                self.requests.append(body)
+            if problem is None and not self._steps:
+                problem = f"{self.name} model: unexpected call #{number}"
+            if problem is not None:
+                self.unexpected.append(problem)
+                return number, None, 0, problem
+            step = self._steps.pop(0)
+            self._served += 1
+            ticket = 0
+            if step.hold:
+                self._held += 1
+                ticket = self._held
+            return self._served, step, ticket, ""
+
+    def _wait(self, step: Step, ticket: int) -> bool:
+        """Apply the step's delay and hold; False when the server is stopping."""
+        deadline = time.monotonic() + step.delay_s
+        with self._cond:
+            while not self._stopping and time.monotonic() < deadline:
+                self._cond.wait(deadline - time.monotonic())
+            while not self._stopping and ticket and self._released < ticket:
+                self._cond.wait()
+            return not self._stopping
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, address: tuple[str, int], handler: type, owner: ScriptedModelServer) -> None:
+        self.owner = owner
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def server_bind(self) -> None:
+        socketserver.TCPServer.server_bind(self)  # skip HTTPServer's reverse DNS lookup
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # clients hanging up are normal
+            super().handle_error(request, client_address)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self._open_lock:
+            sockets, self._open = list(self._open), set()
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._send_json(404, _error_body(f"no route for GET {self.path}", "not_found"))
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.split("?", 1)[0] != CHAT_PATH:
+            self._send_json(404, _error_body(f"no route for POST {self.path}", "not_found"))
+            return
+        owner = self.server.owner
+        body, problem = _decode(raw)
+        number, step, ticket, problem = owner._take(body, problem)
+        if step is None:
+            self._send_json(400, _error_body(problem, "invalid_request_error"))
+            return
+        if not owner._wait(step, ticket):
+            self.close_connection = True  # stopping: drop the call like a dead server would
+            return
+        try:
+            if step.status != 200:
+                self._send_error_step(step)
+            elif body and body.get("stream"):
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._send_stream(_chunks(step, number, owner.name, include_usage, time.time()), step)
+            else:
+                self._send_json(200, _completion(step, number, owner.name, time.time()), step.headers)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _send_error_step(self, step: Step) -> None:
+        if step.error_body is None:
+            self._send_json(step.status, _error_body(f"scripted error {step.status}", "server_error"), step.headers)
+        elif isinstance(step.error_body, str):
+            kind = "text/html" if step.error_body.lstrip().startswith("<") else "text/plain"
+            self._send(step.status, step.error_body.encode(), f"{kind}; charset=utf-8", step.headers)
+        else:
+            self._send_json(step.status, step.error_body, step.headers)
+
+    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(body).encode(), "application/json", headers or {})
+
+    def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        if not any(key.lower() == "content-type" for key in headers):
+            self.send_header("Content-Type", content_type)
+        for key, value in headers.items():
+            if key.lower() not in ("content-length", "connection"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+    def _send_stream(self, chunks: list[dict[str, Any]], step: Step) -> None:
+        """SSE, ended by closing the connection (no Content-Length, no chunked encoding)."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        for key, value in step.headers.items():
+            if key.lower() not in ("content-type", "content-length", "connection"):
+                self.send_header(key, value)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if step.cut_stream:  # the opening half, without finish_reason, usage or [DONE]
+            chunks = [c for c in chunks if c["choices"] and not c["choices"][0]["finish_reason"]]
+            chunks = chunks[: max(1, len(chunks) // 2)]
+        events = [f"data: {json.dumps(c)}\n\n" for c in chunks]
+        if not step.cut_stream:
+            events.append("data: [DONE]\n\n")
+        for event in events:
+            self.wfile.write(event.encode())
+            self.wfile.flush()
+
+
+def _decode(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        return None, f"request body is not valid JSON: {exc}"
+    if not isinstance(body, dict):
+        return None, "request body is not a JSON object"
+    return body, None
+
+
+def _error_body(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _calls(step: Step, number: int) -> list[tuple[str, str, str]]:
+    """(id, name, arguments text) for each scripted tool call."""
+    return [
+        (f"call_{number}_{i}", name, args if isinstance(args, str) else json.dumps(args))
+        for i, (name, args) in enumerate(step.tool_calls)
+    ]
+
+
+def _usage(step: Step) -> dict[str, Any]:
+    prompt, completion = step.usage
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
+
+
+def _finish(step: Step) -> str:
+    return "tool_calls" if step.tool_calls else "stop"
+
+
+def _completion(step: Step, number: int, model: str, created: float) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": step.text or (None if step.tool_calls else "")}
+    if step.reasoning is not None:
+        message["reasoning_content"] = step.reasoning
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in _calls(step, number)
+        ]
+    return {
+        "id": f"chatcmpl-scripted-{number}",
+        "object": "chat.completion",
+        "created": int(created),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(step)}],
+        "usage": _usage(step),
+        "system_fingerprint": None,
+    }
+
+
+def _chunks(step: Step, number: int, model: str, include_usage: bool, created: float) -> list[dict[str, Any]]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": f"chatcmpl-scripted-{number}",
+            "object": "chat.completion.chunk",
+            "created": int(created),
+            "model": model,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if include_usage:
+            out["usage"] = None
+        return out
+
+    chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    chunks += [chunk({"reasoning_content": piece}) for piece in _pieces(step.reasoning or "")]
+    chunks += [chunk({"content": piece}) for piece in _pieces(step.text)]
+    for i, (cid, name, args) in enumerate(_calls(step, number)):
+        opening = {"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+        chunks.append(chunk({"tool_calls": [opening]}))
+        chunks += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in _pieces(args)]
+    chunks.append(chunk({}, _finish(step)))
+    if include_usage:
+        chunks.append({**chunk({}), "choices": [], "usage": _usage(step)})
+    return chunks
+
+
+def _pieces(value: str, parts: int = 3) -> list[str]:
+    """Split text into up to ``parts`` consecutive non-empty pieces."""
+    if not value:
+        return []
+    size = -(-len(value) // parts)
+    return [value[i : i + size] for i in range(0, len(value), size)]

@@ -1,0 +1,90 @@
+"""The one internal message model every provider adapter maps to and from.
+
+Pure pydantic, no I/O: the workflow imports it, activities pass it across the
+Temporal boundary, providers convert it to their wire format. Nothing here
+knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class ToolCallRequest(BaseModel):
+    """One tool call as the model asked for it.
+
+    ``arguments`` is the parsed JSON object; when the model sent something
+    that is not a JSON object, ``arguments`` is empty, ``arguments_raw`` keeps
+    the text and ``parse_error`` says what was wrong, so the engine can answer
+    the call with an error result instead of crashing.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments_raw: str | None = None
+    parse_error: str | None = None
+
+
+class ChatMessage(BaseModel):
+    """A message in the LLM's view of the conversation (system prompt excluded)."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None  # tool name, on role == "tool"
+    thinking: str | None = None
+
+
+class ToolSpec(BaseModel):
+    """What the model is told about a tool: name, description, JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class TurnResult(BaseModel):
+    """Every provider response, whatever its wire format, becomes this."""
+
+    content: str = ""
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    source: Literal["native", "xml"] = "native"
+    thinking: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+class LlmRequest(BaseModel):
+    """What a provider adapter needs to make one call."""
+
+    model: str
+    system: str
+    messages: list[ChatMessage]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stream: bool = False

@@ -1,0 +1,287 @@
+"""The CLI: start, run, watch, status, stop and list agent tasks.
+
+    python starter.py run "TASK" [--workspace DIR]     start, follow live, exit 0 on DONE / 1 on FAILED
+    python starter.py start "TASK" [--workspace DIR]   start; the workflow id is the last line
+    python starter.py status ID [--json]
+    python starter.py watch ID
+    python starter.py stop ID [--reason TEXT]
+    python starter.py list
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.llm import ProviderSettings
+from activities.log import configure_logging
+from cli.render import make_console, render_entry, render_outcome, status_lines
+from temporal.client import TemporalUnavailable, connect, is_embedded, ui_base_url
+from temporal.server import ServerError
+from worker import build_worker, task_queue
+from workflows.models import TASK_WORKFLOW, EventsPage, TaskInput, TaskOutcome, TaskState, TaskStatus
+from workflows.task import AgentTaskWorkflow
+
+POLL_S = 0.25
+QUERY_TIMEOUT = timedelta(seconds=5)
+
+
+class UserError(Exception):
+    """An error the user caused: printed as one line, no traceback."""
+
+
+# ---- helpers -------------------------------------------------------------------
+
+
+def workflow_id_for(instruction: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", instruction.lower()).strip("-")[:32].rstrip("-") or "task"
+    return f"task-{slug}-{uuid.uuid4().hex[:6]}"
+
+
+def task_input(args: argparse.Namespace, model: str) -> TaskInput:
+    workspace = Path(args.workspace or os.getcwd()).expanduser().resolve()
+    if not workspace.is_dir():
+        raise UserError(f"workspace {workspace} is not a directory")
+    return TaskInput(
+        instruction=args.task,
+        workspace=str(workspace),
+        model=model,
+        provider=os.environ.get("AGENT_PROVIDER", "openai"),
+        max_iterations=args.max_iterations,
+    )
+
+
+def configured_model(args: argparse.Namespace) -> str:
+    model = getattr(args, "model", None) or os.environ.get("AGENT_MODEL")
+    if not model:
+        raise UserError(
+            "no model configured: set AGENT_MODEL (and OPENAI_BASE_URL, OPENAI_API_KEY), "
+            "or try the offline scripted model with --demo"
+        )
+    return model
+
+
+def ui_link(client: Client, workflow_id: str) -> str:
+    return f"{ui_base_url()}/namespaces/{client.namespace}/workflows/{workflow_id}"
+
+
+async def start_task(client: Client, inp: TaskInput, queue: str) -> str:
+    workflow_id = workflow_id_for(inp.instruction)
+    await client.start_workflow(
+        AgentTaskWorkflow.run,
+        inp,
+        id=workflow_id,
+        task_queue=queue,
+        memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace},
+        static_summary=inp.instruction[:200],
+    )
+    return workflow_id
+
+
+async def describe(client: Client, workflow_id: str):
+    try:
+        return await client.get_workflow_handle(workflow_id).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise UserError(f"no task with id {workflow_id}") from None
+        raise
+
+
+async def closed_outcome(client: Client, workflow_id: str) -> TaskOutcome:
+    handle = client.get_workflow_handle(workflow_id, result_type=TaskOutcome)
+    try:
+        return await handle.result()
+    except WorkflowFailureError as err:
+        return TaskOutcome(status=TaskState.FAILED, error=f"workflow {err.status.name.lower() if err.status else 'failed'}: {err.cause}")
+
+
+async def follow(client: Client, workflow_id: str, console) -> TaskOutcome:
+    """Print the task's entries as they are appended, until it finishes."""
+    handle = client.get_workflow_handle(workflow_id)
+    seq, warned = 0, False
+    while True:
+        try:
+            page: EventsPage = await handle.query(
+                AgentTaskWorkflow.events, seq, rpc_timeout=QUERY_TIMEOUT
+            )
+        except RPCError:
+            desc = await describe(client, workflow_id)
+            if desc.status != WorkflowExecutionStatus.RUNNING:
+                return await closed_outcome(client, workflow_id)
+            if not warned:
+                console.print("[yellow]· no worker is answering; waiting (start one with `python worker.py`)[/]")
+                warned = True
+            await asyncio.sleep(1.0)
+            continue
+        for entry in page.entries:
+            render_entry(console, entry)
+        seq = page.next_seq
+        if page.outcome is not None:
+            return page.outcome
+        await asyncio.sleep(POLL_S)
+
+
+async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
+    worker = build_worker(client, queue=queue, settings=settings)
+    await stack.enter_async_context(worker)
+
+
+# ---- commands ------------------------------------------------------------------
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    console = make_console()
+    model = "demo-scripted" if args.demo else configured_model(args)
+    inp = task_input(args, model)
+    client = await connect()
+    async with AsyncExitStack() as stack:
+        queue, settings = task_queue(), None
+        if args.demo:
+            from providers.scripted import ScriptedModelServer, demo_steps
+
+            server = stack.enter_context(ScriptedModelServer(demo_steps(inp.instruction)))
+            settings = ProviderSettings(openai_base_url=server.url, openai_api_key=None)
+            queue = f"agent-demo-{uuid.uuid4().hex[:8]}"  # only this process's worker serves it
+        if args.demo or is_embedded():
+            await local_worker(stack, client, queue, settings)
+        started = time.monotonic()
+        workflow_id = await start_task(client, inp, queue)
+        console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id)}[/]")
+        try:
+            outcome = await follow(client, workflow_id, console)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            console.print(f"\ntask {workflow_id} goes on; follow it with: python starter.py watch {workflow_id}")
+            raise
+        render_outcome(console, outcome, time.monotonic() - started)
+        return 0 if outcome.status == TaskState.DONE else 1
+
+
+async def cmd_start(args: argparse.Namespace) -> int:
+    inp = task_input(args, configured_model(args))
+    client = await connect()
+    workflow_id = await start_task(client, inp, task_queue())
+    print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
+    print(workflow_id)
+    return 0
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        try:
+            status: TaskStatus = await client.get_workflow_handle(args.id).query(
+                AgentTaskWorkflow.status, rpc_timeout=QUERY_TIMEOUT
+            )
+        except RPCError:
+            raise UserError(f"task {args.id} is running but no worker answers its status query") from None
+    else:
+        outcome = await closed_outcome(client, args.id)
+        status = TaskStatus(
+            state=outcome.status, turn=outcome.turns, usage=outcome.usage,
+            error=outcome.error, final_text=outcome.final_text or None,
+        )
+    if args.json:
+        payload = status.model_dump(mode="json")
+        payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id))
+        print(json.dumps(payload))
+    else:
+        print("\n".join(status_lines(args.id, status, ui_link(client, args.id))))
+    return 0
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    console = make_console()
+    client = await connect()
+    desc = await describe(client, args.id)
+    async with AsyncExitStack() as stack:
+        if is_embedded() and desc.status == WorkflowExecutionStatus.RUNNING:
+            await local_worker(stack, client, desc.task_queue, None)
+        outcome = await follow(client, args.id, console)
+    render_outcome(console, outcome)
+    return 0 if outcome.status == TaskState.DONE else 1
+
+
+async def cmd_stop(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        raise UserError(f"task {args.id} is not running ({desc.status.name.lower() if desc.status else 'unknown'})")
+    await client.get_workflow_handle(args.id).signal(AgentTaskWorkflow.stop, args.reason)
+    print(f"stop requested for {args.id}")
+    return 0
+
+
+async def cmd_list(args: argparse.Namespace) -> int:
+    client = await connect()
+    query = f"WorkflowType = '{TASK_WORKFLOW}'"
+    rows = 0
+    async for wf in client.list_workflows(query, limit=args.limit):
+        started = wf.start_time.strftime("%Y-%m-%d %H:%M:%S") if wf.start_time else "-"
+        status = wf.status.name if wf.status else "-"
+        print(f"{wf.id:<50} {status:<11} {started}")
+        rows += 1
+    if rows == 0:
+        print("no tasks yet")
+    return 0
+
+
+# ---- entry -----------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="starter.py", description="Durable agent tasks on Temporal.")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, help_text in (("run", "start a task and follow it to the end"), ("start", "start a task and print its id")):
+        s = sub.add_parser(name, help=help_text)
+        s.add_argument("task", help="the instruction")
+        s.add_argument("--workspace", help="directory the task works in (default: current directory)")
+        s.add_argument("--model", help="model name (default: $AGENT_MODEL)")
+        s.add_argument("--max-iterations", type=int, default=50)
+        if name == "run":
+            s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
+    s = sub.add_parser("status", help="show a task's state")
+    s.add_argument("id")
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("watch", help="follow a task")
+    s.add_argument("id")
+    s = sub.add_parser("stop", help="stop a task (it ends as FAILED, stopped)")
+    s.add_argument("id")
+    s.add_argument("--reason", default="stopped by user")
+    s = sub.add_parser("list", help="list tasks")
+    s.add_argument("--limit", type=int, default=50)
+    return p
+
+
+COMMANDS = {
+    "run": cmd_run, "start": cmd_start, "status": cmd_status,
+    "watch": cmd_watch, "stop": cmd_stop, "list": cmd_list,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    configure_logging(os.environ.get("AGENT_LOG_LEVEL", "WARNING"))
+    try:
+        return asyncio.run(COMMANDS[args.command](args))
+    except (UserError, TemporalUnavailable, ServerError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

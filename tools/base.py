@@ -1,0 +1,89 @@
+"""What a tool is: a definition for the model, a pure handler for the engine, a policy.
+
+A handler takes validated arguments and a ``ToolContext`` and returns a
+declarative ``ToolResult``. It never writes to the history, pushes events or
+decides the next step: the workflow does that with what the result declares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from providers.types import ToolSpec
+
+
+class Danger(str, Enum):
+    SAFE = "safe"
+    MODERATE = "moderate"
+    DANGEROUS = "dangerous"
+
+
+class ToolResult(BaseModel):
+    """The declarative outcome of one tool call.
+
+    status: ``ok`` (done), ``error`` (failed; the model reads ``content`` and
+    can recover), ``retry`` (the call was malformed; ``content`` is a hint).
+    ``final_result`` set means the task is complete with that text.
+    ``ask`` set means the model is asking the user and waits for a reply.
+    """
+
+    status: Literal["ok", "error", "retry"] = "ok"
+    content: str
+    final_result: str | None = None
+    ask: str | None = None
+    info: str | None = None  # a message to the user that does not end the task
+    summary: str | None = None  # one-line compact summary, if the tool wants its own
+    truncated: bool = False
+    exit_code: int | None = None
+
+
+@dataclass
+class ToolContext:
+    """What a handler may know about where it runs."""
+
+    workspace: Path
+    task_id: str = ""
+    heartbeat: Callable[[str], None] = lambda _detail: None
+
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+Handler = Callable[[Any, ToolContext], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True)
+class ToolDefinition(Generic[ArgsT]):
+    name: str
+    description: str
+    args_model: type[ArgsT]
+    handler: Callable[[ArgsT, ToolContext], Awaitable[ToolResult]]
+    danger: Danger = Danger.SAFE
+    # Per-call classification from the arguments (e.g. shell commands); None uses `danger`.
+    classify: Callable[[ArgsT], Danger] | None = None
+    # Keys of the arguments that identify the call in a one-line compact summary.
+    compact_keys: tuple[str, ...] = field(default_factory=tuple)
+
+    def spec(self) -> ToolSpec:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+
+class StrictArgs(BaseModel):
+    """Base for argument models: unknown fields are refused, so typos reach the model."""
+
+    model_config = {"extra": "forbid"}
+
+
+__all__ = [
+    "Danger",
+    "Field",
+    "StrictArgs",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolResult",
+]

@@ -1,0 +1,268 @@
+"""The ``file`` tool: read, write, edit, list and grep inside the workspace.
+
+Every path is resolved (symlinks followed) and refused if it lands outside
+the workspace, so ``..``, outside absolute paths and symlinks pointing out
+all fail the same way. The work is blocking file I/O, so it runs in a thread.
+Text output is capped at ``OUTPUT_CAP_CHARS`` like the shell tool's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from pathlib import Path
+from typing import Iterator, Literal, assert_never
+
+from pydantic import model_validator
+
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.shell import OUTPUT_CAP_CHARS
+
+MAX_LIST_ENTRIES = 1000
+MAX_GREP_MATCHES = 200
+MAX_GREP_LINE_CHARS = 500
+BINARY_SNIFF_BYTES = 8192
+
+DESCRIPTION = f"""\
+Work with files in the workspace. Paths are relative to the workspace; paths outside it are refused.
+- read: the text of a file; offset (1-based first line) and limit (number of lines) select a part.
+  Output over {OUTPUT_CAP_CHARS} characters is cut; read the rest with offset/limit.
+- write: create or overwrite a file with content (parent directories are created).
+- edit: replace the exact string old with new. old must occur exactly once, unless replace_all is true;
+  include enough surrounding text to make it unique, whitespace included.
+- list: the entries of a directory (directories end with /).
+- grep: search a file or directory tree for a Python regex pattern; prints path:line:text.
+"""
+
+
+class FileArgs(StrictArgs):
+    action: Literal["read", "write", "edit", "list", "grep"]
+    path: str = Field(".", description="File or directory, relative to the workspace.")
+    content: str | None = Field(None, description="write: the full new content of the file.")
+    old: str | None = Field(None, description="edit: the exact text to replace.")
+    new: str | None = Field(None, description="edit: the replacement text.")
+    replace_all: bool = Field(False, description="edit: replace every occurrence of old.")
+    pattern: str | None = Field(None, description="grep: a Python regular expression.")
+    offset: int | None = Field(None, ge=1, description="read: first line to return, 1-based.")
+    limit: int | None = Field(None, ge=1, description="read: number of lines to return.")
+
+    @model_validator(mode="after")
+    def _needs_its_fields(self) -> FileArgs:
+        needed = {"write": ("content",), "edit": ("old", "new"), "grep": ("pattern",)}
+        missing = [f for f in needed.get(self.action, ()) if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"action {self.action!r} needs {' and '.join(missing)}")
+        return self
+
+
+class _Refused(Exception):
+    """A request the tool turns down; the message goes to the model as an error."""
+
+
+def _resolve(root: Path, raw: str) -> Path:
+    target = (root / raw).resolve()
+    if not target.is_relative_to(root):
+        raise _Refused(f"path {raw!r} is outside the workspace")
+    return target
+
+
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as f:
+        return b"\0" in f.read(BINARY_SNIFF_BYTES)
+
+
+def _existing_file(path: Path, raw: str) -> None:
+    if not path.exists():
+        raise _Refused(f"no such file: {raw}")
+    if path.is_dir():
+        raise _Refused(f"{raw!r} is a directory; use action 'list'")
+
+
+def _read(path: Path, raw: str, offset: int | None, limit: int | None) -> ToolResult:
+    _existing_file(path, raw)
+    if _is_binary(path):
+        raise _Refused(f"{raw!r} is a binary file; it cannot be read as text")
+    first = offset or 1
+    stop = first + limit if limit else None  # first line not wanted
+    parts: list[str] = []
+    size, last, total, cut = 0, first - 1, 0, False
+    with path.open(encoding="utf-8", errors="replace", newline="") as f:
+        for total, line in enumerate(f, 1):  # read on to count the lines
+            if total < first or (stop and total >= stop) or cut:
+                continue
+            if size + len(line) > OUTPUT_CAP_CHARS:
+                cut = True
+                if last < first:  # the very first line is over the cap
+                    parts.append(line[:OUTPUT_CAP_CHARS])
+                continue
+            parts.append(line)
+            size += len(line)
+            last = total
+    if total and first > total:
+        raise _Refused(f"offset {first} is past the end of {raw!r} ({total} lines)")
+    text = "".join(parts)
+    if not cut:
+        return ToolResult(content=text or "(empty file)")
+    if last < first:  # a single line longer than the cap
+        note = f"[line {first} is longer than {OUTPUT_CAP_CHARS} characters and was cut]"
+    else:
+        note = (
+            f"[output capped at {OUTPUT_CAP_CHARS} characters: showed lines {first}-{last} "
+            f"of {total}; use offset={last + 1} (and limit) to read on]"
+        )
+    text = text.rstrip("\n")
+    return ToolResult(content=f"{text}\n{note}", truncated=True)
+
+
+def _write(path: Path, raw: str, content: str) -> ToolResult:
+    if path.is_dir():
+        raise _Refused(f"{raw!r} is a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8")
+    path.write_bytes(data)
+    return ToolResult(content=f"Wrote {len(data)} bytes to {raw}.")
+
+
+def _edit(path: Path, raw: str, old: str, new: str, replace_all: bool) -> ToolResult:
+    _existing_file(path, raw)
+    if not old:
+        raise _Refused("old must not be empty")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refused(f"{raw!r} is not UTF-8 text; it cannot be edited") from None
+    count = text.count(old)
+    if count == 0:
+        raise _Refused(f"old string not found in {raw}; it must match exactly, whitespace included")
+    if count > 1 and not replace_all:
+        raise _Refused(
+            f"old string found {count} times in {raw}; include more context to make it unique, "
+            "or set replace_all to true"
+        )
+    path.write_bytes(text.replace(old, new).encode("utf-8"))
+    return ToolResult(content=f"Made {count} replacement{'s' if count > 1 else ''} in {raw}.")
+
+
+def _list(path: Path, raw: str) -> ToolResult:
+    if not path.exists():
+        raise _Refused(f"no such directory: {raw}")
+    if not path.is_dir():
+        raise _Refused(f"{raw!r} is not a directory; use action 'read'")
+    entries = sorted(e.name + ("/" if e.is_dir() else "") for e in path.iterdir())
+    if not entries:
+        return ToolResult(content="(empty directory)")
+    lines = entries[:MAX_LIST_ENTRIES]
+    if len(entries) > MAX_LIST_ENTRIES:
+        lines.append(f"[... {len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
+    return _capped("\n".join(lines), truncated=len(entries) > MAX_LIST_ENTRIES)
+
+
+def _files_under(root: Path, start: Path) -> Iterator[Path]:
+    if start.is_file():
+        yield start
+        return
+    for dirpath, dirnames, filenames in os.walk(start):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        for name in sorted(filenames):
+            path = Path(dirpath, name)
+            # A symlink inside the tree may point out of the workspace.
+            if path.resolve().is_relative_to(root) and path.is_file():
+                yield path
+
+
+def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolResult:
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise _Refused(f"invalid regex {pattern!r}: {exc}") from None
+    if not path.exists():
+        raise _Refused(f"no such file or directory: {raw}")
+    matches: list[str] = []
+    for file in _files_under(root, path):
+        try:
+            if _is_binary(file):
+                continue
+            with file.open(encoding="utf-8", errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    if regex.search(line):
+                        matches.append(f"{_shown(file, root)}:{lineno}:{_clip(line.rstrip())}")
+                        if len(matches) > MAX_GREP_MATCHES:
+                            break
+        except OSError:
+            continue
+        if len(matches) > MAX_GREP_MATCHES:
+            break
+    if not matches:
+        return ToolResult(content=f"no matches for {pattern!r} in {raw}")
+    over = len(matches) > MAX_GREP_MATCHES
+    if over:
+        matches[MAX_GREP_MATCHES:] = [
+            f"[stopped at {MAX_GREP_MATCHES} matches; narrow the pattern or the path]"
+        ]
+    return _capped("\n".join(matches), truncated=over)
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_GREP_LINE_CHARS else line[:MAX_GREP_LINE_CHARS] + "…"
+
+
+def _capped(text: str, *, truncated: bool) -> ToolResult:
+    if len(text) <= OUTPUT_CAP_CHARS:
+        return ToolResult(content=text, truncated=truncated)
+    cut = len(text) - OUTPUT_CAP_CHARS
+    note = f"[... {cut} more characters not shown; narrow the request]"
+    return ToolResult(content=f"{text[:OUTPUT_CAP_CHARS]}\n{note}", truncated=True)
+
+
+def _run(args: FileArgs, workspace: Path) -> ToolResult:
+    root = workspace.resolve()
+    try:
+        path = _resolve(root, args.path)
+        match args.action:
+            case "read":
+                return _read(path, args.path, args.offset, args.limit)
+            case "write":
+                assert args.content is not None
+                return _write(path, args.path, args.content)
+            case "edit":
+                assert args.old is not None and args.new is not None
+                return _edit(path, args.path, args.old, args.new, args.replace_all)
+            case "list":
+                return _list(path, args.path)
+            case "grep":
+                assert args.pattern is not None
+                return _grep(root, path, args.path, args.pattern)
+            case _:
+                assert_never(args.action)
+    except _Refused as exc:
+        return ToolResult(status="error", content=str(exc))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return ToolResult(status="error", content=f"{args.action} {args.path!r} failed: {reason}")
+
+
+async def file_tool(args: FileArgs, ctx: ToolContext) -> ToolResult:
+    return await asyncio.to_thread(_run, args, ctx.workspace)
+
+
+def classify(args: FileArgs) -> Danger:
+    return Danger.MODERATE if args.action in ("write", "edit") else Danger.SAFE
+
+
+TOOL = ToolDefinition(
+    name="file",
+    description=DESCRIPTION,
+    args_model=FileArgs,
+    handler=file_tool,
+    danger=Danger.MODERATE,
+    classify=classify,
+    compact_keys=("action", "path"),
+)

@@ -1,0 +1,273 @@
+"""The ``shell`` tool: run one bash command in the workspace.
+
+The command runs as ``/bin/bash -c`` in its own process group, so a timeout
+or a cancelled activity kills it together with every child it started.
+Output (stdout and stderr merged) is read as it comes and at most
+``HEAD_BYTES`` + ``TAIL_BYTES`` of it is kept, so a flood cannot exhaust
+memory. What the model sees is capped at ``OUTPUT_CAP_CHARS`` characters:
+longer output keeps its first and last half, with a
+``[... N characters truncated ...]`` line between.
+
+``classify_command`` is the policy hint: obviously destructive commands are
+DANGEROUS, everything else MODERATE. It is a heuristic on tokens, not a
+sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import signal
+from pathlib import PurePath
+
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+
+OUTPUT_CAP_CHARS = 20_000
+_HALF = OUTPUT_CAP_CHARS // 2
+# A UTF-8 character is at most 4 bytes, so these always hold a full half.
+HEAD_BYTES = 4 * _HALF + 16
+TAIL_BYTES = 4 * _HALF + 16
+READ_CHUNK = 64 * 1024
+HEARTBEAT_INTERVAL_S = 2.0
+# After bash exits, how long to wait for background children to close the pipe.
+DRAIN_GRACE_S = 1.0
+
+DESCRIPTION = f"""\
+Run a bash command in the workspace (the working directory) and return its output.
+- stdout and stderr are merged; stdin is closed, so never run interactive commands.
+- The command is killed with all its child processes after timeout_s seconds.
+- Output over {OUTPUT_CAP_CHARS} characters keeps its start and end; filter long output (grep, head, tail).
+- A nonzero exit code is reported, not an error: read it.
+- To leave a process running in the background, redirect its output: `nohup cmd > log 2>&1 &`.
+"""
+
+
+class ShellArgs(StrictArgs):
+    command: str = Field(description="The bash command line to run.")
+    timeout_s: int = Field(120, ge=1, le=3600, description="Seconds before the command is killed.")
+
+
+class _Capture:
+    """Keeps the first HEAD_BYTES and a rolling last TAIL_BYTES of a stream."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0  # bytes between head and tail that were not kept
+
+    def feed(self, chunk: bytes) -> None:
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        excess = len(self.tail) - TAIL_BYTES
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def render(self) -> tuple[str, bool]:
+        """The output as text within OUTPUT_CAP_CHARS, and whether it was cut."""
+        if not self.dropped:
+            text = (self.head + self.tail).decode("utf-8", errors="replace")
+            if len(text) <= OUTPUT_CAP_CHARS:
+                return text, False
+            return _join(text[:_HALF], len(text) - 2 * _HALF, text[-_HALF:]), True
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        # The dropped middle is counted in bytes: exact for ASCII, close enough otherwise.
+        cut = len(head) - _HALF + self.dropped + len(tail) - _HALF
+        return _join(head[:_HALF], cut, tail[-_HALF:]), True
+
+
+def _join(head: str, cut: int, tail: str) -> str:
+    return f"{head}\n[... {cut} characters truncated ...]\n{tail}"
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
+    while chunk := await stream.read(READ_CHUNK):
+        capture.feed(chunk)
+
+
+async def _wait(proc: asyncio.subprocess.Process, timeout_s: int, ctx: ToolContext) -> int | None:
+    """The exit code, heartbeating meanwhile; None if the group was killed at the timeout."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    exited = asyncio.ensure_future(proc.wait())
+    try:
+        while True:
+            remaining = started + timeout_s - loop.time()
+            if remaining <= 0:
+                _kill_group(proc)
+                await exited
+                return None
+            await asyncio.wait({exited}, timeout=min(HEARTBEAT_INTERVAL_S, remaining))
+            if exited.done():
+                return exited.result()
+            ctx.heartbeat(f"shell running {int(loop.time() - started)}s")
+    finally:
+        exited.cancel()
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process, read_fd: int, timeout_s: int, ctx: ToolContext
+) -> tuple[int | None, str, bool]:
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
+    )
+    capture = _Capture()
+    reader = asyncio.create_task(_drain(stream, capture))
+    try:
+        code = await _wait(proc, timeout_s, ctx)
+        # Background children may still hold the pipe: read what is there, then stop.
+        await asyncio.wait({reader}, timeout=DRAIN_GRACE_S)
+    finally:
+        reader.cancel()
+        transport.close()
+    return code, *capture.render()
+
+
+async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
+    # Our own pipe, so we can close the read end even if a background child keeps it open.
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/bash",
+            "-c",
+            args.command,
+            cwd=ctx.workspace,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    try:
+        code, output, truncated = await _supervise(proc, read_fd, args.timeout_s, ctx)
+    except BaseException:  # cancelled (or a heartbeat failed): take the whole group down
+        _kill_group(proc)
+        raise
+
+    output = output.rstrip("\n")
+    if code is None:
+        note = f"[timed out after {args.timeout_s} s: the command and its child processes were killed]"
+        content = f"{output}\n{note}" if output else note
+        return ToolResult(status="error", content=content, truncated=truncated)
+    body = output if output.strip() else "(no output)"
+    return ToolResult(content=f"{body}\n[exit code: {code}]", exit_code=code, truncated=truncated)
+
+
+# --- policy ---------------------------------------------------------------
+
+_SEPARATORS = frozenset("|&;()<>")
+_WRAPPERS = frozenset({"env", "nohup", "time", "command", "exec", "nice", "xargs"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
+
+
+def _segments(command: str) -> list[tuple[str, list[str]]]:
+    """Split a command line into simple commands, each with the operator before it."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: fall back to whitespace
+        tokens = command.split()
+    segments: list[tuple[str, list[str]]] = [("", [])]
+    for token in tokens:
+        if token and set(token) <= _SEPARATORS:
+            segments.append((token, []))
+        else:
+            segments[-1][1].append(token)
+    return [(op, words) for op, words in segments if words]
+
+
+def _program(words: list[str]) -> list[str]:
+    """Drop leading VAR=value assignments and wrappers such as ``env`` or ``nohup``."""
+    i, wrapped = 0, False
+    while i < len(words):
+        word = words[i]
+        if _ASSIGNMENT.match(word) or (wrapped and word.startswith("-")):
+            i += 1
+        elif PurePath(word).name in _WRAPPERS:
+            i, wrapped = i + 1, True
+        else:
+            return [PurePath(word).name, *words[i + 1 :]]
+    return []
+
+
+def _short_flags(words: list[str]) -> set[str]:
+    return {c for w in words if w.startswith("-") and not w.startswith("--") for c in w[1:]}
+
+
+def _git_subcommand(rest: list[str]) -> str:
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        i += 2 if rest[i] in ("-C", "-c") else 1
+    return rest[i] if i < len(rest) else ""
+
+
+def _is_destructive(words: list[str]) -> bool:
+    name, rest = words[0], words[1:]
+    if name in {"sudo", "su", "doas", "dd"} or name.startswith("mkfs"):
+        return True
+    if name == "rm":
+        return bool(_short_flags(rest) & {"r", "R", "f"}) or bool(
+            {"--recursive", "--force"} & set(rest)
+        )
+    if name in {"chmod", "chown", "chgrp"}:
+        return "R" in _short_flags(rest) or "--recursive" in rest
+    if name == "git":
+        forced = "f" in _short_flags(rest) or any(w.startswith("--force") for w in rest)
+        return forced or _git_subcommand(rest) == "push"
+    return False
+
+
+def classify_command(command: str) -> Danger:
+    """DANGEROUS for obviously destructive commands, MODERATE otherwise.
+
+    Looks at every simple command of the line (split at ``|``, ``&&``, ``;``
+    and the like) after leading assignments and wrappers: ``sudo``/``su``,
+    ``rm`` with ``-r``/``-f``, recursive ``chmod``/``chown``, ``mkfs``, ``dd``,
+    ``git push`` and forced git commands, and a download piped into a shell
+    (``curl ... | sh``).
+    """
+    downloaded = False
+    for op, words in _segments(command):
+        program = _program(words)
+        if not program:
+            continue
+        if _is_destructive(program):
+            return Danger.DANGEROUS
+        if op == "|" and downloaded and program[0] in _SHELLS:
+            return Danger.DANGEROUS
+        downloaded = downloaded or program[0] in {"curl", "wget"}
+    return Danger.MODERATE
+
+
+TOOL = ToolDefinition(
+    name="shell",
+    description=DESCRIPTION,
+    args_model=ShellArgs,
+    handler=run_shell,
+    danger=Danger.MODERATE,
+    classify=lambda args: classify_command(args.command),
+    compact_keys=("command",),
+)

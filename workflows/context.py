@@ -1,0 +1,135 @@
+"""The task's context: typed entries appended through one method.
+
+Seed 000's three-way principle on Temporal: an entry appended here is
+(1) derived only from recorded activity results and signals, so it is in the
+workflow history, (2) what watchers read through the ``events`` query, and
+(3) what ``llm_messages`` turns into the model's view. There is no other
+write path, so the three cannot differ.
+
+Pure and deterministic: no I/O, no clocks.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, Field
+
+from providers.types import ChatMessage, ToolCallRequest
+
+
+class _Entry(BaseModel):
+    seq: int = -1  # position in the transcript, assigned by Transcript.append
+    turn: int = 0  # the LLM call (iteration) that produced or preceded it
+
+
+class UserMessage(_Entry):
+    kind: Literal["user_message"] = "user_message"
+    text: str
+
+
+class AiMessage(_Entry):
+    """Assistant text without a tool call (kept so the model sees what it said)."""
+
+    kind: Literal["ai_message"] = "ai_message"
+    text: str
+    thinking: str | None = None
+
+
+class ToolCall(_Entry):
+    """The assistant's turn that called tools. Only the first call is executed."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    text: str = ""
+    calls: list[ToolCallRequest]
+    thinking: str | None = None
+
+
+class ToolResult(_Entry):
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    content: str
+    status: Literal["ok", "error", "retry", "deferred", "interrupted"] = "ok"
+    final_result: str | None = None
+    info: str | None = None
+    truncated: bool = False
+    exit_code: int | None = None
+
+
+class SystemReminder(_Entry):
+    """An engine note to the model; the model sees it as a user message."""
+
+    kind: Literal["system_reminder"] = "system_reminder"
+    text: str
+    reason: str = ""
+
+
+class StatusNotice(_Entry):
+    """Status for people watching (retrying, stopped, failed). Not sent to the model."""
+
+    kind: Literal["status_notice"] = "status_notice"
+    text: str
+
+
+Entry = Annotated[
+    Union[UserMessage, AiMessage, ToolCall, ToolResult, SystemReminder, StatusNotice],
+    Field(discriminator="kind"),
+]
+
+
+class Transcript:
+    """The one append path for context entries."""
+
+    def __init__(self, entries: list[Entry] | None = None) -> None:
+        self.entries: list[Entry] = list(entries or [])
+
+    def append(self, entry: Entry) -> Entry:
+        entry.seq = len(self.entries)
+        self.entries.append(entry)
+        return entry
+
+    def since(self, seq: int) -> list[Entry]:
+        return self.entries[max(seq, 0):]
+
+    def llm_messages(self) -> list[ChatMessage]:
+        return to_chat_messages(self.entries)
+
+
+def to_chat_messages(entries: list[Entry]) -> list[ChatMessage]:
+    messages: list[ChatMessage] = []
+    for entry in entries:
+        match entry:
+            case UserMessage():
+                messages.append(ChatMessage(role="user", content=entry.text))
+            case AiMessage():
+                messages.append(
+                    ChatMessage(role="assistant", content=entry.text, thinking=entry.thinking)
+                )
+            case ToolCall():
+                messages.append(
+                    ChatMessage(
+                        role="assistant",
+                        content=entry.text,
+                        tool_calls=entry.calls,
+                        thinking=entry.thinking,
+                    )
+                )
+            case ToolResult():
+                messages.append(
+                    ChatMessage(
+                        role="tool",
+                        content=entry.content,
+                        tool_call_id=entry.call_id,
+                        name=entry.name,
+                    )
+                )
+            case SystemReminder():
+                messages.append(
+                    ChatMessage(
+                        role="user", content=f"<system-reminder>{entry.text}</system-reminder>"
+                    )
+                )
+            case StatusNotice():
+                pass
+    return messages
