@@ -84,7 +84,7 @@ async def start_task(client: Client, inp: TaskInput, queue: str) -> str:
         inp,
         id=workflow_id,
         task_queue=queue,
-        memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace},
+        memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace, "model": inp.model},
         static_summary=inp.instruction[:200],
     )
     return workflow_id
@@ -97,6 +97,13 @@ async def describe(client: Client, workflow_id: str):
         if err.status == RPCStatusCode.NOT_FOUND:
             raise UserError(f"no task with id {workflow_id}") from None
         raise
+
+
+async def memo_model(desc) -> str:
+    try:
+        return str(await desc.memo_value("model", default=""))
+    except Exception:  # an older or foreign memo: the model is only informative here
+        return ""
 
 
 async def closed_outcome(client: Client, workflow_id: str) -> TaskOutcome:
@@ -190,7 +197,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     else:
         outcome = await closed_outcome(client, args.id)
         status = TaskStatus(
-            state=outcome.status, turn=outcome.turns, usage=outcome.usage,
+            state=outcome.status, turn=outcome.turns, usage=outcome.usage, model=await memo_model(desc),
             error=outcome.error, final_text=outcome.final_text or None,
         )
     if args.json:
@@ -207,7 +214,8 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     client = await connect()
     desc = await describe(client, args.id)
     async with AsyncExitStack() as stack:
-        if is_embedded() and desc.status == WorkflowExecutionStatus.RUNNING:
+        if is_embedded():
+            # Runs a running task on; answers the events query of a finished one by replaying it.
             await local_worker(stack, client, desc.task_queue, None)
         outcome = await follow(client, args.id, console)
     render_outcome(console, outcome)
@@ -284,4 +292,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter finalization: the SDK's native runtime threads can race it and abort.
+    os._exit(code)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import uuid
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -41,6 +43,11 @@ def build_worker(
         workflows=[AgentTaskWorkflow],
         activities=[llm.call_llm, run_tool],
         max_concurrent_activities=max_concurrent_activities,
+        # Heartbeats carry cancellation (stop, interjection) to running activities: send them
+        # promptly instead of the default 80% of the heartbeat timeout.
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
+        # On shutdown running activities are cancelled at once, so shell commands are killed.
+        graceful_shutdown_timeout=timedelta(seconds=0),
         identity=f"agent-worker-{os.getpid()}-{uuid.uuid4().hex[:6]}",
     )
 
@@ -54,8 +61,12 @@ async def main() -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     worker = build_worker(client)
-    log.info("worker started", task_queue=worker.task_queue if hasattr(worker, "task_queue") else task_queue())
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
+    log.info("worker started", task_queue=task_queue())
     await worker.run()
+    log.info("worker stopped")
     return 0
 
 

@@ -22,7 +22,7 @@ in the workflow history.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, assert_never
 
 import httpx
 from httpx_sse import aconnect_sse
@@ -131,7 +131,9 @@ class OpenAIProvider:
             await self._client.aclose()
 
     async def _complete_once(self, body: dict[str, Any]) -> TurnResult:
-        response = await self._client.post(self._url, json=body, headers=self._headers(), timeout=self._timeout)
+        response = await self._client.post(
+            self._url, json=body, headers=self._headers(), timeout=self._timeout
+        )
         if response.status_code >= 400:
             raise self._status_error(response)
         return self.parse_response(self._json_body(response))
@@ -267,7 +269,7 @@ class _StreamState:
         if not isinstance(index, int):  # some servers omit index: a new id opens a new call
             known = {c["id"] for c in self._calls.values()}
             if not self._calls or (fragment.get("id") and fragment["id"] not in known):
-                index = len(self._calls)
+                index = max(self._calls, default=-1) + 1
             else:
                 index = max(self._calls)
         call = self._calls.setdefault(index, {"id": None, "name": "", "arguments": []})
@@ -315,6 +317,8 @@ def _message_to_wire(message: ChatMessage) -> dict[str, Any]:
                     for call in message.tool_calls
                 ]
             return wire
+        case _:
+            assert_never(message.role)
 
 
 def _arguments_to_wire(call: ToolCallRequest) -> str:

@@ -51,12 +51,12 @@ def text(t: str) -> Step:
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> Step:
-    kind = "rate_limit_error" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
-    return Step(
-        status=status,
-        error_body={"error": {"message": message, "type": kind, "param": None, "code": None}},
-        headers=headers or {},
-    )
+    kind = "invalid_request_error"
+    if status == 429:
+        kind = "rate_limit_error"
+    elif status >= 500:
+        kind = "server_error"
+    return Step(status=status, error_body=_error_body(message, kind), headers=headers or {})
 
 
 def demo_steps(instruction: str) -> list[Step]:
@@ -73,7 +73,10 @@ def demo_steps(instruction: str) -> list[Step]:
     )
     summary = "Listed the working directory and wrote AGENT_DEMO.md, a short note quoting the instruction."
     return [
-        Step(text="Let me look at the working directory first.", tool_calls=[("shell", {"command": "ls -la"})]),
+        Step(
+            text="Let me look at the working directory first.",
+            tool_calls=[("shell", {"command": "ls -la"})],
+        ),
         Step(
             text="Now I'll write a short note about the task.",
             tool_calls=[("file", {"action": "write", "path": "AGENT_DEMO.md", "content": note})],
@@ -87,6 +90,7 @@ class ScriptedModelServer:
         self.name = name
         self.url = ""
         self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []  # time.monotonic() of each call, in order
         self.unexpected: list[str] = []
         self._steps: list[Step] = list(steps)
         self._cond = threading.Condition()
@@ -108,7 +112,10 @@ class ScriptedModelServer:
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}/v1"
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"{self.name}-server", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"{self.name}-model-server",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -169,6 +176,7 @@ class ScriptedModelServer:
         with self._cond:
             self._calls += 1
             number = self._calls
+            self.request_times.append(time.monotonic())
             if body is not None:
                 self.requests.append(body)
             if problem is None and not self._steps:
@@ -261,7 +269,8 @@ class _Handler(BaseHTTPRequestHandler):
             if step.status != 200:
                 self._send_error_step(step)
             elif body and body.get("stream"):
-                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                options = body.get("stream_options")
+                include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
                 self._send_stream(_chunks(step, number, owner.name, include_usage, time.time()), step)
             else:
                 self._send_json(200, _completion(step, number, owner.name, time.time()), step.headers)
@@ -270,7 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_error_step(self, step: Step) -> None:
         if step.error_body is None:
-            self._send_json(step.status, _error_body(f"scripted error {step.status}", "server_error"), step.headers)
+            body = _error_body(f"scripted error {step.status}", "server_error")
+            self._send_json(step.status, body, step.headers)
         elif isinstance(step.error_body, str):
             kind = "text/html" if step.error_body.lstrip().startswith("<") else "text/plain"
             self._send(step.status, step.error_body.encode(), f"{kind}; charset=utf-8", step.headers)

@@ -70,6 +70,9 @@ class ToolDefinition(Generic[ArgsT]):
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            if isinstance(prop.get("title"), str):
+                del prop["title"]  # pydantic's auto titles cost tokens on every call
         return ToolSpec(name=self.name, description=self.description, parameters=schema)
 
 

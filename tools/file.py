@@ -25,12 +25,13 @@ MAX_GREP_LINE_CHARS = 500
 BINARY_SNIFF_BYTES = 8192
 
 DESCRIPTION = f"""\
-Work with files in the workspace. Paths are relative to the workspace; paths outside it are refused.
+Work with files in the workspace.
+Paths are relative to the workspace; paths outside it are refused.
 - read: the text of a file; offset (1-based first line) and limit (number of lines) select a part.
   Output over {OUTPUT_CAP_CHARS} characters is cut; read the rest with offset/limit.
 - write: create or overwrite a file with content (parent directories are created).
-- edit: replace the exact string old with new. old must occur exactly once, unless replace_all is true;
-  include enough surrounding text to make it unique, whitespace included.
+- edit: replace the exact string old with new. old must occur exactly once unless
+  replace_all is true: include enough surrounding text to make it unique, whitespace included.
 - list: the entries of a directory (directories end with /).
 - grep: search a file or directory tree for a Python regex pattern; prints path:line:text.
 """

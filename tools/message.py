@@ -14,7 +14,8 @@ from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, T
 DESCRIPTION = """\
 Send a message to the user.
 - type "info": a progress note; the task continues.
-- type "ask": a question; the task pauses until the user replies. Ask only when you cannot proceed without the user.
+- type "ask": a question; the task pauses until the user replies.
+  Ask only when you cannot go on without the user.
 - type "result": the final answer; the task ends. Put everything the user needs in text.
 """
 

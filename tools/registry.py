@@ -28,8 +28,8 @@ DEFAULT_TOOLS = ("message", "shell", "file")
 COMPACT_VALUE_CHARS = 80
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
-_REF_PREFIX = "#/$defs/"
 _NULL = frozenset({"null", "none", ""})
+_REF_PREFIX = "#/$defs/"
 
 
 def specs(names: Sequence[str] | None = None) -> list[ToolSpec]:
@@ -97,8 +97,9 @@ def _coerce_union(options: list[dict[str, Any]], value: Any, defs: dict[str, Any
     if "null" in types and "string" not in types and isinstance(value, str):
         if value.strip().lower() in _NULL:
             return None
-    if any(_fits(o, value) for o in options):
-        return value
+    for option in options:
+        if _fits(option, value):  # the right type already; still coerce what is inside
+            return _coerce(option, value, defs)
     for option in options:
         if option.get("type") == "null":
             continue
@@ -232,7 +233,8 @@ async def execute(
     try:
         return await tool.handler(args, ctx)
     except Exception as exc:  # CancelledError is a BaseException and passes through
-        return ToolResult(status="error", content=f"Tool {name!r} failed: {type(exc).__name__}: {exc}")
+        failure = f"{type(exc).__name__}: {exc}"
+        return ToolResult(status="error", content=f"Tool {name!r} failed: {failure}")
 
 
 def _validate(tool: ToolDefinition[Any], arguments: Any) -> StrictArgs:

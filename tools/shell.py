@@ -38,7 +38,8 @@ DESCRIPTION = f"""\
 Run a bash command in the workspace (the working directory) and return its output.
 - stdout and stderr are merged; stdin is closed, so never run interactive commands.
 - The command is killed with all its child processes after timeout_s seconds.
-- Output over {OUTPUT_CAP_CHARS} characters keeps its start and end; filter long output (grep, head, tail).
+- Output over {OUTPUT_CAP_CHARS} characters keeps only its start and end;
+  filter long output (grep, head, tail).
 - A nonzero exit code is reported, not an error: read it.
 - To leave a process running in the background, redirect its output: `nohup cmd > log 2>&1 &`.
 """
@@ -167,7 +168,10 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
 
     output = output.rstrip("\n")
     if code is None:
-        note = f"[timed out after {args.timeout_s} s: the command and its child processes were killed]"
+        note = (
+            f"[timed out after {args.timeout_s} s: "
+            "the command and its child processes were killed]"
+        )
         content = f"{output}\n{note}" if output else note
         return ToolResult(status="error", content=content, truncated=truncated)
     body = output if output.strip() else "(no output)"

@@ -62,6 +62,10 @@ def sse(*chunks: dict[str, Any] | str) -> bytes:
     return "".join(lines).encode()
 
 
+def streamed(content: bytes | AsyncIterator[bytes]) -> Callable[[httpx.Request], httpx.Response]:
+    return lambda _: httpx.Response(200, content=content, headers={"content-type": "text/event-stream"})
+
+
 def delta(d: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
 
@@ -127,9 +131,8 @@ def test_to_wire_omits_tools_sampling_and_stream_when_unset():
 def test_to_wire_includes_tools_sampling_and_stream_flags_when_set():
     spec = ToolSpec(name="shell", description="Run a command", parameters={"type": "object"})
     body = OpenAIProvider(BASE).to_wire(request(tools=[spec], max_tokens=64, temperature=0.0, stream=True))
-    assert body["tools"] == [
-        {"type": "function", "function": {"name": "shell", "description": "Run a command", "parameters": {"type": "object"}}}
-    ]
+    function = {"name": "shell", "description": "Run a command", "parameters": {"type": "object"}}
+    assert body["tools"] == [{"type": "function", "function": function}]
     assert body["max_tokens"] == 64
     assert body["temperature"] == 0.0
     assert body["stream"] is True
@@ -167,7 +170,7 @@ def test_parse_response_decodes_tool_call_arguments():
         {
             "content": None,
             "tool_calls": [
-                {"id": "a", "type": "function", "function": {"name": "shell", "arguments": '{"command": "ls"}'}},
+                {"id": "a", "function": {"name": "shell", "arguments": '{"command": "ls"}'}},
                 {"id": "b", "type": "function", "function": {"name": "noop", "arguments": ""}},
             ],
         }
@@ -190,7 +193,8 @@ def test_parse_response_keeps_malformed_arguments_as_parse_error(raw: str):
 
 
 def test_parse_response_generates_ids_for_calls_without_id():
-    body = completion({"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b"}}]})
+    calls = [{"function": {"name": "a", "arguments": "{}"}}, {"function": {"name": "b"}}]
+    body = completion({"tool_calls": calls})
     assert [c.id for c in OpenAIProvider(BASE).parse_response(body).tool_calls] == ["call_0", "call_1"]
 
 
@@ -203,10 +207,13 @@ def test_parse_response_reads_reasoning_as_thinking(field: str):
 def test_parse_response_reads_usage_with_cached_tokens():
     usage = {"prompt_tokens": 120, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 100}}
     result = OpenAIProvider(BASE).parse_response(completion({"content": "x"}, usage=usage))
-    assert (result.usage.input_tokens, result.usage.output_tokens, result.usage.cache_read_tokens) == (120, 7, 100)
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (120, 7, 100)
 
 
-@pytest.mark.parametrize("body", [{}, {"choices": []}, {"choices": None}, [], "text", {"choices": [{"index": 0}]}])
+@pytest.mark.parametrize(
+    "body", [{}, {"choices": []}, {"choices": None}, [], "text", {"choices": [{"index": 0}]}]
+)
 def test_parse_response_rejects_bodies_without_a_message(body: Any):
     with pytest.raises(ProviderError) as info:
         OpenAIProvider(BASE).parse_response(body)
@@ -251,7 +258,8 @@ async def test_complete_prefers_retry_after_ms_on_429():
 
 async def test_complete_reports_html_error_page_with_502_as_retryable():
     page = "<html><head><title>502 Bad Gateway</title></head><body>" + "x" * 500 + "</body></html>"
-    provider, _ = mock_provider(lambda _: httpx.Response(502, text=page, headers={"content-type": "text/html"}))
+    html = {"content-type": "text/html"}
+    provider, _ = mock_provider(lambda _: httpx.Response(502, text=page, headers=html))
     err = await raises(provider)
     assert (err.status, err.kind, err.retryable) == (502, "server_error", True)
     assert "502 Bad Gateway" in err.message
@@ -343,7 +351,8 @@ async def test_complete_parses_scripted_tool_calls_over_http():
 
 
 async def test_complete_classifies_scripted_errors_over_http():
-    with ScriptedModelServer([error(429, "slow down", {"Retry-After": "3"}), error(401, "bad key")]) as server:
+    steps = [error(429, "slow down", {"Retry-After": "3"}), error(401, "bad key")]
+    with ScriptedModelServer(steps) as server:
         provider = OpenAIProvider(server.url, "sk-x")
         limited = await raises(provider)
         denied = await raises(provider, request(stream=True))
@@ -394,18 +403,16 @@ async def test_stream_accumulates_tool_call_fragments_and_usage():
 async def test_stream_joins_interleaved_fragments_by_index():
     body = sse(
         delta({"role": "assistant", "content": ""}),
-        delta({"tool_calls": [{"index": 0, "id": "x", "type": "function", "function": {"name": "a", "arguments": ""}}]}),
-        delta({"tool_calls": [{"index": 1, "type": "function", "function": {"name": "b", "arguments": '{"k"'}}]}),
+        delta({"tool_calls": [{"index": 0, "id": "x", "function": {"name": "a", "arguments": ""}}]}),
+        delta({"tool_calls": [{"index": 1, "function": {"name": "b", "arguments": '{"k"'}}]}),
         delta({"tool_calls": [{"index": 0, "function": {"arguments": '{"n": '}}]}),
         delta({"tool_calls": [{"index": 1, "function": {"arguments": ': "v"}'}}]}),
         delta({"tool_calls": [{"index": 0, "function": {"arguments": "1"}}]}),
         delta({}, "tool_calls"),
-        {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}}},
+        {"choices": [], "usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}},
         "[DONE]",
     )
-    provider, recorder = mock_provider(
-        lambda _: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-    )
+    provider, recorder = mock_provider(streamed(body))
     result = await provider.complete(request(stream=True))
     first, second = result.tool_calls
     assert (first.id, first.name, first.arguments, first.arguments_raw) == ("x", "a", {}, '{"n": 1')
@@ -416,8 +423,7 @@ async def test_stream_joins_interleaved_fragments_by_index():
 
 
 async def test_stream_accepts_end_without_done_after_finish_reason():
-    body = sse(delta({"content": "hi"}), delta({}, "stop"))
-    provider, _ = mock_provider(lambda _: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"}))
+    provider, _ = mock_provider(streamed(sse(delta({"content": "hi"}), delta({}, "stop"))))
     result = await provider.complete(request(stream=True))
     assert (result.content, result.finish_reason) == ("hi", "stop")
 
@@ -438,16 +444,14 @@ async def test_stream_broken_mid_body_raises_retryable_stream_cut():
         yield sse(delta({"content": "partial"}))
         raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
 
-    provider, _ = mock_provider(
-        lambda _: httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
-    )
+    provider, _ = mock_provider(streamed(body()))
     err = await raises(provider, request(stream=True))
     assert (err.kind, err.retryable) == ("stream_cut", True)
 
 
 async def test_stream_error_event_raises_provider_error():
     body = sse(delta({"content": "a"}), {"error": {"message": "overloaded", "code": 503}})
-    provider, _ = mock_provider(lambda _: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"}))
+    provider, _ = mock_provider(streamed(body))
     err = await raises(provider, request(stream=True))
     assert (err.kind, err.retryable) == ("stream_error", True)
     assert "overloaded" in err.message
@@ -462,6 +466,7 @@ async def test_stream_falls_back_to_json_body_when_server_does_not_stream():
 
 
 async def test_stream_rejects_non_json_non_sse_body():
-    provider, _ = mock_provider(lambda _: httpx.Response(200, text="hello", headers={"content-type": "text/plain"}))
+    plain = {"content-type": "text/plain"}
+    provider, _ = mock_provider(lambda _: httpx.Response(200, text="hello", headers=plain))
     err = await raises(provider, request(stream=True))
     assert (err.kind, err.retryable) == ("bad_response", False)

@@ -32,7 +32,8 @@ async def test_message_info_is_delivered_without_ending_the_task(tmp_path):
 
 
 async def test_message_unknown_type_asks_for_a_retry(tmp_path):
-    result = await execute("message", {"type": "shout", "text": "hi"}, ToolContext(workspace=tmp_path))
+    ctx = ToolContext(workspace=tmp_path)
+    result = await execute("message", {"type": "shout", "text": "hi"}, ctx)
     assert result.status == "retry"
     assert "type" in result.content
 

@@ -42,7 +42,7 @@ async def test_task_writes_file_through_shell_and_finishes_with_message(client, 
     assert outcome.usage.input_tokens == 20 and outcome.usage.output_tokens == 10
     assert (workspace / "out.txt").read_text() == "durable\n"
     second = model.requests[1]
-    assert second["stream"] is stream or (not stream and "stream" not in second)
+    assert second.get("stream", False) is stream
     tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
     assert len(tool_messages) == 1 and "durable" in tool_messages[0]["content"]
     assert "[exit code: 0]" in tool_messages[0]["content"]

@@ -1,0 +1,226 @@
+import asyncio
+from typing import Literal
+
+import pytest
+
+from tools import DEFAULT_TOOLS, REGISTRY, coerce_args, compact_line, danger_of, execute, specs
+from tools import registry
+from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
+
+
+class Inner(StrictArgs):
+    n: int
+    flag: bool = False
+
+
+class Sample(StrictArgs):
+    count: int = 0
+    ratio: float = 0.0
+    on: bool = False
+    name: str = ""
+    tags: list[int] = []
+    inner: Inner | None = None
+    inners: list[Inner] = []
+    maybe: int | None = None
+    kind: Literal["alpha", "beta"] = "alpha"
+
+
+SCHEMA = Sample.model_json_schema()
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return ToolContext(workspace=tmp_path)
+
+
+# --- coercion ---------------------------------------------------------------
+
+
+def test_coerce_args_turns_numeric_strings_into_numbers():
+    out = coerce_args(SCHEMA, {"count": "42", "ratio": "4.5"})
+    assert out == {"count": 42, "ratio": 4.5}
+    assert type(out["count"]) is int
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("true", True), ("false", False), ("1", True), ("0", False), ("yes", True), ("No", False)],
+)
+def test_coerce_args_turns_boolean_words_into_bools(raw, expected):
+    assert coerce_args(SCHEMA, {"on": raw}) == {"on": expected}
+
+
+def test_coerce_args_turns_a_number_into_a_string_where_a_string_is_expected():
+    assert coerce_args(SCHEMA, {"name": 7, "count": 3}) == {"name": "7", "count": 3}
+
+
+def test_coerce_args_parses_an_array_sent_as_a_json_string_and_coerces_its_items():
+    assert coerce_args(SCHEMA, {"tags": '[1, "2", 3]'}) == {"tags": [1, 2, 3]}
+
+
+def test_coerce_args_follows_refs_into_nested_objects():
+    out = coerce_args(SCHEMA, {"inner": '{"n": "3", "flag": "yes"}', "inners": [{"n": "4"}]})
+    assert out == {"inner": {"n": 3, "flag": True}, "inners": [{"n": 4}]}
+    assert Sample.model_validate(out, strict=True).inner == Inner(n=3, flag=True)
+
+
+def test_coerce_args_coerces_inside_an_optional_object_sent_as_a_dict():
+    assert coerce_args(SCHEMA, {"inner": {"n": "8"}}) == {"inner": {"n": 8}}
+
+
+def test_coerce_args_handles_optional_fields_declared_as_any_of_null():
+    assert coerce_args(SCHEMA, {"maybe": "5"}) == {"maybe": 5}
+    assert coerce_args(SCHEMA, {"maybe": None}) == {"maybe": None}
+    assert coerce_args(SCHEMA, {"maybe": "null"}) == {"maybe": None}
+
+
+def test_coerce_args_matches_enum_values_case_insensitively():
+    assert coerce_args(SCHEMA, {"kind": "BETA"}) == {"kind": "beta"}
+
+
+def test_coerce_args_leaves_values_it_cannot_coerce():
+    raw = {"count": "many", "ratio": "big", "on": "maybe", "tags": "no json", "inner": 5, "x": "1"}
+    assert coerce_args(SCHEMA, raw) == raw
+
+
+def test_coerced_arguments_pass_strict_validation():
+    raw = {"count": "1", "ratio": "2", "on": "0", "name": 3.5, "tags": "[]", "maybe": "7"}
+    args = Sample.model_validate(coerce_args(SCHEMA, raw), strict=True)
+    got = (args.count, args.ratio, args.on, args.name, args.tags, args.maybe)
+    assert got == (1, 2.0, False, "3.5", [], 7)
+
+
+# --- execute ----------------------------------------------------------------
+
+
+async def test_execute_unknown_tool_names_it_and_lists_the_available_ones(ctx):
+    result = await execute("browse", {}, ctx)
+    assert result.status == "error"
+    assert "'browse'" in result.content
+    for name in DEFAULT_TOOLS:
+        assert name in result.content
+
+
+async def test_execute_with_a_parse_error_asks_for_a_retry_quoting_the_error(ctx, tmp_path):
+    error = "Expecting ',' at char 12"
+    result = await execute("shell", {"command": "touch ran"}, ctx, parse_error=error)
+    assert result.status == "retry"
+    assert "not valid JSON" in result.content
+    assert "Expecting ',' at char 12" in result.content
+    assert not (tmp_path / "ran").exists()
+
+
+async def test_execute_missing_required_field_asks_for_a_retry_listing_the_fields(ctx):
+    result = await execute("shell", {}, ctx)
+    assert result.status == "retry"
+    assert "- command: Field required" in result.content
+    assert "Expected fields: command (required), timeout_s." in result.content
+    assert "pydantic.dev" not in result.content
+
+
+async def test_execute_refuses_an_extra_field_without_running_the_tool(ctx, tmp_path):
+    result = await execute("shell", {"command": "touch ran", "cwd": "/"}, ctx)
+    assert result.status == "retry"
+    assert "- cwd: unknown field" in result.content
+    assert not (tmp_path / "ran").exists()
+
+
+async def test_execute_reports_an_out_of_range_value_with_what_was_sent(ctx):
+    result = await execute("shell", {"command": "true", "timeout_s": 99999}, ctx)
+    assert result.status == "retry"
+    assert "timeout_s" in result.content and "99999" in result.content
+
+
+async def test_execute_coerces_arguments_before_validating(ctx):
+    result = await execute("shell", {"command": 42, "timeout_s": "5"}, ctx)
+    assert result.status == "ok"
+    assert "command not found" in result.content  # bash ran "42"
+
+
+class _NoArgs(StrictArgs):
+    pass
+
+
+def _tool_raising(exc: BaseException) -> ToolDefinition:
+    async def handler(args: _NoArgs, ctx: ToolContext) -> ToolResult:
+        raise exc
+
+    return ToolDefinition(name="boom", description="fails", args_model=_NoArgs, handler=handler)
+
+
+async def test_execute_turns_a_handler_exception_into_an_error_result(ctx, monkeypatch):
+    monkeypatch.setitem(registry.REGISTRY, "boom", _tool_raising(RuntimeError("disk on fire")))
+    result = await execute("boom", {}, ctx)
+    assert result.status == "error"
+    assert "RuntimeError: disk on fire" in result.content
+
+
+async def test_execute_lets_cancellation_propagate(ctx, monkeypatch):
+    monkeypatch.setitem(registry.REGISTRY, "boom", _tool_raising(asyncio.CancelledError()))
+    with pytest.raises(asyncio.CancelledError):
+        await execute("boom", {}, ctx)
+
+
+# --- specs, danger, compact line ------------------------------------------
+
+
+def test_specs_are_json_schema_objects_with_the_right_required_fields():
+    by_name = {spec.name: spec for spec in specs()}
+    assert list(by_name) == list(DEFAULT_TOOLS)
+    expected = {"message": ["type", "text"], "shell": ["command"], "file": ["action"]}
+    for name, required in expected.items():
+        params = by_name[name].parameters
+        assert params["type"] == "object"
+        assert params["required"] == required
+        assert set(required) <= set(params["properties"])
+        assert params["additionalProperties"] is False
+        assert by_name[name].description
+
+
+def test_specs_selects_named_tools_and_refuses_unknown_ones():
+    assert [s.name for s in specs(["file"])] == ["file"]
+    with pytest.raises(KeyError):
+        specs(["file", "browse"])
+
+
+def test_registry_holds_each_tool_under_its_own_name():
+    assert set(REGISTRY) == set(DEFAULT_TOOLS)
+    assert all(tool.name == name for name, tool in REGISTRY.items())
+
+
+@pytest.mark.parametrize(
+    "name, arguments, expected",
+    [
+        ("shell", {"command": "rm -rf build"}, Danger.DANGEROUS),
+        ("shell", {"command": "ls -la"}, Danger.MODERATE),
+        ("shell", {}, Danger.MODERATE),  # invalid: the tool's default
+        ("file", {"action": "read", "path": "a"}, Danger.SAFE),
+        ("file", {"action": "edit", "path": "a", "old": "x", "new": "y"}, Danger.MODERATE),
+        ("message", {"type": "result", "text": "ok"}, Danger.SAFE),
+        ("browse", {"url": "x"}, Danger.SAFE),
+    ],
+)
+def test_danger_of_classifies_each_call(name, arguments, expected):
+    assert danger_of(name, arguments) is expected
+
+
+def test_compact_line_uses_the_tool_compact_keys():
+    line = compact_line("file", {"action": "read", "path": "a.txt", "content": "x"}, "ok")
+    assert line == '<tool name="file" action="read" path="a.txt" status="ok"/>'
+
+
+def test_compact_line_escapes_and_keeps_one_line():
+    line = compact_line("shell", {"command": 'echo "<a>" && ls\ncat b'})
+    assert "\n" not in line
+    assert "&lt;a&gt;" in line and "&amp;&amp;" in line and "&#10;" in line
+    assert "status" not in line
+
+
+def test_compact_line_shortens_long_values_to_80_characters():
+    line = compact_line("shell", {"command": "x" * 500})
+    value = line.split("command=")[1].removesuffix("/>").strip('"')
+    assert len(value) == 80 and value.endswith("…")
+
+
+def test_compact_line_for_an_unknown_tool_names_it_only():
+    assert compact_line("browse", {"url": "x"}, "error") == '<tool name="browse" status="error"/>'
