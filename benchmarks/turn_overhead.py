@@ -30,6 +30,7 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from activities.llm import LlmActivities, ProviderSettings
+    from activities.log import configure_logging
     from activities.tools import run_tool
     from activities.types import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
     from providers.scripted import ScriptedModelServer, tool
@@ -145,4 +146,5 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     opts = parser.parse_args()
+    configure_logging("WARNING")
     asyncio.run(main(opts.turns, opts.repeat))
