@@ -76,6 +76,8 @@ class TurnResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
     model: str | None = None
+    provider: str | None = None  # which configured provider answered
+    cost_usd: float = 0.0  # priced by the activity from the price table
 
 
 class LlmRequest(BaseModel):
