@@ -5,13 +5,16 @@
     python starter.py status ID [--json]
     python starter.py watch ID
     python starter.py stop ID [--reason TEXT]
-    python starter.py list
+    python starter.py approve ID [--deny] [--reason TEXT] [--call CALL_ID]
+    python starter.py interject ID "TEXT"        (also: reply ID "TEXT")
+    python starter.py list [--waiting]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import os
 import re
@@ -22,16 +25,27 @@ from contextlib import AsyncExitStack
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.llm import ProviderSettings
 from activities.log import configure_logging
 from cli.render import make_console, render_entry, render_outcome, status_lines
-from temporal.client import TemporalUnavailable, connect, is_embedded, ui_base_url
+from temporal.client import TemporalUnavailable, connect, ensure_search_attributes, is_embedded, ui_base_url
 from temporal.server import ServerError
 from worker import build_worker, task_queue
-from workflows.models import TASK_WORKFLOW, EventsPage, TaskInput, TaskOutcome, TaskState, TaskStatus
+from workflows.models import (
+    TASK_WORKFLOW,
+    ApprovalDecision,
+    ApprovalMode,
+    EventsPage,
+    Interjection,
+    TaskInput,
+    TaskOutcome,
+    TaskState,
+    TaskStatus,
+)
+from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
 POLL_S = 0.25
@@ -60,6 +74,8 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         model=model,
         provider=os.environ.get("AGENT_PROVIDER", "openai"),
         max_iterations=args.max_iterations,
+        approval=ApprovalMode(args.approval),
+        approval_timeout_s=args.approval_timeout,
     )
 
 
@@ -77,7 +93,15 @@ def ui_link(client: Client, workflow_id: str) -> str:
     return f"{ui_base_url()}/namespaces/{client.namespace}/workflows/{workflow_id}"
 
 
+def who() -> str:
+    try:
+        return f"{getpass.getuser()} (cli)"
+    except Exception:  # no user name in this environment
+        return "cli"
+
+
 async def start_task(client: Client, inp: TaskInput, queue: str) -> str:
+    inp.search_attributes = await ensure_search_attributes(client)
     workflow_id = workflow_id_for(inp.instruction)
     await client.start_workflow(
         AgentTaskWorkflow.run,
@@ -114,10 +138,38 @@ async def closed_outcome(client: Client, workflow_id: str) -> TaskOutcome:
         return TaskOutcome(status=TaskState.FAILED, error=f"workflow {err.status.name.lower() if err.status else 'failed'}: {err.cause}")
 
 
-async def follow(client: Client, workflow_id: str, console) -> TaskOutcome:
-    """Print the task's entries as they are appended, until it finishes."""
+async def ask_person(client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool) -> None:
+    """Ask inline for an approval or a reply when a person is at the terminal; else say how."""
     handle = client.get_workflow_handle(workflow_id)
-    seq, warned = 0, False
+    pending = status.pending_approval
+    if pending is not None:
+        args = json.dumps(pending.arguments, ensure_ascii=False)
+        console.print(f"[bold yellow]? approval needed[/] {pending.tool} {args[:300]} [dim]({pending.danger}: {pending.reason})[/]")
+        if not interactive:
+            console.print(f"  approve: python starter.py approve {workflow_id}   deny: python starter.py approve {workflow_id} --deny --reason TEXT")
+            return
+        answer = (await asyncio.to_thread(input, "  approve? [y/N] ")).strip().lower()
+        reason = (await asyncio.to_thread(input, "  reason (optional): ")).strip()
+        decision = ApprovalDecision(approved=answer in ("y", "yes"), call_id=pending.call_id, reason=reason, decided_by=who())
+        try:
+            await handle.execute_update(AgentTaskWorkflow.decide, decision)
+        except WorkflowUpdateFailedError as err:
+            console.print(f"[yellow]· decision not accepted: {getattr(err.cause, 'message', err.cause)}[/]")
+    elif status.question is not None:
+        console.print(f"[bold yellow]? the task asks:[/] {status.question}")
+        if not interactive:
+            console.print(f'  reply: python starter.py reply {workflow_id} "TEXT"')
+            return
+        text = (await asyncio.to_thread(input, "  reply> ")).strip()
+        if text:
+            await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who()))
+
+
+async def follow(client: Client, workflow_id: str, console, *, interactive: bool | None = None) -> TaskOutcome:
+    """Print the task's entries as they are appended, until it finishes."""
+    interactive = sys.stdin.isatty() if interactive is None else interactive
+    handle = client.get_workflow_handle(workflow_id)
+    seq, warned, asked = 0, False, None
     while True:
         try:
             page: EventsPage = await handle.query(
@@ -137,6 +189,12 @@ async def follow(client: Client, workflow_id: str, console) -> TaskOutcome:
         seq = page.next_seq
         if page.outcome is not None:
             return page.outcome
+        status = page.status
+        waiting_on = (status.pending_approval.call_id if status.pending_approval else status.question)
+        if status.state.waiting and waiting_on != asked:
+            asked = waiting_on
+            await ask_person(client, workflow_id, status, console, interactive)
+            continue
         await asyncio.sleep(POLL_S)
 
 
@@ -232,17 +290,50 @@ async def cmd_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_approve(args: argparse.Namespace) -> int:
+    client = await connect()
+    await describe(client, args.id)
+    handle = client.get_workflow_handle(args.id)
+    decision = ApprovalDecision(approved=not args.deny, call_id=args.call, reason=args.reason, decided_by=who())
+    if args.signal:
+        await handle.signal(AgentTaskWorkflow.approve, decision)
+        print(f"decision sent to {args.id} (as a signal: not confirmed)")
+        return 0
+    try:
+        pending = await handle.execute_update(AgentTaskWorkflow.decide, decision)
+    except WorkflowUpdateFailedError as err:
+        raise UserError(f"decision rejected: {getattr(err.cause, 'message', err.cause)}") from None
+    verdict = "denied" if args.deny else "approved"
+    print(f"{verdict}: {pending.tool} call {pending.call_id} of {args.id}")
+    return 0
+
+
+async def cmd_interject(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        raise UserError(f"task {args.id} is not running")
+    await client.get_workflow_handle(args.id).signal(
+        AgentTaskWorkflow.interject, Interjection(text=args.text, sent_by=who())
+    )
+    print(f"message delivered to {args.id}")
+    return 0
+
+
 async def cmd_list(args: argparse.Namespace) -> int:
     client = await connect()
     query = f"WorkflowType = '{TASK_WORKFLOW}'"
+    if args.waiting:
+        query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
     rows = 0
     async for wf in client.list_workflows(query, limit=args.limit):
         started = wf.start_time.strftime("%Y-%m-%d %H:%M:%S") if wf.start_time else "-"
         status = wf.status.name if wf.status else "-"
-        print(f"{wf.id:<50} {status:<11} {started}")
+        state = wf.typed_search_attributes.get(AGENT_STATE) or "-"
+        print(f"{wf.id:<50} {status:<10} {state:<17} {started}")
         rows += 1
     if rows == 0:
-        print("no tasks yet")
+        print("no tasks waiting for a person" if args.waiting else "no tasks yet")
     return 0
 
 
@@ -258,6 +349,10 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--workspace", help="directory the task works in (default: current directory)")
         s.add_argument("--model", help="model name (default: $AGENT_MODEL)")
         s.add_argument("--max-iterations", type=int, default=50)
+        s.add_argument("--approval", choices=[m.value for m in ApprovalMode], default="dangerous",
+                       help="which tool calls wait for a person (default: dangerous)")
+        s.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
+                       help="deny a pending call after this long (default: wait forever)")
         if name == "run":
             s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
     s = sub.add_parser("status", help="show a task's state")
@@ -268,14 +363,26 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stop", help="stop a task (it ends as FAILED, stopped)")
     s.add_argument("id")
     s.add_argument("--reason", default="stopped by user")
+    s = sub.add_parser("approve", help="approve (or --deny) the pending tool call")
+    s.add_argument("id")
+    s.add_argument("--deny", action="store_true")
+    s.add_argument("--reason", default="")
+    s.add_argument("--call", help="the pending call's id, when it matters which")
+    s.add_argument("--signal", action="store_true", help="send as a signal, without confirmation")
+    for name in ("interject", "reply"):
+        s = sub.add_parser(name, help="send the task a message (cuts off what is running)")
+        s.add_argument("id")
+        s.add_argument("text")
     s = sub.add_parser("list", help="list tasks")
     s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--waiting", action="store_true", help="only tasks waiting for a person")
     return p
 
 
 COMMANDS = {
     "run": cmd_run, "start": cmd_start, "status": cmd_status,
     "watch": cmd_watch, "stop": cmd_stop, "list": cmd_list,
+    "approve": cmd_approve, "interject": cmd_interject, "reply": cmd_interject,
 }
 
 

@@ -13,7 +13,7 @@ from typing import Awaitable, Callable, TypeVar
 from temporalio import activity
 
 T = TypeVar("T")
-HEARTBEAT_EVERY_S = 2.0
+HEARTBEAT_EVERY_S = 1.0  # the worker sends them at most once a second
 
 
 async def with_heartbeats(

@@ -22,6 +22,7 @@ from prompts import build_system_prompt
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from providers.types import LlmRequest, TurnResult
+from tools.policy import classify_call
 
 
 @dataclass
@@ -83,6 +84,9 @@ class LlmActivities:
                 error=str(err),
             )
             raise to_application_error(err) from None
+        for call in result.tool_calls:
+            danger, reason = classify_call(call.name, call.arguments)
+            call.danger, call.danger_reason = danger.value, reason or None
         log.info(
             "llm call done",
             attempt=info.attempt,

@@ -90,6 +90,12 @@ def status_lines(workflow_id: str, status: TaskStatus, ui_url: str) -> list[str]
         f"activity: {status.last_activity or '-'}",
         f"tokens:   {usage.input_tokens} in / {usage.output_tokens} out",
     ]
+    if status.pending_approval:
+        p = status.pending_approval
+        lines.append(f"pending:  {p.tool} {json.dumps(p.arguments, ensure_ascii=False)[:200]} (call {p.call_id})")
+        lines.append(f"why:      {p.danger}: {p.reason}")
+    if status.question:
+        lines.append(f"question: {status.question}")
     if status.error:
         lines.append(f"error:    {status.error}")
     if status.final_text:

@@ -26,6 +26,10 @@ class ToolCallRequest(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     arguments_raw: str | None = None
     parse_error: str | None = None
+    # Set by the LLM activity from the tool's policy, so the decision is in the history
+    # and a replay never re-classifies with newer code.
+    danger: Literal["safe", "moderate", "dangerous"] | None = None
+    danger_reason: str | None = None
 
 
 class ChatMessage(BaseModel):

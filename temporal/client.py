@@ -13,7 +13,17 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
-from temporal.server import EMBEDDED_HOST, EMBEDDED_PORT, EMBEDDED_UI_PORT, ensure_embedded_server
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.service import RPCError
+
+from temporal.server import (
+    EMBEDDED_HOST,
+    EMBEDDED_PORT,
+    EMBEDDED_UI_PORT,
+    SEARCH_ATTRIBUTES,
+    ensure_embedded_server,
+)
 
 
 class TemporalUnavailable(RuntimeError):
@@ -43,3 +53,35 @@ async def connect(*, start_embedded: bool = True) -> Client:
         return await Client.connect(**config)
     except RuntimeError as err:
         raise TemporalUnavailable(f"cannot reach Temporal at {target}: {err}") from None
+
+
+async def ensure_search_attributes(client: Client, *, register: bool | None = None) -> bool:
+    """True when every search attribute the project uses is registered in the namespace.
+
+    On the embedded server missing ones are registered; on a real cluster they are
+    only checked (registering needs operator rights: see README), and tasks started
+    without them simply do not set search attributes.
+    """
+    register = is_embedded() if register is None else register
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace)
+        )
+    except RPCError:
+        return False
+    missing = {name: kind for name, kind in SEARCH_ATTRIBUTES.items() if name not in listed.custom_attributes}
+    if missing and register:
+        try:
+            await client.operator_service.add_search_attributes(
+                AddSearchAttributesRequest(
+                    namespace=client.namespace,
+                    search_attributes={
+                        name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{kind.upper()}")
+                        for name, kind in missing.items()
+                    },
+                )
+            )
+        except RPCError:
+            return False
+        return True
+    return not missing

@@ -6,6 +6,7 @@ backwards-compatibly in one place.
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import Enum
 
 from pydantic import BaseModel, Field
@@ -21,6 +22,8 @@ class TaskState(str, Enum):
     INITIALIZING = "INITIALIZING"
     THINKING = "THINKING"
     EXECUTING_TOOL = "EXECUTING_TOOL"
+    WAITING_APPROVAL = "WAITING_APPROVAL"
+    WAITING_REPLY = "WAITING_REPLY"
     FINALIZING = "FINALIZING"
     DONE = "DONE"
     FAILED = "FAILED"
@@ -28,6 +31,49 @@ class TaskState(str, Enum):
     @property
     def finished(self) -> bool:
         return self in (TaskState.DONE, TaskState.FAILED)
+
+    @property
+    def waiting(self) -> bool:
+        return self in (TaskState.WAITING_APPROVAL, TaskState.WAITING_REPLY)
+
+
+class ApprovalMode(str, Enum):
+    """Which tool calls wait for a person (seed 003's ask modes)."""
+
+    DANGEROUS = "dangerous"  # only calls classified dangerous
+    ALWAYS = "always"  # every call, even safe ones
+    NEVER = "never"  # none
+
+    def requires(self, danger: str | None) -> bool:
+        if self is ApprovalMode.ALWAYS:
+            return True
+        if self is ApprovalMode.NEVER:
+            return False
+        return danger == "dangerous"
+
+
+class PendingApproval(BaseModel):
+    call_id: str
+    tool: str
+    arguments: dict
+    danger: str
+    reason: str
+    turn: int
+    requested_at: datetime
+
+
+class ApprovalDecision(BaseModel):
+    """Sent by a person (signal ``approve`` or update ``decide``)."""
+
+    approved: bool
+    call_id: str | None = None  # None: whichever call is pending
+    reason: str = ""
+    decided_by: str = "user"
+
+
+class Interjection(BaseModel):
+    text: str
+    sent_by: str = "user"
 
 
 class TaskInput(BaseModel):
@@ -39,6 +85,9 @@ class TaskInput(BaseModel):
     max_no_tool_retries: int = 3
     tools: list[str] | None = None  # None: the default tool set
     stream: bool = True
+    approval: ApprovalMode = ApprovalMode.DANGEROUS
+    approval_timeout_s: float | None = None  # None: wait for a decision forever
+    search_attributes: bool = False  # upsert AgentState & co. (registered on the server)
 
 
 class TaskOutcome(BaseModel):
@@ -61,6 +110,10 @@ class TaskStatus(BaseModel):
     model: str = ""
     error: str | None = None
     final_text: str | None = None
+    pending_approval: PendingApproval | None = None
+    question: str | None = None  # what the task asked, while WAITING_REPLY
+    queued_interjections: int = 0
+    approval: ApprovalMode = ApprovalMode.DANGEROUS
 
 
 class EventsPage(BaseModel):

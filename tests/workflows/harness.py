@@ -41,3 +41,35 @@ async def start(client: Client, task_queue: str, inp: TaskInput) -> WorkflowHand
 async def run_task(client: Client, task_queue: str, inp: TaskInput) -> TaskOutcome:
     handle = await start(client, task_queue, inp)
     return await handle.result()
+
+
+async def wait_for_state(handle: WorkflowHandle, state, timeout_s: float = 20.0):
+    """Poll the status query until the task is in ``state``; return that status."""
+    import asyncio
+
+    from workflows.models import TaskStatus
+
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        status: TaskStatus = await handle.query(AgentTaskWorkflow.status)
+        if status.state == state:
+            return status
+        assert asyncio.get_running_loop().time() < deadline, f"still {status.state}, wanted {state}"
+        await asyncio.sleep(0.05)
+
+
+async def wait_until(predicate, timeout_s: float = 20.0) -> None:
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
+        await asyncio.sleep(0.02)
+
+
+def tool_messages(request: dict) -> list[dict]:
+    return [m for m in request["messages"] if m["role"] == "tool"]
+
+
+def user_texts(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]

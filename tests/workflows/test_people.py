@@ -1,0 +1,243 @@
+"""People in the loop: approvals, interjection, ask/reply and stop, on a real dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+
+from providers.scripted import Step, tool
+from workflows.models import ApprovalDecision, ApprovalMode, Interjection, TaskState
+from workflows.search_attributes import AGENT_STATE
+from workflows.task import AgentTaskWorkflow
+
+from tests.workflows.harness import (
+    make_input,
+    scripted_worker,
+    start,
+    tool_messages,
+    user_texts,
+    wait_for_state,
+    wait_until,
+)
+from tests.workflows.test_task_loop import assert_every_tool_call_answered
+
+FINISH = tool("message", type="result", text="finished")
+
+
+def approve(reason: str = "looks fine", **kw) -> ApprovalDecision:
+    return ApprovalDecision(approved=True, reason=reason, decided_by="tester", **kw)
+
+
+def deny(reason: str) -> ApprovalDecision:
+    return ApprovalDecision(approved=False, reason=reason, decided_by="tester")
+
+
+async def test_dangerous_call_waits_for_approval_then_runs(client, task_queue, workspace):
+    (workspace / "build").mkdir()
+    async with scripted_worker(client, task_queue, [tool("shell", command="rm -rf build"), FINISH]) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        assert status.pending_approval.tool == "shell"
+        assert status.pending_approval.danger == "dangerous"
+        assert "rm" in status.pending_approval.reason
+        await asyncio.sleep(0.3)
+        assert (workspace / "build").exists(), "ran before it was approved"
+        pending = await handle.execute_update(AgentTaskWorkflow.decide, approve())
+        assert pending.arguments == {"command": "rm -rf build"}
+        outcome = await handle.result()
+        page = await handle.query(AgentTaskWorkflow.events, 0)
+    assert outcome.status == TaskState.DONE
+    assert not (workspace / "build").exists()
+    notices = [e.text for e in page.entries if e.kind == "status_notice"]
+    assert any("approved by tester" in n and "looks fine" in n for n in notices)
+    model.assert_consumed()
+
+
+async def test_denied_call_reaches_the_model_with_the_reason(client, task_queue, workspace):
+    (workspace / "build").mkdir()
+    async with scripted_worker(client, task_queue, [tool("shell", command="rm -rf build"), FINISH]) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        await handle.execute_update(AgentTaskWorkflow.decide, deny("keep the build"))
+        outcome = await handle.result()
+    assert outcome.status == TaskState.DONE
+    assert (workspace / "build").exists()
+    result = tool_messages(model.requests[1])[0]["content"]
+    assert "[denied]" in result and "keep the build" in result and "tester" in result
+
+
+async def test_never_mode_runs_a_dangerous_call_without_waiting(client, task_queue, workspace):
+    (workspace / "build").mkdir()
+    async with scripted_worker(client, task_queue, [tool("shell", command="rm -rf build"), FINISH]):
+        handle = await start(client, task_queue, make_input(workspace, approval=ApprovalMode.NEVER))
+        outcome = await asyncio.wait_for(handle.result(), 15)
+    assert outcome.status == TaskState.DONE and not (workspace / "build").exists()
+
+
+async def test_always_mode_waits_even_for_a_safe_call(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [tool("file", action="list", path="."), FINISH]):
+        handle = await start(client, task_queue, make_input(workspace, approval=ApprovalMode.ALWAYS))
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        assert status.pending_approval.tool == "file" and status.pending_approval.danger == "safe"
+        await handle.signal(AgentTaskWorkflow.approve, approve())  # the signal path works too
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)  # the message call waits as well
+        await handle.execute_update(AgentTaskWorkflow.decide, approve())
+        outcome = await handle.result()
+    assert outcome.status == TaskState.DONE
+
+
+async def test_update_naming_a_call_that_is_not_pending_is_rejected_and_changes_nothing(client, task_queue, workspace):
+    steps = [Step(tool_calls=[("shell", {"command": "sudo true"})], hold=True), FINISH]
+    async with scripted_worker(client, task_queue, steps) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_until(lambda: model.hits() == 1)  # thinking: nothing is pending
+        with pytest.raises(WorkflowUpdateFailedError) as err:
+            await handle.execute_update(AgentTaskWorkflow.decide, approve())
+        assert "no tool call is waiting" in str(err.value.cause)
+        model.release()
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        with pytest.raises(WorkflowUpdateFailedError) as err:
+            await handle.execute_update(AgentTaskWorkflow.decide, approve(call_id="call_that_does_not_exist"))
+        assert "not pending" in str(err.value.cause)
+        after = await handle.query(AgentTaskWorkflow.status)
+        assert after.state == TaskState.WAITING_APPROVAL
+        assert after.pending_approval == status.pending_approval
+        await handle.execute_update(AgentTaskWorkflow.decide, deny("no sudo"))
+        outcome = await handle.result()
+    assert outcome.status == TaskState.DONE
+    assert "no sudo" in tool_messages(model.requests[1])[0]["content"]
+
+
+async def test_pending_call_is_denied_when_the_approval_timeout_expires(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [tool("shell", command="git push"), FINISH]) as model:
+        outcome = await (await start(client, task_queue, make_input(workspace, approval_timeout_s=1))).result()
+    assert outcome.status == TaskState.DONE
+    result = tool_messages(model.requests[1])[0]["content"]
+    assert "[denied]" in result and "timeout" in result
+
+
+async def test_approval_after_the_worker_was_restarted_while_waiting(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [tool("shell", command="sudo echo hi"), FINISH]) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+    # no worker now; the decision is accepted durably once a worker is back
+    async with scripted_worker(client, task_queue, [FINISH]) as model:
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        await handle.execute_update(AgentTaskWorkflow.decide, deny("not as root"))
+        outcome = await handle.result()
+    assert outcome.status == TaskState.DONE
+    assert "not as root" in tool_messages(model.requests[0])[0]["content"]
+
+
+async def test_interjection_during_a_long_shell_call_ends_it_within_seconds(client, task_queue, workspace):
+    steps = [tool("shell", command="echo $$ > pid && sleep 60"), FINISH]
+    async with scripted_worker(client, task_queue, steps) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_for_state(handle, TaskState.EXECUTING_TOOL)
+        await wait_until(lambda: (workspace / "pid").exists() and (workspace / "pid").read_text().strip())
+        sent = time.monotonic()
+        await handle.signal(AgentTaskWorkflow.interject, Interjection(text="never mind, just finish"))
+        await wait_until(lambda: model.hits() == 2, 15)
+        elapsed = model.request_times[1] - sent
+        outcome = await handle.result()
+    assert elapsed < 5, f"the interjection took {elapsed:.1f}s to reach the model"
+    assert outcome.status == TaskState.DONE
+    request = model.requests[1]
+    assert_every_tool_call_answered(request)
+    assert "[interrupted]" in tool_messages(request)[0]["content"]
+    assert user_texts(request)[-1] == "never mind, just finish"
+    pid = (workspace / "pid").read_text().strip()
+    await wait_until(lambda: subprocess.run(["pgrep", "-s", pid], capture_output=True).returncode != 0, 5)
+
+
+async def test_interjection_during_a_slow_llm_call_cancels_it(client, task_queue, workspace):
+    steps = [Step(tool_calls=[("shell", {"command": "echo never > never.txt"})], hold=True), FINISH]
+    async with scripted_worker(client, task_queue, steps) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_until(lambda: model.hits() == 1)
+        await handle.signal(AgentTaskWorkflow.interject, Interjection(text="change of plan"))
+        await wait_until(lambda: model.hits() == 2, 10)
+        model.release()
+        outcome = await handle.result()
+    assert outcome.status == TaskState.DONE
+    assert not (workspace / "never.txt").exists()
+    assert user_texts(model.requests[1])[-1] == "change of plan"
+    assert_every_tool_call_answered(model.requests[1])
+
+
+async def test_two_quick_interjections_both_reach_the_model_in_order(client, task_queue, workspace):
+    # The second message may land before or after the first has restarted the LLM call;
+    # either way the model must end up with both, once each, in order.
+    held = Step(tool_calls=[("message", {"type": "result", "text": "too early"})], hold=True)
+    async with scripted_worker(client, task_queue, [held, FINISH, FINISH]) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_until(lambda: model.hits() == 1)
+        await handle.signal(AgentTaskWorkflow.interject, Interjection(text="first"))
+        await handle.signal(AgentTaskWorkflow.interject, Interjection(text="second"))
+        outcome = await handle.result()
+        model.release()
+    assert outcome.final_text == "finished"
+    last = user_texts(model.requests[-1])
+    assert [t for t in last if t in ("first", "second")] == ["first", "second"]
+    assert model.hits() in (2, 3)
+
+
+async def test_interjection_while_waiting_for_approval_denies_the_call_as_superseded(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [tool("shell", command="sudo reboot"), FINISH]) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        await handle.signal(AgentTaskWorkflow.interject, Interjection(text="do not reboot"))
+        outcome = await handle.result()
+    assert outcome.status == TaskState.DONE
+    request = model.requests[1]
+    assert "superseded" in tool_messages(request)[0]["content"]
+    assert user_texts(request)[-1] == "do not reboot"
+    assert_every_tool_call_answered(request)
+
+
+async def test_ask_then_reply_then_completion(client, task_queue, workspace):
+    steps = [tool("message", type="ask", text="Which file?"), FINISH]
+    async with scripted_worker(client, task_queue, steps) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        status = await wait_for_state(handle, TaskState.WAITING_REPLY)
+        assert status.question == "Which file?"
+        assert model.hits() == 1
+        await handle.signal(AgentTaskWorkflow.interject, Interjection(text="notes.md"))
+        outcome = await handle.result()
+    assert outcome.status == TaskState.DONE
+    assert user_texts(model.requests[1])[-1] == "notes.md"
+
+
+async def test_stop_during_a_tool_call_kills_it_and_fails_the_task_as_stopped(client, task_queue, workspace):
+    steps = [tool("shell", command="echo $$ > pid && sleep 60")]
+    async with scripted_worker(client, task_queue, steps):
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_until(lambda: (workspace / "pid").exists() and (workspace / "pid").read_text().strip())
+        await handle.signal(AgentTaskWorkflow.stop, "enough")
+        outcome = await asyncio.wait_for(handle.result(), 10)
+        pid = (workspace / "pid").read_text().strip()
+        await wait_until(lambda: subprocess.run(["pgrep", "-s", pid], capture_output=True).returncode != 0, 5)
+    assert outcome.status == TaskState.FAILED and outcome.stopped
+    assert outcome.error == "stopped: enough"
+
+
+async def test_a_task_waiting_for_approval_is_found_by_its_search_attribute(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [tool("shell", command="sudo ls"), FINISH]):
+        handle = await start(client, task_queue, make_input(workspace, search_attributes=True))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        query = f"WorkflowId = '{handle.id}' AND AgentState = 'WAITING_APPROVAL'"
+        found: list[str] = []
+        for _ in range(100):
+            found = [wf.id async for wf in client.list_workflows(query)]
+            if found:
+                break
+            await asyncio.sleep(0.1)
+        assert found == [handle.id]
+        await handle.execute_update(AgentTaskWorkflow.decide, approve())
+        await handle.result()
+        desc = await handle.describe()
+    assert desc.typed_search_attributes.get(AGENT_STATE) == "DONE"

@@ -1,0 +1,314 @@
+"""Context compaction (seed 000): the model's view of a transcript that has grown too long.
+
+``compact(entries, policy)`` returns what the model should see; the
+transcript is never changed (entries that differ in the view are copies).
+Under ``threshold`` of the window the entries are returned as they are.
+Above it:
+
+1. The entries are grouped into turns (``workflows.turns``). Everything is
+   kept or removed by whole turns, so tool calls stay paired with results.
+2. Tool results whose content alone is over ``max_result_tokens`` are cut to
+   their head and tail with a note telling the model how to see the rest.
+3. The first user turn (the original request) is kept in full, and so are
+   the newest turns that fit in ``tail_fraction`` of the window (at least
+   the newest one). Every turn in between becomes one line of a
+   ``<compacted_history>`` block, a SystemReminder placed after the request:
+   ``compact_line`` of the executed call with its result's status for a tool
+   turn (deferred calls were never run and are left out: the model may call
+   them again), ``<user>``/``<assistant>`` with the first 200 characters of
+   the text, ``<reminder reason=".."/>`` for a reminder on its own. Status
+   notices give no line. Turns before the first user message (only notices
+   or reminders in practice) are summarized in the same block.
+4. Window guard: while the view is over ``guard_fraction`` of the window,
+   the oldest kept turns after the request are removed (never the request,
+   never the newest turn) and their line is appended to the block; if it is
+   still over, the block's oldest lines go (counted in its ``omitted``
+   attribute), and last the block itself.
+
+The block is rebuilt from the transcript on every call; nothing the model
+sees comes from a summary written by a model. Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.registry import REGISTRY, compact_line
+from workflows.context import (
+    AiMessage,
+    Entry,
+    SystemReminder,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from workflows.turns import (
+    CHARS_PER_TOKEN,
+    MESSAGE_OVERHEAD_TOKENS,
+    REMINDER_WRAP_CHARS,
+    Turn,
+    estimate_tokens,
+    group_turns,
+)
+
+COMPACTED_REASON = "compacted_history"
+TEXT_PREVIEW_CHARS = 200
+TRUNCATION_NOTE = (
+    "[... truncated {n} characters for the context window; "
+    "re-run the tool with narrower arguments to see it ...]"
+)
+
+
+class CompactionPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    context_window: int = Field(128_000, gt=0)  # tokens
+    threshold: float = Field(0.6, gt=0, le=1)  # compaction starts at this fraction of the window
+    tail_fraction: float = Field(0.15, gt=0, le=1)  # newest turns kept in full
+    guard_fraction: float = Field(0.9, gt=0, le=1)  # the view never goes over this, if it can
+    max_result_tokens: int | None = Field(None, gt=0)  # None: a quarter of the window
+    system_tokens: int = Field(4000, ge=0)  # system prompt and tool schemas
+
+    @property
+    def result_limit(self) -> int:
+        if self.max_result_tokens is not None:
+            return self.max_result_tokens
+        return max(self.context_window // 4, 1)
+
+    @property
+    def trigger_tokens(self) -> float:
+        return self.threshold * self.context_window
+
+    @property
+    def tail_tokens(self) -> float:
+        return self.tail_fraction * self.context_window
+
+    @property
+    def guard_tokens(self) -> float:
+        return self.guard_fraction * self.context_window
+
+
+class CompactionResult(BaseModel):
+    """The view and what it took. Token counts include ``policy.system_tokens``."""
+
+    entries: list[Entry]
+    compacted_turns: int = 0  # turns summarized because they were outside the tail
+    dropped_turns: int = 0  # further turns the window guard took out of full view
+    truncated_results: int = 0  # oversized tool results cut in the view
+    tokens_before: int = 0
+    tokens_after: int = 0
+    changed: bool = False
+    first_kept_seq: int | None = None  # seq of the first entry after the block
+
+
+def compact(entries: Sequence[Entry], policy: CompactionPolicy | None = None) -> CompactionResult:
+    """The model's view of ``entries`` under ``policy``; see the module docstring."""
+    policy = policy or CompactionPolicy()
+    costs = [estimate_tokens(entry) for entry in entries]
+    before = policy.system_tokens + sum(costs)
+    if before < policy.trigger_tokens:
+        return CompactionResult.model_construct(
+            entries=list(entries),
+            compacted_turns=0,
+            dropped_turns=0,
+            truncated_results=0,
+            tokens_before=before,
+            tokens_after=before,
+            changed=False,
+            first_kept_seq=None,
+        )
+
+    turns = group_turns(entries)
+    views: list[list[Entry]] = []
+    sizes: list[int] = []
+    cuts: list[int] = []
+    offset = 0
+    for turn in turns:
+        view, size, cut = _fit_results(turn, costs[offset : offset + len(turn.entries)], policy)
+        offset += len(turn.entries)
+        views.append(view)
+        sizes.append(size)
+        cuts.append(cut)
+
+    first_user = next((i for i, turn in enumerate(turns) if turn.kind == "user"), -1)
+    tail_from = len(turns)
+    tail_size = 0
+    while tail_from > first_user + 1:
+        size = sizes[tail_from - 1]
+        if tail_from < len(turns) and tail_size + size > policy.tail_tokens:
+            break
+        tail_size += size
+        tail_from -= 1
+
+    summarized = [i for i in range(tail_from) if i != first_user]
+    block = _Block()
+    for i in summarized:
+        block.add(_summary(turns[i]))
+    compacted = len(summarized)
+
+    # Window guard: fold the oldest tail turns into the block, then shed block lines.
+    head_size = sizes[first_user] if first_user >= 0 else 0
+    rest = policy.system_tokens + head_size + tail_size
+    while rest + block.tokens() > policy.guard_tokens and tail_from < len(turns) - 1:
+        block.add(_summary(turns[tail_from]))
+        summarized.append(tail_from)
+        rest -= sizes[tail_from]
+        tail_from += 1
+    block.shed(policy.guard_tokens - rest)
+
+    out: list[Entry] = list(views[first_user]) if first_user >= 0 else []
+    if block.present:
+        last_turn = turns[summarized[-1]].entries[-1].turn
+        out.append(SystemReminder(text=block.text(), reason=COMPACTED_REASON, turn=last_turn))
+    for i in range(tail_from, len(turns)):
+        out.extend(views[i])
+    kept = ([first_user] if first_user >= 0 else []) + list(range(tail_from, len(turns)))
+    truncated = sum(cuts[i] for i in kept)
+    dropped = len(summarized) - compacted
+    after_block = block.present and tail_from < len(turns)
+    return CompactionResult.model_construct(
+        entries=out,
+        compacted_turns=compacted,
+        dropped_turns=dropped,
+        truncated_results=truncated,
+        tokens_before=before,
+        tokens_after=rest + block.tokens(),
+        changed=bool(compacted or dropped or truncated),
+        first_kept_seq=views[tail_from][0].seq if after_block else None,
+    )
+
+
+# --- the compacted_history block ----------------------------------------------
+
+_BLOCK_CLOSE = "</compacted_history>"
+
+
+class _Block:
+    """One summary per turn (a line, several, or none), oldest first; its cost is kept in step."""
+
+    def __init__(self) -> None:
+        self.summaries: list[str] = []
+        self.omitted = 0  # oldest summaries left out by the window guard
+        self.dropped = False  # the whole block left out by the window guard
+        self._body_chars = 0  # characters of the visible summaries, a newline each
+
+    @property
+    def present(self) -> bool:
+        return bool(self.summaries) and not self.dropped
+
+    def add(self, summary: str) -> None:
+        self.summaries.append(summary)
+        self._body_chars += len(summary) + 1 if summary else 0
+
+    def _open(self) -> str:
+        count = len(self.summaries) - self.omitted
+        omitted = f' omitted="{self.omitted}"' if self.omitted else ""
+        return f'<compacted_history turns="{count}"{omitted}>'
+
+    def text(self) -> str:
+        lines = [s for s in self.summaries[self.omitted :] if s]
+        return "\n".join([self._open(), *lines, _BLOCK_CLOSE])
+
+    def tokens(self) -> int:
+        """What ``estimate_tokens`` gives for the block's SystemReminder, without building it."""
+        if not self.present:
+            return 0
+        chars = len(self._open()) + 1 + self._body_chars + len(_BLOCK_CLOSE)
+        return -(-(chars + REMINDER_WRAP_CHARS) // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+
+    def shed(self, room: float) -> None:
+        """Leave out the oldest summaries until the block costs at most ``room``, or drop it."""
+        while self.present and self.tokens() > room and self.omitted < len(self.summaries):
+            summary = self.summaries[self.omitted]
+            self._body_chars -= len(summary) + 1 if summary else 0
+            self.omitted += 1
+        if self.present and self.tokens() > room:
+            self.dropped = True
+
+
+def _summary(turn: Turn) -> str:
+    """The turn's line: its opening entry, plus any message that stayed open inside it."""
+    lines: list[str] = []
+    for position, entry in enumerate(turn.entries):
+        match entry:
+            case ToolCall() if entry.calls:
+                call = entry.calls[0]  # the executed one; the rest were deferred
+                status = _result_status(turn.entries, position, call.id)
+                lines.append(_tool_line(call.name, call.arguments, status))
+            case ToolCall() | AiMessage() if entry.text:
+                lines.append(_text_line("assistant", entry.text))
+            case UserMessage():
+                lines.append(_text_line("user", entry.text))
+            case SystemReminder() if turn.kind == "reminder":
+                lines.append(f"<reminder reason={quoteattr(entry.reason)}/>")
+            case ToolResult() if position == 0:
+                lines.append(compact_line(entry.name, {}, entry.status))
+            case _:
+                pass
+    return "\n".join(lines)
+
+
+def _tool_line(name: str, arguments: dict[str, Any], status: str | None) -> str:
+    """``compact_line``, memoized on what it reads: compaction re-summarizes the same turns
+    on every LLM call once a transcript is long, and this is most of its cost."""
+    tool = REGISTRY.get(name)
+    shown = tuple((key, arguments.get(key)) for key in (tool.compact_keys if tool else ()))
+    try:
+        return _cached_tool_line(name, shown, status)
+    except TypeError:  # a list or object value is not hashable
+        return compact_line(name, arguments, status)
+
+
+@lru_cache(maxsize=4096)
+def _cached_tool_line(name: str, shown: tuple[tuple[str, Any], ...], status: str | None) -> str:
+    return compact_line(name, dict(shown), status)
+
+
+def _result_status(entries: list[Entry], after: int, call_id: str) -> str | None:
+    for entry in entries[after + 1 :]:
+        if isinstance(entry, ToolResult) and entry.call_id == call_id:
+            return entry.status
+    return None
+
+
+def _text_line(tag: str, text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > TEXT_PREVIEW_CHARS:
+        flat = flat[:TEXT_PREVIEW_CHARS] + "…"
+    return f"<{tag}>{escape(flat)}</{tag}>"
+
+
+# --- oversized results ----------------------------------------------------------
+
+
+def _fit_results(turn: Turn, costs: list[int], policy: CompactionPolicy) -> tuple[list[Entry], int, int]:
+    """The turn's entries with oversized results cut, their cost, and how many were cut."""
+    limit_chars = policy.result_limit * CHARS_PER_TOKEN
+    view: list[Entry] = turn.entries
+    size = 0
+    cut = 0
+    for position, (entry, cost) in enumerate(zip(turn.entries, costs)):
+        if isinstance(entry, ToolResult) and len(entry.content) > limit_chars:
+            if cut == 0:
+                view = list(turn.entries)
+            view[position] = _truncate(entry, limit_chars)
+            cost = estimate_tokens(view[position])
+            cut += 1
+        size += cost
+    return view, size, cut
+
+
+def _truncate(result: ToolResult, limit_chars: int) -> ToolResult:
+    """A copy of ``result`` whose content keeps its head and tail within ``limit_chars``."""
+    content = result.content
+    reserve = len(TRUNCATION_NOTE.format(n=len(content))) + 2
+    keep = max(limit_chars - reserve, 0)
+    head, tail = (keep + 1) // 2, keep // 2
+    note = TRUNCATION_NOTE.format(n=len(content) - keep)
+    text = content[:head] + "\n" + note + "\n" + content[len(content) - tail :]
+    return result.model_copy(update={"content": text, "truncated": True})

@@ -1,0 +1,59 @@
+"""The loop's fixed rules: timeouts, retry policies, engine texts, activity summaries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from providers.types import ToolCallRequest
+
+DEFAULT_TOOLS = ["message", "shell", "file"]
+
+# A call lost with a dead worker is noticed by its missing heartbeat and retried.
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+LLM_TIMEOUT = timedelta(minutes=10)
+TOOL_TIMEOUT = timedelta(hours=1, minutes=5)  # the shell tool caps commands at one hour
+
+# Temporal owns retries, so every attempt is visible in the history.
+LLM_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=8,
+)
+TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+
+NO_TOOL_CALL_REMINDER = (
+    "Your last reply did not call a tool. Every reply must be exactly one tool call. "
+    "To talk to the user use `message` with type `info`; when the task is complete call "
+    "`message` with type `result` and the final answer."
+)
+DEFERRED_RESULT = (
+    "[not executed] Only one tool call runs per turn and this one was deferred. "
+    "Call it again in a later turn if it is still needed."
+)
+
+
+def cause_message(err: ActivityError) -> str:
+    cause = err.cause
+    while isinstance(cause, ActivityError) and cause.cause is not None:
+        cause = cause.cause
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause or err)
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def tool_summary(call: ToolCallRequest) -> str:
+    """``tool · shell · ls -la``, ``tool · file · read notes.md``: what the Temporal UI shows."""
+    if call.name == "shell":
+        detail = str(call.arguments.get("command", ""))
+    else:
+        detail = " ".join(str(v) for k, v in call.arguments.items() if k not in ("content", "new", "old"))
+    return f"tool · {call.name} · {shorten(detail)}".rstrip(" ·")
