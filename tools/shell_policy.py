@@ -45,8 +45,8 @@ def _tokens(command: str) -> list[str]:
     lexer.whitespace_split = True
     try:
         return list(lexer)
-    except ValueError:  # unbalanced quotes
-        return command.split()
+    except ValueError:  # unbalanced quotes: split conservatively, separators included
+        return re.findall(r"[|&;()]+|[^\s|&;()]+", command)
 
 
 def _segments(tokens: list[str]) -> list[tuple[str, list[str]]]:

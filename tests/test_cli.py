@@ -1,0 +1,81 @@
+"""The CLI as a person uses it: subprocesses against the test session's dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from providers.scripted import tool
+from workflows.models import TaskState
+from tests.workflows.harness import scripted_worker, wait_for_state
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = None, **env: str):
+    environ = dict(os.environ)
+    environ.update(
+        TEMPORAL_ADDRESS=client.service_client.config.target_host,
+        TEMPORAL_NAMESPACE="default",
+        AGENT_TASK_QUEUE=queue,
+        AGENT_MODEL="scripted-model",
+    )
+    environ.update(env)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "starter.py"), *args, cwd=cwd or ROOT, env=environ,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_run_demo_finishes_a_task_end_to_end(client, workspace):
+    code, out, err = await cli(client, "run", "--demo", "--workspace", str(workspace), "note this")
+    assert code == 0, err
+    assert "DONE" in out and "AGENT_DEMO.md" in out
+    assert "note this" in (workspace / "AGENT_DEMO.md").read_text()
+
+
+async def test_start_prints_the_id_last_and_status_json_reports_the_state(client, task_queue, workspace):
+    steps = [tool("shell", command="sudo true"), tool("message", type="result", text="ok")]
+    async with scripted_worker(client, task_queue, steps) as model:
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "check things", queue=task_queue)
+        assert code == 0, err
+        workflow_id = out.strip().splitlines()[-1]
+        assert workflow_id.startswith("task-check-things-")
+        await wait_for_state(client.get_workflow_handle(workflow_id), TaskState.WAITING_APPROVAL)
+
+        code, out, _ = await cli(client, "status", workflow_id, "--json")
+        status = json.loads(out)
+        assert code == 0 and status["state"] == "WAITING_APPROVAL"
+        assert status["pending_approval"]["tool"] == "shell"
+
+        code, out, _ = await cli(client, "list", "--waiting")
+        assert workflow_id in out
+
+        code, _, err = await cli(client, "approve", workflow_id, "--call", "nope")
+        assert code == 2 and err.strip().startswith("error: decision rejected") and "\n" not in err.strip()
+
+        code, out, _ = await cli(client, "approve", workflow_id, "--deny", "--reason", "no root")
+        assert code == 0 and "denied: shell call" in out
+        outcome = await client.get_workflow_handle(workflow_id).result()
+        assert outcome["status"] == "DONE"
+        assert "no root" in model.requests[1]["messages"][-1]["content"]
+
+        code, _, err = await cli(client, "stop", workflow_id)
+        assert code == 2 and "is not running" in err
+
+
+async def test_user_errors_are_one_clear_line(client, workspace):
+    code, _, err = await cli(client, "status", "task-that-does-not-exist")
+    assert code == 2 and err.strip() == "error: no task with id task-that-does-not-exist"
+    code, _, err = await cli(client, "start", "x", AGENT_MODEL="")
+    assert code == 2 and err.strip().startswith("error: no model configured")
+    code, _, err = await cli(client, "list", TEMPORAL_ADDRESS="127.0.0.1:1")
+    assert code == 2 and err.strip().startswith("error: cannot reach Temporal at 127.0.0.1:1")
+    code, _, err = await cli(client, "start", "x", "--workspace", str(workspace / "missing"))
+    assert code == 2 and "is not a directory" in err
