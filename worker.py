@@ -16,9 +16,11 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.context_store import ContextStore
 from activities.llm import LlmActivities, ProviderSettings
 from activities.log import configure_logging, get_logger
-from activities.tools import run_tool
+from activities.session import SessionActivities
+from activities.tools import ToolActivities
 from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
 from workflows.models import DEFAULT_TASK_QUEUE
@@ -35,13 +37,17 @@ def build_worker(
     queue: str | None = None,
     settings: ProviderSettings | None = None,
     max_concurrent_activities: int = 200,
+    store: ContextStore | None = None,
 ) -> Worker:
-    llm = LlmActivities(settings)
+    store = store or ContextStore()
+    llm = LlmActivities(settings, store)
+    tools = ToolActivities(store)
+    sessions = SessionActivities(store)
     return Worker(
         client,
         task_queue=queue or task_queue(),
         workflows=[AgentTaskWorkflow],
-        activities=[llm.call_llm, run_tool],
+        activities=[llm.call_llm, tools.run_tool, sessions.load_session, sessions.record_session],
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities: send them
         # promptly instead of the default 80% of the heartbeat timeout.

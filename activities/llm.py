@@ -15,14 +15,16 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
+from activities.context_store import ContextGap, ContextStore
 from activities.heartbeat import with_heartbeats
 from activities.log import get_logger
-from activities.types import LLM_ACTIVITY, LlmCallInput
+from activities.types import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
 from prompts import build_system_prompt
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from providers.types import LlmRequest, TurnResult
+from providers.types import ContextReport, LlmRequest, TurnResult
 from tools.policy import classify_call
+from workflows.context import Entry, ToolResult, to_chat_messages
 
 
 @dataclass
@@ -41,9 +43,34 @@ class ProviderSettings:
 
 
 class LlmActivities:
-    def __init__(self, settings: ProviderSettings | None = None) -> None:
+    def __init__(self, settings: ProviderSettings | None = None, store: ContextStore | None = None) -> None:
         self.settings = settings or ProviderSettings.from_env()
         self._providers: dict[str, OpenAIProvider] = {}
+        self._store = store
+
+    @property
+    def store(self) -> ContextStore:
+        if self._store is None:
+            self._store = ContextStore()
+        return self._store
+
+    def _context(self, inp: LlmCallInput) -> tuple[list[Entry], ContextReport]:
+        """The model's view: stored entries (large outputs expanded), compacted to fit."""
+        if inp.new_entries:
+            self.store.put(inp.context_id, inp.new_entries)
+        try:
+            entries = self.store.load(inp.context_id, inp.total, inp.expect)
+        except ContextGap as gap:
+            raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=CONTEXT_GAP, non_retryable=True) from None
+        entries = [self._expand(e) for e in entries]
+        return entries, ContextReport(entries=len(entries))
+
+    def _expand(self, entry: Entry) -> Entry:
+        if isinstance(entry, ToolResult) and entry.blob:
+            full = self.store.get_blob(entry.blob)
+            if full is not None:
+                return entry.model_copy(update={"content": full})
+        return entry
 
     def _provider(self, name: str) -> OpenAIProvider:
         if name not in self._providers:
@@ -62,12 +89,13 @@ class LlmActivities:
     async def call_llm(self, inp: LlmCallInput) -> TurnResult:
         log = get_logger(workflow_id=inp.task_id, activity=LLM_ACTIVITY, turn=inp.turn)
         info = activity.info()
+        view, report = self._context(inp)
         request = LlmRequest(
             model=inp.model,
             system=build_system_prompt(
                 workspace=inp.prompt.workspace, date=inp.prompt.date, tool_names=inp.tool_names
             ),
-            messages=inp.messages,
+            messages=to_chat_messages(view),
             tools=tools.specs(inp.tool_names),
             stream=inp.stream,
         )
@@ -84,6 +112,7 @@ class LlmActivities:
                 error=str(err),
             )
             raise to_application_error(err) from None
+        result.context = report
         for call in result.tool_calls:
             danger, reason = classify_call(call.name, call.arguments)
             call.danger, call.danger_reason = danger.value, reason or None

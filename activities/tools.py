@@ -1,31 +1,69 @@
-"""The tool activity: validate, coerce and run one tool call in the task's workspace."""
+"""The tool activity: validate, coerce and run one tool call in the task's workspace.
+
+It writes the call's result entry to the context store itself (keyed by the
+seq the workflow gave it, so a retry replaces rather than duplicates), and a
+large output goes to the store once as a blob with a preview in the history.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from temporalio import activity
 
 import tools
+from activities.context_store import ContextStore
 from activities.heartbeat import with_heartbeats
 from activities.log import get_logger
 from activities.types import TOOL_ACTIVITY, ToolCallInput
 from tools.base import ToolContext, ToolResult
+from workflows.context import entry_digest, result_entry
+
+BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
+PREVIEW_CHARS = 1500
 
 
-@activity.defn(name=TOOL_ACTIVITY)
-async def run_tool(inp: ToolCallInput) -> ToolResult:
-    log = get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY, turn=inp.turn, tool=inp.call.name)
-    workspace = Path(inp.workspace)
-    if not workspace.is_dir():
-        return ToolResult(status="error", content=f"the workspace {inp.workspace} does not exist")
-    ctx = ToolContext(
-        workspace=workspace,
-        task_id=inp.task_id,
-        heartbeat=lambda detail: activity.heartbeat(detail),
-    )
-    result = await with_heartbeats(
-        tools.execute(inp.call.name, inp.call.arguments, ctx, parse_error=inp.call.parse_error)
-    )
-    log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
-    return result
+class ToolActivities:
+    def __init__(self, store: ContextStore | None = None) -> None:
+        self._store = store
+
+    @property
+    def store(self) -> ContextStore:
+        if self._store is None:
+            self._store = ContextStore()
+        return self._store
+
+    @activity.defn(name=TOOL_ACTIVITY)
+    async def run_tool(self, inp: ToolCallInput) -> ToolResult:
+        log = get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY, turn=inp.turn, tool=inp.call.name)
+        workspace = Path(inp.workspace)
+        if not workspace.is_dir():
+            result = ToolResult(status="error", content=f"the workspace {inp.workspace} does not exist")
+        else:
+            ctx = ToolContext(workspace=workspace, task_id=inp.task_id, heartbeat=activity.heartbeat)
+            result = await with_heartbeats(
+                tools.execute(inp.call.name, inp.call.arguments, ctx, parse_error=inp.call.parse_error)
+            )
+        if inp.context_id is not None and inp.result_seq is not None:
+            result = self._store_result(inp, result)
+        log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
+        return result
+
+    def _store_result(self, inp: ToolCallInput, result: ToolResult) -> ToolResult:
+        if len(result.content) > BLOB_CAP_CHARS:
+            digest = self.store.put_blob(result.content)
+            preview = result.content[:PREVIEW_CHARS]
+            result = result.model_copy(
+                update={
+                    "blob": digest,
+                    "full_chars": len(result.content),
+                    "content": f"{preview}\n[... preview of {len(result.content)} characters; "
+                    f"the model sees the full output (blob {digest[:12]}) ...]",
+                }
+            )
+        entry = result_entry(inp.call.id, inp.call.name, result, seq=inp.result_seq, turn=inp.turn)
+        self.store.put(inp.context_id, [entry])
+        if os.environ.get("AGENT_FAULT") == "exit_after_store" and activity.info().attempt == 1:
+            os._exit(99)  # fault injection for the crash tests: die between the write and completion
+        return result.model_copy(update={"stored_digest": entry_digest(entry)})

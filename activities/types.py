@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from providers.types import ChatMessage, ToolCallRequest, TurnResult
+from providers.types import ToolCallRequest, TurnResult
 from tools.base import ToolResult
+from workflows.context import Entry
 
 LLM_ACTIVITY = "llm_call"
 TOOL_ACTIVITY = "tool_call"
+LOAD_SESSION_ACTIVITY = "session_load"
+RECORD_SESSION_ACTIVITY = "session_record"
+CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; resend in full
 
 
 class PromptParams(BaseModel):
@@ -20,14 +24,22 @@ class PromptParams(BaseModel):
 
 
 class LlmCallInput(BaseModel):
+    """One LLM call. The context travels as a delta: the activity rebuilds entries
+    0..total-1 from the context store after writing ``new_entries`` to it, and checks
+    the entries tool activities wrote against ``expect`` (seq -> digest)."""
+
     task_id: str
     turn: int
     provider: str
     model: str
     prompt: PromptParams
-    messages: list[ChatMessage]
     tool_names: list[str]
     stream: bool = True
+    context_id: str
+    total: int
+    new_entries: list[Entry] = []
+    expect: dict[int, str] = {}
+    context_window: int = 128_000
 
 
 class ToolCallInput(BaseModel):
@@ -35,6 +47,9 @@ class ToolCallInput(BaseModel):
     turn: int
     workspace: str
     call: ToolCallRequest
+    # Where the result entry goes in the context store (None: not stored by the activity).
+    context_id: str | None = None
+    result_seq: int | None = None
 
 
 __all__ = [
@@ -46,3 +61,15 @@ __all__ = [
     "ToolResult",
     "TurnResult",
 ]
+
+
+class SessionRecord(BaseModel):
+    """A finished task, recorded in its session so the next task can start from it."""
+
+    session: str
+    context_id: str
+    workflow_id: str
+    status: str
+    final_text: str
+    total: int
+    new_entries: list[Entry] = []  # entries the store does not have yet

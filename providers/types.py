@@ -70,6 +70,17 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
+class ContextReport(BaseModel):
+    """What the LLM activity did to the context before the call (compaction, window guard)."""
+
+    entries: int = 0
+    compacted_turns: int = 0
+    dropped_turns: int = 0
+    truncated_results: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
 class TurnResult(BaseModel):
     """Every provider response, whatever its wire format, becomes this."""
 
@@ -82,6 +93,7 @@ class TurnResult(BaseModel):
     model: str | None = None
     provider: str | None = None  # which configured provider answered
     cost_usd: float = 0.0  # priced by the activity from the price table
+    context: ContextReport | None = None  # set by the LLM activity
 
 
 class LlmRequest(BaseModel):

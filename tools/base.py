@@ -40,6 +40,11 @@ class ToolResult(BaseModel):
     summary: str | None = None  # one-line compact summary, if the tool wants its own
     truncated: bool = False
     exit_code: int | None = None
+    # Set by the tool activity, not by handlers: the stored result entry's digest, and
+    # for a large output the blob holding it in full (``content`` is then a preview).
+    stored_digest: str | None = None
+    blob: str | None = None
+    full_chars: int | None = None
 
 
 @dataclass

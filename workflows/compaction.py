@@ -31,6 +31,7 @@ sees comes from a summary written by a model. Pure and deterministic.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -109,78 +110,106 @@ class CompactionResult(BaseModel):
 def compact(entries: Sequence[Entry], policy: CompactionPolicy | None = None) -> CompactionResult:
     """The model's view of ``entries`` under ``policy``; see the module docstring."""
     policy = policy or CompactionPolicy()
-    costs = [estimate_tokens(entry) for entry in entries]
+    costs = [estimate_tokens(entry) for entry in entries]  # once: everything below sums these
     before = policy.system_tokens + sum(costs)
     if before < policy.trigger_tokens:
-        return CompactionResult.model_construct(
-            entries=list(entries),
-            compacted_turns=0,
-            dropped_turns=0,
-            truncated_results=0,
-            tokens_before=before,
-            tokens_after=before,
-            changed=False,
-            first_kept_seq=None,
+        return CompactionResult.model_construct(  # the other fields keep their defaults
+            entries=list(entries), tokens_before=before, tokens_after=before
         )
 
     turns = group_turns(entries)
-    views: list[list[Entry]] = []
-    sizes: list[int] = []
-    cuts: list[int] = []
-    offset = 0
-    for turn in turns:
-        view, size, cut = _fit_results(turn, costs[offset : offset + len(turn.entries)], policy)
-        offset += len(turn.entries)
-        views.append(view)
-        sizes.append(size)
-        cuts.append(cut)
-
-    first_user = next((i for i, turn in enumerate(turns) if turn.kind == "user"), -1)
-    tail_from = len(turns)
-    tail_size = 0
-    while tail_from > first_user + 1:
-        size = sizes[tail_from - 1]
-        if tail_from < len(turns) and tail_size + size > policy.tail_tokens:
-            break
-        tail_size += size
-        tail_from -= 1
-
+    views, sizes, cuts = _fit_results(entries, turns, costs, policy.result_limit)
+    first_user = next((i for i, turn in enumerate(turns) if _has_user_message(turn)), -1)
+    tail_from = _tail_start(sizes, first_user + 1, policy.tail_tokens)
     summarized = [i for i in range(tail_from) if i != first_user]
     block = _Block()
     for i in summarized:
         block.add(_summary(turns[i]))
     compacted = len(summarized)
 
-    # Window guard: fold the oldest tail turns into the block, then shed block lines.
-    head_size = sizes[first_user] if first_user >= 0 else 0
-    rest = policy.system_tokens + head_size + tail_size
-    while rest + block.tokens() > policy.guard_tokens and tail_from < len(turns) - 1:
+    # Window guard: fold the oldest kept turns into the block, then shed the block's oldest lines.
+    kept_size = policy.system_tokens + sum(sizes[tail_from:])
+    kept_size += sizes[first_user] if first_user >= 0 else 0
+    while kept_size + block.tokens() > policy.guard_tokens and tail_from < len(turns) - 1:
         block.add(_summary(turns[tail_from]))
         summarized.append(tail_from)
-        rest -= sizes[tail_from]
+        kept_size -= sizes[tail_from]
         tail_from += 1
-    block.shed(policy.guard_tokens - rest)
+    block.shed(policy.guard_tokens - kept_size)
 
+    kept = ([first_user] if first_user >= 0 else []) + list(range(tail_from, len(turns)))
     out: list[Entry] = list(views[first_user]) if first_user >= 0 else []
     if block.present:
         last_turn = turns[summarized[-1]].entries[-1].turn
         out.append(SystemReminder(text=block.text(), reason=COMPACTED_REASON, turn=last_turn))
     for i in range(tail_from, len(turns)):
         out.extend(views[i])
-    kept = ([first_user] if first_user >= 0 else []) + list(range(tail_from, len(turns)))
-    truncated = sum(cuts[i] for i in kept)
     dropped = len(summarized) - compacted
-    after_block = block.present and tail_from < len(turns)
+    truncated = sum(cuts[i] for i in kept)
     return CompactionResult.model_construct(
         entries=out,
         compacted_turns=compacted,
         dropped_turns=dropped,
         truncated_results=truncated,
         tokens_before=before,
-        tokens_after=rest + block.tokens(),
+        tokens_after=kept_size + block.tokens(),
         changed=bool(compacted or dropped or truncated),
-        first_kept_seq=views[tail_from][0].seq if after_block else None,
+        first_kept_seq=views[tail_from][0].seq if block.present and tail_from < len(turns) else None,
     )
+
+
+def _has_user_message(turn: Turn) -> bool:
+    return any(isinstance(entry, UserMessage) for entry in turn.entries)
+
+
+def _tail_start(sizes: list[int], floor: int, budget: float) -> int:
+    """Index of the oldest turn (not below ``floor``) of the newest run that fits ``budget``;
+    the newest turn is always in it."""
+    start, used = len(sizes), 0
+    while start > floor and (start == len(sizes) or used + sizes[start - 1] <= budget):
+        used += sizes[start - 1]
+        start -= 1
+    return start
+
+
+def _fit_results(
+    entries: Sequence[Entry], turns: list[Turn], costs: list[int], limit: int
+) -> tuple[list[list[Entry]], list[int], list[int]]:
+    """Each turn's entries with results over ``limit`` tokens cut, its size, and its cut count.
+
+    A turn's list is the Turn's own unless something in it was cut; then it is a copy."""
+    starts: list[int] = []
+    sizes: list[int] = []
+    offset = 0
+    for turn in turns:
+        starts.append(offset)
+        sizes.append(sum(costs[offset : offset + len(turn.entries)]))
+        offset += len(turn.entries)
+    views = [turn.entries for turn in turns]
+    cuts = [0] * len(turns)
+    limit_chars = limit * CHARS_PER_TOKEN
+    for index in [i for i, cost in enumerate(costs) if cost > limit]:  # cheap pre-filter
+        entry = entries[index]
+        if isinstance(entry, ToolResult) and len(entry.content) > limit_chars:
+            t = bisect_right(starts, index) - 1
+            if cuts[t] == 0:
+                views[t] = list(views[t])
+            short = _truncate(entry, limit_chars)
+            views[t][index - starts[t]] = short
+            sizes[t] += estimate_tokens(short) - costs[index]
+            cuts[t] += 1
+    return views, sizes, cuts
+
+
+def _truncate(result: ToolResult, limit_chars: int) -> ToolResult:
+    """A copy of ``result`` whose content keeps its head and tail within ``limit_chars``."""
+    content = result.content
+    reserve = len(TRUNCATION_NOTE.format(n=len(content))) + 2
+    keep = max(limit_chars - reserve, 0)
+    head, tail = (keep + 1) // 2, keep // 2
+    note = TRUNCATION_NOTE.format(n=len(content) - keep)
+    text = content[:head] + "\n" + note + "\n" + content[len(content) - tail :]
+    return result.model_copy(update={"content": text, "truncated": True})
 
 
 # --- the compacted_history block ----------------------------------------------
@@ -189,21 +218,24 @@ _BLOCK_CLOSE = "</compacted_history>"
 
 
 class _Block:
-    """One summary per turn (a line, several, or none), oldest first; its cost is kept in step."""
+    """One summary per turn (a line, several, or none for a notice), oldest first, with its cost
+    kept in step so the window guard never rebuilds the text."""
 
     def __init__(self) -> None:
         self.summaries: list[str] = []
         self.omitted = 0  # oldest summaries left out by the window guard
-        self.dropped = False  # the whole block left out by the window guard
-        self._body_chars = 0  # characters of the visible summaries, a newline each
+        self._lines = 0  # visible non-empty summaries
+        self._body_chars = 0  # their characters, a newline each
 
     @property
     def present(self) -> bool:
-        return bool(self.summaries) and not self.dropped
+        return self._lines > 0
 
     def add(self, summary: str) -> None:
         self.summaries.append(summary)
-        self._body_chars += len(summary) + 1 if summary else 0
+        if summary:
+            self._lines += 1
+            self._body_chars += len(summary) + 1
 
     def _open(self) -> str:
         count = len(self.summaries) - self.omitted
@@ -222,13 +254,13 @@ class _Block:
         return -(-(chars + REMINDER_WRAP_CHARS) // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
 
     def shed(self, room: float) -> None:
-        """Leave out the oldest summaries until the block costs at most ``room``, or drop it."""
-        while self.present and self.tokens() > room and self.omitted < len(self.summaries):
+        """Leave out the oldest summaries until the block costs at most ``room`` (or is gone)."""
+        while self.present and self.tokens() > room:
             summary = self.summaries[self.omitted]
-            self._body_chars -= len(summary) + 1 if summary else 0
             self.omitted += 1
-        if self.present and self.tokens() > room:
-            self.dropped = True
+            if summary:
+                self._lines -= 1
+                self._body_chars -= len(summary) + 1
 
 
 def _summary(turn: Turn) -> str:
@@ -254,18 +286,22 @@ def _summary(turn: Turn) -> str:
 
 
 def _tool_line(name: str, arguments: dict[str, Any], status: str | None) -> str:
-    """``compact_line``, memoized on what it reads: compaction re-summarizes the same turns
-    on every LLM call once a transcript is long, and this is most of its cost."""
+    """``compact_line``, memoized on what it reads when that is all text.
+
+    Once a transcript is long, every LLM call re-summarizes the same turns, and
+    formatting the lines was most of the cost. Only strings and None go in the
+    key (True == 1 would share a line with 1), so the output never depends on
+    what was cached before.
+    """
     tool = REGISTRY.get(name)
     shown = tuple((key, arguments.get(key)) for key in (tool.compact_keys if tool else ()))
-    try:
+    if all(value is None or type(value) is str for _, value in shown):
         return _cached_tool_line(name, shown, status)
-    except TypeError:  # a list or object value is not hashable
-        return compact_line(name, arguments, status)
+    return compact_line(name, arguments, status)
 
 
 @lru_cache(maxsize=4096)
-def _cached_tool_line(name: str, shown: tuple[tuple[str, Any], ...], status: str | None) -> str:
+def _cached_tool_line(name: str, shown: tuple[tuple[str, str | None], ...], status: str | None) -> str:
     return compact_line(name, dict(shown), status)
 
 
@@ -281,34 +317,3 @@ def _text_line(tag: str, text: str) -> str:
     if len(flat) > TEXT_PREVIEW_CHARS:
         flat = flat[:TEXT_PREVIEW_CHARS] + "…"
     return f"<{tag}>{escape(flat)}</{tag}>"
-
-
-# --- oversized results ----------------------------------------------------------
-
-
-def _fit_results(turn: Turn, costs: list[int], policy: CompactionPolicy) -> tuple[list[Entry], int, int]:
-    """The turn's entries with oversized results cut, their cost, and how many were cut."""
-    limit_chars = policy.result_limit * CHARS_PER_TOKEN
-    view: list[Entry] = turn.entries
-    size = 0
-    cut = 0
-    for position, (entry, cost) in enumerate(zip(turn.entries, costs)):
-        if isinstance(entry, ToolResult) and len(entry.content) > limit_chars:
-            if cut == 0:
-                view = list(turn.entries)
-            view[position] = _truncate(entry, limit_chars)
-            cost = estimate_tokens(view[position])
-            cut += 1
-        size += cost
-    return view, size, cut
-
-
-def _truncate(result: ToolResult, limit_chars: int) -> ToolResult:
-    """A copy of ``result`` whose content keeps its head and tail within ``limit_chars``."""
-    content = result.content
-    reserve = len(TRUNCATION_NOTE.format(n=len(content))) + 2
-    keep = max(limit_chars - reserve, 0)
-    head, tail = (keep + 1) // 2, keep // 2
-    note = TRUNCATION_NOTE.format(n=len(content) - keep)
-    text = content[:head] + "\n" + note + "\n" + content[len(content) - tail :]
-    return result.model_copy(update={"content": text, "truncated": True})

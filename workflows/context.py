@@ -11,11 +11,13 @@ Pure and deterministic: no I/O, no clocks.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, Field
 
 from providers.types import ChatMessage, ToolCallRequest
+from tools.base import ToolResult as HandlerResult
 
 
 class _Entry(BaseModel):
@@ -55,6 +57,10 @@ class ToolResult(_Entry):
     info: str | None = None
     truncated: bool = False
     exit_code: int | None = None
+    ask: str | None = None
+    # A large output lives in the context store as a blob; ``content`` is then a preview.
+    blob: str | None = None
+    full_chars: int | None = None
 
 
 class SystemReminder(_Entry):
@@ -66,10 +72,11 @@ class SystemReminder(_Entry):
 
 
 class StatusNotice(_Entry):
-    """Status for people watching (retrying, stopped, failed). Not sent to the model."""
+    """Status for people watching (retrying, stopped, failed, compacted). Not sent to the model."""
 
     kind: Literal["status_notice"] = "status_notice"
     text: str
+    reason: str = ""
 
 
 Entry = Annotated[
@@ -79,18 +86,27 @@ Entry = Annotated[
 
 
 class Transcript:
-    """The one append path for context entries."""
+    """The one append path for context entries.
 
-    def __init__(self, entries: list[Entry] | None = None) -> None:
+    After a continue-as-new the transcript holds only entries from ``base`` on;
+    the earlier ones are in the context store (and in the earlier runs' histories).
+    """
+
+    def __init__(self, entries: list[Entry] | None = None, base: int = 0) -> None:
+        self.base = base
         self.entries: list[Entry] = list(entries or [])
 
+    @property
+    def total(self) -> int:
+        return self.base + len(self.entries)
+
     def append(self, entry: Entry) -> Entry:
-        entry.seq = len(self.entries)
+        entry.seq = self.total
         self.entries.append(entry)
         return entry
 
     def since(self, seq: int) -> list[Entry]:
-        return self.entries[max(seq, 0):]
+        return self.entries[max(seq - self.base, 0):]
 
     def llm_messages(self) -> list[ChatMessage]:
         return to_chat_messages(self.entries)
@@ -133,3 +149,28 @@ def to_chat_messages(entries: list[Entry]) -> list[ChatMessage]:
             case StatusNotice():
                 pass
     return messages
+
+
+def entry_digest(entry: Entry) -> str:
+    """A stable fingerprint of an entry, used to verify what the context store holds."""
+    return hashlib.sha256(entry.model_dump_json().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def result_entry(call_id: str, name: str, result: HandlerResult, *, seq: int, turn: int) -> ToolResult:
+    """The ToolResult entry for a tool's result: built the same way by the tool activity
+    (which stores it) and by the workflow (which records it), so their digests agree."""
+    return ToolResult(
+        seq=seq,
+        turn=turn,
+        call_id=call_id,
+        name=name,
+        content=result.content,
+        status=result.status,
+        final_result=result.final_result,
+        info=result.info,
+        truncated=result.truncated,
+        exit_code=result.exit_code,
+        ask=result.ask,
+        blob=result.blob,
+        full_chars=result.full_chars,
+    )

@@ -76,6 +76,24 @@ class Interjection(BaseModel):
     sent_by: str = "user"
 
 
+class Carry(BaseModel):
+    """The loop's state handed from one run to the next on continue-as-new."""
+
+    context_id: str
+    base: int  # seq of the first entry this run holds in memory
+    entries: list[Entry]  # entries from ``base`` on (those the store may not have yet)
+    synced: int
+    tool_written: dict[int, str]
+    turn: int
+    no_tool_streak: int
+    usage: Usage
+    loop_recent: list[str]
+    inbox: list[Interjection]
+    runs: int
+    prompt_date: str
+    last_report_turns: int = 0
+
+
 class TaskInput(BaseModel):
     instruction: str
     workspace: str
@@ -88,6 +106,11 @@ class TaskInput(BaseModel):
     approval: ApprovalMode = ApprovalMode.DANGEROUS
     approval_timeout_s: float | None = None  # None: wait for a decision forever
     search_attributes: bool = False  # upsert AgentState & co. (registered on the server)
+    context_window: int = 128_000  # the model's window in tokens, for compaction
+    continue_as_new_after: int = 500  # turns per run, unless Temporal suggests earlier
+    session: str | None = None  # start from the compacted history of this session's tasks
+    context_id: str | None = None  # set by the workflow; stable across continue-as-new
+    carry: Carry | None = None  # set on continue-as-new: the loop's state, carried over
 
 
 class TaskOutcome(BaseModel):
@@ -97,6 +120,7 @@ class TaskOutcome(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stopped: bool = False
     error: str | None = None
+    runs: int = 1  # workflow runs the task took (continue-as-new)
 
 
 class TaskStatus(BaseModel):
@@ -114,6 +138,8 @@ class TaskStatus(BaseModel):
     question: str | None = None  # what the task asked, while WAITING_REPLY
     queued_interjections: int = 0
     approval: ApprovalMode = ApprovalMode.DANGEROUS
+    run: int = 1
+    session: str | None = None
 
 
 class EventsPage(BaseModel):

@@ -15,6 +15,7 @@ DEFAULT_TOOLS = ["message", "shell", "file"]
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 LLM_TIMEOUT = timedelta(minutes=10)
 TOOL_TIMEOUT = timedelta(hours=1, minutes=5)  # the shell tool caps commands at one hour
+STORE_TIMEOUT = timedelta(minutes=1)
 
 # Temporal owns retries, so every attempt is visible in the history.
 LLM_RETRY = RetryPolicy(
@@ -43,6 +44,13 @@ def cause_message(err: ActivityError) -> str:
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause or err)
+
+
+def error_type(err: ActivityError) -> str | None:
+    cause = err.cause
+    while isinstance(cause, ActivityError) and cause.cause is not None:
+        cause = cause.cause
+    return cause.type if isinstance(cause, ApplicationError) else None
 
 
 def shorten(text: str, limit: int = 60) -> str:

@@ -20,3 +20,7 @@ def state_updates(state: TaskState, turns: int, model: str) -> list[SearchAttrib
         AGENT_TURNS.value_set(turns),
         AGENT_MODEL.value_set(model),
     ]
+
+
+def session_update(session: str) -> SearchAttributeUpdate:
+    return AGENT_SESSION.value_set(session)

@@ -20,8 +20,18 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.types import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
-    from providers.types import ToolCallRequest, TurnResult, Usage
+    from activities.types import (
+        CONTEXT_GAP,
+        LLM_ACTIVITY,
+        LOAD_SESSION_ACTIVITY,
+        RECORD_SESSION_ACTIVITY,
+        TOOL_ACTIVITY,
+        LlmCallInput,
+        PromptParams,
+        SessionRecord,
+        ToolCallInput,
+    )
+    from providers.types import ContextReport, ToolCallRequest, TurnResult, Usage
     from tools.base import ToolResult as HandlerResult
     from workflows import policy
     from workflows.context import (
@@ -33,11 +43,13 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
         Transcript,
         UserMessage,
+        result_entry,
     )
     from workflows.loop_detect import LOOP_REMINDER, LoopDetector
     from workflows.models import (
         TASK_WORKFLOW,
         ApprovalDecision,
+        Carry,
         EventsPage,
         Interjection,
         PendingApproval,
@@ -46,7 +58,8 @@ with workflow.unsafe.imports_passed_through():
         TaskState,
         TaskStatus,
     )
-    from workflows.search_attributes import state_updates
+    from workflows.search_attributes import session_update, state_updates
+    from workflows.sync import ContextSync, SyncState
 
 INTERRUPTED_BY_USER = "[interrupted] The user sent a new message while this ran, so it was cancelled."
 INTERRUPTED_BY_STOP = "[interrupted] The task was stopped while this ran."
@@ -57,20 +70,36 @@ class AgentTaskWorkflow:
     @workflow.init
     def __init__(self, task: TaskInput) -> None:
         self._task = task
-        self._transcript = Transcript()
         self._state = TaskState.INITIALIZING
-        self._turn = 0
-        self._no_tool_streak = 0
-        self._usage = Usage()
-        self._loops = LoopDetector()
         self._last_activity = ""
-        self._inbox: list[Interjection] = []
         self._pending: PendingApproval | None = None
         self._decision: ApprovalDecision | None = None
         self._question: str | None = None
         self._stop_reason: str | None = None
         self._outcome: TaskOutcome | None = None
-        self._prompt = PromptParams(workspace=task.workspace, date="")
+        self._turns_this_run = 0
+        carry = task.carry
+        if carry is None:
+            self._context_id = task.context_id or ""
+            self._transcript = Transcript()
+            self._sync = ContextSync()
+            self._turn = self._no_tool_streak = self._last_report_turns = 0
+            self._usage = Usage()
+            self._loops = LoopDetector()
+            self._inbox: list[Interjection] = []
+            self._runs = 1
+            self._prompt = PromptParams(workspace=task.workspace, date="")
+        else:
+            self._context_id = carry.context_id
+            self._transcript = Transcript(carry.entries, base=carry.base)
+            self._sync = ContextSync(SyncState(synced=carry.synced, tool_written=carry.tool_written))
+            self._turn, self._no_tool_streak = carry.turn, carry.no_tool_streak
+            self._last_report_turns = carry.last_report_turns
+            self._usage = carry.usage
+            self._loops = LoopDetector(carry.loop_recent)
+            self._inbox = list(carry.inbox)
+            self._runs = carry.runs + 1
+            self._prompt = PromptParams(workspace=task.workspace, date=carry.prompt_date)
 
     # ---- signals, updates, queries ---------------------------------------------
 
@@ -117,6 +146,8 @@ class AgentTaskWorkflow:
             question=self._question,
             queued_interjections=len(self._inbox),
             approval=self._task.approval,
+            run=self._runs,
+            session=self._task.session,
         )
 
     @workflow.query
@@ -133,16 +164,37 @@ class AgentTaskWorkflow:
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskOutcome:
-        self._prompt = PromptParams(workspace=task.workspace, date=workflow.now().date().isoformat())
-        self._append(UserMessage(text=task.instruction))
+        if task.carry is None:
+            await self._initialize(task)
         while self._outcome is None:
+            if self._should_continue_as_new():
+                await self._continue_as_new()
             if self._preflight():
                 break
             call = await self._think()
             if call is not None:
                 await self._act(call)
         self._set_state(self._outcome.status)
+        if task.session:
+            await self._record_session()
         return self._outcome
+
+    async def _initialize(self, task: TaskInput) -> None:
+        self._context_id = task.context_id or str(workflow.uuid4())
+        self._prompt = PromptParams(workspace=task.workspace, date=workflow.now().date().isoformat())
+        if task.session:
+            if task.search_attributes:
+                workflow.upsert_search_attributes([session_update(task.session)])
+            earlier: list[Entry] = await workflow.execute_activity(
+                LOAD_SESSION_ACTIVITY,
+                task.session,
+                result_type=list[Entry],
+                start_to_close_timeout=policy.STORE_TIMEOUT,
+                summary=f"session · {task.session} · load history",
+            )
+            for entry in earlier:
+                self._append(entry)
+        self._append(UserMessage(text=task.instruction))
 
     def _preflight(self) -> bool:
         if self._stop_reason is not None:
@@ -157,31 +209,21 @@ class AgentTaskWorkflow:
     async def _think(self) -> ToolCall | None:
         self._turn += 1
         self._set_state(TaskState.THINKING, f"llm · {self._task.model} · turn {self._turn}")
-        handle = workflow.start_activity(
-            LLM_ACTIVITY,
-            LlmCallInput(
-                task_id=workflow.info().workflow_id,
-                turn=self._turn,
-                provider=self._task.provider,
-                model=self._task.model,
-                prompt=self._prompt,
-                messages=self._transcript.llm_messages(),
-                tool_names=self._task.tools or policy.DEFAULT_TOOLS,
-                stream=self._task.stream,
-            ),
-            result_type=TurnResult,
-            start_to_close_timeout=policy.LLM_TIMEOUT,
-            heartbeat_timeout=policy.HEARTBEAT_TIMEOUT,
-            retry_policy=policy.LLM_RETRY,
-            summary=self._last_activity,
-        )
+        self._turns_this_run += 1
         try:
-            result = await self._interruptible(handle)
+            result = await self._call_llm(full=False)
         except ActivityError as err:
-            self._fail(f"LLM call failed: {policy.cause_message(err)}")
-            return None
+            if policy.error_type(err) != CONTEXT_GAP:
+                self._fail(f"LLM call failed: {policy.cause_message(err)}")
+                return None
+            try:  # the store lacks entries (a lost file, another host): resend in full
+                result = await self._call_llm(full=True)
+            except ActivityError as err2:
+                self._fail(f"LLM call failed: {policy.cause_message(err2)}")
+                return None
         if result is None:  # interrupted: the next iteration delivers the message or stops
             return None
+        self._report_context(result.context)
         self._usage = self._usage + result.usage
         if not result.tool_calls:
             self._no_tool_call(result)
@@ -190,6 +232,53 @@ class AgentTaskWorkflow:
         entry = ToolCall(text=result.content, calls=result.tool_calls, thinking=result.thinking)
         self._append(entry)
         return entry
+
+    async def _call_llm(self, *, full: bool) -> TurnResult | None:
+        total = self._transcript.total
+        new, expect = self._sync.full(self._transcript) if full else self._sync.delta(self._transcript)
+        handle = workflow.start_activity(
+            LLM_ACTIVITY,
+            LlmCallInput(
+                task_id=workflow.info().workflow_id,
+                turn=self._turn,
+                provider=self._task.provider,
+                model=self._task.model,
+                prompt=self._prompt,
+                tool_names=self._task.tools or policy.DEFAULT_TOOLS,
+                stream=self._task.stream,
+                context_id=self._context_id,
+                total=total,
+                new_entries=new,
+                expect=expect,
+                context_window=self._task.context_window,
+            ),
+            result_type=TurnResult,
+            start_to_close_timeout=policy.LLM_TIMEOUT,
+            heartbeat_timeout=policy.HEARTBEAT_TIMEOUT,
+            retry_policy=policy.LLM_RETRY,
+            summary=self._last_activity,
+        )
+        result = await self._interruptible(handle)
+        if result is not None:
+            self._sync.synced_to(total)
+        return result
+
+    def _report_context(self, report: ContextReport | None) -> None:
+        """Record compaction as an entry when it starts and then every 10 turns it adds."""
+        if report is None or report.compacted_turns + report.dropped_turns == 0:
+            return
+        changed = report.compacted_turns - self._last_report_turns
+        if self._last_report_turns and changed < 10 and not report.dropped_turns:
+            return
+        self._last_report_turns = report.compacted_turns
+        self._append(
+            StatusNotice(
+                reason="compaction",
+                text=f"context compacted for the model: {report.compacted_turns} older turns summarised, "
+                f"{report.dropped_turns} dropped, {report.truncated_results} results truncated, "
+                f"~{report.tokens_before} -> ~{report.tokens_after} tokens",
+            )
+        )
 
     def _no_tool_call(self, result: TurnResult) -> None:
         self._append(AiMessage(text=result.content, thinking=result.thinking))
@@ -203,18 +292,8 @@ class AgentTaskWorkflow:
         call, deferred = entry.calls[0], entry.calls[1:]
         looping = self._loops.record(call.name, call.arguments)
         result = await self._approved_execute(call)
-        self._append(
-            ToolResult(
-                call_id=call.id,
-                name=call.name,
-                content=result.content,
-                status=result.status,
-                final_result=result.final_result,
-                info=result.info,
-                truncated=result.truncated,
-                exit_code=result.exit_code,
-            )
-        )
+        entry = self._append(result_entry(call.id, call.name, result, seq=self._transcript.total, turn=self._turn))
+        self._sync.tool_wrote(entry, result.stored_digest)
         # No tool call is ever left without a result: the rest are answered as deferred.
         for extra in deferred:
             self._append(
@@ -228,7 +307,8 @@ class AgentTaskWorkflow:
         if result.final_result is not None:
             self._set_state(TaskState.FINALIZING)
             self._outcome = TaskOutcome(
-                status=TaskState.DONE, final_text=result.final_result, turns=self._turn, usage=self._usage
+                status=TaskState.DONE, final_text=result.final_result, turns=self._turn, usage=self._usage,
+                runs=self._runs,
             )
         elif result.ask is not None:
             await self._wait_for_reply(result.ask)
@@ -245,7 +325,12 @@ class AgentTaskWorkflow:
         handle = workflow.start_activity(
             TOOL_ACTIVITY,
             ToolCallInput(
-                task_id=workflow.info().workflow_id, turn=self._turn, workspace=self._task.workspace, call=call
+                task_id=workflow.info().workflow_id,
+                turn=self._turn,
+                workspace=self._task.workspace,
+                call=call,
+                context_id=self._context_id,
+                result_seq=self._transcript.total,
             ),
             result_type=HandlerResult,
             start_to_close_timeout=policy.TOOL_TIMEOUT,
@@ -261,6 +346,54 @@ class AgentTaskWorkflow:
             text = INTERRUPTED_BY_STOP if self._stop_reason is not None else INTERRUPTED_BY_USER
             return HandlerResult(status="error", content=text)
         return result
+
+    # ---- continue-as-new and sessions -------------------------------------------------
+
+    def _should_continue_as_new(self) -> bool:
+        if self._turns_this_run == 0 or self._stop_reason is not None:
+            return False
+        return (
+            self._turns_this_run >= self._task.continue_as_new_after
+            or workflow.info().is_continue_as_new_suggested()
+        )
+
+    async def _continue_as_new(self) -> None:
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        sync = self._sync.state
+        unsynced = self._transcript.since(sync.synced)
+        carry = Carry(
+            context_id=self._context_id,
+            base=unsynced[0].seq if unsynced else self._transcript.total,
+            entries=unsynced,
+            synced=sync.synced,
+            tool_written=sync.tool_written,
+            turn=self._turn,
+            no_tool_streak=self._no_tool_streak,
+            usage=self._usage,
+            loop_recent=self._loops.recent,
+            inbox=self._inbox,
+            runs=self._runs,
+            prompt_date=self._prompt.date,
+            last_report_turns=self._last_report_turns,
+        )
+        workflow.continue_as_new(self._task.model_copy(update={"carry": carry, "context_id": self._context_id}))
+
+    async def _record_session(self) -> None:
+        assert self._outcome is not None and self._task.session is not None
+        await workflow.execute_activity(
+            RECORD_SESSION_ACTIVITY,
+            SessionRecord(
+                session=self._task.session,
+                context_id=self._context_id,
+                workflow_id=workflow.info().workflow_id,
+                status=self._outcome.status.value,
+                final_text=self._outcome.final_text or (self._outcome.error or ""),
+                total=self._transcript.total,
+                new_entries=self._sync.delta(self._transcript)[0],
+            ),
+            start_to_close_timeout=policy.STORE_TIMEOUT,
+            summary=f"session · {self._task.session} · record task",
+        )
 
     # ---- waiting for people ---------------------------------------------------------
 
@@ -357,5 +490,6 @@ class AgentTaskWorkflow:
     def _fail(self, reason: str, *, stopped: bool = False) -> None:
         self._append(StatusNotice(text=f"task failed: {reason}"))
         self._outcome = TaskOutcome(
-            status=TaskState.FAILED, turns=self._turn, usage=self._usage, stopped=stopped, error=reason
+            status=TaskState.FAILED, turns=self._turn, usage=self._usage, stopped=stopped, error=reason,
+            runs=self._runs,
         )

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, assert_never
 
 from providers.types import ToolCallRequest
@@ -56,8 +56,10 @@ _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 @dataclass(slots=True)
 class Turn:
-    entries: list[Entry] = field(default_factory=list)
-    kind: TurnKind = "user"
+    """Entries that are kept or removed together; ``kind`` names the entry that opened it."""
+
+    entries: list[Entry]
+    kind: TurnKind
 
 
 def group_turns(entries: Sequence[Entry]) -> list[Turn]:

@@ -1,0 +1,145 @@
+"""The context store: where activities keep a task's entries so the history need not.
+
+Why: Temporal records every activity input. Sending the whole transcript to
+each LLM call makes the history grow with the square of the conversation.
+Instead the LLM activity receives only what is new since its last call and
+rebuilds the rest from here; the tool activity writes its result entry here
+itself. Every write is keyed by (context id, seq) and replaces, so a retried
+activity (after a worker crash between the write and its completion) can
+never duplicate an entry. Each entry carries the digest the workflow expects,
+so a stale write is detected, not trusted: a mismatch or a missing entry is a
+gap, and the workflow resends in full.
+
+Large tool outputs are stored once as content-addressed blobs; the history
+keeps a preview and the digest.
+
+SQLite in WAL mode (one file in the data directory) is the embedded default:
+several worker processes on one host share it safely. Workers on several
+hosts need the file on storage they all see (``AGENT_CONTEXT_DB``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+from pydantic import TypeAdapter
+
+from workflows.context import Entry, entry_digest
+
+_ENTRY = TypeAdapter(Entry)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    context_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (context_id, seq)
+);
+CREATE TABLE IF NOT EXISTS blobs (
+    digest TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    name TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    workflow_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    final_text TEXT NOT NULL DEFAULT '',
+    total INTEGER NOT NULL,
+    finished_seq INTEGER PRIMARY KEY AUTOINCREMENT
+);
+"""
+
+
+def default_store_path() -> Path:
+    from temporal.server import data_dir
+
+    return Path(os.environ.get("AGENT_CONTEXT_DB") or data_dir() / "context.db")
+
+
+class ContextGap(Exception):
+    def __init__(self, missing: list[int], mismatched: list[int]) -> None:
+        self.missing, self.mismatched = missing, mismatched
+        super().__init__(f"context store is missing seqs {missing[:10]} and has stale seqs {mismatched[:10]}")
+
+
+class ContextStore:
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path else default_store_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._conn() as conn:
+            conn.executescript(SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    # ---- entries ---------------------------------------------------------------
+
+    def put(self, context_id: str, entries: list[Entry]) -> None:
+        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
+
+    def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
+        """Entries 0..total-1, checked against the expected digests; ContextGap if not whole."""
+        rows = self._conn().execute(
+            "SELECT seq, digest, body FROM entries WHERE context_id = ? AND seq < ? ORDER BY seq",
+            (context_id, total),
+        ).fetchall()
+        have = {seq: (digest, body) for seq, digest, body in rows}
+        missing = [seq for seq in range(total) if seq not in have]
+        mismatched = [seq for seq, digest in (expect or {}).items() if seq in have and have[seq][0] != digest]
+        if missing or mismatched:
+            raise ContextGap(missing, mismatched)
+        return [_ENTRY.validate_json(have[seq][1]) for seq in range(total)]
+
+    def count(self, context_id: str) -> int:
+        (n,) = self._conn().execute("SELECT COUNT(*) FROM entries WHERE context_id = ?", (context_id,)).fetchone()
+        return n
+
+    # ---- blobs -------------------------------------------------------------------
+
+    def put_blob(self, text: str) -> str:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        with self._conn() as conn:
+            conn.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (digest, text))
+        return digest
+
+    def get_blob(self, digest: str) -> str | None:
+        row = self._conn().execute("SELECT body FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        return row[0] if row else None
+
+    # ---- sessions ------------------------------------------------------------------
+
+    def record_session_task(
+        self, name: str, context_id: str, workflow_id: str, status: str, final_text: str, total: int
+    ) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "DELETE FROM sessions WHERE name = ? AND context_id = ?", (name, context_id)
+            )
+            conn.execute(
+                "INSERT INTO sessions (name, context_id, workflow_id, status, final_text, total) VALUES (?, ?, ?, ?, ?, ?)",
+                (name, context_id, workflow_id, status, final_text, total),
+            )
+
+    def session_tasks(self, name: str) -> list[tuple[str, str, str, str, int]]:
+        """(context_id, workflow_id, status, final_text, total) of a session's finished tasks, oldest first."""
+        return self._conn().execute(
+            "SELECT context_id, workflow_id, status, final_text, total FROM sessions WHERE name = ? ORDER BY finished_seq",
+            (name,),
+        ).fetchall()
