@@ -96,16 +96,24 @@ class ContextStore:
 
     def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         """Entries 0..total-1, checked against the expected digests; ContextGap if not whole."""
+        return [entry for _, entry in self.load_range(context_id, 0, total, expect)]
+
+    def load_range(
+        self, context_id: str, start: int, end: int, expect: dict[int, str] | None = None
+    ) -> list[tuple[str, Entry]]:
+        """(digest, entry) for seqs start..end-1; ContextGap if one is missing or stale."""
         rows = self._conn().execute(
-            "SELECT seq, digest, body FROM entries WHERE context_id = ? AND seq < ? ORDER BY seq",
-            (context_id, total),
+            "SELECT seq, digest, body FROM entries WHERE context_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            (context_id, start, end),
         ).fetchall()
         have = {seq: (digest, body) for seq, digest, body in rows}
-        missing = [seq for seq in range(total) if seq not in have]
-        mismatched = [seq for seq, digest in (expect or {}).items() if seq in have and have[seq][0] != digest]
+        missing = [seq for seq in range(start, end) if seq not in have]
+        mismatched = [
+            seq for seq, digest in (expect or {}).items() if seq in have and have[seq][0] != digest
+        ]
         if missing or mismatched:
             raise ContextGap(missing, mismatched)
-        return [_ENTRY.validate_json(have[seq][1]) for seq in range(total)]
+        return [(have[seq][0], _ENTRY.validate_json(have[seq][1])) for seq in range(start, end)]
 
     def count(self, context_id: str) -> int:
         (n,) = self._conn().execute("SELECT COUNT(*) FROM entries WHERE context_id = ?", (context_id,)).fetchone()

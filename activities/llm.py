@@ -24,6 +24,7 @@ from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from providers.types import ContextReport, LlmRequest, TurnResult
 from tools.policy import classify_call
+from workflows.compaction import CompactionPolicy, compact
 from workflows.context import Entry, ToolResult, to_chat_messages
 
 
@@ -47,6 +48,8 @@ class LlmActivities:
         self.settings = settings or ProviderSettings.from_env()
         self._providers: dict[str, OpenAIProvider] = {}
         self._store = store
+        # Per task, the entries already read and verified: each call reads only what is new.
+        self._cache: dict[str, list[Entry]] = {}
 
     @property
     def store(self) -> ContextStore:
@@ -54,16 +57,31 @@ class LlmActivities:
             self._store = ContextStore()
         return self._store
 
-    def _context(self, inp: LlmCallInput) -> tuple[list[Entry], ContextReport]:
+    def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
         """The model's view: stored entries (large outputs expanded), compacted to fit."""
         if inp.new_entries:
             self.store.put(inp.context_id, inp.new_entries)
+        cached = self._cache.get(inp.context_id, [])
+        first_new = min([len(cached), inp.total, *(e.seq for e in inp.new_entries), *inp.expect])
         try:
-            entries = self.store.load(inp.context_id, inp.total, inp.expect)
+            fresh = self.store.load_range(inp.context_id, first_new, inp.total, inp.expect)
         except ContextGap as gap:
+            self._cache.pop(inp.context_id, None)
             raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=CONTEXT_GAP, non_retryable=True) from None
-        entries = [self._expand(e) for e in entries]
-        return entries, ContextReport(entries=len(entries))
+        entries = cached[:first_new] + [self._expand(e) for _, e in fresh]
+        self._cache[inp.context_id] = entries
+        if len(self._cache) > 256:  # keep the most recent tasks only
+            self._cache.pop(next(iter(self._cache)))
+        policy = CompactionPolicy(context_window=inp.context_window, system_tokens=system_tokens)
+        view = compact(entries, policy)
+        return view.entries, ContextReport(
+            entries=len(entries),
+            compacted_turns=view.compacted_turns,
+            dropped_turns=view.dropped_turns,
+            truncated_results=view.truncated_results,
+            tokens_before=view.tokens_before,
+            tokens_after=view.tokens_after,
+        )
 
     def _expand(self, entry: Entry) -> Entry:
         if isinstance(entry, ToolResult) and entry.blob:
@@ -89,14 +107,15 @@ class LlmActivities:
     async def call_llm(self, inp: LlmCallInput) -> TurnResult:
         log = get_logger(workflow_id=inp.task_id, activity=LLM_ACTIVITY, turn=inp.turn)
         info = activity.info()
-        view, report = self._context(inp)
+        system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date, tool_names=inp.tool_names)
+        specs = tools.specs(inp.tool_names)
+        system_tokens = (len(system) + sum(len(s.model_dump_json()) for s in specs)) // 4
+        view, report = self._context(inp, system_tokens)
         request = LlmRequest(
             model=inp.model,
-            system=build_system_prompt(
-                workspace=inp.prompt.workspace, date=inp.prompt.date, tool_names=inp.tool_names
-            ),
+            system=system,
             messages=to_chat_messages(view),
-            tools=tools.specs(inp.tool_names),
+            tools=specs,
             stream=inp.stream,
         )
         provider = self._provider(inp.provider)

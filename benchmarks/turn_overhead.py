@@ -31,10 +31,12 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from activities.llm import LlmActivities, ProviderSettings
     from activities.log import configure_logging
-    from activities.tools import run_tool
+    from activities.context_store import ContextStore
+    from activities.tools import ToolActivities
     from activities.types import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
     from providers.scripted import ScriptedModelServer, tool
-    from providers.types import ChatMessage, TurnResult
+    from providers.types import TurnResult
+    from workflows.context import UserMessage
     from temporal.server import temporal_cli
     from tools.base import ToolResult
     from workflows.models import TaskInput
@@ -61,8 +63,9 @@ class FloorWorkflow:
                 LlmCallInput(
                     task_id="floor", turn=turn, provider="openai", model="bench",
                     prompt=PromptParams(workspace=workspace, date="2026-01-01"),
-                    messages=[ChatMessage(role="user", content="bench")],
                     tool_names=["message", "shell", "file"], stream=False,
+                    context_id=f"floor-{workflow.info().run_id}", total=1,
+                    new_entries=[UserMessage(seq=0, text="bench")],
                 ),
                 result_type=TurnResult, start_to_close_timeout=TIMEOUT,
             )
@@ -111,17 +114,19 @@ async def main(turns: int, repeat: int) -> None:
     agent_s, floor_s, noop_s = [], [], []
     try:
         with tempfile.TemporaryDirectory() as ws:
+            store = ContextStore(Path(ws) / ".store" / "context.db")
             for i in range(turns):
                 Path(ws, f"notes{i}.txt").write_text(f"note {i}\n" + "x" * 1024)
             for _ in range(repeat + 1):  # the first round warms up and is discarded
                 for kind in ("agent", "floor", "noop"):
                     with ScriptedModelServer(script(turns)) as model:
                         queue = f"bench-{uuid.uuid4().hex[:8]}"
-                        llm = LlmActivities(ProviderSettings(openai_base_url=model.url))
+                        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), store)
+                        tools = ToolActivities(store)
                         async with Worker(
                             env.client, task_queue=queue,
                             workflows=[AgentTaskWorkflow, FloorWorkflow, NoopFloorWorkflow],
-                            activities=[llm.call_llm, run_tool, noop],
+                            activities=[llm.call_llm, tools.run_tool, noop],
                         ):
                             if kind == "agent":
                                 agent_s.append(await timed(run_agent(env.client, queue, ws, turns)))

@@ -137,3 +137,21 @@ async def test_a_task_in_a_session_starts_from_the_earlier_tasks_history(client,
     assert "<user>write the answer</user>" in history
     assert 'command="echo 42 &gt; answer.txt"' in history or "echo 42" in history
     assert "<result>wrote the answer</result>" in history
+
+
+async def test_a_long_task_is_compacted_for_the_model_and_the_history_shows_it(client, task_queue, workspace):
+    for i in range(12):
+        (workspace / f"f{i}.txt").write_text(f"file {i}\n" + "y" * 3000)
+    async with scripted_worker(client, task_queue, reading_script(12)) as model:
+        handle = await start(client, task_queue, make_input(workspace, context_window=8000))
+        outcome = await handle.result()
+        page = await handle.query(AgentTaskWorkflow.events, 0)
+    assert outcome.status == TaskState.DONE
+    last = model.requests[-1]
+    assert_every_tool_call_answered(last)
+    users = user_texts(last)
+    assert users[0] == "do the thing"  # the original request always stays
+    assert any("<compacted_history" in t for t in users)
+    assert len(tool_messages(last)) < 12
+    notices = [e.text for e in page.entries if e.kind == "status_notice"]
+    assert any("context compacted" in n for n in notices)
