@@ -2,6 +2,7 @@
 
 Record (or re-record after an intended workflow change):
     python -m tests.workflows.replay_scenarios
+Each run of a task (continue-as-new starts a new one) is saved as its own file.
 """
 
 from __future__ import annotations
@@ -9,22 +10,50 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Awaitable, Callable
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from providers.scripted import Step, error, text, tool
-from temporal.server import temporal_cli
+from providers.scripted import ScriptedModelServer, Step, error, text, tool
+from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
+from workflows.models import ApprovalDecision, Interjection, TaskState
 from workflows.task import AgentTaskWorkflow
 
-from tests.workflows.harness import make_input, scripted_worker
+from tests.workflows.harness import make_input, scripted_worker, wait_for_state, wait_until
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
+Driver = Callable[[WorkflowHandle, ScriptedModelServer], Awaitable[None]]
 
-SCENARIOS: dict[str, list[Step]] = {
-    "full_loop": [
+
+async def _no_driver(handle: WorkflowHandle, model: ScriptedModelServer) -> None:
+    return None
+
+
+async def _people(handle: WorkflowHandle, model: ScriptedModelServer) -> None:
+    await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+    await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(approved=False, reason="no", decided_by="replay"))
+    await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+    await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(approved=True, decided_by="replay"))
+    await wait_for_state(handle, TaskState.WAITING_REPLY)
+    await handle.signal(AgentTaskWorkflow.interject, Interjection(text="the answer"))
+    await wait_until(lambda: model.hits() == 5)
+    await handle.signal(AgentTaskWorkflow.interject, Interjection(text="cut it short"))
+    model.release()
+
+
+@dataclass
+class Scenario:
+    steps: list[Step]
+    overrides: dict = field(default_factory=dict)
+    driver: Driver = _no_driver
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "full_loop": Scenario([
         text("thinking out loud"),
         Step(tool_calls=[("file", {"action": "write", "path": "a.txt", "content": "A"}),
                          ("shell", {"command": "cat a.txt"})]),
@@ -34,33 +63,60 @@ SCENARIOS: dict[str, list[Step]] = {
         tool("shell", command="cat a.txt"),
         tool("message", type="info", text="almost there"),
         tool("message", type="result", text="done"),
-    ],
+    ]),
+    "people": Scenario(
+        [
+            tool("shell", command="sudo rm -rf /tmp/nothing-here"),
+            tool("shell", command="git push --dry-run"),
+            tool("message", type="ask", text="which answer?"),
+            tool("file", action="list", path="."),
+            Step(tool_calls=[("shell", {"command": "sleep 30"})], hold=True),
+            tool("message", type="result", text="done"),
+        ],
+        {"search_attributes": True},
+        _people,
+    ),
+    "continue_as_new": Scenario(
+        [tool("file", action="list", path=".") if i % 2 else tool("shell", command=f"echo {i}") for i in range(5)]
+        + [tool("message", type="result", text="done")],
+        {"continue_as_new_after": 2, "context_window": 2000},
+    ),
 }
 
 
-async def record_history(client: Client, task_queue: str, workspace: Path, steps: list[Step]) -> str:
-    async with scripted_worker(client, task_queue, steps) as model:
+async def record_histories(client: Client, task_queue: str, workspace: Path, scenario: Scenario) -> list[str]:
+    """Run the scenario; the history JSON of each of its runs, first to last."""
+    async with scripted_worker(client, task_queue, scenario.steps) as model:
         handle = await client.start_workflow(
-            AgentTaskWorkflow.run, make_input(workspace, "replay scenario"),
+            AgentTaskWorkflow.run, make_input(workspace, "replay scenario", **scenario.overrides),
             id=f"replay-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
         )
+        await scenario.driver(handle, model)
         await handle.result()
         model.assert_consumed()
-    history = await handle.fetch_history()
-    return history.to_json()
+    runs = [wf.run_id async for wf in client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    bodies = []
+    for run_id in reversed(runs):  # the list is newest first
+        history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+        bodies.append(history.to_json())
+    return bodies
 
 
 async def main() -> None:
     HISTORIES.mkdir(exist_ok=True)
+    for old in HISTORIES.glob("*.json"):
+        old.unlink()
+    extra = [arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")]
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli(), data_converter=pydantic_data_converter
+        dev_server_existing_path=temporal_cli(), data_converter=pydantic_data_converter, dev_server_extra_args=extra
     )
     try:
-        for name, steps in SCENARIOS.items():
+        for name, scenario in SCENARIOS.items():
             with tempfile.TemporaryDirectory() as ws:
-                body = await record_history(env.client, f"record-{name}", Path(ws), steps)
-            (HISTORIES / f"{name}.json").write_text(body)
-            print(f"recorded {name}")
+                bodies = await record_histories(env.client, f"record-{name}", Path(ws), scenario)
+            for index, body in enumerate(bodies, 1):
+                (HISTORIES / f"{name}.run{index}.json").write_text(body)
+            print(f"recorded {name}: {len(bodies)} run(s)")
     finally:
         await env.shutdown()
 

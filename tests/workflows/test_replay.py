@@ -11,7 +11,7 @@ from temporalio.worker import Replayer
 
 from workflows.task import AgentTaskWorkflow
 
-from tests.workflows.replay_scenarios import HISTORIES, SCENARIOS, record_history
+from tests.workflows.replay_scenarios import HISTORIES, SCENARIOS, record_histories
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
 
@@ -21,7 +21,7 @@ def replayer() -> Replayer:
 
 
 def test_recorded_histories_are_present():
-    assert {p.stem for p in RECORDED} >= set(SCENARIOS)
+    assert {p.stem.split(".")[0] for p in RECORDED} >= set(SCENARIOS)
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])
@@ -31,8 +31,9 @@ async def test_recorded_history_replays_deterministically(path: Path):
     assert result.replay_failure is None
 
 
-async def test_fresh_run_of_every_scenario_replays_deterministically(client, task_queue, workspace):
-    for name, steps in SCENARIOS.items():
-        body = await record_history(client, f"{task_queue}-{name}", workspace, steps)
+@pytest.mark.parametrize("name", list(SCENARIOS))
+async def test_fresh_run_of_every_scenario_replays_deterministically(client, task_queue, workspace, name):
+    bodies = await record_histories(client, f"{task_queue}-{name}", workspace, SCENARIOS[name])
+    for body in bodies:
         result = await replayer().replay_workflow(WorkflowHistory.from_json(name, body))
         assert result.replay_failure is None

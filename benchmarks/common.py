@@ -1,0 +1,95 @@
+"""Shared pieces of the benchmarks: an in-memory dev server, a scripted run, per-run history stats."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities.context_store import ContextStore
+from activities.llm import ProviderSettings
+from activities.log import configure_logging
+from providers.scripted import ScriptedModelServer, Step
+from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
+from worker import build_worker
+from workflows.context import AiMessage, Entry, ToolCall, ToolResult, UserMessage
+from workflows.models import TaskInput, TaskOutcome
+from workflows.task import AgentTaskWorkflow
+
+
+async def start_env() -> WorkflowEnvironment:
+    configure_logging("WARNING")
+    extra: list[str] = []
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        extra += ["--search-attribute", f"{name}={kind}"]
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli(),
+        data_converter=pydantic_data_converter,
+        dev_server_extra_args=extra,
+    )
+
+
+@dataclass
+class RunStats:
+    run_id: str
+    history_bytes: int
+    events: int
+
+
+async def run_scripted(
+    client: Client, steps: list[Step], task: TaskInput, store: ContextStore
+) -> tuple[str, TaskOutcome]:
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    with ScriptedModelServer(steps) as model:
+        settings = ProviderSettings(openai_base_url=model.url)
+        async with build_worker(client, queue=queue, settings=settings, store=store):
+            workflow_id = f"bench-task-{uuid.uuid4().hex[:8]}"
+            outcome = await client.execute_workflow(AgentTaskWorkflow.run, task, id=workflow_id, task_queue=queue)
+        model.assert_consumed()
+    return workflow_id, outcome
+
+
+async def run_stats(client: Client, workflow_id: str) -> list[RunStats]:
+    stats = []
+    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        desc = await client.get_workflow_handle(workflow_id, run_id=execution.run_id).describe()
+        info = desc.raw_description.workflow_execution_info
+        stats.append(RunStats(execution.run_id, info.history_size_bytes, info.history_length))
+    return stats
+
+
+def said_bytes(entries: list[Entry]) -> int:
+    """Bytes of what was actually said: messages, tool calls and tool results."""
+    total = 0
+    for e in entries:
+        if isinstance(e, (UserMessage, AiMessage)):
+            total += len(e.text.encode())
+        elif isinstance(e, ToolCall):
+            total += len(e.text.encode()) + sum(len(c.model_dump_json(include={"name", "arguments"}).encode()) for c in e.calls)
+        elif isinstance(e, ToolResult):
+            total += len(e.content.encode())
+    return total
+
+
+def context_entries(store: ContextStore) -> list[Entry]:
+    """Every stored entry of the (single) task in the store, large outputs expanded."""
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(Entry)
+    rows = store._conn().execute("SELECT body FROM entries ORDER BY seq").fetchall()
+    entries = [adapter.validate_json(body) for (body,) in rows]
+    return [
+        e.model_copy(update={"content": store.get_blob(e.blob) or e.content})
+        if isinstance(e, ToolResult) and e.blob else e
+        for e in entries
+    ]
+
+
+def workspace_with_files(root: Path, count: int, size: int) -> None:
+    for i in range(count):
+        line = f"file {i}: the quick brown fox jumps over the lazy dog {i * 7919 % 10007}\n"
+        (root / f"f{i}.txt").write_text((line * (size // len(line) + 1))[:size])
