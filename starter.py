@@ -30,7 +30,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.llm import ProviderSettings
 from activities.log import configure_logging
-from cli.render import make_console, render_entry, render_outcome, status_lines
+from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
+from cli.render import make_console, status_lines
 from temporal.client import TemporalUnavailable, connect, ensure_search_attributes, is_embedded, ui_base_url
 from temporal.server import ServerError
 from worker import build_worker, task_queue
@@ -38,7 +39,6 @@ from workflows.models import (
     TASK_WORKFLOW,
     ApprovalDecision,
     ApprovalMode,
-    EventsPage,
     Interjection,
     TaskInput,
     TaskOutcome,
@@ -48,7 +48,6 @@ from workflows.models import (
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
-POLL_S = 0.25
 QUERY_TIMEOUT = timedelta(seconds=5)
 
 
@@ -76,6 +75,7 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         max_iterations=args.max_iterations,
         approval=ApprovalMode(args.approval),
         approval_timeout_s=args.approval_timeout,
+        session=args.session,
     )
 
 
@@ -138,64 +138,16 @@ async def closed_outcome(client: Client, workflow_id: str) -> TaskOutcome:
         return TaskOutcome(status=TaskState.FAILED, error=f"workflow {err.status.name.lower() if err.status else 'failed'}: {err.cause}")
 
 
-async def ask_person(client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool) -> None:
-    """Ask inline for an approval or a reply when a person is at the terminal; else say how."""
-    handle = client.get_workflow_handle(workflow_id)
-    pending = status.pending_approval
-    if pending is not None:
-        args = json.dumps(pending.arguments, ensure_ascii=False)
-        console.print(f"[bold yellow]? approval needed[/] {pending.tool} {args[:300]} [dim]({pending.danger}: {pending.reason})[/]")
-        if not interactive:
-            console.print(f"  approve: python starter.py approve {workflow_id}   deny: python starter.py approve {workflow_id} --deny --reason TEXT")
-            return
-        answer = (await asyncio.to_thread(input, "  approve? [y/N] ")).strip().lower()
-        reason = (await asyncio.to_thread(input, "  reason (optional): ")).strip()
-        decision = ApprovalDecision(approved=answer in ("y", "yes"), call_id=pending.call_id, reason=reason, decided_by=who())
-        try:
-            await handle.execute_update(AgentTaskWorkflow.decide, decision)
-        except WorkflowUpdateFailedError as err:
-            console.print(f"[yellow]· decision not accepted: {getattr(err.cause, 'message', err.cause)}[/]")
-    elif status.question is not None:
-        console.print(f"[bold yellow]? the task asks:[/] {status.question}")
-        if not interactive:
-            console.print(f'  reply: python starter.py reply {workflow_id} "TEXT"')
-            return
-        text = (await asyncio.to_thread(input, "  reply> ")).strip()
-        if text:
-            await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who()))
+def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
+    console = make_console()
+    sink = JsonSink(workflow_id) if json_mode else ConsoleSink(console)
+    interactive = sys.stdin.isatty() and not json_mode
 
+    async def ask(client: Client, workflow_id: str, status: TaskStatus, interactive: bool) -> None:
+        if not json_mode:
+            await ask_person(client, workflow_id, status, console, interactive, who())
 
-async def follow(client: Client, workflow_id: str, console, *, interactive: bool | None = None) -> TaskOutcome:
-    """Print the task's entries as they are appended, until it finishes."""
-    interactive = sys.stdin.isatty() if interactive is None else interactive
-    handle = client.get_workflow_handle(workflow_id)
-    seq, warned, asked = 0, False, None
-    while True:
-        try:
-            page: EventsPage = await handle.query(
-                AgentTaskWorkflow.events, seq, rpc_timeout=QUERY_TIMEOUT
-            )
-        except RPCError:
-            desc = await describe(client, workflow_id)
-            if desc.status != WorkflowExecutionStatus.RUNNING:
-                return await closed_outcome(client, workflow_id)
-            if not warned:
-                console.print("[yellow]· no worker is answering; waiting (start one with `python worker.py`)[/]")
-                warned = True
-            await asyncio.sleep(1.0)
-            continue
-        for entry in page.entries:
-            render_entry(console, entry)
-        seq = page.next_seq
-        if page.outcome is not None:
-            return page.outcome
-        status = page.status
-        waiting_on = (status.pending_approval.call_id if status.pending_approval else status.question)
-        if status.state.waiting and waiting_on != asked:
-            asked = waiting_on
-            await ask_person(client, workflow_id, status, console, interactive)
-            continue
-        await asyncio.sleep(POLL_S)
+    return Follower(client, workflow_id, sink, interactive=interactive, ask=ask)
 
 
 async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
@@ -225,11 +177,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
         workflow_id = await start_task(client, inp, queue)
         console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id)}[/]")
         try:
-            outcome = await follow(client, workflow_id, console)
+            outcome = await make_follower(client, workflow_id).run(lambda: closed_outcome(client, workflow_id), started)
         except (KeyboardInterrupt, asyncio.CancelledError):
             console.print(f"\ntask {workflow_id} goes on; follow it with: python starter.py watch {workflow_id}")
             raise
-        render_outcome(console, outcome, time.monotonic() - started)
         return 0 if outcome.status == TaskState.DONE else 1
 
 
@@ -268,15 +219,14 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
-    console = make_console()
     client = await connect()
     desc = await describe(client, args.id)
     async with AsyncExitStack() as stack:
         if is_embedded():
             # Runs a running task on; answers the events query of a finished one by replaying it.
             await local_worker(stack, client, desc.task_queue, None)
-        outcome = await follow(client, args.id, console)
-    render_outcome(console, outcome)
+        follower = make_follower(client, args.id, json_mode=args.json)
+        outcome = await follower.run(lambda: closed_outcome(client, args.id))
     return 0 if outcome.status == TaskState.DONE else 1
 
 
@@ -353,6 +303,7 @@ def parser() -> argparse.ArgumentParser:
                        help="which tool calls wait for a person (default: dangerous)")
         s.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
                        help="deny a pending call after this long (default: wait forever)")
+        s.add_argument("--session", help="start from the history of this session's earlier tasks")
         if name == "run":
             s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
     s = sub.add_parser("status", help="show a task's state")
@@ -360,6 +311,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("watch", help="follow a task")
     s.add_argument("id")
+    s.add_argument("--json", action="store_true", help="one JSON event per line (see README)")
     s = sub.add_parser("stop", help="stop a task (it ends as FAILED, stopped)")
     s.add_argument("id")
     s.add_argument("--reason", default="stopped by user")

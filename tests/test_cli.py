@@ -79,3 +79,27 @@ async def test_user_errors_are_one_clear_line(client, workspace):
     assert code == 2 and err.strip().startswith("error: cannot reach Temporal at 127.0.0.1:1")
     code, _, err = await cli(client, "start", "x", "--workspace", str(workspace / "missing"))
     assert code == 2 and "is not a directory" in err
+
+
+async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, task_queue, workspace):
+    steps = [tool("shell", command="echo hi"), tool("message", type="result", text="said hi")]
+    async with scripted_worker(client, task_queue, steps):
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "say hi", queue=task_queue)
+        workflow_id = out.strip().splitlines()[-1]
+        await client.get_workflow_handle(workflow_id).result()
+        code, out, err = await cli(client, "watch", workflow_id, "--json", queue=task_queue)
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    types = [e["type"] for e in events]
+    assert types == [
+        "thread.started",
+        "item.completed",  # the user's instruction
+        "turn.started", "item.started", "item.completed", "turn.completed",
+        "turn.started", "item.started", "item.completed",
+        "turn.completed", "task.completed",
+    ]
+    assert events[1]["item"] == {"id": "item_0", "type": "user_message", "text": "say hi"}
+    assert events[3]["item"]["tool"] == "shell" and events[3]["item"]["arguments"] == {"command": "echo hi"}
+    assert events[4]["item"]["status"] == "ok" and "hi" in events[4]["item"]["content"]
+    assert events[-1]["status"] == "DONE" and events[-1]["final_text"] == "said hi"
+    assert events[-1]["usage"]["input_tokens"] == 20

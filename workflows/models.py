@@ -147,5 +147,6 @@ class EventsPage(BaseModel):
 
     entries: list[Entry]
     next_seq: int
+    base: int = 0  # earlier entries are in earlier runs of the task (continue-as-new)
     status: TaskStatus
     outcome: TaskOutcome | None = None

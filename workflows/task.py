@@ -155,7 +155,8 @@ class AgentTaskWorkflow:
         entries = self._transcript.since(after_seq)
         return EventsPage(
             entries=entries,
-            next_seq=after_seq + len(entries),
+            next_seq=max(after_seq, self._transcript.base) + len(entries),
+            base=self._transcript.base,
             status=self.status(),
             outcome=self._outcome,
         )

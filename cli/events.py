@@ -1,0 +1,108 @@
+"""The task as a stream of JSON events (``watch ID --json``), one object per line.
+
+Every event has a stable ``type``, in the spirit of seed 001:
+
+| type | when | fields |
+|---|---|---|
+| ``thread.started`` | first event | ``thread_id`` (the workflow id) |
+| ``turn.started`` | an LLM call begins a new turn | ``turn`` |
+| ``item.started`` | the model called a tool | ``turn``, ``item`` {``id``, ``type``: ``tool_call``, ``tool``, ``arguments``, ``deferred``} |
+| ``item.completed`` | an entry was appended | ``turn``, ``item`` {``id``, ``type``, ...}; ``type`` is one of ``user_message``, ``agent_message``, ``tool_result``, ``system_reminder``, ``status_notice`` |
+| ``text.delta`` | streamed model text (same host as the worker) | ``turn``, ``text`` |
+| ``approval.requested`` | a call waits for a person | ``call_id``, ``tool``, ``arguments``, ``danger``, ``reason`` |
+| ``reply.requested`` | the task asked a question | ``question`` |
+| ``retry`` | an activity attempt failed and will be retried | ``activity``, ``attempt``, ``reason``, ``next_in_s`` |
+| ``turn.completed`` | a turn ended | ``turn``, ``usage`` (so far) |
+| ``turn.failed`` | the task failed in this turn | ``turn``, ``error`` |
+| ``task.completed`` | last event | ``status``, ``final_text``, ``error``, ``stopped``, ``turns``, ``usage``, ``cost_usd`` |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflows.context import AiMessage, Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage
+from workflows.models import TaskOutcome, TaskStatus
+
+
+class EventMapper:
+    """Turns entries, status changes and the outcome into the JSON event stream."""
+
+    def __init__(self, workflow_id: str) -> None:
+        self.workflow_id = workflow_id
+        self.turn = 0
+        self.started = False
+
+    def begin(self) -> list[dict[str, Any]]:
+        if self.started:
+            return []
+        self.started = True
+        return [{"type": "thread.started", "thread_id": self.workflow_id}]
+
+    def entry(self, entry: Entry, usage: dict[str, int]) -> list[dict[str, Any]]:
+        events = self._turn_boundary(entry.turn, usage)
+        item_id = f"item_{entry.seq}"
+        match entry:
+            case ToolCall():
+                if entry.text.strip():
+                    events.append(self._completed({"id": f"{item_id}_text", "type": "agent_message", "text": entry.text}))
+                for index, call in enumerate(entry.calls):
+                    events.append({
+                        "type": "item.started",
+                        "turn": self.turn,
+                        "item": {
+                            "id": call.id, "type": "tool_call", "tool": call.name,
+                            "arguments": call.arguments if not call.parse_error else call.arguments_raw,
+                            "deferred": index > 0,
+                        },
+                    })
+            case ToolResult():
+                events.append(self._completed({
+                    "id": entry.call_id, "type": "tool_result", "tool": entry.name, "status": entry.status,
+                    "content": entry.content[:2000], "exit_code": entry.exit_code, "truncated": entry.truncated,
+                }))
+            case UserMessage():
+                events.append(self._completed({"id": item_id, "type": "user_message", "text": entry.text}))
+            case AiMessage():
+                events.append(self._completed({"id": item_id, "type": "agent_message", "text": entry.text}))
+            case SystemReminder():
+                events.append(self._completed({"id": item_id, "type": "system_reminder", "reason": entry.reason, "text": entry.text}))
+            case StatusNotice():
+                events.append(self._completed({"id": item_id, "type": "status_notice", "reason": entry.reason, "text": entry.text}))
+        return events
+
+    def waiting(self, status: TaskStatus) -> list[dict[str, Any]]:
+        if status.pending_approval is not None:
+            p = status.pending_approval
+            return [{"type": "approval.requested", "call_id": p.call_id, "tool": p.tool,
+                     "arguments": p.arguments, "danger": p.danger, "reason": p.reason}]
+        if status.question is not None:
+            return [{"type": "reply.requested", "question": status.question}]
+        return []
+
+    def finish(self, outcome: TaskOutcome) -> list[dict[str, Any]]:
+        usage = outcome.usage.model_dump()
+        events: list[dict[str, Any]] = []
+        if self.turn:
+            if outcome.status.value == "FAILED":
+                events.append({"type": "turn.failed", "turn": self.turn, "error": outcome.error})
+            else:
+                events.append({"type": "turn.completed", "turn": self.turn, "usage": usage})
+        events.append({
+            "type": "task.completed", "status": outcome.status.value, "final_text": outcome.final_text,
+            "error": outcome.error, "stopped": outcome.stopped, "turns": outcome.turns, "usage": usage,
+            "cost_usd": getattr(outcome, "cost_usd", 0.0),
+        })
+        return events
+
+    def _turn_boundary(self, turn: int, usage: dict[str, int]) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        while turn > self.turn:
+            if self.turn:
+                events.append({"type": "turn.completed", "turn": self.turn, "usage": usage})
+            self.turn += 1
+            events.append({"type": "turn.started", "turn": self.turn})
+        return events
+
+    def _completed(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "item.completed", "turn": self.turn, "item": item}
