@@ -30,6 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.llm import ProviderSettings
 from activities.log import configure_logging
+from activities.secrets import SecretStore
 from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
 from cli.render import make_console, status_lines
 from temporal.client import TemporalUnavailable, connect, ensure_search_attributes, is_embedded, ui_base_url
@@ -49,6 +50,9 @@ from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
 QUERY_TIMEOUT = timedelta(seconds=5)
+# Temporal refuses payloads over 2 MB: a longer instruction is handed over as a file.
+MAX_INLINE_INSTRUCTION = 64 * 1024
+MAX_INTERJECTION = 64 * 1024
 
 
 class UserError(Exception):
@@ -63,12 +67,30 @@ def workflow_id_for(instruction: str) -> str:
     return f"task-{slug}-{uuid.uuid4().hex[:6]}"
 
 
+def instruction_text(text: str, workspace: Path) -> str:
+    """The instruction as the task receives it: secrets redacted, and if it is too long to
+    travel in a workflow input, saved in the workspace with a short pointer instead."""
+    text = SecretStore.from_env().redact(text)
+    if len(text.encode()) <= MAX_INLINE_INSTRUCTION:
+        return text
+    folder = workspace / ".agent"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"instruction-{uuid.uuid4().hex[:8]}.md"
+    path.write_text(text, encoding="utf-8")
+    head = " ".join(text[:300].split())
+    return (
+        f"The full instruction is long ({len(text.encode()):,} bytes) and is saved in the workspace as "
+        f"{path.relative_to(workspace)}. Read it with the file tool (in parts, with offset and limit) "
+        f"before you start. It begins: {head}..."
+    )
+
+
 def task_input(args: argparse.Namespace, model: str) -> TaskInput:
     workspace = Path(args.workspace or os.getcwd()).expanduser().resolve()
     if not workspace.is_dir():
         raise UserError(f"workspace {workspace} is not a directory")
     return TaskInput(
-        instruction=args.task,
+        instruction=instruction_text(args.task, workspace),
         workspace=str(workspace),
         model=model,
         provider=os.environ.get("AGENT_PROVIDER", "openai"),
@@ -263,8 +285,12 @@ async def cmd_interject(args: argparse.Namespace) -> int:
     desc = await describe(client, args.id)
     if desc.status != WorkflowExecutionStatus.RUNNING:
         raise UserError(f"task {args.id} is not running")
+    if len(args.text.encode()) > MAX_INTERJECTION:
+        raise UserError(f"the message is {len(args.text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}: "
+                        "save it in a file in the workspace and point the task at it")
+    text = SecretStore.from_env().redact(args.text)
     await client.get_workflow_handle(args.id).signal(
-        AgentTaskWorkflow.interject, Interjection(text=args.text, sent_by=who())
+        AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who())
     )
     print(f"message delivered to {args.id}")
     return 0

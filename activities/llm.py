@@ -18,6 +18,7 @@ import tools
 from activities.context_store import ContextGap, ContextStore
 from activities.heartbeat import with_heartbeats
 from activities.log import get_logger
+from activities.secrets import SecretStore
 from activities.types import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
 from prompts import build_system_prompt
 from providers.errors import ProviderError
@@ -44,8 +45,14 @@ class ProviderSettings:
 
 
 class LlmActivities:
-    def __init__(self, settings: ProviderSettings | None = None, store: ContextStore | None = None) -> None:
+    def __init__(
+        self,
+        settings: ProviderSettings | None = None,
+        store: ContextStore | None = None,
+        secrets: SecretStore | None = None,
+    ) -> None:
         self.settings = settings or ProviderSettings.from_env()
+        self.secrets = secrets if secrets is not None else SecretStore.from_env()
         self._providers: dict[str, OpenAIProvider] = {}
         self._store = store
         # Per task, the entries already read and verified: each call reads only what is new.
@@ -114,7 +121,8 @@ class LlmActivities:
         request = LlmRequest(
             model=inp.model,
             system=system,
-            messages=to_chat_messages(view),
+            # Entries were redacted where they entered; this is the last line of defence.
+            messages=self.secrets.redact_obj(to_chat_messages(view)),
             tools=specs,
             stream=inp.stream,
         )
@@ -131,6 +139,7 @@ class LlmActivities:
                 error=str(err),
             )
             raise to_application_error(err) from None
+        result = self.secrets.redact_obj(result)  # the model's output enters the history here
         result.context = report
         for call in result.tool_calls:
             danger, reason = classify_call(call.name, call.arguments)

@@ -20,11 +20,15 @@ def configure_logging(level: str = "INFO") -> None:
         if sys.stderr.isatty()
         else structlog.processors.JSONRenderer()
     )
+    from activities.secrets import SecretStore, redact_processor
+
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info,
+            redact_processor(SecretStore.from_env()),  # no secret ever reaches a log line
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),

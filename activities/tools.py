@@ -8,16 +8,21 @@ large output goes to the store once as a blob with a preview in the history.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from temporalio import activity
 
 import tools
+from activities.audit import AuditLog, default_audit_path
 from activities.context_store import ContextStore
 from activities.heartbeat import with_heartbeats
 from activities.log import get_logger
+from activities.secrets import SecretStore
 from activities.types import TOOL_ACTIVITY, ToolCallInput
 from tools.base import ToolContext, ToolResult
+from tools.registry import REGISTRY
+from tools.untrusted import wrap_untrusted
 from workflows.context import entry_digest, result_entry
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
@@ -25,8 +30,15 @@ PREVIEW_CHARS = 1500
 
 
 class ToolActivities:
-    def __init__(self, store: ContextStore | None = None) -> None:
+    def __init__(
+        self,
+        store: ContextStore | None = None,
+        secrets: SecretStore | None = None,
+        audit: AuditLog | None = None,
+    ) -> None:
         self._store = store
+        self.secrets = secrets if secrets is not None else SecretStore.from_env()
+        self._audit = audit
 
     @property
     def store(self) -> ContextStore:
@@ -34,20 +46,43 @@ class ToolActivities:
             self._store = ContextStore()
         return self._store
 
+    @property
+    def audit(self) -> AuditLog:
+        if self._audit is None:
+            self._audit = AuditLog(default_audit_path(), self.secrets)
+        return self._audit
+
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, inp: ToolCallInput) -> ToolResult:
         log = get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY, turn=inp.turn, tool=inp.call.name)
-        workspace = Path(inp.workspace)
-        if not workspace.is_dir():
-            result = ToolResult(status="error", content=f"the workspace {inp.workspace} does not exist")
-        else:
-            ctx = ToolContext(workspace=workspace, task_id=inp.task_id, heartbeat=activity.heartbeat)
-            result = await with_heartbeats(
-                tools.execute(inp.call.name, inp.call.arguments, ctx, parse_error=inp.call.parse_error)
-            )
+        started = time.monotonic()
+        result = await self._execute(inp)
+        # Nothing leaves this activity (history, store, model) with a secret in clear.
+        result = self.secrets.redact_obj(result)
+        self.audit.record(
+            workflow_id=inp.task_id, turn=inp.turn, tool=inp.call.name, arguments=inp.call.arguments,
+            result=result, duration_ms=int((time.monotonic() - started) * 1000),
+        )
         if inp.context_id is not None and inp.result_seq is not None:
             result = self._store_result(inp, result)
         log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
+        return result
+
+    async def _execute(self, inp: ToolCallInput) -> ToolResult:
+        workspace = Path(inp.workspace)
+        if not workspace.is_dir():
+            return ToolResult(status="error", content=f"the workspace {inp.workspace} does not exist")
+        ctx = ToolContext(workspace=workspace, task_id=inp.task_id, heartbeat=activity.heartbeat)
+        # Placeholders become real values only here, at execution time.
+        arguments = self.secrets.restore_obj(inp.call.arguments)
+        result = await with_heartbeats(
+            tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error)
+        )
+        tool = REGISTRY.get(inp.call.name)
+        if tool is not None and tool.untrusted_source is not None and result.status == "ok":
+            source = tool.untrusted_source(inp.call.arguments)
+            if source:
+                result = result.model_copy(update={"content": wrap_untrusted(result.content, source)})
         return result
 
     def _store_result(self, inp: ToolCallInput, result: ToolResult) -> ToolResult:

@@ -184,4 +184,7 @@ async def ask_person(client: Client, workflow_id: str, status: TaskStatus, conso
             return
         text = (await asyncio.to_thread(input, "  reply> ")).strip()
         if text:
+            from activities.secrets import SecretStore
+
+            text = SecretStore.from_env().redact(text)
             await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who))

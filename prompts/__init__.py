@@ -18,9 +18,12 @@ def system_template() -> str:
 
 
 def build_system_prompt(*, workspace: str, date: str, tool_names: list[str]) -> str:
+    from tools.untrusted import SECURITY_PROMPT_SEGMENT
+
     text = system_template()
     return (
-        text.replace("{cache_boundary}", CACHE_BOUNDARY)
+        text.replace("{security}", SECURITY_PROMPT_SEGMENT.strip())
+        .replace("{cache_boundary}", CACHE_BOUNDARY)
         .replace("{workspace}", workspace)
         .replace("{date}", date)
         .replace("{tools}", ", ".join(tool_names))

@@ -1,8 +1,8 @@
 """Provider errors, classified once at the protocol boundary.
 
     ProviderError                 every failure a provider adapter raises
-      retryable=True              429, 408, 409, 5xx, 529, timeouts, connection errors,
-                                  a stream cut off mid-way
+      retryable=True              429, 408, 409, 5xx, 529 (overloaded), timeouts,
+                                  connection errors, a stream cut off mid-way
       retryable=False             400, 401, 403, 404, 422, and responses we cannot parse
 
 Adapters never retry: the LLM activity turns a ProviderError into an
@@ -50,6 +50,8 @@ def kind_for_status(status: int) -> str:
     """A short label for an HTTP error status, shared by every adapter."""
     if status == 429:
         return "rate_limited"
+    if status == 529:
+        return "overloaded"
     if status in (401, 403):
         return "auth"
     if status == 404:
@@ -61,6 +63,25 @@ def kind_for_status(status: int) -> str:
     if status >= 500:
         return "server_error"
     return "client_error"
+
+
+def error_message(body: object) -> str | None:
+    """The human message of an error body: ``{"error": {"message": ...}}`` (OpenAI and
+    Anthropic), ``{"error": "..."}`` or ``{"message": "..."}``."""
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    if isinstance(error, str):
+        return error
+    message = body.get("message")
+    return message if isinstance(message, str) else None
+
+
+def snippet(text: str, limit: int = 200) -> str:
+    """Whitespace-collapsed start of a text, for error messages."""
+    return " ".join(text.split())[:limit]
 
 
 def parse_retry_after(headers: dict[str, str] | object, now: datetime | None = None) -> float | None:

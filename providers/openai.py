@@ -28,10 +28,9 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after
+from providers.errors import error_message as _error_message
+from providers.errors import snippet as _snippet
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
-
-_SNIPPET = 200
-
 
 class OpenAIProvider:
     name = "openai"
@@ -375,18 +374,3 @@ def _obj(value: Any) -> dict[str, Any]:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _error_message(body: Any) -> str | None:
-    if not isinstance(body, dict):
-        return None
-    error = body.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
-    if isinstance(error, str):
-        return error
-    return body.get("message") if isinstance(body.get("message"), str) else None
-
-
-def _snippet(text: str) -> str:
-    return " ".join(text.split())[:_SNIPPET]

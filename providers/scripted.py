@@ -1,10 +1,13 @@
-"""A scripted model behind a real local HTTP server speaking the OpenAI wire format.
+"""A scripted model behind a real local HTTP server speaking the OpenAI and Anthropic wires.
 
 Tests, benchmarks and the offline demo point an ``OpenAIProvider`` at
 ``ScriptedModelServer.url`` and the server answers each
 ``POST /v1/chat/completions`` with the next ``Step`` of its script: a JSON
 ``chat.completion``, or ``chat.completion.chunk`` events over SSE when the
-request asks for ``stream: true``. A call beyond the script is recorded in
+request asks for ``stream: true``. An ``AnthropicProvider`` pointed at
+``ScriptedModelServer.anthropic_url`` gets the same steps from
+``POST /v1/messages`` as Anthropic messages or named stream events (rendered by
+providers/scripted_anthropic.py). A call beyond the script is recorded in
 ``unexpected`` and answered 400, so ``assert_consumed()`` catches both a
 script that ran short and one that was not used up.
 
@@ -24,7 +27,10 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 
+from providers import scripted_anthropic
+
 CHAT_PATH = "/v1/chat/completions"
+MESSAGES_PATH = scripted_anthropic.MESSAGES_PATH
 
 
 class Step(BaseModel):
@@ -39,7 +45,9 @@ class Step(BaseModel):
     delay_s: float = 0.0  # wait before answering
     hold: bool = False  # block until server.release() (or stop())
     cut_stream: bool = False  # streaming: send some chunks, then close without [DONE]
+    stream_error: str | None = None  # streaming: send some chunks, then this error type
     usage: tuple[int, int] = (10, 5)  # (prompt_tokens, completion_tokens)
+    cache: tuple[int, int] = (0, 0)  # (cache read, cache write) tokens, part of prompt_tokens
 
 
 def tool(name: str, **arguments: Any) -> Step:
@@ -88,8 +96,10 @@ def demo_steps(instruction: str) -> list[Step]:
 class ScriptedModelServer:
     def __init__(self, steps: Sequence[Step] = (), *, name: str = "scripted") -> None:
         self.name = name
-        self.url = ""
+        self.url = ""  # OpenAI base URL: http://127.0.0.1:PORT/v1
+        self.anthropic_url = ""  # Anthropic base URL: http://127.0.0.1:PORT
         self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []  # lower-cased names, one per call
         self.request_times: list[float] = []  # time.monotonic() of each call, in order
         self.unexpected: list[str] = []
         self._steps: list[Step] = list(steps)
@@ -110,7 +120,8 @@ class ScriptedModelServer:
         self._stopping = False
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler, self)
         host, port = self._httpd.server_address[:2]
-        self.url = f"http://{host}:{port}/v1"
+        self.anthropic_url = f"http://{host}:{port}"
+        self.url = f"{self.anthropic_url}/v1"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -171,12 +182,15 @@ class ScriptedModelServer:
 
     # -- used by the handler -------------------------------------------------
 
-    def _take(self, body: dict[str, Any] | None, problem: str | None) -> tuple[int, Step | None, int, str]:
+    def _take(
+        self, body: dict[str, Any] | None, problem: str | None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Step | None, int, str]:
         """Record one call; return (step number, step, hold ticket, problem if no step)."""
         with self._cond:
             self._calls += 1
             number = self._calls
             self.request_times.append(time.monotonic())
+            self.request_headers.append(dict(headers or {}))
             if body is not None:
                 self.requests.append(body)
             if problem is None and not self._steps:
@@ -253,39 +267,50 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.split("?", 1)[0] != CHAT_PATH:
+        path = self.path.split("?", 1)[0]
+        if path not in (CHAT_PATH, MESSAGES_PATH):
             self._send_json(404, _error_body(f"no route for POST {self.path}", "not_found"))
             return
+        anthropic = path == MESSAGES_PATH
         owner = self.server.owner
         body, problem = _decode(raw)
-        number, step, ticket, problem = owner._take(body, problem)
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        number, step, ticket, problem = owner._take(body, problem, headers)
         if step is None:
-            self._send_json(400, _error_body(problem, "invalid_request_error"))
+            error = _error_body(problem, "invalid_request_error")
+            self._send_json(400, scripted_anthropic.error_body(400, error) if anthropic else error)
             return
         if not owner._wait(step, ticket):
             self.close_connection = True  # stopping: drop the call like a dead server would
             return
         try:
             if step.status != 200:
-                self._send_error_step(step)
+                self._send_error_step(step, anthropic)
+            elif anthropic and body and body.get("stream"):
+                self._send_events(scripted_anthropic.frames(step, number, owner.name), step)
+            elif anthropic:
+                self._send_json(200, scripted_anthropic.message(step, number, owner.name), step.headers)
             elif body and body.get("stream"):
                 options = body.get("stream_options")
                 include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-                self._send_stream(_chunks(step, number, owner.name, include_usage, time.time()), step)
+                chunks = _chunks(step, number, owner.name, include_usage, time.time())
+                self._send_events(_frames(chunks, step), step)
             else:
                 self._send_json(200, _completion(step, number, owner.name, time.time()), step.headers)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _send_error_step(self, step: Step) -> None:
-        if step.error_body is None:
+    def _send_error_step(self, step: Step, anthropic: bool) -> None:
+        body = step.error_body
+        if body is None:
             body = _error_body(f"scripted error {step.status}", "server_error")
-            self._send_json(step.status, body, step.headers)
-        elif isinstance(step.error_body, str):
-            kind = "text/html" if step.error_body.lstrip().startswith("<") else "text/plain"
-            self._send(step.status, step.error_body.encode(), f"{kind}; charset=utf-8", step.headers)
+        if isinstance(body, str):
+            kind = "text/html" if body.lstrip().startswith("<") else "text/plain"
+            self._send(step.status, body.encode(), f"{kind}; charset=utf-8", step.headers)
         else:
-            self._send_json(step.status, step.error_body, step.headers)
+            if anthropic:
+                body = scripted_anthropic.error_body(step.status, body)
+            self._send_json(step.status, body, step.headers)
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(body).encode(), "application/json", headers or {})
@@ -302,8 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
         self.wfile.flush()
 
-    def _send_stream(self, chunks: list[dict[str, Any]], step: Step) -> None:
-        """SSE, ended by closing the connection (no Content-Length, no chunked encoding)."""
+    def _send_events(self, events: list[str], step: Step) -> None:
+        """SSE frames, ended by closing the connection (no Content-Length, no chunked encoding)."""
         self.close_connection = True
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -313,15 +338,23 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(key, value)
         self.send_header("Connection", "close")
         self.end_headers()
-        if step.cut_stream:  # the opening half, without finish_reason, usage or [DONE]
-            chunks = [c for c in chunks if c["choices"] and not c["choices"][0]["finish_reason"]]
-            chunks = chunks[: max(1, len(chunks) // 2)]
-        events = [f"data: {json.dumps(c)}\n\n" for c in chunks]
-        if not step.cut_stream:
-            events.append("data: [DONE]\n\n")
         for event in events:
             self.wfile.write(event.encode())
             self.wfile.flush()
+
+
+def _frames(chunks: list[dict[str, Any]], step: Step) -> list[str]:
+    """The SSE frames of a chat completion stream, cut or broken off as the step says."""
+    if step.cut_stream or step.stream_error:  # the opening half, without finish_reason, usage or [DONE]
+        chunks = [c for c in chunks if c["choices"] and not c["choices"][0]["finish_reason"]]
+        chunks = chunks[: max(1, len(chunks) // 2)]
+    events = [f"data: {json.dumps(c)}\n\n" for c in chunks]
+    if step.stream_error:
+        error = _error_body(scripted_anthropic.error_text(step.stream_error), step.stream_error)
+        events.append(f"data: {json.dumps(error)}\n\n")
+    elif not step.cut_stream:
+        events.append("data: [DONE]\n\n")
+    return events
 
 
 def _decode(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -352,7 +385,7 @@ def _usage(step: Step) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": step.cache[0]},
     }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporal.codec import codec_from_env, data_converter
 from temporalio.envconfig import ClientConfig
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -47,7 +47,7 @@ async def connect(*, start_embedded: bool = True) -> Client:
             await ensure_embedded_server()
         config["target_host"] = f"{EMBEDDED_HOST}:{EMBEDDED_PORT}"
         config.setdefault("namespace", "default")
-    config["data_converter"] = pydantic_data_converter
+    config["data_converter"] = data_converter(codec_from_env())
     target = config.get("target_host")
     try:
         return await Client.connect(**config)

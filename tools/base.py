@@ -71,6 +71,9 @@ class ToolDefinition(Generic[ArgsT]):
     classify: Callable[[ArgsT], Danger] | None = None
     # Keys of the arguments that identify the call in a one-line compact summary.
     compact_keys: tuple[str, ...] = field(default_factory=tuple)
+    # For tools that bring outside content: the source to name when wrapping the output
+    # as untrusted data (None: the output is not wrapped).
+    untrusted_source: Callable[[dict[str, Any]], str | None] | None = None
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()

@@ -2,17 +2,26 @@
 
 Every path is resolved (symlinks followed) and refused if it lands outside
 the workspace, so ``..``, outside absolute paths and symlinks pointing out
-all fail the same way. The work is blocking file I/O, so it runs in a thread.
+all fail the same way. The check is then made to hold at use: files are
+opened one component at a time from the workspace root with ``O_NOFOLLOW``
+(``_open_beneath``), so a symlink swapped in after the check is refused, and
+missing parent directories are created the same way. Writes and edits
+through a symlink are refused outright. The work is blocking file I/O, so
+it runs in a thread.
 Text output is capped at ``OUTPUT_CAP_CHARS`` like the shell tool's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
+import io
 import os
 import re
+import stat
 from pathlib import Path
-from typing import Iterator, Literal, assert_never
+from typing import BinaryIO, Iterator, Literal, assert_never
 
 from pydantic import model_validator
 
@@ -68,9 +77,61 @@ def _resolve(root: Path, raw: str) -> Path:
     return target
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as f:
-        return b"\0" in f.read(BINARY_SNIFF_BYTES)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_at(dir_fd: int, name: str, flags: int, raw: str) -> int:
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        # O_NOFOLLOW on a symlink fails with ELOOP, or ENOTDIR together with O_DIRECTORY.
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            if stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode):
+                raise _Refused(f"path {raw!r} passes through a symlink; refused") from None
+        raise
+
+
+def _open_beneath(root: Path, path: Path, raw: str, flags: int, *, make_parents: bool = False) -> int:
+    """Open the already resolved ``path`` walking down from ``root`` without following
+    any symlink, so nothing swapped in since ``_resolve`` can lead out of the workspace."""
+    parts = path.relative_to(root).parts
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                child = _open_at(fd, part, _DIR_FLAGS, raw)
+            except FileNotFoundError:
+                if not make_parents:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+                child = _open_at(fd, part, _DIR_FLAGS, raw)
+            os.close(fd)
+            fd = child
+        return _open_at(fd, parts[-1] if parts else ".", flags, raw)
+    finally:
+        os.close(fd)
+
+
+def _open_file(root: Path, path: Path, raw: str, mode: Literal["rb", "r+b"]) -> BinaryIO:
+    """A regular file opened beneath ``root`` (O_NONBLOCK so a FIFO cannot hang the open)."""
+    flags = (os.O_RDONLY if mode == "rb" else os.O_RDWR) | os.O_NONBLOCK
+    fd = _open_beneath(root, path, raw, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _Refused(f"{raw!r} is not a regular file")
+    return os.fdopen(fd, mode)
+
+
+def _refuse_symlink(root: Path, raw: str) -> None:
+    if (root / raw).is_symlink():
+        raise _Refused(f"{raw!r} is a symlink; refusing to write through it, use its target")
+
+
+def _is_binary(f: BinaryIO) -> bool:
+    binary = b"\0" in f.read(BINARY_SNIFF_BYTES)
+    f.seek(0)
+    return binary
 
 
 def _existing_file(path: Path, raw: str) -> None:
@@ -80,15 +141,16 @@ def _existing_file(path: Path, raw: str) -> None:
         raise _Refused(f"{raw!r} is a directory; use action 'list'")
 
 
-def _read(path: Path, raw: str, offset: int | None, limit: int | None) -> ToolResult:
+def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | None) -> ToolResult:
     _existing_file(path, raw)
-    if _is_binary(path):
-        raise _Refused(f"{raw!r} is a binary file; it cannot be read as text")
     first = offset or 1
     stop = first + limit if limit else None  # first line not wanted
     parts: list[str] = []
     size, last, total, cut = 0, first - 1, 0, False
-    with path.open(encoding="utf-8", errors="replace", newline="") as f:
+    with _open_file(root, path, raw, "rb") as raw_file:
+        if _is_binary(raw_file):
+            raise _Refused(f"{raw!r} is a binary file; it cannot be read as text")
+        f = io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace", newline="")
         for total, line in enumerate(f, 1):  # read on to count the lines
             if total < first or (stop and total >= stop) or cut:
                 continue
@@ -116,41 +178,52 @@ def _read(path: Path, raw: str, offset: int | None, limit: int | None) -> ToolRe
     return ToolResult(content=f"{text}\n{note}", truncated=True)
 
 
-def _write(path: Path, raw: str, content: str) -> ToolResult:
+def _write(root: Path, path: Path, raw: str, content: str) -> ToolResult:
     if path.is_dir():
         raise _Refused(f"{raw!r} is a directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_symlink(root, raw)
     data = content.encode("utf-8")
-    path.write_bytes(data)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    with os.fdopen(_open_beneath(root, path, raw, flags, make_parents=True), "wb") as f:
+        f.write(data)
     return ToolResult(content=f"Wrote {len(data)} bytes to {raw}.")
 
 
-def _edit(path: Path, raw: str, old: str, new: str, replace_all: bool) -> ToolResult:
+def _edit(root: Path, path: Path, raw: str, old: str, new: str, replace_all: bool) -> ToolResult:
     _existing_file(path, raw)
     if not old:
         raise _Refused("old must not be empty")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise _Refused(f"{raw!r} is not UTF-8 text; it cannot be edited") from None
-    count = text.count(old)
-    if count == 0:
-        raise _Refused(f"old string not found in {raw}; it must match exactly, whitespace included")
-    if count > 1 and not replace_all:
-        raise _Refused(
-            f"old string found {count} times in {raw}; include more context to make it unique, "
-            "or set replace_all to true"
-        )
-    path.write_bytes(text.replace(old, new).encode("utf-8"))
+    _refuse_symlink(root, raw)
+    with _open_file(root, path, raw, "r+b") as f:  # one open for the read and the write
+        try:
+            text = f.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Refused(f"{raw!r} is not UTF-8 text; it cannot be edited") from None
+        count = text.count(old)
+        if count == 0:
+            raise _Refused(f"old string not found in {raw}; it must match exactly, whitespace included")
+        if count > 1 and not replace_all:
+            raise _Refused(
+                f"old string found {count} times in {raw}; include more context to make it unique, "
+                "or set replace_all to true"
+            )
+        f.seek(0)
+        f.write(text.replace(old, new).encode("utf-8"))
+        f.truncate()
     return ToolResult(content=f"Made {count} replacement{'s' if count > 1 else ''} in {raw}.")
 
 
-def _list(path: Path, raw: str) -> ToolResult:
+def _list(root: Path, path: Path, raw: str) -> ToolResult:
     if not path.exists():
         raise _Refused(f"no such directory: {raw}")
     if not path.is_dir():
         raise _Refused(f"{raw!r} is not a directory; use action 'read'")
-    entries = sorted(e.name + ("/" if e.is_dir() else "") for e in path.iterdir())
+    fd = _open_beneath(root, path, raw, _DIR_FLAGS)
+    try:
+        with os.scandir(fd) as it:
+            entries = sorted(e.name + ("/" if e.is_dir() else "") for e in it)
+    finally:
+        os.close(fd)
     if not entries:
         return ToolResult(content="(empty directory)")
     lines = entries[:MAX_LIST_ENTRIES]
@@ -182,15 +255,16 @@ def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolResult:
     matches: list[str] = []
     for file in _files_under(root, path):
         try:
-            if _is_binary(file):
-                continue
-            with file.open(encoding="utf-8", errors="replace") as f:
+            with _open_file(root, file.resolve(), str(file), "rb") as raw_file:
+                if _is_binary(raw_file):
+                    continue
+                f = io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace")
                 for lineno, line in enumerate(f, 1):
                     if regex.search(line):
                         matches.append(f"{_shown(file, root)}:{lineno}:{_clip(line.rstrip())}")
                         if len(matches) > MAX_GREP_MATCHES:
                             break
-        except OSError:
+        except (OSError, _Refused):
             continue
         if len(matches) > MAX_GREP_MATCHES:
             break
@@ -229,15 +303,15 @@ def _run(args: FileArgs, workspace: Path) -> ToolResult:
         path = _resolve(root, args.path)
         match args.action:
             case "read":
-                return _read(path, args.path, args.offset, args.limit)
+                return _read(root, path, args.path, args.offset, args.limit)
             case "write":
                 assert args.content is not None
-                return _write(path, args.path, args.content)
+                return _write(root, path, args.path, args.content)
             case "edit":
                 assert args.old is not None and args.new is not None
-                return _edit(path, args.path, args.old, args.new, args.replace_all)
+                return _edit(root, path, args.path, args.old, args.new, args.replace_all)
             case "list":
-                return _list(path, args.path)
+                return _list(root, path, args.path)
             case "grep":
                 assert args.pattern is not None
                 return _grep(root, path, args.path, args.pattern)
@@ -266,4 +340,7 @@ TOOL = ToolDefinition(
     danger=Danger.MODERATE,
     classify=classify,
     compact_keys=("action", "path"),
+    untrusted_source=lambda args: (
+        f"file {args.get('action')}: {args.get('path', '.')}" if args.get("action") in ("read", "grep") else None
+    ),
 )

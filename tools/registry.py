@@ -17,11 +17,11 @@ from xml.sax.saxutils import quoteattr
 from pydantic import ValidationError
 
 from providers.types import ToolSpec
-from tools import file, message, shell
+from tools import fetch, file, message, search, shell
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
 
 REGISTRY: dict[str, ToolDefinition[Any]] = {
-    tool.name: tool for tool in (message.TOOL, shell.TOOL, file.TOOL)
+    tool.name: tool for tool in (message.TOOL, shell.TOOL, file.TOOL, search.TOOL, fetch.TOOL)
 }
 DEFAULT_TOOLS = ("message", "shell", "file")
 

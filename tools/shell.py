@@ -8,6 +8,11 @@ memory. What the model sees is capped at ``OUTPUT_CAP_CHARS`` characters:
 longer output keeps its first and last half, with a
 ``[... N characters truncated ...]`` line between.
 
+The command runs with a scrubbed environment (``scrubbed_env``): variables
+that look like credentials are dropped unless named in
+``AGENT_SHELL_ENV_ALLOW``, so a command (or a prompt injection driving one)
+cannot read the worker's API keys with ``env``.
+
 ``classify_command`` is the policy hint: obviously destructive commands are
 DANGEROUS, everything else MODERATE. It is a heuristic on tokens, not a
 sandbox.
@@ -20,7 +25,9 @@ import os
 import re
 import shlex
 import signal
+from fnmatch import fnmatchcase
 from pathlib import PurePath
+from typing import Mapping, Sequence
 
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
 
@@ -43,6 +50,43 @@ Run a bash command in the workspace (the working directory) and return its outpu
 - A nonzero exit code is reported, not an error: read it.
 - To leave a process running in the background, redirect its output: `nohup cmd > log 2>&1 &`.
 """
+
+
+ENV_ALLOW_VAR = "AGENT_SHELL_ENV_ALLOW"
+# Names (compared upper-cased) of variables a command never sees.
+SCRUBBED_ENV_PATTERNS = (
+    "AGENT_SECRET*",  # AGENT_SECRET_<NAME> and AGENT_SECRETS_FILE
+    "AGENT_CODEC_*",
+    "TEMPORAL_*",
+    "OPENAI_*",
+    "ANTHROPIC_*",
+    "AWS_*",
+    "*_KEY",  # *_API_KEY, *_ACCESS_KEY, *_PRIVATE_KEY, SECRET_KEY...
+    "*APIKEY*",
+    "*API_KEY*",
+    "*TOKEN",  # *_TOKEN
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+)
+
+
+def scrubbed_env(env: Mapping[str, str], allow: Sequence[str] = ()) -> dict[str, str]:
+    """``env`` without credential-like variables: a name is dropped when, upper-cased,
+    it matches one of ``SCRUBBED_ENV_PATTERNS`` (shell-style wildcards) and is not
+    listed exactly in ``allow``. Everything else (PATH, HOME, LANG...) is kept."""
+    allowed = set(allow)
+    return {
+        name: value
+        for name, value in env.items()
+        if name in allowed or not any(fnmatchcase(name.upper(), p) for p in SCRUBBED_ENV_PATTERNS)
+    }
+
+
+def env_allow_list(env: Mapping[str, str]) -> list[str]:
+    """The names in ``AGENT_SHELL_ENV_ALLOW`` (comma-separated)."""
+    return [name.strip() for name in env.get(ENV_ALLOW_VAR, "").split(",") if name.strip()]
 
 
 class ShellArgs(StrictArgs):
@@ -150,6 +194,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
             "-c",
             args.command,
             cwd=ctx.workspace,
+            env=scrubbed_env(os.environ, env_allow_list(os.environ)),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=write_fd,
             stderr=asyncio.subprocess.STDOUT,
@@ -274,4 +319,5 @@ TOOL = ToolDefinition(
     danger=Danger.MODERATE,
     classify=lambda args: classify_command(args.command),
     compact_keys=("command",),
+    untrusted_source=lambda args: f"shell: {str(args.get('command', ''))[:120]}",
 )

@@ -30,7 +30,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from prompts import CACHE_BOUNDARY
 from providers import scripted_anthropic
-from providers.anthropic import AnthropicProvider
+from providers.anthropic import AnthropicProvider, encode_thinking
 from providers.openai import OpenAIProvider
 from providers.scripted import ScriptedModelServer, Step, _chunks, _completion
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
@@ -164,7 +164,7 @@ HISTORY = [
     ChatMessage(
         role="assistant",
         content="Looking.",
-        thinking="anthropic-thinking-v1:[" + __import__("json").dumps(THOUGHT) + "]",
+        thinking=encode_thinking([THOUGHT]),
         tool_calls=[
             ToolCallRequest(id="c1", name="shell", arguments={"command": "ls"}),
             ToolCallRequest(id="c2", name="file", arguments_raw="{oops", parse_error="bad JSON"),

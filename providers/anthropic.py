@@ -1,0 +1,483 @@
+"""Anthropic Messages API over httpx: map to the wire, map back, classify errors.
+
+    complete(req)
+      to_wire(req)               LlmRequest -> request body
+      POST {base_url}/v1/messages
+        JSON answer              parse_response(body) -> TurnResult
+        SSE answer (req.stream)  _StreamState folds the named events -> TurnResult
+      every failure              ProviderError (see providers/errors.py)
+
+The mapping:
+    system prompt   top-level ``system`` text blocks, split at ``CACHE_BOUNDARY``: the
+                    stable prefix carries ``cache_control: ephemeral``, the dynamic
+                    suffix does not; empty blocks are left out.
+    user / tool     ``user`` messages; a tool result is a ``tool_result`` block, and a
+                    user message that holds tool results lists them first.
+    assistant       signed thinking blocks, then the text, then ``tool_use`` blocks.
+    consecutive messages of one role are merged into one message.
+
+Thinking: Anthropic's thinking blocks carry a signature that must come back unchanged
+in the next request. ``ChatMessage.thinking`` is a string, so the blocks are stored as
+``THINKING_MARKER`` followed by the JSON list of blocks (``encode_thinking``) and
+decoded again by ``to_wire``. Thinking without the marker (plain text, e.g. from an
+OpenAI-compatible model) is not sent: unsigned thinking is rejected by the API.
+``thinking_text()`` gives the readable text for logs and UIs.
+
+Usage: ``Usage.input_tokens`` counts every prompt token, as on the OpenAI wire, so it is
+Anthropic's ``input_tokens`` (the uncached part) plus ``cache_read_input_tokens`` plus
+``cache_creation_input_tokens``; the two cache counts are also kept on their own.
+
+Failures: HTTP status as in providers/errors.py, with 529 and ``overloaded_error``
+retryable (kind ``overloaded``); ``event: error`` in a stream raises a ProviderError
+classified by its error type; a stream that ends before ``message_stop`` is a
+retryable ``stream_cut``. The adapter never retries.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, assert_never
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from prompts import split_at_cache_boundary
+from providers.errors import ProviderError, error_message, is_retryable_status, kind_for_status
+from providers.errors import parse_retry_after, snippet
+from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
+
+THINKING_MARKER = "anthropic-thinking-v1:"
+DEFAULT_MAX_TOKENS = 8192
+# From this API version on the Messages API rejects temperature/top_p/top_k.
+SAMPLING_REMOVED_IN = "2026-10-21"
+
+_STOP_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+_DELTA_BLOCK = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "thinking",
+                "input_json_delta": "tool_use"}
+
+
+def encode_thinking(blocks: list[dict[str, Any]]) -> str | None:
+    """Signed thinking blocks as one JSON-safe string for ``ChatMessage.thinking``."""
+    return THINKING_MARKER + json.dumps(blocks, ensure_ascii=False) if blocks else None
+
+
+def decode_thinking(thinking: str | None) -> list[dict[str, Any]]:
+    """The blocks inside an ``encode_thinking`` string; [] for anything else."""
+    if not thinking or not thinking.startswith(THINKING_MARKER):
+        return []
+    try:
+        blocks = json.loads(thinking[len(THINKING_MARKER):])
+    except ValueError:
+        return []
+    if not isinstance(blocks, list):
+        return []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]
+
+
+def thinking_text(thinking: str | None) -> str:
+    """Readable thinking: the text of encoded blocks, or the plain string as it is."""
+    if not thinking or not thinking.startswith(THINKING_MARKER):
+        return thinking or ""
+    parts = [
+        b["thinking"] if b["type"] == "thinking" else "[redacted thinking]"
+        for b in decode_thinking(thinking)
+    ]
+    return "\n\n".join(p for p in parts if isinstance(p, str) and p)
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        version: str = "2023-06-01",
+        client: httpx.AsyncClient | None = None,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self._url = base_url.rstrip("/") + "/v1/messages"
+        self._api_key = api_key or None
+        self._version = version
+        self._timeout = httpx.Timeout(timeout_s)
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+
+    # -- to the wire ---------------------------------------------------------
+
+    def to_wire(self, req: LlmRequest) -> dict[str, Any]:
+        max_tokens = req.max_tokens if req.max_tokens is not None else DEFAULT_MAX_TOKENS
+        body: dict[str, Any] = {"model": req.model, "max_tokens": max_tokens}
+        system = system_blocks(req.system)
+        if system:
+            body["system"] = system
+        body["messages"] = messages_to_wire(req.messages)
+        if req.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in req.tools
+            ]
+        if req.temperature is not None and self._version < SAMPLING_REMOVED_IN:
+            body["temperature"] = req.temperature
+        if req.stream:
+            body["stream"] = True
+        return body
+
+    # -- from the wire -------------------------------------------------------
+
+    def parse_response(self, body: Any) -> TurnResult:
+        if not isinstance(body, dict):
+            raise self._bad_response(f"expected a JSON object, got {type(body).__name__}")
+        if body.get("type") == "error":
+            raise self._api_error(body, stream=False)
+        content = body.get("content")
+        if not isinstance(content, list):
+            detail = error_message(body)
+            raise self._bad_response("response has no content list" + (f": {detail}" if detail else ""))
+        usage = body.get("usage")
+        return _result(
+            [b for b in content if isinstance(b, dict)],
+            {},
+            _str(body.get("stop_reason")),
+            usage if isinstance(usage, dict) else {},
+            _str(body.get("model")),
+        )
+
+    # -- the call ------------------------------------------------------------
+
+    async def complete(
+        self, req: LlmRequest, on_text: Callable[[str], None] | None = None
+    ) -> TurnResult:
+        """One model call. Raises ProviderError and nothing else."""
+        body = self.to_wire(req)
+        try:
+            if req.stream:
+                return await self._complete_stream(body, on_text)
+            return await self._complete_once(body)
+        except ProviderError:
+            raise
+        except httpx.TimeoutException as exc:
+            message = f"request timed out ({type(exc).__name__})"
+            raise self._error(message, retryable=True, kind="timeout") from exc
+        except httpx.TransportError as exc:
+            message = f"connection failed: {type(exc).__name__}: {exc}"
+            raise self._error(message, retryable=True, kind="connection") from exc
+        except Exception as exc:  # the contract: nothing but ProviderError leaves complete()
+            message = f"unexpected failure: {type(exc).__name__}: {exc}"
+            raise self._error(message, retryable=False, kind="unexpected") from exc
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def _complete_once(self, body: dict[str, Any]) -> TurnResult:
+        response = await self._client.post(self._url, json=body, headers=self._headers(), timeout=self._timeout)
+        if response.status_code >= 400:
+            raise self._status_error(response)
+        return self.parse_response(self._json_body(response))
+
+    async def _complete_stream(
+        self, body: dict[str, Any], on_text: Callable[[str], None] | None
+    ) -> TurnResult:
+        async with aconnect_sse(
+            self._client, "POST", self._url, json=body, headers=self._headers(), timeout=self._timeout
+        ) as source:
+            response = source.response
+            if response.status_code >= 400:
+                await response.aread()
+                raise self._status_error(response)
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                await response.aread()
+                result = self.parse_response(self._json_body(response))
+                if on_text is not None and result.content:
+                    on_text(result.content)
+                return result
+            state = _StreamState()
+            try:
+                async for event in source.aiter_sse():
+                    if not event.data.strip():
+                        continue
+                    data = self._event(event.data)
+                    if event.event == "error" or data.get("type") == "error":
+                        raise self._api_error(data, stream=True)
+                    delta = state.feed(data)
+                    if delta and on_text is not None:
+                        on_text(delta)
+                    if state.done:
+                        break
+            except httpx.TransportError as exc:
+                if isinstance(exc, httpx.TimeoutException) or not state.started:
+                    raise
+                raise self._error(
+                    f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
+                ) from exc
+        if not state.done:
+            raise self._error("stream ended without message_stop", retryable=True, kind="stream_cut")
+        return state.result()
+
+    # -- errors --------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": self._version, "content-type": "application/json"}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def _event(self, data: str) -> dict[str, Any]:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise self._bad_response(f"stream event is not valid JSON: {snippet(data)}") from None
+        if not isinstance(event, dict):
+            raise self._bad_response(f"stream event is not a JSON object: {snippet(data)}")
+        return event
+
+    def _json_body(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise self._bad_response(
+                f"response body is not valid JSON (HTTP {response.status_code}): {snippet(response.text)}"
+            ) from None
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        status = response.status_code
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        overloaded = _error_type(body) == "overloaded_error"
+        fallback = f"HTTP {status} {response.reason_phrase}".strip()
+        message = error_message(body) or snippet(response.text) or fallback
+        return self._error(
+            message,
+            retryable=is_retryable_status(status) or overloaded,
+            kind="overloaded" if overloaded else kind_for_status(status),
+            status=status,
+            retry_after_s=parse_retry_after(response.headers),
+        )
+
+    def _api_error(self, body: dict[str, Any], *, stream: bool) -> ProviderError:
+        """An error object in a 200 answer or an ``event: error`` in a stream."""
+        error_type = _error_type(body)
+        status = _ERROR_STATUS.get(error_type or "")
+        # An unknown error type mid-stream is most likely the server's trouble.
+        retryable = is_retryable_status(status) if status is not None else stream
+        kind = "overloaded" if error_type == "overloaded_error" else ("stream_error" if stream else "api_error")
+        where = "error in stream" if stream else "error in response"
+        message = f"{where}: {error_message(body) or error_type or snippet(json.dumps(body))}"
+        return self._error(message, retryable=retryable, kind=kind)
+
+    def _bad_response(self, message: str) -> ProviderError:
+        return self._error(message, retryable=False, kind="bad_response")
+
+    def _error(self, message: str, **kwargs: Any) -> ProviderError:
+        if self._api_key:
+            message = message.replace(self._api_key, "***")
+        return ProviderError(message, provider=self.name, **kwargs)
+
+
+class _StreamState:
+    """Folds the Messages stream events into the content blocks of one message."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.done = False
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+        self.usage: dict[str, Any] = {}
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._json: dict[int, list[str]] = {}
+
+    def feed(self, event: dict[str, Any]) -> str:
+        """Take one event; return its text delta ("" if none)."""
+        self.started = True
+        match event.get("type"):
+            case "message_start":
+                message = _obj(event.get("message"))
+                self.model = _str(message.get("model")) or self.model
+                self._add_usage(message.get("usage"))
+            case "content_block_start":
+                self._blocks[_index(event)] = dict(_obj(event.get("content_block")))
+            case "content_block_delta":
+                return self._delta(_index(event), _obj(event.get("delta")))
+            case "message_delta":
+                self.stop_reason = _str(_obj(event.get("delta")).get("stop_reason")) or self.stop_reason
+                self._add_usage(event.get("usage"))
+            case "message_stop":
+                self.done = True
+        return ""  # ping, content_block_stop and event types added later carry no content
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> str:
+        kind = delta.get("type")
+        block = self._blocks.setdefault(index, {"type": _DELTA_BLOCK.get(str(kind), "text")})
+        match kind:
+            case "text_delta":
+                text = delta.get("text") if isinstance(delta.get("text"), str) else ""
+                block["text"] = block.get("text", "") + text
+                return text
+            case "input_json_delta":
+                partial = delta.get("partial_json")
+                self._json.setdefault(index, []).append(partial if isinstance(partial, str) else "")
+            case "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + str(delta.get("thinking") or "")
+            case "signature_delta":
+                block["signature"] = block.get("signature", "") + str(delta.get("signature") or "")
+        return ""
+
+    def _add_usage(self, raw: Any) -> None:
+        self.usage.update({k: v for k, v in _obj(raw).items() if isinstance(v, int)})
+
+    def result(self) -> TurnResult:
+        order = sorted(self._blocks)
+        raw_json = {position: "".join(self._json[i]) for position, i in enumerate(order) if i in self._json}
+        blocks = [self._blocks[i] for i in order]
+        return _result(blocks, raw_json, self.stop_reason, self.usage, self.model)
+
+
+def system_blocks(system: str) -> list[dict[str, Any]]:
+    """The system prompt as text blocks: the stable prefix cached, the dynamic suffix not."""
+    stable, dynamic = split_at_cache_boundary(system)
+    blocks: list[dict[str, Any]] = []
+    if stable.strip():
+        blocks.append({"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}})
+    if dynamic.strip():
+        blocks.append({"type": "text", "text": dynamic})
+    return blocks
+
+
+def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Messages with same-role neighbours merged and tool results first in user content."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role, blocks = _message_blocks(message)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    for message in wire:
+        if message["role"] == "user":
+            content = message["content"]
+            message["content"] = [b for b in content if b["type"] == "tool_result"] + [
+                b for b in content if b["type"] != "tool_result"
+            ]
+    return wire
+
+
+def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
+    match message.role:
+        case "user":
+            return "user", _text_blocks(message.content)
+        case "tool":
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
+            if message.content:
+                result["content"] = message.content
+            return "user", [result]
+        case "assistant":
+            blocks = decode_thinking(message.thinking) + _text_blocks(message.content)
+            blocks += [
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+                for call in message.tool_calls
+            ]
+            return "assistant", blocks
+        case _:
+            assert_never(message.role)
+
+
+def _text_blocks(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}] if text.strip() else []
+
+
+def _result(
+    blocks: list[dict[str, Any]],
+    raw_json: dict[int, str],
+    stop_reason: str | None,
+    usage: dict[str, Any],
+    model: str | None,
+) -> TurnResult:
+    text: list[str] = []
+    calls: list[ToolCallRequest] = []
+    thinking: list[dict[str, Any]] = []
+    for position, block in enumerate(blocks):
+        match block.get("type"):
+            case "text":
+                text.append(block.get("text") if isinstance(block.get("text"), str) else "")
+            case "thinking":
+                kept = {"type": "thinking", "thinking": str(block.get("thinking") or "")}
+                if isinstance(block.get("signature"), str):
+                    kept["signature"] = block["signature"]
+                thinking.append(kept)
+            case "redacted_thinking":
+                thinking.append({"type": "redacted_thinking", "data": str(block.get("data") or "")})
+            case "tool_use":
+                calls.append(_tool_call(block, raw_json.get(position), len(calls)))
+    return TurnResult(
+        content="".join(text),
+        tool_calls=calls,
+        thinking=encode_thinking(thinking),
+        usage=_usage(usage),
+        finish_reason=_STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None,
+        model=model,
+    )
+
+
+def _tool_call(block: dict[str, Any], raw_json: str | None, index: int) -> ToolCallRequest:
+    """One tool_use block; input that is not a JSON object becomes a parse_error."""
+    call_id = block.get("id") if isinstance(block.get("id"), str) and block.get("id") else f"toolu_{index}"
+    name = block.get("name") if isinstance(block.get("name"), str) else ""
+    value: Any = block.get("input", {})
+    if raw_json is not None and raw_json.strip():  # streamed: the input arrived as JSON text
+        try:
+            value = json.loads(raw_json)
+        except ValueError as exc:
+            error = f"tool input is not valid JSON: {exc}"
+            return ToolCallRequest(id=call_id, name=name, arguments_raw=raw_json, parse_error=error)
+    if isinstance(value, dict):
+        return ToolCallRequest(id=call_id, name=name, arguments=value)
+    error = f"tool input must be a JSON object, got {type(value).__name__}"
+    return ToolCallRequest(id=call_id, name=name, arguments_raw=json.dumps(value), parse_error=error)
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    read, write = count("cache_read_input_tokens"), count("cache_creation_input_tokens")
+    return Usage(
+        input_tokens=count("input_tokens") + read + write,
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
+
+
+def _error_type(body: Any) -> str | None:
+    error = body.get("error") if isinstance(body, dict) else None
+    return _str(error.get("type")) if isinstance(error, dict) else None
+
+
+def _index(event: dict[str, Any]) -> int:
+    index = event.get("index")
+    return index if isinstance(index, int) else 0
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,59 @@
+"""One provider per tool-calling mode (seed 000): openai, anthropic, anthropic_xml.
+
+    make_provider("openai", settings)         OpenAIProvider on OPENAI_BASE_URL
+    make_provider("anthropic", settings)      AnthropicProvider on ANTHROPIC_BASE_URL
+    make_provider("anthropic_xml", settings)  XmlToolsProvider over the wire named by
+                                              settings.xml_wire (anthropic or openai)
+
+A shared ``client`` (an httpx.AsyncClient) is used as it is and not closed by the
+provider; without one each provider owns its client and ``aclose()`` closes it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+import httpx
+
+from providers.anthropic import AnthropicProvider
+from providers.openai import OpenAIProvider
+from providers.settings import ProviderSettings
+from providers.types import LlmRequest, TurnResult
+from providers.xml_tools import XmlToolsProvider
+
+MODES = ("openai", "anthropic", "anthropic_xml")
+
+
+class Provider(Protocol):
+    name: str
+
+    async def complete(self, req: LlmRequest, on_text: Callable[[str], None] | None = None) -> TurnResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+def make_provider(
+    mode: str, settings: ProviderSettings, *, client: httpx.AsyncClient | None = None
+) -> Provider:
+    match mode:
+        case "openai":
+            return _openai(settings, client)
+        case "anthropic":
+            return _anthropic(settings, client)
+        case "anthropic_xml":
+            wire = _openai(settings, client) if settings.xml_wire == "openai" else _anthropic(settings, client)
+            return XmlToolsProvider(wire)
+    raise ValueError(f"unknown provider mode {mode!r} (supported: {', '.join(MODES)})")
+
+
+def _openai(settings: ProviderSettings, client: httpx.AsyncClient | None) -> OpenAIProvider:
+    return OpenAIProvider(settings.openai_base_url, settings.openai_api_key, client=client)
+
+
+def _anthropic(settings: ProviderSettings, client: httpx.AsyncClient | None) -> AnthropicProvider:
+    return AnthropicProvider(
+        settings.anthropic_base_url,
+        settings.anthropic_api_key,
+        version=settings.anthropic_version,
+        client=client,
+    )

@@ -1,0 +1,127 @@
+"""What a model call cost, in USD, from a price table: an estimate, not a bill.
+
+``BUILTIN_PRICES`` holds list prices in USD per million tokens for a few well-known
+models. The Anthropic rows were compiled in 2026-04 from Anthropic's public price
+page (cache write = the 5-minute write price); the OpenAI rows are OpenAI's 2025
+list prices (OpenAI charges no cache-write premium, so cache_write = input).
+Prices change and discounts (batch, long context, priority tiers) are not modelled:
+extend or override the table with a JSON file named by ``AGENT_PRICES_FILE``:
+
+    {"my-model": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25}}
+
+``input`` and ``output`` are required; ``cache_read`` and ``cache_write`` default to
+``input``. Model names match exactly first, then by the longest table name that is
+a prefix followed by "-", ":" or "@" (so "claude-sonnet-4-20250514" and
+"gpt-4o-mini-2024-07-18" find their rows), then the same again after any
+"vendor/" prefix ("anthropic/claude-sonnet-4"). Unknown models cost 0.0.
+
+``Usage.input_tokens`` counts every prompt token including the cached ones (see
+providers/anthropic.py), so the uncached part is input - cache_read - cache_write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from providers.types import Usage
+
+PRICES_FILE_ENV = "AGENT_PRICES_FILE"
+_SEPARATORS = ("-", ":", "@")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+BUILTIN_PRICES: dict[str, Price] = {
+    # OpenAI
+    "gpt-4o": Price(2.50, 10.00, 1.25, 2.50),
+    "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.15),
+    "gpt-4.1": Price(2.00, 8.00, 0.50, 2.00),
+    "gpt-4.1-mini": Price(0.40, 1.60, 0.10, 0.40),
+    "gpt-4.1-nano": Price(0.10, 0.40, 0.025, 0.10),
+    "o3": Price(2.00, 8.00, 0.50, 2.00),
+    "o4-mini": Price(1.10, 4.40, 0.275, 1.10),
+    # Anthropic
+    "claude-opus-4": Price(15.00, 75.00, 1.50, 18.75),
+    "claude-opus-4-1": Price(15.00, 75.00, 1.50, 18.75),
+    "claude-opus-4-5": Price(5.00, 25.00, 0.50, 6.25),
+    "claude-opus-4-6": Price(5.00, 25.00, 0.50, 6.25),
+    "claude-opus-4-7": Price(5.00, 25.00, 0.50, 6.25),
+    "claude-sonnet-4": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-haiku-4-5": Price(1.00, 5.00, 0.10, 1.25),
+    "claude-3-5-haiku": Price(0.80, 4.00, 0.08, 1.00),
+}
+
+
+def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, Price]:
+    """The built-in table with the user's file (``AGENT_PRICES_FILE``) merged over it.
+
+    A missing or malformed file raises ValueError naming the file: a price table
+    that silently fails to load would report every call as free.
+    """
+    prices = dict(BUILTIN_PRICES)
+    path = env.get(PRICES_FILE_ENV)
+    if not path:
+        return prices
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{PRICES_FILE_ENV}={path}: cannot read prices: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError(f"{PRICES_FILE_ENV}={path}: expected a JSON object of models")
+    for model, entry in raw.items():
+        prices[model] = _price(entry, f"{path}: {model}")
+    return prices
+
+
+def find_price(model: str, prices: Mapping[str, Price]) -> Price | None:
+    """The price row for a model name (exact, then longest prefix, then without vendor/)."""
+    for name in (model, model.rsplit("/", 1)[-1]):
+        if name in prices:
+            return prices[name]
+        matches = [k for k in prices if name.startswith(k) and name[len(k):len(k) + 1] in _SEPARATORS]
+        if matches:
+            return prices[max(matches, key=len)]
+    return None
+
+
+def cost_usd(model: str, usage: Usage, prices: Mapping[str, Price]) -> float:
+    """The call's estimated cost in USD; 0.0 for a model not in the table."""
+    price = find_price(model, prices)
+    if price is None:
+        return 0.0
+    uncached = max(0, usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens)
+    total = (
+        uncached * price.input
+        + usage.cache_read_tokens * price.cache_read
+        + usage.cache_write_tokens * price.cache_write
+        + usage.output_tokens * price.output
+    )
+    return total / 1_000_000
+
+
+def _price(entry: Any, where: str) -> Price:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected an object with input and output prices")
+    unknown = set(entry) - {"input", "output", "cache_read", "cache_write"}
+    if unknown:
+        raise ValueError(f"{where}: unknown fields {sorted(unknown)}")
+    values: dict[str, float] = {}
+    for key in ("input", "output", "cache_read", "cache_write"):
+        value = entry.get(key, entry.get("input") if key.startswith("cache") else None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"{where}: {key} must be a non-negative number, got {value!r}")
+        values[key] = float(value)
+    return Price(**values)

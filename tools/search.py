@@ -1,0 +1,282 @@
+"""The ``search`` tool: a web search that returns summaries and candidate URLs.
+
+Search is step one of two: it finds pages, ``fetch_url`` reads them. The
+result ends with a note saying so. The ``type`` argument makes the model say
+what it is after, and shapes the query (``QUERY_SUFFIX``): "news" appends
+"latest news" and asks the backend for its news topic, "research" appends
+"research paper", and so on.
+
+Backends are pluggable. A backend is any object with
+``async search(query, max_results, *, topic) -> list[SearchHit]`` that raises
+``SearchError`` (phrased for the model, marked retryable or not) for every
+failure it knows. ``AGENT_SEARCH_BACKEND`` names one in ``BACKENDS`` (default
+"tavily"), each built from the environment. To add Brave Search, write one
+class: ``BraveBackend.from_env`` reads ``BRAVE_API_KEY``, ``search`` sends
+``GET https://api.search.brave.com/res/v1/web/search?q=...&count=...`` with
+the ``X-Subscription-Token`` header and maps ``web.results[]`` (title, url,
+description, age) to ``SearchHit``, with
+``raise_for_status(response, key_variable="BRAVE_API_KEY")`` for its errors;
+then add ``"brave": BraveBackend.from_env`` to ``BACKENDS``.
+
+The backends never retry: a 429, a 5xx or a timeout becomes an error result
+that says the search may be tried again later, and the model decides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.web import new_client, with_heartbeats, wrap_untrusted
+
+SearchType = Literal["info", "news", "research", "api", "data", "image", "tool"]
+Topic = Literal["general", "news"]
+
+QUERY_SUFFIX: dict[str, str] = {
+    "info": "",
+    "news": "latest news",
+    "research": "research paper",
+    "api": "API documentation",
+    "data": "dataset",
+    "image": "images",
+    "tool": "tool",
+}
+SNIPPET_CHARS = 300
+SEARCH_TIMEOUT_S = 20.0
+CONNECT_TIMEOUT_S = 10.0
+TAVILY_URL = "https://api.tavily.com"
+FETCH_NOTE = (
+    "These are search summaries, not the pages themselves. Before relying on a result, "
+    "read its source with fetch_url(url=...) to get the full text."
+)
+
+DESCRIPTION = """\
+Search the web. Returns up to max_results hits, each with title, URL, a short snippet and date.
+Snippets are summaries: read the pages you need with fetch_url.
+type says what you are looking for and shapes the query:
+info (general facts), news (recent events), research (papers), api (API documentation),
+data (datasets), image (images), tool (software tools).
+"""
+
+
+class SearchArgs(StrictArgs):
+    query: str = Field(min_length=1, description="What to search for, in plain words.")
+    type: SearchType = Field("info", description="The kind of result wanted.")
+    max_results: int = Field(5, ge=1, le=10, description="How many hits to return (1-10).")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    title: str
+    url: str
+    snippet: str
+    published: str | None = None
+    score: float | None = None
+
+
+class SearchError(Exception):
+    """A search that failed, phrased for the model; ``retryable`` if trying later may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class SearchBackend(Protocol):
+    async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]: ...
+
+
+# --- Tavily -----------------------------------------------------------------
+
+
+class _TavilyResult(BaseModel):
+    title: str = ""
+    url: str = ""
+    content: str = ""
+    score: float | None = None
+    published_date: str | None = None
+
+
+class _TavilyResponse(BaseModel):
+    results: list[_TavilyResult] = []
+
+
+class TavilyBackend:
+    """Tavily's search API: ``POST {base_url}/search`` with a bearer key."""
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str = TAVILY_URL,
+        client: httpx.AsyncClient | None = None,
+        *,
+        timeout_s: float = SEARCH_TIMEOUT_S,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.timeout_s = timeout_s
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TavilyBackend:
+        key = env.get("TAVILY_API_KEY", "").strip()
+        if not key:
+            raise SearchError(
+                "Web search is not configured: set TAVILY_API_KEY to a Tavily API key "
+                "(https://tavily.com) in the worker's environment, then try again."
+            )
+        return cls(key, env.get("TAVILY_BASE_URL") or TAVILY_URL)
+
+    async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]:
+        body = {
+            "query": query,
+            "max_results": max_results,
+            "topic": topic,
+            "search_depth": "basic",
+            "include_answer": False,
+        }
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        url = f"{self.base_url}/search"
+        try:
+            if self.client is not None:
+                response = await self.client.post(url, json=body, headers=headers)
+            else:
+                async with new_client(
+                    timeout_s=self.timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S
+                ) as client:
+                    response = await client.post(url, json=body, headers=headers)
+        except httpx.TimeoutException:
+            raise SearchError(
+                "The search service did not answer in time; the search may be retried later.",
+                retryable=True,
+            ) from None
+        except httpx.TransportError as exc:
+            raise SearchError(
+                f"Could not reach the search service ({type(exc).__name__}); "
+                "the search may be retried later.",
+                retryable=True,
+            ) from None
+        raise_for_status(response, key_variable="TAVILY_API_KEY")
+        try:
+            parsed = _TavilyResponse.model_validate_json(response.content)
+        except ValidationError:
+            raise SearchError(
+                "The search service sent a response that could not be read."
+            ) from None
+        return [
+            SearchHit(r.title, r.url, r.content, published=r.published_date, score=r.score)
+            for r in parsed.results
+            if r.url
+        ]
+
+
+def raise_for_status(response: httpx.Response, *, key_variable: str) -> None:
+    """SearchError for a 4xx or 5xx: a refused key, a retryable failure, or a bad request."""
+    status = response.status_code
+    if status < 400:
+        return
+    why = f"HTTP {status}{_detail(response)}"
+    if status in (401, 403):
+        raise SearchError(f"The search service refused the API key ({why}): check {key_variable}.")
+    if status in (408, 429) or status >= 500:
+        busy = "is rate limiting" if status == 429 else "failed"
+        raise SearchError(
+            f"The search service {busy} ({why}); the search may be retried later.",
+            retryable=True,
+        )
+    raise SearchError(f"The search service rejected the request ({why}).")
+
+
+def _detail(response: httpx.Response) -> str:
+    """A short reason from a JSON error body: Tavily's ``{"detail": {"error": "..."}}`` and kin."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    detail = body.get("detail") or body.get("error") or body.get("message")
+    if isinstance(detail, dict):
+        detail = detail.get("error") or detail.get("message")
+    return f": {_clip(str(detail), 200)}" if detail else ""
+
+
+# --- the tool -----------------------------------------------------------------
+
+BACKENDS: dict[str, Callable[[Mapping[str, str]], SearchBackend]] = {
+    "tavily": TavilyBackend.from_env,
+}
+
+
+def backend_from_env(env: Mapping[str, str] | None = None) -> SearchBackend:
+    """The backend ``AGENT_SEARCH_BACKEND`` names; SearchError if it cannot be built."""
+    env = os.environ if env is None else env
+    name = env.get("AGENT_SEARCH_BACKEND", "").strip().lower() or "tavily"
+    factory = BACKENDS.get(name)
+    if factory is None:
+        raise SearchError(
+            f"Unknown search backend {name!r} in AGENT_SEARCH_BACKEND; "
+            f"choose one of: {', '.join(BACKENDS)}."
+        )
+    return factory(env)
+
+
+def shape_query(query: str, search_type: SearchType) -> str:
+    suffix = QUERY_SUFFIX[search_type]
+    query = query.strip()
+    return f"{query} {suffix}" if suffix else query
+
+
+def render(query: str, search_type: SearchType, hits: list[SearchHit]) -> str:
+    if not hits:
+        return f'No results for "{query}" (type: {search_type}). Try other words or another type.'
+    lines = [f'Search results for "{query}" (type: {search_type}, {len(hits)} results):']
+    for n, hit in enumerate(hits, 1):
+        lines += ["", f"{n}. {_oneline(hit.title) or '(untitled)'}", f"   URL: {hit.url}"]
+        if hit.published:
+            lines.append(f"   Published: {hit.published}")
+        if snippet := _clip(_oneline(hit.snippet), SNIPPET_CHARS):
+            lines.append(f"   {snippet}")
+    return "\n".join(lines)
+
+
+def _oneline(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+async def search_tool(args: SearchArgs, ctx: ToolContext) -> ToolResult:
+    query = shape_query(args.query, args.type)
+    topic: Topic = "news" if args.type == "news" else "general"
+    try:
+        backend = backend_from_env()
+        hits = await with_heartbeats(
+            backend.search(query, args.max_results, topic=topic),
+            ctx,
+            lambda waited: f"search waiting {waited:.0f}s",
+        )
+    except SearchError as exc:
+        return ToolResult(status="error", content=str(exc))
+    hits = hits[: args.max_results]
+    text = wrap_untrusted(render(query, args.type, hits), f"search:{query}")
+    return ToolResult(content=f"{text}\n{FETCH_NOTE}" if hits else text)
+
+
+TOOL = ToolDefinition(
+    name="search",
+    description=DESCRIPTION,
+    args_model=SearchArgs,
+    handler=search_tool,
+    danger=Danger.SAFE,
+    compact_keys=("type", "query"),
+)
