@@ -6,6 +6,7 @@ parameters, so neither is repeated in every activity input in the history.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -139,7 +140,7 @@ class LlmActivities:
                 error=str(err),
             )
             raise to_application_error(err) from None
-        result = self.secrets.redact_obj(result)  # the model's output enters the history here
+        result = self.secrets.redact_obj(bounded(result))  # the model's output enters the history here
         result.context = report
         for call in result.tool_calls:
             danger, reason = classify_call(call.name, call.arguments)
@@ -152,6 +153,30 @@ class LlmActivities:
             output_tokens=result.usage.output_tokens,
         )
         return result
+
+
+MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
+
+
+def bounded(result: TurnResult) -> TurnResult:
+    """Cap what the model produced so the result always fits in the history: oversized text is
+    truncated with a note; oversized tool arguments become a parse error the model can act on."""
+    def cut(text: str | None) -> str | None:
+        if text is None or len(text) <= MAX_FIELD_CHARS:
+            return text
+        return text[:MAX_FIELD_CHARS] + f"\n[... {len(text) - MAX_FIELD_CHARS} characters cut: the reply was too long ...]"
+
+    calls = []
+    for call in result.tool_calls:
+        size = len(call.arguments_raw or "") + len(json.dumps(call.arguments, ensure_ascii=False))
+        if size > MAX_FIELD_CHARS:
+            call = call.model_copy(update={
+                "arguments": {}, "arguments_raw": (call.arguments_raw or "")[:2000],
+                "parse_error": f"the arguments are {size:,} characters, over the {MAX_FIELD_CHARS:,} limit: "
+                "split the work into several smaller calls (e.g. write a large file in parts)",
+            })
+        calls.append(call)
+    return result.model_copy(update={"content": cut(result.content) or "", "thinking": cut(result.thinking), "tool_calls": calls})
 
 
 def to_application_error(err: ProviderError) -> ApplicationError:

@@ -170,9 +170,8 @@ async def _supervise(
 ) -> tuple[int | None, str, bool]:
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader()
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
-    )
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
     capture = _Capture()
     reader = asyncio.create_task(_drain(stream, capture))
     try:
@@ -181,7 +180,8 @@ async def _supervise(
         await asyncio.wait({reader}, timeout=DRAIN_GRACE_S)
     finally:
         reader.cancel()
-        transport.close()
+        transport.close()  # stops reading at once, but closes the pipe only later...
+        pipe.close()  # ...so close it now: a background writer gets SIGPIPE instead of blocking
     return code, *capture.render()
 
 
