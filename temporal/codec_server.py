@@ -11,6 +11,10 @@ name the allowed UI origins only.
     temporal workflow show -w ID --codec-endpoint http://127.0.0.1:8081 \\
         --codec-auth "Bearer $AGENT_CODEC_TOKEN"
 
+For the Temporal UI, set its codec endpoint (Settings, or ``temporal server start-dev
+--ui-codec-endpoint``) to ``http://127.0.0.1:8081/<AGENT_CODEC_TOKEN>``: the UI cannot send
+a bearer header, so the token may also be the first path segment.
+
 It listens on 127.0.0.1 unless told otherwise: whoever can reach it with the
 token can decrypt every payload.
 """
@@ -66,7 +70,11 @@ def make_server(
             if action not in ("encode", "decode"):
                 return self._respond(404, {"message": "POST /encode or /decode"})
             given = self.headers.get("Authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
+            # The Temporal UI cannot send our bearer token, but its codec endpoint setting can
+            # carry it as the first path segment: http://127.0.0.1:8081/<token>
+            segments = self.path.split("?", 1)[0].strip("/").split("/")
+            in_path = f"Bearer {segments[0]}".encode() if len(segments) > 1 else b""
+            if not (hmac.compare_digest(given, expected) or hmac.compare_digest(in_path, expected)):
                 return self._respond(401, {"message": "missing or wrong bearer token"})
             length = self.headers.get("Content-Length", "0")
             if not length.isdigit():
