@@ -21,6 +21,8 @@ class PromptParams(BaseModel):
 
     workspace: str
     date: str  # the task's start date (from workflow.now()), so the prompt is replay-stable
+    minimal: bool = False  # sub-agents: no memory, skills or project conventions
+    context: str | None = None  # blob digest of the prompt context loaded at task start
 
 
 class LlmCallInput(BaseModel):

@@ -17,11 +17,12 @@ from xml.sax.saxutils import quoteattr
 from pydantic import ValidationError
 
 from providers.types import ToolSpec
-from tools import fetch, file, message, search, shell
+from tools import fetch, file, message, plan, search, shell, spawn
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
 
 REGISTRY: dict[str, ToolDefinition[Any]] = {
-    tool.name: tool for tool in (message.TOOL, shell.TOOL, file.TOOL, search.TOOL, fetch.TOOL)
+    tool.name: tool
+    for tool in (message.TOOL, shell.TOOL, file.TOOL, search.TOOL, fetch.TOOL, plan.TOOL, spawn.TOOL)
 }
 DEFAULT_TOOLS = ("message", "shell", "file")
 

@@ -92,6 +92,11 @@ class Carry(BaseModel):
     runs: int
     prompt_date: str
     last_report_turns: int = 0
+    prompt_context: str | None = None
+    plan: list[dict] = Field(default_factory=list)
+    plan_turn: int = 0
+    plan_reminded_turn: int = 0
+    children: int = 0
 
 
 class TaskInput(BaseModel):
@@ -111,6 +116,10 @@ class TaskInput(BaseModel):
     session: str | None = None  # start from the compacted history of this session's tasks
     context_id: str | None = None  # set by the workflow; stable across continue-as-new
     carry: Carry | None = None  # set on continue-as-new: the loop's state, carried over
+    deny_tools: list[str] = Field(default_factory=list)  # never offered to the model
+    depth: int = 0  # 0 for a task a person started; sub-agents are one deeper than their parent
+    max_depth: int = 2  # sub-agents may not spawn below this depth
+    minimal_prompt: bool = False  # sub-agents: tools, workspace and runtime only
 
 
 class TaskOutcome(BaseModel):
@@ -140,6 +149,8 @@ class TaskStatus(BaseModel):
     approval: ApprovalMode = ApprovalMode.DANGEROUS
     run: int = 1
     session: str | None = None
+    plan: list[dict] = Field(default_factory=list)
+    depth: int = 0
 
 
 class EventsPage(BaseModel):

@@ -9,7 +9,10 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from providers.types import ToolCallRequest
 
-DEFAULT_TOOLS = ["message", "shell", "file"]
+DEFAULT_TOOLS = ["message", "shell", "file", "plan", "fetch_url", "load_skill", "memory", "spawn"]
+# Tools that make no sense for a sub-agent, whose prompt has no memory or skills.
+NOT_FOR_SUBAGENTS = ("load_skill", "memory")
+PLAN_STALE_TURNS = 5  # remind the model of its plan after this many turns without an update
 
 # A call lost with a dead worker is noticed by its missing heartbeat and retried.
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -35,6 +38,28 @@ DEFERRED_RESULT = (
     "[not executed] Only one tool call runs per turn and this one was deferred. "
     "Call it again in a later turn if it is still needed."
 )
+
+
+def visible_tools(tools: list[str] | None, deny: list[str], depth: int, max_depth: int, minimal: bool) -> list[str]:
+    """The tools offered to the model: the task's list minus what its state hides. The result
+    depends only on these inputs, so it is the same every turn and the prompt cache holds."""
+    names = [n for n in (tools or DEFAULT_TOOLS) if n not in deny]
+    if depth >= max_depth:
+        names = [n for n in names if n != "spawn"]
+    if minimal:
+        names = [n for n in names if n not in NOT_FOR_SUBAGENTS]
+    return ["message"] + [n for n in names if n != "message"]  # message first: the only way to finish
+
+
+def plan_reminder(plan: list, turns_since: int) -> str:
+    current = next((i for i in plan if i.status == "in_progress"), None) or next(
+        (i for i in plan if i.status == "pending"), None
+    )
+    step = f"The current step is {current.id}. {current.desc} ({current.status})." if current else ""
+    return (
+        f"Your plan has not been updated for {turns_since} turns. {step} When a step is done, mark it "
+        "completed with the plan tool; if the plan no longer fits the task, change it."
+    )
 
 
 def cause_message(err: ActivityError) -> str:

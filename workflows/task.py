@@ -16,8 +16,9 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, CancelledError
+from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.types import (
@@ -33,6 +34,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from providers.types import ContextReport, ToolCallRequest, TurnResult, Usage
     from tools.base import ToolResult as HandlerResult
+    from tools.plan import PlanArgs, PlanItem
+    from tools.registry import coerce_args
+    from tools.spawn import SpawnArgs
     from workflows import policy
     from workflows.context import (
         AiMessage,
@@ -78,6 +82,9 @@ class AgentTaskWorkflow:
         self._stop_reason: str | None = None
         self._outcome: TaskOutcome | None = None
         self._turns_this_run = 0
+        self._tool_names = policy.visible_tools(
+            task.tools, task.deny_tools, task.depth, task.max_depth, task.minimal_prompt
+        )
         carry = task.carry
         if carry is None:
             self._context_id = task.context_id or ""
@@ -88,7 +95,9 @@ class AgentTaskWorkflow:
             self._loops = LoopDetector()
             self._inbox: list[Interjection] = []
             self._runs = 1
-            self._prompt = PromptParams(workspace=task.workspace, date="")
+            self._prompt = PromptParams(workspace=task.workspace, date="", minimal=task.minimal_prompt)
+            self._plan: list[PlanItem] = []
+            self._plan_turn = self._plan_reminded_turn = self._children = 0
         else:
             self._context_id = carry.context_id
             self._transcript = Transcript(carry.entries, base=carry.base)
@@ -99,7 +108,13 @@ class AgentTaskWorkflow:
             self._loops = LoopDetector(carry.loop_recent)
             self._inbox = list(carry.inbox)
             self._runs = carry.runs + 1
-            self._prompt = PromptParams(workspace=task.workspace, date=carry.prompt_date)
+            self._prompt = PromptParams(
+                workspace=task.workspace, date=carry.prompt_date, minimal=task.minimal_prompt,
+                context=carry.prompt_context,
+            )
+            self._plan = [PlanItem.model_validate(item) for item in carry.plan]
+            self._plan_turn, self._plan_reminded_turn = carry.plan_turn, carry.plan_reminded_turn
+            self._children = carry.children
 
     # ---- signals, updates, queries ---------------------------------------------
 
@@ -148,6 +163,8 @@ class AgentTaskWorkflow:
             approval=self._task.approval,
             run=self._runs,
             session=self._task.session,
+            plan=[item.model_dump() for item in self._plan],
+            depth=self._task.depth,
         )
 
     @workflow.query
@@ -182,7 +199,9 @@ class AgentTaskWorkflow:
 
     async def _initialize(self, task: TaskInput) -> None:
         self._context_id = task.context_id or str(workflow.uuid4())
-        self._prompt = PromptParams(workspace=task.workspace, date=workflow.now().date().isoformat())
+        self._prompt = PromptParams(
+            workspace=task.workspace, date=workflow.now().date().isoformat(), minimal=task.minimal_prompt
+        )
         if task.session:
             if task.search_attributes:
                 workflow.upsert_search_attributes([session_update(task.session)])
@@ -202,6 +221,7 @@ class AgentTaskWorkflow:
             self._fail(f"stopped: {self._stop_reason}", stopped=True)
             return True
         self._deliver_interjections()
+        self._remind_of_plan()
         if self._turn >= self._task.max_iterations:
             self._fail(f"reached the maximum of {self._task.max_iterations} iterations")
             return True
@@ -245,7 +265,7 @@ class AgentTaskWorkflow:
                 provider=self._task.provider,
                 model=self._task.model,
                 prompt=self._prompt,
-                tool_names=self._task.tools or policy.DEFAULT_TOOLS,
+                tool_names=self._tool_names,
                 stream=self._task.stream,
                 context_id=self._context_id,
                 total=total,
@@ -305,6 +325,8 @@ class AgentTaskWorkflow:
             self._append(SystemReminder(text=LOOP_REMINDER.format(name=call.name, count=count), reason="loop"))
         if result.status != "ok":
             return
+        if call.name == "plan":
+            self._update_plan(call)
         if result.final_result is not None:
             self._set_state(TaskState.FINALIZING)
             self._outcome = TaskOutcome(
@@ -319,7 +341,64 @@ class AgentTaskWorkflow:
             denial = await self._wait_for_approval(call)
             if denial is not None:
                 return denial
+        if call.name == "spawn":
+            return await self._spawn(call)
         return await self._execute(call)
+
+    # ---- plan and sub-agents ------------------------------------------------------------
+
+    def _update_plan(self, call: ToolCallRequest) -> None:
+        try:
+            args = PlanArgs.model_validate(coerce_args(PlanArgs.model_json_schema(), call.arguments))
+        except ValidationError:
+            return
+        self._plan, self._plan_turn = args.items, self._turn
+
+    def _remind_of_plan(self) -> None:
+        """An event-driven reminder (seed 004): only when a plan is open and has gone stale."""
+        if not self._plan or all(item.status == "completed" for item in self._plan):
+            return
+        since = self._turn - self._plan_turn
+        if since >= policy.PLAN_STALE_TURNS and self._turn - self._plan_reminded_turn >= policy.PLAN_STALE_TURNS:
+            self._plan_reminded_turn = self._turn
+            self._append(SystemReminder(text=policy.plan_reminder(self._plan, since), reason="plan"))
+
+    async def _spawn(self, call: ToolCallRequest) -> HandlerResult:
+        """Run a sub-agent as a child workflow; its final summary is the result."""
+        try:
+            args = SpawnArgs.model_validate(coerce_args(SpawnArgs.model_json_schema(), call.arguments))
+        except ValidationError as err:
+            return HandlerResult(status="retry", content=f"invalid spawn arguments: {err.errors()[0]['msg']}")
+        if self._task.depth >= self._task.max_depth:
+            return HandlerResult(status="error", content=f"sub-agents may not go deeper than {self._task.max_depth} levels")
+        allowed = [n for n in (args.tools or self._tool_names) if n in self._tool_names]  # never more than ours
+        self._children += 1
+        child_id = f"{workflow.info().workflow_id}-sub{self._children}"
+        child = self._task.model_copy(update={
+            "instruction": args.task, "tools": allowed, "depth": self._task.depth + 1, "minimal_prompt": True,
+            "session": None, "context_id": None, "carry": None,
+        })
+        self._set_state(TaskState.EXECUTING_TOOL, f"sub-agent · {policy.shorten(args.task)}")
+        handle = await workflow.start_child_workflow(
+            AgentTaskWorkflow.run, child, id=child_id, static_summary=f"sub-agent: {args.task[:200]}"
+        )
+        interrupt = asyncio.ensure_future(
+            workflow.wait_condition(lambda: self._stop_reason is not None or bool(self._inbox))
+        )
+        await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
+        if not handle.done():  # stop and interjection reach the child too
+            await handle.signal(AgentTaskWorkflow.stop, "the parent task was interrupted")
+        interrupt.cancel()
+        try:
+            outcome: TaskOutcome = await handle
+        except ChildWorkflowError as err:
+            return HandlerResult(status="error", content=f"sub-agent {child_id} failed: {err.cause or err}")
+        self._usage = self._usage + outcome.usage  # children's usage adds up into ours
+        if outcome.status == TaskState.DONE:
+            return HandlerResult(content=f"Sub-agent {child_id} finished in {outcome.turns} turns:\n{outcome.final_text}")
+        return HandlerResult(
+            status="error", content=f"Sub-agent {child_id} failed after {outcome.turns} turns: {outcome.error}"
+        )
 
     async def _execute(self, call: ToolCallRequest) -> HandlerResult:
         self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call))
@@ -376,6 +455,11 @@ class AgentTaskWorkflow:
             runs=self._runs,
             prompt_date=self._prompt.date,
             last_report_turns=self._last_report_turns,
+            prompt_context=self._prompt.context,
+            plan=[item.model_dump() for item in self._plan],
+            plan_turn=self._plan_turn,
+            plan_reminded_turn=self._plan_reminded_turn,
+            children=self._children,
         )
         workflow.continue_as_new(self._task.model_copy(update={"carry": carry, "context_id": self._context_id}))
 

@@ -1,0 +1,45 @@
+"""The ``spawn`` tool: delegate a self-contained sub-task to a sub-agent.
+
+The sub-agent is a child workflow with its own empty context, a minimal system
+prompt and an optional narrower tool list; the parent receives only its final
+summary as this call's result. The workflow runs it (this handler is never
+reached through the tool activity: if it is, the call is refused).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
+
+DEFAULT_MAX_DEPTH = 2
+
+DESCRIPTION = """\
+Delegate a self-contained sub-task to a sub-agent that starts with an empty context in the
+same workspace and reports back only its final summary.
+- Use it for work that needs many steps whose details you do not need to keep (e.g. searching
+  a large codebase, trying out an approach), so your own context stays small.
+- Describe the sub-task completely: the sub-agent sees nothing of your conversation.
+- `tools` optionally restricts the sub-agent's tools (e.g. ["file"] for read-only research).
+Example: {"task": "List every function in src/ that opens a file without a context manager,
+          as path:line lines.", "tools": ["file", "message"]}
+"""
+
+
+class SpawnArgs(StrictArgs):
+    task: str = Field(min_length=1, max_length=20_000, description="The complete sub-task.")
+    tools: list[str] | None = Field(None, description="Tools the sub-agent may use (default: yours).")
+
+
+async def refuse(args: SpawnArgs, ctx: ToolContext) -> ToolResult:
+    return ToolResult(status="error", content="spawn runs as a child workflow, not as a tool activity")
+
+
+TOOL = ToolDefinition(
+    name="spawn",
+    description=DESCRIPTION,
+    args_model=SpawnArgs,
+    handler=refuse,
+    danger=Danger.SAFE,
+    compact_keys=("task",),
+)
