@@ -358,3 +358,15 @@ async def test_xml_mode_passes_wire_errors_through():
             await provider.complete(xml_request())
         await provider.aclose()
     assert (info.value.status, info.value.retryable) == (503, True)
+
+
+async def test_xml_mode_passes_a_stream_error_from_the_openai_wire_through():
+    with ScriptedModelServer([Step(text=REPLY, stream_error="overloaded_error")]) as server:
+        provider = XmlToolsProvider(OpenAIProvider(server.url))
+        deltas: list[str] = []
+        with pytest.raises(ProviderError) as info:
+            await provider.complete(xml_request(stream=True), deltas.append)
+        await provider.aclose()
+    assert (info.value.kind, info.value.retryable, info.value.provider) == ("stream_error", True, "openai")
+    assert "Overloaded" in info.value.message
+    assert deltas and "".join(deltas) != REPLY
