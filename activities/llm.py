@@ -1,48 +1,46 @@
 """The LLM activity: one model call, errors translated once into ApplicationError.
 
-The activity builds the system prompt and tool schemas itself from names and
-parameters, so neither is repeated in every activity input in the history.
+It rebuilds the model's view from the context store (the input carries only
+what is new), builds the system prompt and tool schemas itself (so neither is
+repeated in the history), calls the provider through the factory (OpenAI
+native, Anthropic native, or XML tool calling over either wire), streams text
+to watchers on this host, and returns one typed TurnResult: bounded in size,
+redacted, priced, with each tool call classified for approval.
+
+A circuit breaker per provider endpoint lives in the worker: while an
+endpoint is open the call fails at once (retryable, with the time until the
+next probe), so a down provider is skipped instead of waited on.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Mapping
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
-from activities.context_store import ContextGap, ContextStore
+from activities.context_store import ContextGap, ContextStore, LiveWriter
 from activities.heartbeat import with_heartbeats
 from activities.log import get_logger
 from activities.secrets import SecretStore
 from activities.types import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
 from prompts import build_system_prompt
+from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError
-from providers.openai import OpenAIProvider
+from providers.factory import Provider, make_provider
+from providers.pricing import cost_usd, load_prices
+from providers.settings import ProviderSettings
 from providers.types import ContextReport, LlmRequest, TurnResult
 from tools.policy import classify_call
 from workflows.compaction import CompactionPolicy, compact
 from workflows.context import Entry, ToolResult, to_chat_messages
 
+__all__ = ["LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
 
-@dataclass
-class ProviderSettings:
-    """Endpoints and keys, read by the worker from its environment (never from the history)."""
-
-    openai_base_url: str = "https://api.openai.com/v1"
-    openai_api_key: str | None = field(default=None, repr=False)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> ProviderSettings:
-        return cls(
-            openai_base_url=env.get("OPENAI_BASE_URL") or cls.openai_base_url,
-            openai_api_key=env.get("OPENAI_API_KEY") or None,
-        )
+CIRCUIT_OPEN = "circuit_open"
+MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
 
 
 class LlmActivities:
@@ -51,10 +49,13 @@ class LlmActivities:
         settings: ProviderSettings | None = None,
         store: ContextStore | None = None,
         secrets: SecretStore | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self.settings = settings or ProviderSettings.from_env()
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
-        self._providers: dict[str, OpenAIProvider] = {}
+        self.breaker = breaker or CircuitBreaker()
+        self.prices = load_prices()
+        self._providers: dict[str, Provider] = {}
         self._store = store
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
@@ -64,6 +65,70 @@ class LlmActivities:
         if self._store is None:
             self._store = ContextStore()
         return self._store
+
+    def _provider(self, mode: str) -> Provider:
+        if mode not in self._providers:
+            try:
+                self._providers[mode] = make_provider(mode, self.settings)
+            except ValueError as err:
+                raise ApplicationError(str(err), type="ConfigError", non_retryable=True) from None
+        return self._providers[mode]
+
+    def _endpoint(self, mode: str) -> str:
+        if mode == "openai" or (mode == "anthropic_xml" and self.settings.xml_wire == "openai"):
+            return endpoint_key(mode, self.settings.openai_base_url)
+        return endpoint_key(mode, self.settings.anthropic_base_url)
+
+    @activity.defn(name=LLM_ACTIVITY)
+    async def call_llm(self, inp: LlmCallInput) -> TurnResult:
+        info = activity.info()
+        log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
+                         turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
+        system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date, tool_names=inp.tool_names)
+        try:
+            specs = tools.specs(inp.tool_names)
+        except KeyError as err:
+            raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
+                                   non_retryable=True) from None
+        system_tokens = (len(system) + sum(len(s.model_dump_json()) for s in specs)) // 4
+        view, report = self._context(inp, system_tokens)
+        request = LlmRequest(
+            model=inp.model,
+            system=system,
+            # Entries were redacted where they entered; this is the last line of defence.
+            messages=self.secrets.redact_obj(to_chat_messages(view)),
+            tools=specs,
+            stream=inp.stream,
+        )
+        provider, endpoint = self._provider(inp.provider), self._endpoint(inp.provider)
+        if not self.breaker.allow(endpoint):
+            wait = self.breaker.retry_in(endpoint)
+            log.warning("circuit open", endpoint=endpoint, retry_in_s=wait)
+            raise ApplicationError(
+                f"{inp.provider}: circuit open after repeated failures; next probe in {wait:.0f}s",
+                type=CIRCUIT_OPEN, next_retry_delay=timedelta(seconds=max(wait, 1.0)),
+            )
+        live = LiveWriter(self.store, inp.task_id, inp.turn, info.attempt)
+        try:
+            result = await with_heartbeats(provider.complete(request, on_text=live))
+        except ProviderError as err:
+            if err.retryable:
+                self.breaker.record_failure(endpoint)
+            log.warning("llm call failed", status=err.status, kind=err.kind, retryable=err.retryable, error=str(err))
+            raise to_application_error(err) from None
+        finally:
+            live.close()
+        self.breaker.record_success(endpoint)
+        result = self.secrets.redact_obj(bounded(result))  # the model's output enters the history here
+        result.context = report
+        result.provider = inp.provider
+        result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
+        for call in result.tool_calls:
+            danger, reason = classify_call(call.name, call.arguments)
+            call.danger, call.danger_reason = danger.value, reason or None
+        log.info("llm call done", tool_calls=len(result.tool_calls), input_tokens=result.usage.input_tokens,
+                 output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
+        return result
 
     def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
         """The model's view: stored entries (large outputs expanded), compacted to fit."""
@@ -80,8 +145,7 @@ class LlmActivities:
         self._cache[inp.context_id] = entries
         if len(self._cache) > 256:  # keep the most recent tasks only
             self._cache.pop(next(iter(self._cache)))
-        policy = CompactionPolicy(context_window=inp.context_window, system_tokens=system_tokens)
-        view = compact(entries, policy)
+        view = compact(entries, CompactionPolicy(context_window=inp.context_window, system_tokens=system_tokens))
         return view.entries, ContextReport(
             entries=len(entries),
             compacted_turns=view.compacted_turns,
@@ -98,69 +162,11 @@ class LlmActivities:
                 return entry.model_copy(update={"content": full})
         return entry
 
-    def _provider(self, name: str) -> OpenAIProvider:
-        if name not in self._providers:
-            if name != "openai":
-                raise ApplicationError(
-                    f"unknown provider {name!r} (supported: openai)",
-                    type="ConfigError",
-                    non_retryable=True,
-                )
-            self._providers[name] = OpenAIProvider(
-                self.settings.openai_base_url, self.settings.openai_api_key
-            )
-        return self._providers[name]
-
-    @activity.defn(name=LLM_ACTIVITY)
-    async def call_llm(self, inp: LlmCallInput) -> TurnResult:
-        log = get_logger(workflow_id=inp.task_id, activity=LLM_ACTIVITY, turn=inp.turn)
-        info = activity.info()
-        system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date, tool_names=inp.tool_names)
-        specs = tools.specs(inp.tool_names)
-        system_tokens = (len(system) + sum(len(s.model_dump_json()) for s in specs)) // 4
-        view, report = self._context(inp, system_tokens)
-        request = LlmRequest(
-            model=inp.model,
-            system=system,
-            # Entries were redacted where they entered; this is the last line of defence.
-            messages=self.secrets.redact_obj(to_chat_messages(view)),
-            tools=specs,
-            stream=inp.stream,
-        )
-        provider = self._provider(inp.provider)
-        try:
-            result = await with_heartbeats(provider.complete(request))
-        except ProviderError as err:
-            log.warning(
-                "llm call failed",
-                attempt=info.attempt,
-                status=err.status,
-                kind=err.kind,
-                retryable=err.retryable,
-                error=str(err),
-            )
-            raise to_application_error(err) from None
-        result = self.secrets.redact_obj(bounded(result))  # the model's output enters the history here
-        result.context = report
-        for call in result.tool_calls:
-            danger, reason = classify_call(call.name, call.arguments)
-            call.danger, call.danger_reason = danger.value, reason or None
-        log.info(
-            "llm call done",
-            attempt=info.attempt,
-            tool_calls=len(result.tool_calls),
-            input_tokens=result.usage.input_tokens,
-            output_tokens=result.usage.output_tokens,
-        )
-        return result
-
-
-MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
-
 
 def bounded(result: TurnResult) -> TurnResult:
     """Cap what the model produced so the result always fits in the history: oversized text is
     truncated with a note; oversized tool arguments become a parse error the model can act on."""
+
     def cut(text: str | None) -> str | None:
         if text is None or len(text) <= MAX_FIELD_CHARS:
             return text

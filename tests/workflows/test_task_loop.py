@@ -9,6 +9,7 @@ import pytest
 
 from providers.scripted import error, text, tool
 from providers.scripted import Step
+from workflows import policy
 from workflows.models import TaskState, TaskStatus
 from workflows.task import AgentTaskWorkflow
 
@@ -47,7 +48,7 @@ async def test_task_writes_file_through_shell_and_finishes_with_message(client, 
     assert len(tool_messages) == 1 and "durable" in tool_messages[0]["content"]
     assert "[exit code: 0]" in tool_messages[0]["content"]
     assert second["messages"][0]["role"] == "system"
-    assert {t["function"]["name"] for t in second["tools"]} == {"message", "shell", "file"}
+    assert [t["function"]["name"] for t in second["tools"]] == policy.DEFAULT_TOOLS
 
 
 async def test_reply_without_tool_call_gets_reminder_then_recovers(client, task_queue, workspace):
