@@ -76,6 +76,16 @@ class Interjection(BaseModel):
     sent_by: str = "user"
 
 
+class ModelRef(BaseModel):
+    """One link of the failover chain: a provider mode and a model."""
+
+    provider: str
+    model: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
 class Carry(BaseModel):
     """The loop's state handed from one run to the next on continue-as-new."""
 
@@ -97,6 +107,8 @@ class Carry(BaseModel):
     plan_turn: int = 0
     plan_reminded_turn: int = 0
     children: int = 0
+    model_index: int = 0
+    cost_usd: float = 0.0
 
 
 class TaskInput(BaseModel):
@@ -120,6 +132,9 @@ class TaskInput(BaseModel):
     depth: int = 0  # 0 for a task a person started; sub-agents are one deeper than their parent
     max_depth: int = 2  # sub-agents may not spawn below this depth
     minimal_prompt: bool = False  # sub-agents: tools, workspace and runtime only
+    fallbacks: list[ModelRef] = Field(default_factory=list)  # tried in order when a model keeps failing
+    failover_after: int = 3  # failed attempts on one model before moving to the next
+    cost_limit_usd: float | None = None  # fail the task when its spend passes this
 
 
 class TaskOutcome(BaseModel):
@@ -130,6 +145,7 @@ class TaskOutcome(BaseModel):
     stopped: bool = False
     error: str | None = None
     runs: int = 1  # workflow runs the task took (continue-as-new)
+    cost_usd: float = 0.0
 
 
 class TaskStatus(BaseModel):
@@ -151,6 +167,8 @@ class TaskStatus(BaseModel):
     session: str | None = None
     plan: list[dict] = Field(default_factory=list)
     depth: int = 0
+    cost_usd: float = 0.0
+    provider: str = ""
 
 
 class EventsPage(BaseModel):

@@ -71,6 +71,27 @@ def cause_message(err: ActivityError) -> str:
     return str(cause or err)
 
 
+def failover_retry(attempts: int) -> RetryPolicy:
+    """The LLM retry policy while another model is left in the chain: fewer attempts here."""
+    return RetryPolicy(
+        initial_interval=LLM_RETRY.initial_interval,
+        backoff_coefficient=LLM_RETRY.backoff_coefficient,
+        maximum_interval=LLM_RETRY.maximum_interval,
+        maximum_attempts=attempts,
+    )
+
+
+def retryable_failure(err: ActivityError) -> bool:
+    """True when the activity failed for a reason another model might not have (retries ran
+    out on a retryable error, or timed out); False for auth, bad requests and the like."""
+    cause = err.cause
+    while isinstance(cause, ActivityError) and cause.cause is not None:
+        cause = cause.cause
+    if isinstance(cause, ApplicationError):
+        return not cause.non_retryable
+    return True
+
+
 def error_type(err: ActivityError) -> str | None:
     cause = err.cause
     while isinstance(cause, ActivityError) and cause.cause is not None:

@@ -14,11 +14,12 @@ AGENT_SESSION = SearchAttributeKey.for_keyword("AgentSession")
 AGENT_COST = SearchAttributeKey.for_float("AgentCostUsd")
 
 
-def state_updates(state: TaskState, turns: int, model: str) -> list[SearchAttributeUpdate]:
+def state_updates(state: TaskState, turns: int, model: str, cost_usd: float = 0.0) -> list[SearchAttributeUpdate]:
     return [
         AGENT_STATE.value_set(state.value),
         AGENT_TURNS.value_set(turns),
         AGENT_MODEL.value_set(model),
+        AGENT_COST.value_set(round(cost_usd, 6)),
     ]
 
 

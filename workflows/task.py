@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         Carry,
         EventsPage,
         Interjection,
+        ModelRef,
         PendingApproval,
         TaskInput,
         TaskOutcome,
@@ -82,6 +83,9 @@ class AgentTaskWorkflow:
         self._stop_reason: str | None = None
         self._outcome: TaskOutcome | None = None
         self._turns_this_run = 0
+        self._chain = [ModelRef(provider=task.provider, model=task.model), *task.fallbacks]
+        self._model_index = task.carry.model_index if task.carry else 0
+        self._cost = task.carry.cost_usd if task.carry else 0.0
         self._tool_names = policy.visible_tools(
             task.tools, task.deny_tools, task.depth, task.max_depth, task.minimal_prompt
         )
@@ -154,7 +158,9 @@ class AgentTaskWorkflow:
             last_activity=self._last_activity,
             usage=self._usage,
             entries=len(self._transcript.entries),
-            model=self._task.model,
+            model=self._model.model,
+            provider=self._model.provider,
+            cost_usd=self._cost,
             error=self._outcome.error if self._outcome else None,
             final_text=self._outcome.final_text if self._outcome else None,
             pending_approval=self._pending,
@@ -229,23 +235,29 @@ class AgentTaskWorkflow:
 
     async def _think(self) -> ToolCall | None:
         self._turn += 1
-        self._set_state(TaskState.THINKING, f"llm · {self._task.model} · turn {self._turn}")
         self._turns_this_run += 1
-        try:
-            result = await self._call_llm(full=False)
-        except ActivityError as err:
-            if policy.error_type(err) != CONTEXT_GAP:
-                self._fail(f"LLM call failed: {policy.cause_message(err)}")
-                return None
-            try:  # the store lacks entries (a lost file, another host): resend in full
-                result = await self._call_llm(full=True)
-            except ActivityError as err2:
-                self._fail(f"LLM call failed: {policy.cause_message(err2)}")
+        full = False
+        while True:
+            self._set_state(TaskState.THINKING, f"llm · {self._model.model} · turn {self._turn}")
+            try:
+                result = await self._call_llm(full=full)
+                break
+            except ActivityError as err:
+                if policy.error_type(err) == CONTEXT_GAP and not full:
+                    full = True  # the store lacks entries (a lost file, another host): resend in full
+                    continue
+                if policy.retryable_failure(err) and self._fail_over(err):
+                    continue
+                self._fail(f"LLM call failed ({self._model}): {policy.cause_message(err)}")
                 return None
         if result is None:  # interrupted: the next iteration delivers the message or stops
             return None
         self._report_context(result.context)
         self._usage = self._usage + result.usage
+        self._cost += result.cost_usd
+        if self._task.cost_limit_usd is not None and self._cost > self._task.cost_limit_usd:
+            self._fail(f"cost limit of ${self._task.cost_limit_usd:.4f} exceeded: ${self._cost:.4f} spent")
+            return None
         if not result.tool_calls:
             self._no_tool_call(result)
             return None
@@ -253,6 +265,23 @@ class AgentTaskWorkflow:
         entry = ToolCall(text=result.content, calls=result.tool_calls, thinking=result.thinking)
         self._append(entry)
         return entry
+
+    @property
+    def _model(self) -> ModelRef:
+        return self._chain[self._model_index]
+
+    def _fail_over(self, err: ActivityError) -> bool:
+        """Move to the next model of the chain after repeated retryable failures, visibly."""
+        if self._model_index + 1 >= len(self._chain):
+            return False
+        previous = self._model
+        self._model_index += 1
+        self._append(StatusNotice(
+            reason="failover",
+            text=f"failing over from {previous} to {self._model} after {self._task.failover_after} "
+            f"failed attempts: {policy.cause_message(err)}",
+        ))
+        return True
 
     async def _call_llm(self, *, full: bool) -> TurnResult | None:
         total = self._transcript.total
@@ -262,8 +291,8 @@ class AgentTaskWorkflow:
             LlmCallInput(
                 task_id=workflow.info().workflow_id,
                 turn=self._turn,
-                provider=self._task.provider,
-                model=self._task.model,
+                provider=self._model.provider,
+                model=self._model.model,
                 prompt=self._prompt,
                 tool_names=self._tool_names,
                 stream=self._task.stream,
@@ -276,7 +305,10 @@ class AgentTaskWorkflow:
             result_type=TurnResult,
             start_to_close_timeout=policy.LLM_TIMEOUT,
             heartbeat_timeout=policy.HEARTBEAT_TIMEOUT,
-            retry_policy=policy.LLM_RETRY,
+            retry_policy=(
+                policy.failover_retry(self._task.failover_after)
+                if self._model_index + 1 < len(self._chain) else policy.LLM_RETRY
+            ),
             summary=self._last_activity,
         )
         result = await self._interruptible(handle)
@@ -331,7 +363,7 @@ class AgentTaskWorkflow:
             self._set_state(TaskState.FINALIZING)
             self._outcome = TaskOutcome(
                 status=TaskState.DONE, final_text=result.final_result, turns=self._turn, usage=self._usage,
-                runs=self._runs,
+                runs=self._runs, cost_usd=self._cost,
             )
         elif result.ask is not None:
             await self._wait_for_reply(result.ask)
@@ -393,7 +425,8 @@ class AgentTaskWorkflow:
             outcome: TaskOutcome = await handle
         except ChildWorkflowError as err:
             return HandlerResult(status="error", content=f"sub-agent {child_id} failed: {err.cause or err}")
-        self._usage = self._usage + outcome.usage  # children's usage adds up into ours
+        self._usage = self._usage + outcome.usage  # children's usage and cost add up into ours
+        self._cost += outcome.cost_usd
         if outcome.status == TaskState.DONE:
             return HandlerResult(content=f"Sub-agent {child_id} finished in {outcome.turns} turns:\n{outcome.final_text}")
         return HandlerResult(
@@ -460,6 +493,8 @@ class AgentTaskWorkflow:
             plan_turn=self._plan_turn,
             plan_reminded_turn=self._plan_reminded_turn,
             children=self._children,
+            model_index=self._model_index,
+            cost_usd=self._cost,
         )
         workflow.continue_as_new(self._task.model_copy(update={"carry": carry, "context_id": self._context_id}))
 
@@ -570,11 +605,11 @@ class AgentTaskWorkflow:
         details = f"{state.value.lower()}: {self._last_activity}" if self._last_activity else state.value.lower()
         workflow.set_current_details(details)
         if changed and self._task.search_attributes:
-            workflow.upsert_search_attributes(state_updates(state, self._turn, self._task.model))
+            workflow.upsert_search_attributes(state_updates(state, self._turn, self._model.model, self._cost))
 
     def _fail(self, reason: str, *, stopped: bool = False) -> None:
         self._append(StatusNotice(text=f"task failed: {reason}"))
         self._outcome = TaskOutcome(
             status=TaskState.FAILED, turns=self._turn, usage=self._usage, stopped=stopped, error=reason,
-            runs=self._runs,
+            runs=self._runs, cost_usd=self._cost,
         )

@@ -24,10 +24,15 @@ def make_input(workspace: Path, instruction: str = "do the thing", **overrides) 
 
 @asynccontextmanager
 async def scripted_worker(
-    client: Client, task_queue: str, steps: Sequence[Step]
+    client: Client, task_queue: str, steps: Sequence[Step], **settings_overrides
 ) -> AsyncIterator[ScriptedModelServer]:
+    """A worker whose model (OpenAI and Anthropic wires alike) is a scripted local server."""
     with ScriptedModelServer(steps) as server:
-        settings = ProviderSettings(openai_base_url=server.url, openai_api_key="test-key")
+        fields = dict(
+            openai_base_url=server.url, openai_api_key="test-key",
+            anthropic_base_url=server.anthropic_url, anthropic_api_key="test-key",
+        )
+        settings = ProviderSettings(**{**fields, **settings_overrides})
         async with build_worker(client, queue=task_queue, settings=settings):
             yield server
 

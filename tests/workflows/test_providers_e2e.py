@@ -1,0 +1,115 @@
+"""The same task loop over every tool-calling mode and wire, failover, cost and streaming."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from activities.context_store import ContextStore
+from activities.llm import ProviderSettings
+from providers.scripted import ScriptedModelServer, Step, error, text, tool
+from providers.types import ToolCallRequest
+from providers.xml_tools import render_tool_call
+from worker import build_worker
+from workflows.models import ModelRef, TaskState
+from workflows.task import AgentTaskWorkflow
+
+from tests.workflows.harness import make_input, run_task, scripted_worker, start
+
+
+def xml(name: str, **arguments) -> Step:
+    """A reply carrying the call as XML text, as a model behind a tools-dropping proxy writes it."""
+    return text("I'll do that.\n" + render_tool_call(ToolCallRequest(id="x", name=name, arguments=arguments)))
+
+
+MODES = {
+    "openai": ({}, "openai", tool),
+    "anthropic": ({}, "anthropic", tool),
+    "xml over openai": ({"xml_wire": "openai"}, "anthropic_xml", xml),
+    "xml over anthropic": ({"xml_wire": "anthropic"}, "anthropic_xml", xml),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streaming"])
+@pytest.mark.parametrize("mode", list(MODES))
+async def test_the_task_loop_runs_unchanged_in_every_mode(client, task_queue, workspace, mode, stream):
+    overrides, provider, call = MODES[mode]
+    steps = [call("shell", command="echo durable > out.txt"), call("message", type="result", text="wrote it")]
+    async with scripted_worker(client, task_queue, steps, **overrides) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, provider=provider, stream=stream))
+    model.assert_consumed()
+    assert outcome.status == TaskState.DONE and outcome.final_text == "wrote it"
+    assert (workspace / "out.txt").read_text() == "durable\n"
+    second = model.requests[1]
+    if provider == "anthropic_xml":
+        assert "tools" not in second
+        system = second["system"] if isinstance(second.get("system"), str) else json.dumps(second.get("system") or second["messages"][0])
+        assert "<functions>" in system or "function_calls" in system
+    elif provider == "anthropic":
+        assert second["messages"][1]["content"][-1]["type"] == "tool_use"
+        assert second["messages"][2]["content"][0]["type"] == "tool_result"
+
+
+async def test_failover_moves_to_the_next_model_after_repeated_failures(client, task_queue, workspace):
+    down = [error(503, "primary down")] * 2
+    with ScriptedModelServer(down) as primary:
+        backup_steps = [tool("message", type="result", text="answered by the backup")]
+        async with scripted_worker(client, task_queue, backup_steps, openai_base_url=primary.url) as backup:
+            handle = await start(client, task_queue, make_input(
+                workspace, provider="openai", model="primary-model", failover_after=2,
+                fallbacks=[ModelRef(provider="anthropic", model="backup-model")],
+            ))
+            outcome = await handle.result()
+            page = await handle.query(AgentTaskWorkflow.events, 0)
+    assert outcome.status == TaskState.DONE and outcome.final_text == "answered by the backup"
+    assert primary.hits() == 2 and backup.requests[0]["model"] == "backup-model"
+    notices = [e.text for e in page.entries if e.kind == "status_notice"]
+    assert any("failing over from openai:primary-model to anthropic:backup-model" in n for n in notices)
+
+
+async def test_an_auth_error_fails_at_once_naming_the_provider_without_failover(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [error(401, "bad key")]) as model:
+        outcome = await run_task(client, task_queue, make_input(
+            workspace, fallbacks=[ModelRef(provider="anthropic", model="never-used")]))
+    assert outcome.status == TaskState.FAILED and model.hits() == 1
+    assert "openai" in outcome.error and "401" in outcome.error and "bad key" in outcome.error
+
+
+async def test_anthropic_overloaded_529_is_retried(client, task_queue, workspace):
+    steps = [error(529, "overloaded"), tool("message", type="result", text="ok")]
+    async with scripted_worker(client, task_queue, steps) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, provider="anthropic"))
+    assert outcome.status == TaskState.DONE and model.hits() == 2
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_stream_cut_in_the_middle_is_retried(client, task_queue, workspace, provider):
+    cut = Step(text="a long answer that will be cut", tool_calls=[("message", {"type": "result", "text": "x"})], cut_stream=True)
+    steps = [cut, tool("message", type="result", text="complete")]
+    async with scripted_worker(client, task_queue, steps) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, provider=provider, stream=True))
+    assert outcome.status == TaskState.DONE and outcome.final_text == "complete" and model.hits() == 2
+
+
+async def test_cost_is_computed_from_the_price_table_and_a_limit_stops_the_task(client, task_queue, workspace):
+    steps = [Step(tool_calls=[("shell", {"command": "true"})], usage=(100_000, 10_000)),
+             Step(tool_calls=[("message", {"type": "result", "text": "done"})], usage=(100_000, 10_000))]
+    async with scripted_worker(client, task_queue, steps):
+        priced = await run_task(client, task_queue, make_input(workspace, model="gpt-4o-mini"))
+    assert priced.status == TaskState.DONE and priced.cost_usd > 0
+    per_call = priced.cost_usd / 2
+    async with scripted_worker(client, task_queue, steps[:1]):
+        limited = await run_task(client, task_queue, make_input(workspace, model="gpt-4o-mini", cost_limit_usd=per_call / 2))
+    assert limited.status == TaskState.FAILED and "cost limit" in limited.error
+
+
+async def test_streamed_text_reaches_watchers_but_not_the_history_twice(client, task_queue, workspace):
+    steps = [Step(text="Let me think about this carefully.", tool_calls=[("message", {"type": "result", "text": "ok"})])]
+    async with scripted_worker(client, task_queue, steps):
+        handle = await start(client, task_queue, make_input(workspace, stream=True))
+        await handle.result()
+        history = b"".join(e.SerializeToString() for e in (await handle.fetch_history()).events)
+    live = ContextStore().live_read(handle.id)
+    assert "".join(row[3] for row in live) == "Let me think about this carefully."
+    assert history.count(b"Let me think about this carefully.") == 1  # the final turn result only
