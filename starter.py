@@ -31,16 +31,20 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.llm import ProviderSettings
 from activities.log import configure_logging
 from activities.secrets import SecretStore
+import cli.schedule
 from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
 from cli.render import make_console, status_lines
 from temporal.client import TemporalUnavailable, connect, ensure_search_attributes, is_embedded, ui_base_url
 from temporal.server import ServerError
 from worker import build_worker, task_queue
+from providers.factory import MODES
+from workflows import policy
 from workflows.models import (
     TASK_WORKFLOW,
     ApprovalDecision,
     ApprovalMode,
     Interjection,
+    ModelRef,
     TaskInput,
     TaskOutcome,
     TaskState,
@@ -85,6 +89,24 @@ def instruction_text(text: str, workspace: Path) -> str:
     )
 
 
+def fallback_chain(spec: str | None) -> list[ModelRef]:
+    """``provider:model,provider:model`` (from --fallback or AGENT_FALLBACK)."""
+    chain = []
+    for item in filter(None, (part.strip() for part in (spec or "").split(","))):
+        provider, sep, model = item.partition(":")
+        if not sep or provider not in MODES or not model:
+            raise UserError(f"bad fallback {item!r}: expected provider:model with provider one of {', '.join(MODES)}")
+        chain.append(ModelRef(provider=provider, model=model))
+    return chain
+
+
+def default_tools() -> list[str] | None:
+    """The engine's default tools, plus web search when a search backend is configured."""
+    if os.environ.get("TAVILY_API_KEY"):
+        return [*policy.DEFAULT_TOOLS, "search"]
+    return None
+
+
 def task_input(args: argparse.Namespace, model: str) -> TaskInput:
     workspace = Path(args.workspace or os.getcwd()).expanduser().resolve()
     if not workspace.is_dir():
@@ -93,12 +115,22 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         instruction=instruction_text(args.task, workspace),
         workspace=str(workspace),
         model=model,
-        provider=os.environ.get("AGENT_PROVIDER", "openai"),
+        provider=provider_mode(args),
         max_iterations=args.max_iterations,
+        fallbacks=fallback_chain(getattr(args, "fallback", None) or os.environ.get("AGENT_FALLBACK")),
+        cost_limit_usd=getattr(args, "cost_limit", None),
+        tools=default_tools(),
         approval=ApprovalMode(args.approval),
         approval_timeout_s=args.approval_timeout,
         session=args.session,
     )
+
+
+def provider_mode(args: argparse.Namespace) -> str:
+    mode = getattr(args, "provider", None) or os.environ.get("AGENT_PROVIDER", "openai")
+    if mode not in MODES:
+        raise UserError(f"unknown provider {mode!r}: AGENT_PROVIDER is one of {', '.join(MODES)}")
+    return mode
 
 
 def configured_model(args: argparse.Namespace) -> str:
@@ -184,6 +216,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
     console = make_console()
     model = "demo-scripted" if args.demo else configured_model(args)
     inp = task_input(args, model)
+    if args.demo:  # the scripted demo model speaks the OpenAI wire, and nothing to fail over to
+        inp = inp.model_copy(update={"provider": "openai", "fallbacks": []})
     client = await connect()
     async with AsyncExitStack() as stack:
         queue, settings = task_queue(), None
@@ -330,6 +364,9 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
                        help="deny a pending call after this long (default: wait forever)")
         s.add_argument("--session", help="start from the history of this session's earlier tasks")
+        s.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
+        s.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
+        s.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
         if name == "run":
             s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
     s = sub.add_parser("status", help="show a task's state")
@@ -354,6 +391,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("list", help="list tasks")
     s.add_argument("--limit", type=int, default=50)
     s.add_argument("--waiting", action="store_true", help="only tasks waiting for a person")
+    cli.schedule.register(sub)
     return p
 
 
@@ -361,6 +399,7 @@ COMMANDS = {
     "run": cmd_run, "start": cmd_start, "status": cmd_status,
     "watch": cmd_watch, "stop": cmd_stop, "list": cmd_list,
     "approve": cmd_approve, "interject": cmd_interject, "reply": cmd_interject,
+    "schedule": cli.schedule.cmd_schedule,
 }
 
 

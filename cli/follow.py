@@ -26,6 +26,7 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 
 
 class Sink(Protocol):
+    def delta(self, turn: int, text: str) -> None: ...
     def entry(self, entry: Entry, status: TaskStatus) -> None: ...
     def note(self, text: str) -> None: ...
     def retry(self, activity: str, attempt: int, reason: str, next_in_s: float | None) -> None: ...
@@ -36,9 +37,21 @@ class Sink(Protocol):
 class ConsoleSink:
     def __init__(self, console) -> None:
         self.console = console
+        self.streamed: set[int] = set()  # turns whose text was already shown live
+        self.open_line = False
+
+    def delta(self, turn: int, text: str) -> None:
+        if turn not in self.streamed:
+            self.streamed.add(turn)
+            self.console.print("[cyan]model[/] ", end="")
+        self.console.print(text, end="", markup=False, highlight=False)
+        self.open_line = True
 
     def entry(self, entry: Entry, status: TaskStatus) -> None:
-        render_entry(self.console, entry)
+        if self.open_line:
+            self.console.print()
+            self.open_line = False
+        render_entry(self.console, entry, text_shown=entry.turn in self.streamed)
 
     def note(self, text: str) -> None:
         self.console.print(f"[dim]· {text}[/]")
@@ -59,6 +72,9 @@ class JsonSink:
         self.mapper = EventMapper(workflow_id)
         self.out = out or sys.stdout
         self._emit(self.mapper.begin())
+
+    def delta(self, turn: int, text: str) -> None:
+        self._emit([{"type": "text.delta", "turn": turn, "text": text}])
 
     def _emit(self, events: list[dict[str, Any]]) -> None:
         for event in events:
@@ -103,6 +119,8 @@ class Follower:
         self.asked: str | None = None
         self.retries_seen: set[tuple[str, int]] = set()
         self.next_describe = 0.0
+        self.live = _local_store()
+        self.live_after = 0
 
     async def run(self, closed_outcome, started: float | None = None) -> TaskOutcome:
         warned = False
@@ -127,6 +145,7 @@ class Follower:
                 self.sink.outcome(page.outcome, time.monotonic() - started if started else None)
                 return page.outcome
             await self._retries()
+            self._live_text(page.status.turn)
             await asyncio.sleep(POLL_S)
 
     async def _show(self, page: EventsPage) -> bool:
@@ -145,6 +164,19 @@ class Follower:
             return True
         return False
 
+    def _live_text(self, turn: int) -> None:
+        """Streamed model text, read from the context store when the worker shares this host."""
+        if self.live is None:
+            return
+        try:
+            rows = self.live.live_read(self.workflow_id, self.live_after)
+        except Exception:  # a store being created or migrated by a worker: try again next poll
+            return
+        for row_id, row_turn, _attempt, text in rows:
+            self.live_after = row_id
+            if row_turn == turn:
+                self.sink.delta(row_turn, text)
+
     async def _retries(self) -> None:
         now = time.monotonic()
         if now < self.next_describe:
@@ -158,6 +190,13 @@ class Follower:
             if (activity, attempt) not in self.retries_seen:
                 self.retries_seen.add((activity, attempt))
                 self.sink.retry(activity, attempt, reason, next_in)
+
+
+def _local_store():
+    from activities.context_store import ContextStore, default_store_path
+
+    path = default_store_path()
+    return ContextStore(path) if path.exists() else None
 
 
 async def ask_person(client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str) -> None:

@@ -39,18 +39,33 @@ def preview(text: str, lines: int = RESULT_PREVIEW_LINES) -> str:
     return "\n".join("    " + row for row in shown)
 
 
-def render_entry(console: Console, entry: Entry) -> None:
+def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) -> None:
+    """One entry; ``text_shown`` when the model's text of this turn was already streamed."""
     match entry:
         case UserMessage():
             console.print(f"[bold]user[/]  {escape(entry.text)}")
         case AiMessage():
-            console.print(f"[cyan]model[/] {escape(entry.text)}")
+            if not text_shown:
+                console.print(f"[cyan]model[/] {escape(entry.text)}")
         case ToolCall():
-            if entry.text.strip():
+            if entry.text.strip() and not text_shown:
                 console.print(f"[cyan]model[/] {escape(entry.text.strip())}")
             for index, call in enumerate(entry.calls):
-                args = call.arguments_raw if call.parse_error else json.dumps(call.arguments, ensure_ascii=False)
                 tag = "" if index == 0 else " [dim](deferred)[/]"
+                if call.name == "message" and not call.parse_error and index == 0:
+                    kind = call.arguments.get("type", "info")
+                    if kind != "result":  # the result is printed with the outcome
+                        console.print(f"[bold cyan]{escape(str(kind))}[/] {escape(str(call.arguments.get('text', '')))}")
+                    continue
+                if call.name == "plan" and not call.parse_error and isinstance(call.arguments.get("items"), list):
+                    marks = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
+                    console.print(f"[magenta]→ plan[/]{tag}")
+                    for item in call.arguments["items"]:
+                        if isinstance(item, dict):
+                            mark = marks.get(str(item.get("status")), "[?]")
+                            console.print(f"    {escape(mark)} {escape(str(item.get('desc', '')))}")
+                    continue
+                args = call.arguments_raw if call.parse_error else json.dumps(call.arguments, ensure_ascii=False)
                 console.print(f"[magenta]→ {escape(call.name)}[/] {escape(shorten(args or ''))}{tag}")
         case ToolResult():
             if entry.name == "message" and entry.status == "ok":
@@ -71,7 +86,8 @@ def render_entry(console: Console, entry: Entry) -> None:
 def render_outcome(console: Console, outcome: TaskOutcome, duration_s: float | None = None) -> None:
     usage = outcome.usage
     took = f", {duration_s:.1f}s" if duration_s is not None else ""
-    summary = f"{outcome.turns} turns, {usage.input_tokens} in / {usage.output_tokens} out tokens{took}"
+    cost = f", ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""
+    summary = f"{outcome.turns} turns, {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}{took}"
     if outcome.status == TaskState.DONE:
         console.print(f"\n[bold green]DONE[/] ({summary})")
         console.print(escape(outcome.final_text))
@@ -86,10 +102,15 @@ def status_lines(workflow_id: str, status: TaskStatus, ui_url: str) -> list[str]
         f"task:     {workflow_id}",
         f"state:    {status.state.value}",
         f"turn:     {status.turn}",
-        f"model:    {status.model}",
+        f"model:    {status.provider + ':' if status.provider else ''}{status.model}",
         f"activity: {status.last_activity or '-'}",
-        f"tokens:   {usage.input_tokens} in / {usage.output_tokens} out",
+        f"tokens:   {usage.input_tokens} in / {usage.output_tokens} out"
+        + (f" (cache read {usage.cache_read_tokens}, write {usage.cache_write_tokens})" if usage.cache_read_tokens or usage.cache_write_tokens else ""),
+        f"cost:     ${status.cost_usd:.4f}",
     ]
+    if status.plan:
+        marks = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
+        lines.append("plan:     " + "\n          ".join(f"{marks.get(i['status'], '[?]')} {i['id']}. {i['desc']}" for i in status.plan))
     if status.pending_approval:
         p = status.pending_approval
         lines.append(f"pending:  {p.tool} {json.dumps(p.arguments, ensure_ascii=False)[:200]} (call {p.call_id})")
