@@ -1,0 +1,144 @@
+"""``starter.py schedule``: tasks that start themselves on a cron or interval schedule.
+
+    python starter.py schedule create NAME (--cron "0 9 * * 1-5" | --every 30s) "TASK" [--workspace DIR]
+        [--model M] [--approval MODE] [--overlap skip|buffer_one|allow_all|cancel_other] [--note TEXT]
+    python starter.py schedule list
+    python starter.py schedule trigger NAME      start the task now; its workflow id is the last line
+    python starter.py schedule delete NAME       tasks already started run on
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+
+from temporal.client import connect, ensure_search_attributes
+from temporal.schedules import (
+    OVERLAP_POLICIES,
+    ScheduleError,
+    ScheduleSummary,
+    create_task_schedule,
+    delete_task_schedule,
+    describe_task_schedule,
+    list_task_schedules,
+    parse_interval,
+    schedule_id,
+    trigger_task_schedule,
+)
+from worker import task_queue
+from workflows.models import ApprovalMode
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("schedule", help="run a task on a schedule (create, list, trigger, delete)")
+    sub = p.add_subparsers(dest="schedule_command", required=True)
+
+    s = sub.add_parser("create", help="create a schedule that starts a task at each tick")
+    s.add_argument("name", help="schedule name: lower-case letters, digits, '-' and '_'")
+    s.add_argument("task", help="the instruction")
+    when = s.add_mutually_exclusive_group(required=True)
+    when.add_argument("--cron", help='cron expression, in UTC, e.g. "0 9 * * 1-5" (09:00 on weekdays)')
+    when.add_argument("--every", help="an interval instead: 30s, 5m, 2h, 1d")
+    s.add_argument("--workspace", help="directory the task works in (default: current directory)")
+    s.add_argument("--model", help="model name (default: $AGENT_MODEL)")
+    s.add_argument("--max-iterations", type=int, default=50)
+    s.add_argument("--approval", choices=[m.value for m in ApprovalMode], default="dangerous",
+                   help="which tool calls wait for a person (default: dangerous; runs are unattended)")
+    s.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
+                   help="deny a pending call after this long (default: wait forever)")
+    s.add_argument("--session", help="start each run from the history of this session's earlier tasks")
+    s.add_argument("--overlap", choices=list(OVERLAP_POLICIES), default="skip",
+                   help="when a tick comes while the last run is still going (default: skip it)")
+    s.add_argument("--note", default="", help="a note shown with the schedule in Temporal")
+
+    sub.add_parser("list", help="list schedules: cron, next run, last run")
+    for name, help_text in (("trigger", "start the schedule's task now"), ("delete", "delete a schedule")):
+        s = sub.add_parser(name, help=help_text)
+        s.add_argument("name")
+
+
+async def cmd_schedule(args: argparse.Namespace) -> int:
+    cli = _starter()
+    command = {"create": _create, "list": _list, "trigger": _trigger, "delete": _delete}[args.schedule_command]
+    try:
+        return await command(args, cli)
+    except ScheduleError as err:
+        raise cli.UserError(str(err)) from None
+
+
+# ---- subcommands -------------------------------------------------------------------
+
+
+async def _create(args: argparse.Namespace, cli: ModuleType) -> int:
+    schedule_id(args.name)  # a bad name fails before anything is written or sent
+    every = parse_interval(args.every) if args.every else None
+    inp = cli.task_input(args, cli.configured_model(args))
+    client = await connect()
+    inp.search_attributes = await ensure_search_attributes(client)
+    await create_task_schedule(
+        client, args.name, args.cron, inp,
+        task_queue=task_queue(), overlap=args.overlap, note=args.note, every=every,
+    )
+    summary = await describe_task_schedule(client, args.name)
+    print(f"runs need a worker: python worker.py (task queue {task_queue()})", file=sys.stderr)
+    print(f"created schedule {summary.name}: {summary.when}, next run {_time(summary.next_runs)}")
+    return 0
+
+
+async def _list(args: argparse.Namespace, cli: ModuleType) -> int:
+    schedules = await list_task_schedules(await connect())
+    for summary in schedules:
+        print(_line(summary))
+    if not schedules:
+        print("no schedules yet")
+    return 0
+
+
+async def _trigger(args: argparse.Namespace, cli: ModuleType) -> int:
+    client = await connect()
+    workflow_id = await trigger_task_schedule(client, args.name)
+    if workflow_id is None:
+        summary = await describe_task_schedule(client, args.name)
+        last = summary.last_run
+        if last is not None and last.status == "RUNNING":
+            print(f"skipped: {last.workflow_id} is still running (overlap policy {summary.overlap})")
+        else:
+            print(f"triggered {args.name}; no task seen yet: check with python starter.py schedule list")
+        return 0
+    print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
+    print(workflow_id)
+    return 0
+
+
+async def _delete(args: argparse.Namespace, cli: ModuleType) -> int:
+    await delete_task_schedule(await connect(), args.name)
+    print(f"deleted schedule {args.name} (tasks it started run on)")
+    return 0
+
+
+# ---- helpers -----------------------------------------------------------------------
+
+
+def _starter() -> ModuleType:
+    """The CLI module that is running. ``python starter.py`` runs it as ``__main__``, and a fresh
+    ``import starter`` would load a second copy whose ``UserError`` that ``main()`` does not catch."""
+    running = sys.modules.get("__main__")
+    if running is not None and Path(getattr(running, "__file__", "") or "").name == "starter.py":
+        return running
+    import starter
+
+    return starter
+
+
+def _line(s: ScheduleSummary) -> str:
+    last = s.last_run
+    last_text = f"last {last.workflow_id} {last.status}" if last else "last -"
+    paused = "  (paused)" if s.paused else ""
+    return f"{s.name:<20} {s.when:<16} next {_time(s.next_runs):<19} {last_text}{paused}"
+
+
+def _time(times: list[datetime]) -> str:
+    return times[0].strftime("%Y-%m-%d %H:%M:%S") if times else "-"
