@@ -119,6 +119,7 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         max_iterations=args.max_iterations,
         fallbacks=fallback_chain(getattr(args, "fallback", None) or os.environ.get("AGENT_FALLBACK")),
         cost_limit_usd=getattr(args, "cost_limit", None),
+        failover_after=getattr(args, "failover_after", 3),
         tools=default_tools(),
         approval=ApprovalMode(args.approval),
         approval_timeout_s=args.approval_timeout,
@@ -367,6 +368,8 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
         s.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
         s.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
+        s.add_argument("--failover-after", type=int, default=3, metavar="N",
+                       help="failed attempts on one model before the next in the chain (default: 3)")
         if name == "run":
             s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
     s = sub.add_parser("status", help="show a task's state")
