@@ -54,7 +54,9 @@ class ToolActivities:
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, inp: ToolCallInput) -> ToolResult:
-        log = get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY, turn=inp.turn, tool=inp.call.name)
+        info = activity.info()
+        log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
+                         turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
         started = time.monotonic()
         result = await self._execute(inp)
         # Nothing leaves this activity (history, store, model) with a secret in clear.

@@ -1,0 +1,53 @@
+"""What a person sees in the Temporal UI: readable ids, summaries on every activity and wait,
+current details, and search attributes kept current."""
+
+from __future__ import annotations
+
+import json
+
+from providers.scripted import tool
+from starter import start_task
+from workflows.models import TaskOutcome, TaskState
+from workflows.search_attributes import AGENT_COST, AGENT_MODEL, AGENT_STATE, AGENT_TURNS
+
+from tests.workflows.harness import make_input, scripted_worker
+
+
+def summary(event) -> str | None:
+    if not event.HasField("user_metadata") or not event.user_metadata.HasField("summary"):
+        return None
+    return json.loads(event.user_metadata.summary.data)
+
+
+async def test_a_finished_task_reads_well_in_the_temporal_ui(client, task_queue, workspace):
+    steps = [
+        tool("shell", command="ls -la"),
+        tool("file", action="read", path="notes.md"),
+        tool("message", type="result", text="done"),
+    ]
+    (workspace / "notes.md").write_text("hello")
+    inp = make_input(workspace, "Summarise the notes in this folder", model="gpt-4o-mini", approval_timeout_s=600)
+    async with scripted_worker(client, task_queue, steps):
+        workflow_id = await start_task(client, inp, task_queue)
+        handle = client.get_workflow_handle(workflow_id, result_type=TaskOutcome)
+        outcome = await handle.result()
+        history = await handle.fetch_history()
+        desc = await handle.describe()
+    assert outcome.status == TaskState.DONE
+    assert workflow_id.startswith("task-summarise-the-notes-in-this-fo")
+    started = history.events[0]
+    assert summary(started) == "Summarise the notes in this folder"
+    assert await desc.memo_value("workspace") == str(workspace)
+    scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    summaries = [summary(e) for e in scheduled]
+    assert all(summaries), summaries
+    assert summaries == [
+        "llm · gpt-4o-mini · turn 1", "tool · shell · ls -la",
+        "llm · gpt-4o-mini · turn 2", "tool · file · read notes.md",
+        "llm · gpt-4o-mini · turn 3", "tool · message · result done",
+    ]
+    attributes = desc.typed_search_attributes
+    assert attributes.get(AGENT_STATE) == "DONE"
+    assert attributes.get(AGENT_TURNS) == 3
+    assert attributes.get(AGENT_MODEL) == "gpt-4o-mini"
+    assert attributes.get(AGENT_COST) == round(outcome.cost_usd, 6) and outcome.cost_usd > 0
