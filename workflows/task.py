@@ -12,31 +12,22 @@ user message, which cancels the running LLM call or tool), ``approve`` /
 
 from __future__ import annotations
 
-import asyncio
-from datetime import timedelta
-from typing import Any
-
-from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.types import (
         CONTEXT_GAP,
         LLM_ACTIVITY,
         LOAD_SESSION_ACTIVITY,
-        RECORD_SESSION_ACTIVITY,
         TOOL_ACTIVITY,
         LlmCallInput,
         PromptParams,
-        SessionRecord,
         ToolCallInput,
     )
     from providers.types import ContextReport, ToolCallRequest, TurnResult, Usage
     from tools.base import ToolResult as HandlerResult
-    from tools.plan import PlanArgs, PlanItem
-    from tools.registry import coerce_args
-    from tools.spawn import SpawnArgs
+    from tools.plan import PlanItem
     from workflows import policy
     from workflows.context import (
         AiMessage,
@@ -53,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import (
         TASK_WORKFLOW,
         ApprovalDecision,
-        Carry,
         EventsPage,
         Interjection,
         ModelRef,
@@ -66,12 +56,16 @@ with workflow.unsafe.imports_passed_through():
     from workflows.search_attributes import session_update, state_updates
     from workflows.sync import ContextSync, SyncState
 
+from workflows.continuation import ContinuationMixin
+from workflows.delegation import DelegationMixin
+from workflows.people import PeopleMixin
+
 INTERRUPTED_BY_USER = "[interrupted] The user sent a new message while this ran, so it was cancelled."
 INTERRUPTED_BY_STOP = "[interrupted] The task was stopped while this ran."
 
 
 @workflow.defn(name=TASK_WORKFLOW)
-class AgentTaskWorkflow:
+class AgentTaskWorkflow(PeopleMixin, DelegationMixin, ContinuationMixin):
     @workflow.init
     def __init__(self, task: TaskInput) -> None:
         self._task = task
@@ -377,62 +371,6 @@ class AgentTaskWorkflow:
             return await self._spawn(call)
         return await self._execute(call)
 
-    # ---- plan and sub-agents ------------------------------------------------------------
-
-    def _update_plan(self, call: ToolCallRequest) -> None:
-        try:
-            args = PlanArgs.model_validate(coerce_args(PlanArgs.model_json_schema(), call.arguments))
-        except ValidationError:
-            return
-        self._plan, self._plan_turn = args.items, self._turn
-
-    def _remind_of_plan(self) -> None:
-        """An event-driven reminder (seed 004): only when a plan is open and has gone stale."""
-        if not self._plan or all(item.status == "completed" for item in self._plan):
-            return
-        since = self._turn - self._plan_turn
-        if since >= policy.PLAN_STALE_TURNS and self._turn - self._plan_reminded_turn >= policy.PLAN_STALE_TURNS:
-            self._plan_reminded_turn = self._turn
-            self._append(SystemReminder(text=policy.plan_reminder(self._plan, since), reason="plan"))
-
-    async def _spawn(self, call: ToolCallRequest) -> HandlerResult:
-        """Run a sub-agent as a child workflow; its final summary is the result."""
-        try:
-            args = SpawnArgs.model_validate(coerce_args(SpawnArgs.model_json_schema(), call.arguments))
-        except ValidationError as err:
-            return HandlerResult(status="retry", content=f"invalid spawn arguments: {err.errors()[0]['msg']}")
-        if self._task.depth >= self._task.max_depth:
-            return HandlerResult(status="error", content=f"sub-agents may not go deeper than {self._task.max_depth} levels")
-        allowed = [n for n in (args.tools or self._tool_names) if n in self._tool_names]  # never more than ours
-        self._children += 1
-        child_id = f"{workflow.info().workflow_id}-sub{self._children}"
-        child = self._task.model_copy(update={
-            "instruction": args.task, "tools": allowed, "depth": self._task.depth + 1, "minimal_prompt": True,
-            "session": None, "context_id": None, "carry": None,
-        })
-        self._set_state(TaskState.EXECUTING_TOOL, f"sub-agent · {policy.shorten(args.task)}")
-        handle = await workflow.start_child_workflow(
-            AgentTaskWorkflow.run, child, id=child_id, static_summary=f"sub-agent: {args.task[:200]}"
-        )
-        interrupt = asyncio.ensure_future(
-            workflow.wait_condition(lambda: self._stop_reason is not None or bool(self._inbox))
-        )
-        await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
-        if not handle.done():  # stop and interjection reach the child too
-            await handle.signal(AgentTaskWorkflow.stop, "the parent task was interrupted")
-        interrupt.cancel()
-        try:
-            outcome: TaskOutcome = await handle
-        except ChildWorkflowError as err:
-            return HandlerResult(status="error", content=f"sub-agent {child_id} failed: {err.cause or err}")
-        self._usage = self._usage + outcome.usage  # children's usage and cost add up into ours
-        self._cost += outcome.cost_usd
-        if outcome.status == TaskState.DONE:
-            return HandlerResult(content=f"Sub-agent {child_id} finished in {outcome.turns} turns:\n{outcome.final_text}")
-        return HandlerResult(
-            status="error", content=f"Sub-agent {child_id} failed after {outcome.turns} turns: {outcome.error}"
-        )
-
     async def _execute(self, call: ToolCallRequest) -> HandlerResult:
         self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call))
         handle = workflow.start_activity(
@@ -459,137 +397,6 @@ class AgentTaskWorkflow:
             text = INTERRUPTED_BY_STOP if self._stop_reason is not None else INTERRUPTED_BY_USER
             return HandlerResult(status="error", content=text)
         return result
-
-    # ---- continue-as-new and sessions -------------------------------------------------
-
-    def _should_continue_as_new(self) -> bool:
-        if self._turns_this_run == 0 or self._stop_reason is not None:
-            return False
-        return (
-            self._turns_this_run >= self._task.continue_as_new_after
-            or workflow.info().is_continue_as_new_suggested()
-        )
-
-    async def _continue_as_new(self) -> None:
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        sync = self._sync.state
-        unsynced = self._transcript.since(sync.synced)
-        carry = Carry(
-            context_id=self._context_id,
-            base=unsynced[0].seq if unsynced else self._transcript.total,
-            entries=unsynced,
-            synced=sync.synced,
-            tool_written=sync.tool_written,
-            turn=self._turn,
-            no_tool_streak=self._no_tool_streak,
-            usage=self._usage,
-            loop_recent=self._loops.recent,
-            inbox=self._inbox,
-            runs=self._runs,
-            prompt_date=self._prompt.date,
-            last_report_turns=self._last_report_turns,
-            prompt_context=self._prompt.context,
-            plan=[item.model_dump() for item in self._plan],
-            plan_turn=self._plan_turn,
-            plan_reminded_turn=self._plan_reminded_turn,
-            children=self._children,
-            model_index=self._model_index,
-            cost_usd=self._cost,
-        )
-        workflow.continue_as_new(self._task.model_copy(update={"carry": carry, "context_id": self._context_id}))
-
-    async def _record_session(self) -> None:
-        assert self._outcome is not None and self._task.session is not None
-        await workflow.execute_activity(
-            RECORD_SESSION_ACTIVITY,
-            SessionRecord(
-                session=self._task.session,
-                context_id=self._context_id,
-                workflow_id=workflow.info().workflow_id,
-                status=self._outcome.status.value,
-                final_text=self._outcome.final_text or (self._outcome.error or ""),
-                total=self._transcript.total,
-                new_entries=self._sync.delta(self._transcript)[0],
-            ),
-            start_to_close_timeout=policy.STORE_TIMEOUT,
-            summary=f"session · {self._task.session} · record task",
-        )
-
-    # ---- waiting for people ---------------------------------------------------------
-
-    async def _wait_for_approval(self, call: ToolCallRequest) -> HandlerResult | None:
-        """Block until a decision, a stop, an interjection or the timeout. None means approved."""
-        self._pending = PendingApproval(
-            call_id=call.id,
-            tool=call.name,
-            arguments=call.arguments,
-            danger=call.danger or "unclassified",
-            reason=call.danger_reason or f"approval mode is {self._task.approval.value}",
-            turn=self._turn,
-            requested_at=workflow.now(),
-        )
-        self._decision = None
-        self._set_state(TaskState.WAITING_APPROVAL, f"waiting for approval: {policy.tool_summary(call)}")
-        timeout = self._task.approval_timeout_s
-        try:
-            await workflow.wait_condition(
-                lambda: self._decision is not None or self._stop_reason is not None or bool(self._inbox),
-                timeout=timedelta(seconds=timeout) if timeout else None,
-                timeout_summary="approval timeout",
-            )
-        except asyncio.TimeoutError:
-            self._decision = ApprovalDecision(
-                approved=False, reason=f"no decision within {timeout:g} s", decided_by="timeout"
-            )
-        decision, self._pending = self._decision, None
-        if decision is None:  # a stop or an interjection supersedes the call
-            why = "the task was stopped" if self._stop_reason is not None else "the user sent a new message instead"
-            decision = ApprovalDecision(approved=False, reason=why, decided_by="superseded")
-        verdict = "approved" if decision.approved else "denied"
-        note = f"{call.name} call {verdict} by {decision.decided_by} at {workflow.now().isoformat()}"
-        self._append(StatusNotice(text=f"{note}: {decision.reason}" if decision.reason else note))
-        if decision.approved:
-            return None
-        reason = f" Reason: {decision.reason}" if decision.reason else ""
-        return HandlerResult(
-            status="error", content=f"[denied] This call was not run: {decision.decided_by} denied it.{reason}"
-        )
-
-    async def _wait_for_reply(self, question: str) -> None:
-        self._question = question
-        self._set_state(TaskState.WAITING_REPLY, f"waiting for a reply: {question[:80]}")
-        await workflow.wait_condition(lambda: bool(self._inbox) or self._stop_reason is not None)
-        self._question = None
-
-    def _decision_problem(self, decision: ApprovalDecision) -> str | None:
-        if self._pending is None:
-            return "no tool call is waiting for approval"
-        if decision.call_id is not None and decision.call_id != self._pending.call_id:
-            return f"call {decision.call_id} is not pending (pending: {self._pending.call_id})"
-        if self._decision is not None:
-            return "the pending call has already been decided"
-        return None
-
-    def _deliver_interjections(self) -> None:
-        while self._inbox:
-            message = self._inbox.pop(0)
-            self._append(UserMessage(text=message.text))
-
-    async def _interruptible(self, handle: Any) -> Any:
-        """Await an activity; cancel it on a stop or an interjection. None means interrupted."""
-        interrupt = asyncio.ensure_future(
-            workflow.wait_condition(lambda: self._stop_reason is not None or bool(self._inbox))
-        )
-        await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
-        if handle.done():
-            interrupt.cancel()
-            return handle.result()
-        handle.cancel()
-        try:
-            await handle
-        except (ActivityError, CancelledError, asyncio.CancelledError):
-            pass
-        return None
 
     # ---- helpers ----------------------------------------------------------------------
 
