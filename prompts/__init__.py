@@ -1,36 +1,124 @@
-"""The prompt layer: the system prompt as XML segments, rules plus examples.
+"""The prompt layer: the system prompt as XML segments, each rules plus examples.
 
-The stable part comes first and the dynamic part (workspace, date, tools)
-after ``CACHE_BOUNDARY``, so a provider with prompt caching can cache the
-prefix.
+Every word the model reads as system prompt is in ``prompts/segments/*.md``,
+in ``tools.untrusted.SECURITY_PROMPT_SEGMENT``, or in the ``PromptContext``
+and environment values filled into the segments. The code only picks and
+orders segments; the text holds no conditions of its own.
+
+    stable      identity, language, agent_loop, tool_use, error_handling,
+                output_format, security                  the same for every task
+    CACHE_BOUNDARY
+    dynamic     environment (workspace, date, tools)      always
+                user_preferences, memory,                 when the context has them
+                project_conventions (AGENTS.md)
+                skills (the catalogue)                    when there are skills and
+                                                          `load_skill` is a tool
+
+The stable part is byte-identical for every workspace, date and tool list, so a
+provider with prompt caching caches it; ``split_at_cache_boundary`` splits a
+prompt there. Values filled in are made inert: a look-alike of one of the
+prompt's own tags has its ``<`` escaped, so a MEMORY.md cannot close its
+segment and speak outside it.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from importlib import resources
+
+from prompts.context import PromptContext, load_prompt_context
 
 # A zero-width marker between the stable prefix and the dynamic suffix.
 CACHE_BOUNDARY = "\u200b<!-- cache-boundary -->\u200b"
 
+STABLE_SEGMENTS = (
+    "identity",
+    "language",
+    "agent_loop",
+    "tool_use",
+    "error_handling",
+    "output_format",
+    "security",
+)
+DYNAMIC_SEGMENTS = ("environment", "user_preferences", "memory", "project_conventions", "skills")
+SKILLS_TOOL = "load_skill"
 
-def system_template() -> str:
-    return resources.files(__package__).joinpath("system.md").read_text(encoding="utf-8")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+_OWN_TAGS = (*STABLE_SEGMENTS, *DYNAMIC_SEGMENTS, "file", "preferences", "available_skills")
+_TAG_LOOKALIKE = re.compile(r"<(\s*/?\s*(?:" + "|".join(_OWN_TAGS) + r")\b)", re.IGNORECASE)
 
 
-def build_system_prompt(*, workspace: str, date: str, tool_names: list[str]) -> str:
-    from tools.untrusted import SECURITY_PROMPT_SEGMENT
+def segment_text(name: str) -> str:
+    """The text of one segment as written, placeholders included."""
+    if name == "security":
+        from tools.untrusted import SECURITY_PROMPT_SEGMENT
 
-    text = system_template()
-    return (
-        text.replace("{security}", SECURITY_PROMPT_SEGMENT.strip())
-        .replace("{cache_boundary}", CACHE_BOUNDARY)
-        .replace("{workspace}", workspace)
-        .replace("{date}", date)
-        .replace("{tools}", ", ".join(tool_names))
-    )
+        return SECURITY_PROMPT_SEGMENT.strip()
+    path = resources.files(__package__).joinpath("segments", f"{name}.md")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def render_segment(name: str, **values: str) -> str:
+    """A segment with its ``{placeholders}`` filled in one pass; a missing value raises KeyError."""
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in values:
+            raise KeyError(f"segment {name!r} needs a value for {{{key}}}")
+        return _inert(values[key])
+
+    return _PLACEHOLDER.sub(fill, segment_text(name))
+
+
+@functools.cache
+def stable_prompt() -> str:
+    """The part before ``CACHE_BOUNDARY``: the same for every task."""
+    return "\n\n".join(segment_text(name) for name in STABLE_SEGMENTS)
+
+
+def build_system_prompt(
+    *, workspace: str, date: str, tool_names: list[str], context: PromptContext | None = None
+) -> str:
+    """The whole system prompt: the stable part, ``CACHE_BOUNDARY``, the dynamic part.
+
+    ``context=None`` gives the minimal prompt (no preferences, memory, project
+    conventions or skills), e.g. for a sub-agent.
+    """
+    ctx = context or PromptContext()
+    tools = ", ".join(tool_names) or "none"
+    dynamic = [render_segment("environment", workspace=workspace, date=date, tools=tools)]
+    if ctx.preferences.strip():
+        dynamic.append(render_segment("user_preferences", preferences=ctx.preferences.strip()))
+    if ctx.memory.strip():
+        dynamic.append(render_segment("memory", memory=ctx.memory.strip()))
+    if ctx.agents.strip():
+        dynamic.append(render_segment("project_conventions", agents=ctx.agents.strip()))
+    if ctx.skills and SKILLS_TOOL in tool_names:
+        catalogue = "\n".join(f"- {s.name}: {s.description}" for s in ctx.skills)
+        dynamic.append(render_segment("skills", skills=catalogue))
+    return f"{stable_prompt()}\n{CACHE_BOUNDARY}\n" + "\n\n".join(dynamic) + "\n"
 
 
 def split_at_cache_boundary(system: str) -> tuple[str, str]:
     """The stable prefix and the dynamic suffix of a system prompt."""
     stable, _, dynamic = system.partition(CACHE_BOUNDARY)
     return stable, dynamic
+
+
+def _inert(value: str) -> str:
+    return _TAG_LOOKALIKE.sub(r"&lt;\1", value.replace(CACHE_BOUNDARY, ""))
+
+
+__all__ = [
+    "CACHE_BOUNDARY",
+    "DYNAMIC_SEGMENTS",
+    "STABLE_SEGMENTS",
+    "PromptContext",
+    "build_system_prompt",
+    "load_prompt_context",
+    "render_segment",
+    "segment_text",
+    "split_at_cache_boundary",
+    "stable_prompt",
+]

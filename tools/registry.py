@@ -17,12 +17,15 @@ from xml.sax.saxutils import quoteattr
 from pydantic import ValidationError
 
 from providers.types import ToolSpec
-from tools import fetch, file, message, plan, search, shell, spawn
+from tools import fetch, file, memory, message, plan, search, shell, skills, spawn
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
 
 REGISTRY: dict[str, ToolDefinition[Any]] = {
     tool.name: tool
-    for tool in (message.TOOL, shell.TOOL, file.TOOL, search.TOOL, fetch.TOOL, plan.TOOL, spawn.TOOL)
+    for tool in (
+        message.TOOL, shell.TOOL, file.TOOL, search.TOOL, fetch.TOOL, plan.TOOL, spawn.TOOL,
+        skills.TOOL, memory.TOOL,
+    )
 }
 DEFAULT_TOOLS = ("message", "shell", "file")
 

@@ -1,0 +1,112 @@
+"""What the dynamic part of the system prompt shows besides the environment.
+
+``load_prompt_context`` reads it from disk; ``build_system_prompt`` renders it.
+
+- memory: ``MEMORY.md`` at the workspace root. For a task in a session, the
+  session's own ``<data_dir>/sessions/<session>/MEMORY.md`` replaces it when
+  that file exists; otherwise the workspace's is used. (The ``memory`` tool
+  writes the workspace's file.)
+- agents: ``AGENTS.md`` at the workspace root, the project's conventions.
+- skills: names and descriptions of the skills under ``skills_dirs``
+  (default: ``tools.skills.skills_dirs(workspace)``).
+- preferences: the ``AGENT_USER_PREFERENCES`` environment variable, or else
+  ``<data_dir>/preferences.md``.
+
+Each text is capped at ``FILE_CAP_CHARS`` with a note saying so. A file that
+cannot be read, or that resolves outside the workspace, becomes a one-line
+note in its place; loading never raises for a bad file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from tools.skills import SkillInfo, discover_skills, read_text
+from tools.skills import skills_dirs as default_skills_dirs
+
+FILE_CAP_CHARS = 20_000
+MEMORY_FILE = "MEMORY.md"
+AGENTS_FILE = "AGENTS.md"
+PREFERENCES_FILE = "preferences.md"
+PREFERENCES_ENV = "AGENT_USER_PREFERENCES"
+
+
+class PromptContext(BaseModel):
+    """Per-workspace (and per-user) texts for the dynamic part of the system prompt."""
+
+    memory: str = ""
+    agents: str = ""
+    skills: list[SkillInfo] = []
+    preferences: str = ""
+
+
+def load_prompt_context(
+    workspace: Path,
+    *,
+    data_dir: Path,
+    session: str | None = None,
+    skills_dirs: list[Path] | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> PromptContext:
+    """The prompt context of a task in ``workspace`` (see the module docstring for the rules)."""
+    workspace = Path(workspace)
+    memory_path, memory_root = session_memory(data_dir, session), data_dir
+    if memory_path is None:
+        memory_path, memory_root = workspace / MEMORY_FILE, workspace
+    preferences = env.get(PREFERENCES_ENV, "").strip()
+    return PromptContext(
+        memory=read_capped(memory_path, root=memory_root),
+        agents=read_capped(workspace / AGENTS_FILE, root=workspace),
+        skills=discover_skills(default_skills_dirs(workspace, env) if skills_dirs is None else skills_dirs),
+        preferences=_cap(preferences, PREFERENCES_ENV) if preferences else read_capped(
+            data_dir / PREFERENCES_FILE, root=data_dir
+        ),
+    )
+
+
+def session_memory(data_dir: Path, session: str | None) -> Path | None:
+    """The session's own MEMORY.md, if the session has one (and its name stays in ``sessions/``)."""
+    if not session:
+        return None
+    sessions = (Path(data_dir) / "sessions").resolve()
+    path = (sessions / session / MEMORY_FILE).resolve()
+    if not path.is_relative_to(sessions) or not path.is_file():
+        return None
+    return path
+
+
+def read_capped(path: Path, *, root: Path, cap: int = FILE_CAP_CHARS) -> str:
+    """The text of ``path`` capped at ``cap`` characters; "" if absent; a note if unreadable."""
+    label = path.name
+    if not path.exists() and not path.is_symlink():
+        return ""
+    if not path.resolve().is_relative_to(Path(root).resolve()):
+        return f"[{label} was not loaded: it points outside {root}]"
+    try:
+        read = read_text(path, cap)
+    except OSError as exc:
+        return f"[{label} could not be read: {exc.strerror or exc}]"
+    text = read.text.strip()
+    if read.truncated:
+        text += f"\n[{label} is cut here: showing its first {cap} characters of {read.size} bytes]"
+    return text
+
+
+def _cap(text: str, label: str, cap: int = FILE_CAP_CHARS) -> str:
+    if len(text) <= cap:
+        return text
+    return f"{text[:cap]}\n[{label} is cut here: showing its first {cap} of {len(text)} characters]"
+
+
+__all__ = [
+    "FILE_CAP_CHARS",
+    "PromptContext",
+    "SkillInfo",
+    "load_prompt_context",
+    "read_capped",
+    "session_memory",
+]

@@ -1,0 +1,267 @@
+"""The ``memory`` tool: stable facts in ``MEMORY.md``, dated notes in ``memory/``.
+
+``MEMORY.md`` at the workspace root holds curated facts, one ``- fact`` line
+each; the prompt layer shows it in every system prompt. ``memory/YYYY-MM-DD.md``
+is an append-only log of the day, in the handler's local time (the tool runs in
+an activity, so reading the clock here is fine).
+
+- append: add a fact; a fact already there (ignoring case and spacing) is not added twice.
+- revise: replace the fact line equal to ``old`` with ``new``; an empty ``new`` removes it.
+- read: MEMORY.md and the names of the recent daily notes.
+- note: append a timestamped line to today's notes.
+
+Facts are single lines of at most ``MAX_FACT_CHARS``; MEMORY.md stops growing at
+``MAX_MEMORY_CHARS``. Files are opened beneath the workspace without following
+symlinks, and locked while read and rewritten, so two tasks sharing a workspace
+do not lose each other's facts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import stat
+from datetime import datetime
+from pathlib import Path
+from typing import BinaryIO, Iterator, Literal, assert_never
+
+from pydantic import ValidationInfo, field_validator, model_validator
+
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+
+MEMORY_FILE = "MEMORY.md"
+NOTES_DIR = "memory"
+MAX_FACT_CHARS = 500
+MAX_NOTE_CHARS = 1000
+MAX_MEMORY_CHARS = 16_000  # under the prompt layer's 20 KB cap, so every fact is shown
+MAX_READ_CHARS = 20_000
+RECENT_NOTES = 7
+HEADER = (
+    "# Memory\n\n"
+    "Stable facts about this workspace and its user, one per line. Kept by the agent's\n"
+    "`memory` tool; edit freely.\n\n"
+)
+_NOTE_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.md")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+DESCRIPTION = f"""\
+Remember things across tasks. Facts live in MEMORY.md at the workspace root, which
+is shown to you in the system prompt of every task; notes go to memory/YYYY-MM-DD.md.
+- append: add one fact (a single line, at most {MAX_FACT_CHARS} characters). Good facts are
+  stable and useful later: the user's preferences, how to build and test this project,
+  where things are, decisions taken. Not task progress, not guesses, never secrets.
+- revise: replace the fact line equal to old with new; an empty new removes the fact.
+  Use it when a fact is outdated or wrong.
+- read: the current MEMORY.md and the names of the recent daily notes.
+- note: append a timestamped line to today's notes, for what happened rather than what is true.
+Example: {{"action": "append", "fact": "Tests run with `make test`; plain pytest misses the fixtures."}}
+"""
+
+
+def now() -> datetime:
+    """The local time; tests replace it."""
+    return datetime.now().astimezone()
+
+
+class MemoryArgs(StrictArgs):
+    action: Literal["append", "revise", "read", "note"]
+    fact: str | None = Field(None, description="append: the fact, one line.")
+    old: str | None = Field(None, description="revise: the current fact line, exactly.")
+    new: str | None = Field(None, description="revise: the new fact line; empty removes the fact.")
+    note: str | None = Field(None, description="note: the line to add to today's notes.")
+
+    @field_validator("fact", "old", "new", "note")
+    @classmethod
+    def _one_line(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        if len(value.splitlines()) > 1:
+            raise ValueError("must be a single line; record several facts with several calls")
+        limit = MAX_NOTE_CHARS if info.field_name == "note" else MAX_FACT_CHARS
+        if len(value) > limit:
+            raise ValueError(f"must be at most {limit} characters (got {len(value)}); make it shorter")
+        return value
+
+    @model_validator(mode="after")
+    def _needs_its_fields(self) -> MemoryArgs:
+        needed = {"append": ("fact",), "revise": ("old", "new"), "note": ("note",)}
+        missing = [f for f in needed.get(self.action, ()) if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"action {self.action!r} needs {' and '.join(missing)}")
+        empty = [f for f in ("fact", "old", "note") if getattr(self, f) == ""]
+        if empty:
+            raise ValueError(f"{' and '.join(empty)} must not be empty")
+        return self
+
+
+class _Refused(Exception):
+    """A request the tool turns down; the message goes to the model as an error."""
+
+
+# --- files beneath the workspace ------------------------------------------
+
+
+@contextlib.contextmanager
+def _opened(root: Path, name: str, flags: int, *, subdir: str | None = None) -> Iterator[BinaryIO]:
+    """``root[/subdir]/name`` opened without following symlinks, and locked (shared for reading)."""
+    fd = os.open(root.resolve(), _DIR_FLAGS)
+    try:
+        if subdir is not None:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(subdir, dir_fd=fd)
+            sub = _open_at(fd, subdir, _DIR_FLAGS)
+            os.close(fd)
+            fd = sub
+        file_fd = _open_at(fd, name, flags | os.O_NONBLOCK)
+    finally:
+        os.close(fd)
+    with os.fdopen(file_fd, "r+b" if flags & os.O_RDWR else "ab" if flags & os.O_APPEND else "rb") as f:
+        if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+            raise _Refused(f"{name} is not a regular file")
+        fcntl.flock(file_fd, fcntl.LOCK_EX if flags & (os.O_RDWR | os.O_WRONLY) else fcntl.LOCK_SH)
+        yield f
+
+
+def _open_at(dir_fd: int, name: str, flags: int) -> int:
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _Refused(f"{name} is a symlink or not a directory; refusing to use it") from None
+        raise
+
+
+def _fact_of(line: str) -> str:
+    """The fact on a MEMORY.md line: the text after its list bullet, if any."""
+    text = line.strip()
+    return text[2:].strip() if text[:2] in ("- ", "* ") else text
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _decoded(f: BinaryIO) -> str:
+    try:
+        return f.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refused(f"{MEMORY_FILE} is not UTF-8 text; fix it with the file tool first") from None
+
+
+def _rewrite(f: BinaryIO, text: str) -> None:
+    f.seek(0)
+    f.write(text.encode("utf-8"))
+    f.truncate()
+
+
+# --- actions --------------------------------------------------------------
+
+
+def _append(root: Path, fact: str) -> ToolResult:
+    with _opened(root, MEMORY_FILE, os.O_RDWR | os.O_CREAT) as f:
+        text = _decoded(f) or HEADER
+        if any(_same(_fact_of(line), fact) for line in text.splitlines()):
+            return ToolResult(content=f"Already in {MEMORY_FILE}: {fact}")
+        line = f"- {fact}\n"
+        if len(text) + len(line) > MAX_MEMORY_CHARS:
+            raise _Refused(
+                f"{MEMORY_FILE} is full ({MAX_MEMORY_CHARS} characters); revise or remove outdated facts first"
+            )
+        _rewrite(f, (text if text.endswith("\n") else text + "\n") + line)
+    return ToolResult(content=f"Remembered in {MEMORY_FILE}: {fact}")
+
+
+def _revise(root: Path, old: str, new: str) -> ToolResult:
+    old = _fact_of(old)
+    new = _fact_of(new)
+    try:
+        with _opened(root, MEMORY_FILE, os.O_RDWR) as f:
+            lines = _decoded(f).splitlines(keepends=True)
+            hits = [i for i, line in enumerate(lines) if line.strip() and _fact_of(line) == old]
+            if not hits:
+                facts = [_fact_of(line) for line in lines if line.lstrip().startswith(("- ", "* "))]
+                shown = "\n".join(f"- {fact}" for fact in facts) or "(no facts)"
+                raise _Refused(f"no fact in {MEMORY_FILE} equals old exactly. The facts are:\n{shown}")
+            taken = any(_same(_fact_of(line), new) for i, line in enumerate(lines) if i not in hits)
+            kept = [line for i, line in enumerate(lines) if i not in hits]  # copies of old go too
+            if new and not taken:
+                kept.insert(hits[0], f"- {new}\n")
+            _rewrite(f, "".join(kept))
+    except FileNotFoundError:
+        raise _Refused(f"{MEMORY_FILE} does not exist yet; there is nothing to revise") from None
+    done = f"Removed from {MEMORY_FILE}: {old}" if not new else f"Revised in {MEMORY_FILE}: {old} -> {new}"
+    return ToolResult(content=done)
+
+
+def _read(root: Path) -> ToolResult:
+    try:
+        with _opened(root, MEMORY_FILE, os.O_RDONLY) as f:
+            text = f.read().decode("utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        text = ""
+    if len(text) > MAX_READ_CHARS:
+        text = f"{text[:MAX_READ_CHARS]}\n[{MEMORY_FILE} cut at {MAX_READ_CHARS} of {len(text)} characters]"
+    notes_dir = root / NOTES_DIR
+    notes = []
+    if notes_dir.is_dir() and not notes_dir.is_symlink():
+        notes = sorted(p.name for p in notes_dir.iterdir() if _NOTE_FILE.fullmatch(p.name))[-RECENT_NOTES:]
+    parts = [text or f"{MEMORY_FILE} is empty: no facts yet."]
+    if notes:
+        listing = "\n".join(f"- {NOTES_DIR}/{name}" for name in notes)
+        parts.append(f"Recent daily notes (read them with the file tool):\n{listing}")
+    return ToolResult(content="\n\n".join(parts))
+
+
+def _note(root: Path, note: str) -> ToolResult:
+    when = now()
+    name = f"{when:%Y-%m-%d}.md"
+    with _opened(root, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, subdir=NOTES_DIR) as f:
+        head = f"# Notes {when:%Y-%m-%d}\n\n" if os.fstat(f.fileno()).st_size == 0 else ""
+        f.write(f"{head}- {when:%H:%M:%S} {note}\n".encode("utf-8"))
+    return ToolResult(content=f"Noted in {NOTES_DIR}/{name}.")
+
+
+def _run(args: MemoryArgs, workspace: Path) -> ToolResult:
+    try:
+        match args.action:
+            case "append":
+                assert args.fact is not None
+                return _append(workspace, args.fact)
+            case "revise":
+                assert args.old is not None and args.new is not None
+                return _revise(workspace, args.old, args.new)
+            case "read":
+                return _read(workspace)
+            case "note":
+                assert args.note is not None
+                return _note(workspace, args.note)
+            case _:
+                assert_never(args.action)
+    except _Refused as exc:
+        return ToolResult(status="error", content=str(exc))
+    except OSError as exc:
+        return ToolResult(status="error", content=f"memory {args.action} failed: {exc.strerror or exc}")
+
+
+async def memory_tool(args: MemoryArgs, ctx: ToolContext) -> ToolResult:
+    return await asyncio.to_thread(_run, args, ctx.workspace)
+
+
+def classify(args: MemoryArgs) -> Danger:
+    return Danger.SAFE if args.action == "read" else Danger.MODERATE
+
+
+TOOL = ToolDefinition(
+    name="memory",
+    description=DESCRIPTION,
+    args_model=MemoryArgs,
+    handler=memory_tool,
+    danger=Danger.MODERATE,
+    classify=classify,
+    compact_keys=("action",),
+)
