@@ -18,6 +18,7 @@ from temporalio.worker import Worker
 
 from activities.context_store import ContextStore
 from activities.llm import LlmActivities, ProviderSettings
+from activities.prompt import PromptActivities
 from activities.log import configure_logging, get_logger
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
@@ -43,11 +44,14 @@ def build_worker(
     llm = LlmActivities(settings, store)
     tools = ToolActivities(store)
     sessions = SessionActivities(store)
+    prompt = PromptActivities(store)
     return Worker(
         client,
         task_queue=queue or task_queue(),
         workflows=[AgentTaskWorkflow],
-        activities=[llm.call_llm, tools.run_tool, sessions.load_session, sessions.record_session],
+        activities=[
+            llm.call_llm, tools.run_tool, sessions.load_session, sessions.record_session, prompt.prompt_context,
+        ],
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities: send them
         # promptly instead of the default 80% of the heartbeat timeout.

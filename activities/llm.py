@@ -26,7 +26,7 @@ from activities.heartbeat import with_heartbeats
 from activities.log import get_logger
 from activities.secrets import SecretStore
 from activities.types import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
-from prompts import build_system_prompt
+from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError
 from providers.factory import Provider, make_provider
@@ -84,7 +84,8 @@ class LlmActivities:
         info = activity.info()
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
-        system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date, tool_names=inp.tool_names)
+        system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
+                                     tool_names=inp.tool_names, context=self._prompt_context(inp))
         try:
             specs = tools.specs(inp.tool_names)
         except KeyError as err:
@@ -129,6 +130,13 @@ class LlmActivities:
         log.info("llm call done", tool_calls=len(result.tool_calls), input_tokens=result.usage.input_tokens,
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
+
+    def _prompt_context(self, inp: LlmCallInput) -> PromptContext | None:
+        """The snapshot taken at task start (None for sub-agents: a minimal prompt)."""
+        if inp.prompt.minimal or not inp.prompt.context:
+            return None
+        raw = self.store.get_blob(inp.prompt.context)
+        return PromptContext.model_validate_json(raw) if raw else None
 
     def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
         """The model's view: stored entries (large outputs expanded), compacted to fit."""

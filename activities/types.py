@@ -11,6 +11,7 @@ from workflows.context import Entry
 
 LLM_ACTIVITY = "llm_call"
 TOOL_ACTIVITY = "tool_call"
+PROMPT_CONTEXT_ACTIVITY = "prompt_context"
 LOAD_SESSION_ACTIVITY = "session_load"
 RECORD_SESSION_ACTIVITY = "session_record"
 CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; resend in full
@@ -75,3 +76,8 @@ class SessionRecord(BaseModel):
     final_text: str
     total: int
     new_entries: list[Entry] = []  # entries the store does not have yet
+
+
+class PromptContextInput(BaseModel):
+    workspace: str
+    session: str | None = None

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.llm import LlmActivities, ProviderSettings
     from activities.log import configure_logging
     from activities.context_store import ContextStore
+    from activities.prompt import PromptActivities
     from activities.tools import ToolActivities
     from activities.types import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
     from providers.scripted import ScriptedModelServer, tool
@@ -126,7 +127,7 @@ async def main(turns: int, repeat: int) -> None:
                         async with Worker(
                             env.client, task_queue=queue,
                             workflows=[AgentTaskWorkflow, FloorWorkflow, NoopFloorWorkflow],
-                            activities=[llm.call_llm, tools.run_tool, noop],
+                            activities=[llm.call_llm, tools.run_tool, noop, PromptActivities(store).prompt_context],
                         ):
                             if kind == "agent":
                                 agent_s.append(await timed(run_agent(env.client, queue, ws, turns)))

@@ -2,10 +2,9 @@
 
 ``load_prompt_context`` reads it from disk; ``build_system_prompt`` renders it.
 
-- memory: ``MEMORY.md`` at the workspace root. For a task in a session, the
-  session's own ``<data_dir>/sessions/<session>/MEMORY.md`` replaces it when
-  that file exists; otherwise the workspace's is used. (The ``memory`` tool
-  writes the workspace's file.)
+- memory: ``MEMORY.md`` at the workspace root (the file the ``memory`` tool
+  writes). For a task in a session whose ``<data_dir>/sessions/<session>/MEMORY.md``
+  exists, that file's facts are shown too, after the workspace's.
 - agents: ``AGENTS.md`` at the workspace root, the project's conventions.
 - skills: names and descriptions of the skills under ``skills_dirs``
   (default: ``tools.skills.skills_dirs(workspace)``).
@@ -54,12 +53,14 @@ def load_prompt_context(
 ) -> PromptContext:
     """The prompt context of a task in ``workspace`` (see the module docstring for the rules)."""
     workspace = Path(workspace)
-    memory_path, memory_root = session_memory(data_dir, session), data_dir
-    if memory_path is None:
-        memory_path, memory_root = workspace / MEMORY_FILE, workspace
+    memory = read_capped(workspace / MEMORY_FILE, root=workspace)
+    session_path = session_memory(data_dir, session)
+    if session_path is not None:
+        shared = read_capped(session_path, root=data_dir)
+        memory = f"{memory}\n\nSession {session!r}:\n{shared}".strip() if shared else memory
     preferences = env.get(PREFERENCES_ENV, "").strip()
     return PromptContext(
-        memory=read_capped(memory_path, root=memory_root),
+        memory=memory,
         agents=read_capped(workspace / AGENTS_FILE, root=workspace),
         skills=discover_skills(default_skills_dirs(workspace, env) if skills_dirs is None else skills_dirs),
         preferences=_cap(preferences, PREFERENCES_ENV) if preferences else read_capped(

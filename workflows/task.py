@@ -20,8 +20,10 @@ with workflow.unsafe.imports_passed_through():
         CONTEXT_GAP,
         LLM_ACTIVITY,
         LOAD_SESSION_ACTIVITY,
+        PROMPT_CONTEXT_ACTIVITY,
         TOOL_ACTIVITY,
         LlmCallInput,
+        PromptContextInput,
         PromptParams,
         ToolCallInput,
     )
@@ -202,6 +204,15 @@ class AgentTaskWorkflow(PeopleMixin, DelegationMixin, ContinuationMixin):
         self._prompt = PromptParams(
             workspace=task.workspace, date=workflow.now().date().isoformat(), minimal=task.minimal_prompt
         )
+        # patched(): tasks started before the prompt context existed replay without it.
+        if not task.minimal_prompt and workflow.patched("prompt-context"):
+            self._prompt.context = await workflow.execute_activity(
+                PROMPT_CONTEXT_ACTIVITY,
+                PromptContextInput(workspace=task.workspace, session=task.session),
+                result_type=str,
+                start_to_close_timeout=policy.STORE_TIMEOUT,
+                summary="prompt · memory, conventions, skills",
+            )
         if task.session:
             if task.search_attributes:
                 workflow.upsert_search_attributes([session_update(task.session)])

@@ -142,12 +142,12 @@ def test_memory_and_agents_md_are_absent_when_the_files_are_missing_or_blank(tmp
     assert "<memory>" not in system and "<project_conventions>" not in system
 
 
-def test_session_memory_replaces_the_workspace_memory_when_the_session_has_one(tmp_path, workspace):
+def test_session_memory_is_shown_after_the_workspace_memory_when_the_session_has_one(tmp_path, workspace):
     (workspace / "MEMORY.md").write_text("- workspace fact\n")
     session_dir = tmp_path / "data" / "sessions" / "research"
     session_dir.mkdir(parents=True)
     (session_dir / "MEMORY.md").write_text("- session fact\n")
-    assert _load(workspace, tmp_path, session="research").memory == "- session fact"
+    assert _load(workspace, tmp_path, session="research").memory == "- workspace fact\n\nSession 'research':\n- session fact"
     assert _load(workspace, tmp_path, session="other").memory == "- workspace fact"
     assert _load(workspace, tmp_path, session="../../ws").memory == "- workspace fact"
 

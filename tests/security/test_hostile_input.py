@@ -22,6 +22,7 @@ from temporalio.worker import Worker
 import tools
 from activities.context_store import ContextStore
 from activities.llm import LlmActivities, ProviderSettings
+from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from providers.errors import ProviderError
@@ -188,7 +189,8 @@ async def test_a_broken_provider_fails_one_task_clearly_while_the_worker_serves_
         tools_ = ToolActivities(store)
         sessions = SessionActivities(store)
         async with Worker(client, task_queue=task_queue, workflows=[AgentTaskWorkflow],
-                          activities=[llm.call_llm, tools_.run_tool, sessions.load_session, sessions.record_session]):
+                          activities=[llm.call_llm, tools_.run_tool, sessions.load_session, sessions.record_session,
+                                      PromptActivities(store).prompt_context]):
             bad = client.execute_workflow(AgentTaskWorkflow.run, make_input(workspace, "broken task", provider="broken"),
                                           id=f"bad-{os.getpid()}-{task_queue}", task_queue=task_queue)
             good = client.execute_workflow(AgentTaskWorkflow.run, make_input(workspace, "good task"),

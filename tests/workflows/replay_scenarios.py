@@ -2,7 +2,8 @@
 
 Record (or re-record after an intended workflow change):
     python -m tests.workflows.replay_scenarios
-Each run of a task (continue-as-new starts a new one) is saved as its own file.
+Each run of a task (continue-as-new starts a new one) is saved as its own file,
+named ``<scenario>.<VERSION>.run<N>.json``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from workflows.task import AgentTaskWorkflow
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state, wait_until
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
+# Bump when the workflow changes its commands (behind workflow.patched): older recordings stay
+# and keep proving that tasks started on the earlier code still replay.
+VERSION = "v2"
 Driver = Callable[[WorkflowHandle, ScriptedModelServer], Awaitable[None]]
 
 
@@ -104,7 +108,7 @@ async def record_histories(client: Client, task_queue: str, workspace: Path, sce
 
 async def main() -> None:
     HISTORIES.mkdir(exist_ok=True)
-    for old in HISTORIES.glob("*.json"):
+    for old in HISTORIES.glob(f"*.{VERSION}.*.json"):
         old.unlink()
     extra = [arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")]
     env = await WorkflowEnvironment.start_local(
@@ -115,7 +119,7 @@ async def main() -> None:
             with tempfile.TemporaryDirectory() as ws:
                 bodies = await record_histories(env.client, f"record-{name}", Path(ws), scenario)
             for index, body in enumerate(bodies, 1):
-                (HISTORIES / f"{name}.run{index}.json").write_text(body)
+                (HISTORIES / f"{name}.{VERSION}.run{index}.json").write_text(body)
             print(f"recorded {name}: {len(bodies)} run(s)")
     finally:
         await env.shutdown()

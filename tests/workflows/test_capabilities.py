@@ -100,3 +100,31 @@ async def test_spawning_past_the_depth_limit_is_refused(client, task_queue, work
         outcome = await run_task(client, task_queue, make_input(workspace, tools=BASIC, depth=2, max_depth=2))
     assert outcome.status == TaskState.DONE
     assert "may not go deeper than 2" in tool_messages(model.requests[1])[0]["content"]
+
+
+async def test_memory_agents_md_and_the_skills_catalogue_reach_the_prompt_but_not_skill_bodies(client, task_queue, workspace):
+    (workspace / "MEMORY.md").write_text("# Memory\n- The deploy target is staging-3.\n")
+    (workspace / "AGENTS.md").write_text("Use tabs, never spaces.\n")
+    steps = [Step(tool_calls=[("load_skill", {"name": "git-commit"})]), tool("memory", action="append", fact="Tests run with pytest -q."), FINISH]
+    async with scripted_worker(client, task_queue, steps) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace))
+    assert outcome.status == TaskState.DONE
+    system = model.requests[0]["messages"][0]["content"]
+    assert "staging-3" in system and "Use tabs, never spaces." in system
+    assert "git-commit" in system and "python-testing" in system  # the catalogue: names and descriptions
+    skill_result = tool_messages(model.requests[1])[0]["content"]
+    assert len(skill_result) > 200 and skill_result[100:160] not in system  # the body only once loaded
+    assert model.requests[2]["messages"][0]["content"] == system  # the prompt stays the same all task long
+    assert "Tests run with pytest -q." in (workspace / "MEMORY.md").read_text()
+
+
+async def test_a_sub_agent_gets_a_minimal_prompt_without_memory_or_skills(client, task_queue, workspace):
+    (workspace / "MEMORY.md").write_text("- parent-only fact\n")
+    steps = [tool("spawn", task="say hi"), tool("message", type="result", text="hi"), FINISH]
+    async with scripted_worker(client, task_queue, steps) as model:
+        await run_task(client, task_queue, make_input(workspace))
+    parent_system = model.requests[0]["messages"][0]["content"]
+    child_system = model.requests[1]["messages"][0]["content"]
+    assert "parent-only fact" in parent_system and "parent-only fact" not in child_system
+    assert "git-commit" not in child_system
+    assert "load_skill" not in tool_names(model.requests[1]) and "memory" not in tool_names(model.requests[1])

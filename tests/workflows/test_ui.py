@@ -42,6 +42,7 @@ async def test_a_finished_task_reads_well_in_the_temporal_ui(client, task_queue,
     summaries = [summary(e) for e in scheduled]
     assert all(summaries), summaries
     assert summaries == [
+        "prompt · memory, conventions, skills",
         "llm · gpt-4o-mini · turn 1", "tool · shell · ls -la",
         "llm · gpt-4o-mini · turn 2", "tool · file · read notes.md",
         "llm · gpt-4o-mini · turn 3", "tool · message · result done",

@@ -1,0 +1,34 @@
+"""The prompt context activity: at task start, read what the dynamic part of the system prompt
+shows (MEMORY.md, AGENTS.md, the skills catalogue, preferences) once, store the snapshot in
+the context store, and give the workflow its digest. Every LLM call of the task then renders
+the same prompt (so the provider's prompt cache holds and retries are identical), and the
+history holds a 32-character digest instead of the text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio import activity
+
+from activities.context_store import ContextStore
+from activities.secrets import SecretStore
+from activities.types import PROMPT_CONTEXT_ACTIVITY, PromptContextInput
+from prompts import load_prompt_context
+from temporal.server import data_dir
+
+
+class PromptActivities:
+    def __init__(self, store: ContextStore | None = None, secrets: SecretStore | None = None) -> None:
+        self._store = store
+        self.secrets = secrets if secrets is not None else SecretStore.from_env()
+
+    @property
+    def store(self) -> ContextStore:
+        if self._store is None:
+            self._store = ContextStore()
+        return self._store
+
+    @activity.defn(name=PROMPT_CONTEXT_ACTIVITY)
+    async def prompt_context(self, inp: PromptContextInput) -> str:
+        context = load_prompt_context(Path(inp.workspace), data_dir=data_dir(), session=inp.session)
+        return self.store.put_blob(self.secrets.redact(context.model_dump_json()))
