@@ -44,6 +44,7 @@ from httpx_sse import aconnect_sse
 from prompts import split_at_cache_boundary
 from providers.errors import ProviderError, error_message, is_retryable_status, kind_for_status
 from providers.errors import parse_retry_after, snippet
+from providers.http import HttpProvider
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
 
 THINKING_MARKER = "anthropic-thinking-v1:"
@@ -96,8 +97,9 @@ def thinking_text(thinking: str | None) -> str:
     return "\n\n".join(p for p in parts if isinstance(p, str) and p)
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     name = "anthropic"
+    path = "/v1/messages"
 
     def __init__(
         self,
@@ -108,12 +110,8 @@ class AnthropicProvider:
         client: httpx.AsyncClient | None = None,
         timeout_s: float = 600.0,
     ) -> None:
-        self._url = base_url.rstrip("/") + "/v1/messages"
-        self._api_key = api_key or None
+        super().__init__(base_url, api_key, client=client, timeout_s=timeout_s)
         self._version = version
-        self._timeout = httpx.Timeout(timeout_s)
-        self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
 
     # -- to the wire ---------------------------------------------------------
 
@@ -155,37 +153,6 @@ class AnthropicProvider:
         )
 
     # -- the call ------------------------------------------------------------
-
-    async def complete(
-        self, req: LlmRequest, on_text: Callable[[str], None] | None = None
-    ) -> TurnResult:
-        """One model call. Raises ProviderError and nothing else."""
-        body = self.to_wire(req)
-        try:
-            if req.stream:
-                return await self._complete_stream(body, on_text)
-            return await self._complete_once(body)
-        except ProviderError:
-            raise
-        except httpx.TimeoutException as exc:
-            message = f"request timed out ({type(exc).__name__})"
-            raise self._error(message, retryable=True, kind="timeout") from exc
-        except httpx.TransportError as exc:
-            message = f"connection failed: {type(exc).__name__}: {exc}"
-            raise self._error(message, retryable=True, kind="connection") from exc
-        except Exception as exc:  # the contract: nothing but ProviderError leaves complete()
-            message = f"unexpected failure: {type(exc).__name__}: {exc}"
-            raise self._error(message, retryable=False, kind="unexpected") from exc
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def _complete_once(self, body: dict[str, Any]) -> TurnResult:
-        response = await self._client.post(self._url, json=body, headers=self._headers(), timeout=self._timeout)
-        if response.status_code >= 400:
-            raise self._status_error(response)
-        return self.parse_response(self._json_body(response))
 
     async def _complete_stream(
         self, body: dict[str, Any], on_text: Callable[[str], None] | None
@@ -243,14 +210,6 @@ class AnthropicProvider:
             raise self._bad_response(f"stream event is not a JSON object: {snippet(data)}")
         return event
 
-    def _json_body(self, response: httpx.Response) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            raise self._bad_response(
-                f"response body is not valid JSON (HTTP {response.status_code}): {snippet(response.text)}"
-            ) from None
-
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
         try:
@@ -278,14 +237,6 @@ class AnthropicProvider:
         where = "error in stream" if stream else "error in response"
         message = f"{where}: {error_message(body) or error_type or snippet(json.dumps(body))}"
         return self._error(message, retryable=retryable, kind=kind)
-
-    def _bad_response(self, message: str) -> ProviderError:
-        return self._error(message, retryable=False, kind="bad_response")
-
-    def _error(self, message: str, **kwargs: Any) -> ProviderError:
-        if self._api_key:
-            message = message.replace(self._api_key, "***")
-        return ProviderError(message, provider=self.name, **kwargs)
 
 
 class _StreamState:

@@ -30,24 +30,12 @@ from httpx_sse import aconnect_sse
 from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after
 from providers.errors import error_message as _error_message
 from providers.errors import snippet as _snippet
+from providers.http import HttpProvider
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
 
-class OpenAIProvider:
+class OpenAIProvider(HttpProvider):
     name = "openai"
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        *,
-        client: httpx.AsyncClient | None = None,
-        timeout_s: float = 600.0,
-    ) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._api_key = api_key or None
-        self._timeout = httpx.Timeout(timeout_s)
-        self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+    path = "/chat/completions"
 
     # -- to the wire ---------------------------------------------------------
 
@@ -103,39 +91,6 @@ class OpenAIProvider:
         )
 
     # -- the call ------------------------------------------------------------
-
-    async def complete(
-        self, req: LlmRequest, on_text: Callable[[str], None] | None = None
-    ) -> TurnResult:
-        """One model call. Raises ProviderError and nothing else."""
-        body = self.to_wire(req)
-        try:
-            if req.stream:
-                return await self._complete_stream(body, on_text)
-            return await self._complete_once(body)
-        except ProviderError:
-            raise
-        except httpx.TimeoutException as exc:
-            message = f"request timed out ({type(exc).__name__})"
-            raise self._error(message, retryable=True, kind="timeout") from exc
-        except httpx.TransportError as exc:
-            message = f"connection failed: {type(exc).__name__}: {exc}"
-            raise self._error(message, retryable=True, kind="connection") from exc
-        except Exception as exc:  # the contract: nothing but ProviderError leaves complete()
-            message = f"unexpected failure: {type(exc).__name__}: {exc}"
-            raise self._error(message, retryable=False, kind="unexpected") from exc
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def _complete_once(self, body: dict[str, Any]) -> TurnResult:
-        response = await self._client.post(
-            self._url, json=body, headers=self._headers(), timeout=self._timeout
-        )
-        if response.status_code >= 400:
-            raise self._status_error(response)
-        return self.parse_response(self._json_body(response))
 
     async def _complete_stream(
         self, body: dict[str, Any], on_text: Callable[[str], None] | None
@@ -197,14 +152,6 @@ class OpenAIProvider:
             raise self._error(message, retryable=retryable, kind="stream_error")
         return chunk
 
-    def _json_body(self, response: httpx.Response) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            raise self._bad_response(
-                f"response body is not valid JSON (HTTP {response.status_code}): {_snippet(response.text)}"
-            ) from None
-
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
         try:
@@ -219,14 +166,6 @@ class OpenAIProvider:
             status=status,
             retry_after_s=parse_retry_after(response.headers),
         )
-
-    def _bad_response(self, message: str) -> ProviderError:
-        return self._error(message, retryable=False, kind="bad_response")
-
-    def _error(self, message: str, **kwargs: Any) -> ProviderError:
-        if self._api_key:
-            message = message.replace(self._api_key, "***")
-        return ProviderError(message, provider=self.name, **kwargs)
 
 
 class _StreamState:

@@ -32,7 +32,8 @@ from typing import Literal, assert_never
 import httpx
 
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
-from tools.web import html_to_markdown, new_client, with_heartbeats, wrap_untrusted
+from tools.untrusted import wrap_untrusted
+from tools.web import html_to_markdown, new_client, with_heartbeats
 
 FETCH_TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_S = 10.0

@@ -34,7 +34,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
-from tools.web import new_client, with_heartbeats, wrap_untrusted
+from tools.untrusted import wrap_untrusted
+from tools.web import new_client, with_heartbeats
 
 SearchType = Literal["info", "news", "research", "api", "data", "image", "tool"]
 Topic = Literal["general", "news"]

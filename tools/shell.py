@@ -13,7 +13,7 @@ that look like credentials are dropped unless named in
 ``AGENT_SHELL_ENV_ALLOW``, so a command (or a prompt injection driving one)
 cannot read the worker's API keys with ``env``.
 
-``classify_command`` is the policy hint: obviously destructive commands are
+``classify_command`` (rules in ``tools/shell_policy.py``) is the policy hint: obviously destructive commands are
 DANGEROUS, everything else MODERATE. It is a heuristic on tokens, not a
 sandbox.
 """
@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-import shlex
 import signal
 from fnmatch import fnmatchcase
-from pathlib import PurePath
 from typing import Mapping, Sequence
 
+from tools import shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
 
 OUTPUT_CAP_CHARS = 20_000
@@ -225,90 +223,10 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
 
 # --- policy ---------------------------------------------------------------
 
-_SEPARATORS = frozenset("|&;()<>")
-_WRAPPERS = frozenset({"env", "nohup", "time", "command", "exec", "nice", "xargs"})
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
-
-
-def _segments(command: str) -> list[tuple[str, list[str]]]:
-    """Split a command line into simple commands, each with the operator before it."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to whitespace
-        tokens = command.split()
-    segments: list[tuple[str, list[str]]] = [("", [])]
-    for token in tokens:
-        if token and set(token) <= _SEPARATORS:
-            segments.append((token, []))
-        else:
-            segments[-1][1].append(token)
-    return [(op, words) for op, words in segments if words]
-
-
-def _program(words: list[str]) -> list[str]:
-    """Drop leading VAR=value assignments and wrappers such as ``env`` or ``nohup``."""
-    i, wrapped = 0, False
-    while i < len(words):
-        word = words[i]
-        if _ASSIGNMENT.match(word) or (wrapped and word.startswith("-")):
-            i += 1
-        elif PurePath(word).name in _WRAPPERS:
-            i, wrapped = i + 1, True
-        else:
-            return [PurePath(word).name, *words[i + 1 :]]
-    return []
-
-
-def _short_flags(words: list[str]) -> set[str]:
-    return {c for w in words if w.startswith("-") and not w.startswith("--") for c in w[1:]}
-
-
-def _git_subcommand(rest: list[str]) -> str:
-    i = 0
-    while i < len(rest) and rest[i].startswith("-"):
-        i += 2 if rest[i] in ("-C", "-c") else 1
-    return rest[i] if i < len(rest) else ""
-
-
-def _is_destructive(words: list[str]) -> bool:
-    name, rest = words[0], words[1:]
-    if name in {"sudo", "su", "doas", "dd"} or name.startswith("mkfs"):
-        return True
-    if name == "rm":
-        return bool(_short_flags(rest) & {"r", "R", "f"}) or bool(
-            {"--recursive", "--force"} & set(rest)
-        )
-    if name in {"chmod", "chown", "chgrp"}:
-        return "R" in _short_flags(rest) or "--recursive" in rest
-    if name == "git":
-        forced = "f" in _short_flags(rest) or any(w.startswith("--force") for w in rest)
-        return forced or _git_subcommand(rest) == "push"
-    return False
-
 
 def classify_command(command: str) -> Danger:
-    """DANGEROUS for obviously destructive commands, MODERATE otherwise.
-
-    Looks at every simple command of the line (split at ``|``, ``&&``, ``;``
-    and the like) after leading assignments and wrappers: ``sudo``/``su``,
-    ``rm`` with ``-r``/``-f``, recursive ``chmod``/``chown``, ``mkfs``, ``dd``,
-    ``git push`` and forced git commands, and a download piped into a shell
-    (``curl ... | sh``).
-    """
-    downloaded = False
-    for op, words in _segments(command):
-        program = _program(words)
-        if not program:
-            continue
-        if _is_destructive(program):
-            return Danger.DANGEROUS
-        if op == "|" and downloaded and program[0] in _SHELLS:
-            return Danger.DANGEROUS
-        downloaded = downloaded or program[0] in {"curl", "wget"}
-    return Danger.MODERATE
+    """DANGEROUS or MODERATE: the rules, with their reasons, are in ``tools/shell_policy.py``."""
+    return shell_policy.classify_command(command)[0]
 
 
 TOOL = ToolDefinition(

@@ -76,6 +76,14 @@ def _short_flags(words: list[str]) -> set[str]:
     return {c for w in words if w.startswith("-") and not w.startswith("--") for c in w[1:]}
 
 
+def _git_subcommand(rest: list[str]) -> str:
+    """``push`` in ``git -C repo -c k=v push``: options before the subcommand may take a value."""
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        i += 2 if rest[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
+    return rest[i] if i < len(rest) else ""
+
+
 def _outside(path: str) -> bool:
     if path in ("/dev/null", "/dev/stdout", "/dev/stderr") or path.startswith("/dev/fd/"):
         return False
@@ -94,7 +102,7 @@ def _rule(words: list[str]) -> str | None:
     if name == "shred":
         return "destroys files (shred)"
     if name == "git":
-        sub = next((w for w in rest if not w.startswith("-")), "")
+        sub = _git_subcommand(rest)
         if sub == "push":
             return "pushes to a remote (git push)"
         if sub == "reset" and "--hard" in rest:

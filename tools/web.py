@@ -41,7 +41,6 @@ from bs4 import BeautifulSoup, Tag
 from markdownify import ATX, MarkdownConverter
 
 from tools.base import ToolContext
-from tools.untrusted import UNTRUSTED_NOTE, wrap_untrusted  # noqa: F401  (re-exported for the web tools)
 
 T = TypeVar("T")
 

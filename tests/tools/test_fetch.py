@@ -8,7 +8,8 @@ from tests.tools.web_fixtures import LocalWebServer, fetch_routes
 from tools import DEFAULT_TOOLS, REGISTRY, compact_line, execute, fetch, web
 from tools.base import Danger, ToolContext
 from tools.fetch import FetchArgs
-from tools.web import USER_AGENT, html_to_markdown, wrap_untrusted
+from tools.untrusted import wrap_untrusted
+from tools.web import USER_AGENT, html_to_markdown
 
 
 @pytest.fixture(scope="module")
