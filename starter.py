@@ -32,6 +32,7 @@ from activities.llm import ProviderSettings
 from activities.log import configure_logging
 from activities.secrets import SecretStore
 import cli.schedule
+from cli.options import add_task_options
 from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
 from cli.render import make_console, status_lines
 from temporal.client import TemporalUnavailable, connect, ensure_search_attributes, is_embedded, ui_base_url
@@ -357,19 +358,7 @@ def parser() -> argparse.ArgumentParser:
     for name, help_text in (("run", "start a task and follow it to the end"), ("start", "start a task and print its id")):
         s = sub.add_parser(name, help=help_text)
         s.add_argument("task", help="the instruction")
-        s.add_argument("--workspace", help="directory the task works in (default: current directory)")
-        s.add_argument("--model", help="model name (default: $AGENT_MODEL)")
-        s.add_argument("--max-iterations", type=int, default=50)
-        s.add_argument("--approval", choices=[m.value for m in ApprovalMode], default="dangerous",
-                       help="which tool calls wait for a person (default: dangerous)")
-        s.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
-                       help="deny a pending call after this long (default: wait forever)")
-        s.add_argument("--session", help="start from the history of this session's earlier tasks")
-        s.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
-        s.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
-        s.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
-        s.add_argument("--failover-after", type=int, default=3, metavar="N",
-                       help="failed attempts on one model before the next in the chain (default: 3)")
+        add_task_options(s)
         if name == "run":
             s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
     s = sub.add_parser("status", help="show a task's state")

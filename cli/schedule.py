@@ -28,8 +28,8 @@ from temporal.schedules import (
     schedule_id,
     trigger_task_schedule,
 )
+from cli.options import add_task_options
 from worker import task_queue
-from workflows.models import ApprovalMode
 
 
 def register(subparsers) -> None:
@@ -42,14 +42,7 @@ def register(subparsers) -> None:
     when = s.add_mutually_exclusive_group(required=True)
     when.add_argument("--cron", help='cron expression, in UTC, e.g. "0 9 * * 1-5" (09:00 on weekdays)')
     when.add_argument("--every", help="an interval instead: 30s, 5m, 2h, 1d")
-    s.add_argument("--workspace", help="directory the task works in (default: current directory)")
-    s.add_argument("--model", help="model name (default: $AGENT_MODEL)")
-    s.add_argument("--max-iterations", type=int, default=50)
-    s.add_argument("--approval", choices=[m.value for m in ApprovalMode], default="dangerous",
-                   help="which tool calls wait for a person (default: dangerous; runs are unattended)")
-    s.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
-                   help="deny a pending call after this long (default: wait forever)")
-    s.add_argument("--session", help="start each run from the history of this session's earlier tasks")
+    add_task_options(s)
     s.add_argument("--overlap", choices=list(OVERLAP_POLICIES), default="skip",
                    help="when a tick comes while the last run is still going (default: skip it)")
     s.add_argument("--note", default="", help="a note shown with the schedule in Temporal")

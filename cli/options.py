@@ -1,0 +1,24 @@
+"""The options that describe a task, shared by ``run``, ``start`` and ``schedule create``."""
+
+from __future__ import annotations
+
+import argparse
+
+from providers.factory import MODES
+from workflows.models import ApprovalMode
+
+
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", help="directory the task works in (default: current directory)")
+    parser.add_argument("--model", help="model name (default: $AGENT_MODEL)")
+    parser.add_argument("--max-iterations", type=int, default=50)
+    parser.add_argument("--approval", choices=[m.value for m in ApprovalMode], default="dangerous",
+                        help="which tool calls wait for a person (default: dangerous)")
+    parser.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
+                        help="deny a pending call after this long (default: wait forever)")
+    parser.add_argument("--session", help="start from the history of this session's earlier tasks")
+    parser.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
+    parser.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
+    parser.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
+    parser.add_argument("--failover-after", type=int, default=3, metavar="N",
+                        help="failed attempts on one model before the next in the chain (default: 3)")
