@@ -37,6 +37,7 @@ from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
 from cli.render import make_console, status_lines
 from temporal.client import TemporalUnavailable, connect, ensure_search_attributes, is_embedded, ui_base_url
 from temporal.server import ServerError
+from temporal.tracing import shutdown_tracing
 from worker import build_worker, task_queue
 from providers.factory import MODES
 from workflows import policy
@@ -409,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     code = main()
+    shutdown_tracing()  # flush spans: os._exit below skips atexit
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter finalization: the SDK's native runtime threads can race it and abort.

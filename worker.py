@@ -24,6 +24,7 @@ from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
+from temporal.tracing import shutdown_tracing
 from workflows.models import DEFAULT_TASK_QUEUE
 from workflows.task import AgentTaskWorkflow
 
@@ -77,6 +78,7 @@ async def main() -> int:
     log.info("worker started", task_queue=task_queue())
     await worker.run()
     log.info("worker stopped")
+    shutdown_tracing()
     return 0
 
 

@@ -33,6 +33,7 @@ from providers.factory import Provider, make_provider
 from providers.pricing import cost_usd, load_prices
 from providers.settings import ProviderSettings
 from providers.types import ContextReport, LlmRequest, TurnResult
+from temporal.tracing import chat_span
 from tools.policy import classify_call
 from workflows.compaction import CompactionPolicy, compact
 from workflows.context import Entry, ToolResult, to_chat_messages
@@ -111,7 +112,9 @@ class LlmActivities:
             )
         live = LiveWriter(self.store, inp.task_id, inp.turn, info.attempt)
         try:
-            result = await with_heartbeats(provider.complete(request, on_text=live))
+            with chat_span(inp.provider, inp.model, inp.task_id, inp.turn) as span:
+                result = await with_heartbeats(provider.complete(request, on_text=live))
+                span.record(result)
         except ProviderError as err:
             if err.retryable:
                 self.breaker.record_failure(endpoint)

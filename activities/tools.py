@@ -20,6 +20,7 @@ from activities.heartbeat import with_heartbeats
 from activities.log import get_logger
 from activities.secrets import SecretStore
 from activities.types import TOOL_ACTIVITY, ToolCallInput
+from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolResult
 from tools.registry import REGISTRY
 from tools.untrusted import wrap_untrusted
@@ -58,7 +59,9 @@ class ToolActivities:
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
         started = time.monotonic()
-        result = await self._execute(inp)
+        with tool_span(inp.call.name, inp.call.id, inp.task_id, inp.turn) as span:
+            result = await self._execute(inp)
+            span.record(result.status)
         # Nothing leaves this activity (history, store, model) with a secret in clear.
         result = self.secrets.redact_obj(result)
         self.audit.record(

@@ -11,6 +11,7 @@ import os
 
 from temporalio.client import Client
 from temporal.codec import codec_from_env, data_converter
+from temporal.tracing import configure_tracing, interceptors
 from temporalio.envconfig import ClientConfig
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -48,6 +49,8 @@ async def connect(*, start_embedded: bool = True) -> Client:
         config["target_host"] = f"{EMBEDDED_HOST}:{EMBEDDED_PORT}"
         config.setdefault("namespace", "default")
     config["data_converter"] = data_converter(codec_from_env())
+    configure_tracing()  # off (and free) unless OTEL_EXPORTER_OTLP_ENDPOINT or AGENT_TRACE_FILE is set
+    config["interceptors"] = interceptors()
     target = config.get("target_host")
     try:
         return await Client.connect(**config)

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from providers.types import ContextReport, ToolCallRequest, TurnResult, Usage
     from tools.base import ToolResult as HandlerResult
+    from temporal.tracing import record_task_span
     from tools.plan import PlanItem
     from workflows import policy
     from workflows.context import (
@@ -197,6 +198,10 @@ class AgentTaskWorkflow(PeopleMixin, DelegationMixin, ContinuationMixin):
         self._set_state(self._outcome.status)
         if task.session:
             await self._record_session()
+        record_task_span(  # the task's invoke_agent span; nothing when tracing is off or on replay
+            model=self._model.model, provider=self._model.provider, status=self._outcome.status.value,
+            turns=self._turn, input_tokens=self._usage.input_tokens, output_tokens=self._usage.output_tokens,
+        )
         return self._outcome
 
     async def _initialize(self, task: TaskInput) -> None:
