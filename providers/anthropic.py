@@ -39,7 +39,7 @@ import json
 from typing import Any, Callable, assert_never
 
 import httpx
-from httpx_sse import aconnect_sse
+from httpx_sse import EventSource
 
 from prompts import split_at_cache_boundary
 from providers.errors import ProviderError, error_message, is_retryable_status, kind_for_status
@@ -154,41 +154,26 @@ class AnthropicProvider(HttpProvider):
 
     # -- the call ------------------------------------------------------------
 
-    async def _complete_stream(
-        self, body: dict[str, Any], on_text: Callable[[str], None] | None
-    ) -> TurnResult:
-        async with aconnect_sse(
-            self._client, "POST", self._url, json=body, headers=self._headers(), timeout=self._timeout
-        ) as source:
-            response = source.response
-            if response.status_code >= 400:
-                await response.aread()
-                raise self._status_error(response)
-            if "text/event-stream" not in response.headers.get("content-type", ""):
-                await response.aread()
-                result = self.parse_response(self._json_body(response))
-                if on_text is not None and result.content:
-                    on_text(result.content)
-                return result
-            state = _StreamState()
-            try:
-                async for event in source.aiter_sse():
-                    if not event.data.strip():
-                        continue
-                    data = self._event(event.data)
-                    if event.event == "error" or data.get("type") == "error":
-                        raise self._api_error(data, stream=True)
-                    delta = state.feed(data)
-                    if delta and on_text is not None:
-                        on_text(delta)
-                    if state.done:
-                        break
-            except httpx.TransportError as exc:
-                if isinstance(exc, httpx.TimeoutException) or not state.started:
-                    raise
-                raise self._error(
-                    f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
-                ) from exc
+    async def _read_stream(self, source: EventSource, on_text: Callable[[str], None] | None) -> TurnResult:
+        state = _StreamState()
+        try:
+            async for event in source.aiter_sse():
+                if not event.data.strip():
+                    continue
+                data = self._event(event.data)
+                if event.event == "error" or data.get("type") == "error":
+                    raise self._api_error(data, stream=True)
+                delta = state.feed(data)
+                if delta and on_text is not None:
+                    on_text(delta)
+                if state.done:
+                    break
+        except httpx.TransportError as exc:
+            if isinstance(exc, httpx.TimeoutException) or not state.started:
+                raise
+            raise self._error(
+                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
+            ) from exc
         if not state.done:
             raise self._error("stream ended without message_stop", retryable=True, kind="stream_cut")
         return state.result()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import httpx
+from httpx_sse import EventSource, aconnect_sse
 
 from providers.errors import ProviderError, snippet
 from providers.types import LlmRequest, TurnResult
@@ -38,9 +39,8 @@ class HttpProvider:
     def parse_response(self, body: Any) -> TurnResult:
         raise NotImplementedError
 
-    async def _complete_stream(
-        self, body: dict[str, Any], on_text: Callable[[str], None] | None
-    ) -> TurnResult:
+    async def _read_stream(self, source: EventSource, on_text: Callable[[str], None] | None) -> TurnResult:
+        """Read the SSE events of a streamed answer into a TurnResult."""
         raise NotImplementedError
 
     def _headers(self) -> dict[str, str]:
@@ -81,6 +81,23 @@ class HttpProvider:
         if response.status_code >= 400:
             raise self._status_error(response)
         return self.parse_response(self._json_body(response))
+
+    async def _complete_stream(self, body: dict[str, Any], on_text: Callable[[str], None] | None) -> TurnResult:
+        async with aconnect_sse(
+            self._client, "POST", self._url, json=body, headers=self._headers(), timeout=self._timeout
+        ) as source:
+            response = source.response
+            if response.status_code >= 400:
+                await response.aread()
+                raise self._status_error(response)
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                # A server that ignores `stream`: take the whole answer, show its text at once.
+                await response.aread()
+                result = self.parse_response(self._json_body(response))
+                if on_text is not None and result.content:
+                    on_text(result.content)
+                return result
+            return await self._read_stream(source, on_text)
 
     def _json_body(self, response: httpx.Response) -> Any:
         try:

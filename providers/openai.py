@@ -25,7 +25,7 @@ import json
 from typing import Any, Callable, assert_never
 
 import httpx
-from httpx_sse import aconnect_sse
+from httpx_sse import EventSource
 
 from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after
 from providers.errors import error_message as _error_message
@@ -92,40 +92,24 @@ class OpenAIProvider(HttpProvider):
 
     # -- the call ------------------------------------------------------------
 
-    async def _complete_stream(
-        self, body: dict[str, Any], on_text: Callable[[str], None] | None
-    ) -> TurnResult:
-        async with aconnect_sse(
-            self._client, "POST", self._url, json=body, headers=self._headers(), timeout=self._timeout
-        ) as source:
-            response = source.response
-            if response.status_code >= 400:
-                await response.aread()
-                raise self._status_error(response)
-            content_type = response.headers.get("content-type", "")
-            if "text/event-stream" not in content_type:
-                await response.aread()
-                result = self.parse_response(self._json_body(response))
-                if on_text is not None and result.content:
-                    on_text(result.content)
-                return result
-            state = _StreamState()
-            try:
-                async for event in source.aiter_sse():
-                    if event.data.strip() == "[DONE]":
-                        state.done = True
-                        break
-                    if not event.data.strip():
-                        continue
-                    delta = state.feed(self._chunk(event.data))
-                    if delta and on_text is not None:
-                        on_text(delta)
-            except httpx.TransportError as exc:
-                if isinstance(exc, httpx.TimeoutException) or not state.started:
-                    raise
-                raise self._error(
-                    f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
-                ) from exc
+    async def _read_stream(self, source: EventSource, on_text: Callable[[str], None] | None) -> TurnResult:
+        state = _StreamState()
+        try:
+            async for event in source.aiter_sse():
+                if event.data.strip() == "[DONE]":
+                    state.done = True
+                    break
+                if not event.data.strip():
+                    continue
+                delta = state.feed(self._chunk(event.data))
+                if delta and on_text is not None:
+                    on_text(delta)
+        except httpx.TransportError as exc:
+            if isinstance(exc, httpx.TimeoutException) or not state.started:
+                raise
+            raise self._error(
+                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
+            ) from exc
         if not state.done and state.finish_reason is None:
             raise self._error(
                 "stream ended without [DONE] or a finish_reason", retryable=True, kind="stream_cut"

@@ -237,20 +237,20 @@ class _Block:
             self._lines += 1
             self._body_chars += len(summary) + 1
 
-    def _open(self) -> str:
+    def _opening_tag(self) -> str:
         count = len(self.summaries) - self.omitted
         omitted = f' omitted="{self.omitted}"' if self.omitted else ""
         return f'<compacted_history turns="{count}"{omitted}>'
 
     def text(self) -> str:
         lines = [s for s in self.summaries[self.omitted :] if s]
-        return "\n".join([self._open(), *lines, _BLOCK_CLOSE])
+        return "\n".join([self._opening_tag(), *lines, _BLOCK_CLOSE])
 
     def tokens(self) -> int:
         """What ``estimate_tokens`` gives for the block's SystemReminder, without building it."""
         if not self.present:
             return 0
-        chars = len(self._open()) + 1 + self._body_chars + len(_BLOCK_CLOSE)
+        chars = len(self._opening_tag()) + 1 + self._body_chars + len(_BLOCK_CLOSE)
         return -(-(chars + REMINDER_WRAP_CHARS) // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
 
     def shed(self, room: float) -> None:
