@@ -30,6 +30,7 @@ from httpx_sse import EventSource
 from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after
 from providers.errors import error_message as _error_message
 from providers.errors import snippet as _snippet
+from prompts import split_at_cache_boundary
 from providers.http import HttpProvider
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
 
@@ -40,7 +41,10 @@ class OpenAIProvider(HttpProvider):
     # -- to the wire ---------------------------------------------------------
 
     def to_wire(self, req: LlmRequest) -> dict[str, Any]:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": req.system}]
+        # OpenAI-compatible servers cache stable prefixes by themselves: no marker on this wire.
+        stable, dynamic = split_at_cache_boundary(req.system)
+        system = f"{stable.rstrip()}\n{dynamic.lstrip()}" if dynamic else stable
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         messages.extend(_message_to_wire(m) for m in req.messages)
         body: dict[str, Any] = {"model": req.model, "messages": messages}
         if req.tools:

@@ -103,3 +103,19 @@ async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, tas
     assert events[4]["item"]["status"] == "ok" and "hi" in events[4]["item"]["content"]
     assert events[-1]["status"] == "DONE" and events[-1]["final_text"] == "said hi"
     assert events[-1]["usage"]["input_tokens"] == 20
+
+
+async def test_watch_shows_a_retry_with_its_reason_and_delay(client, task_queue, workspace):
+    from providers.scripted import error
+
+    steps = [error(429, "slow down", headers={"Retry-After": "3"}), tool("message", type="result", text="ok")]
+    async with scripted_worker(client, task_queue, steps):
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "retry me", queue=task_queue)
+        workflow_id = out.strip().splitlines()[-1]
+        code, out, err = await cli(client, "watch", workflow_id, "--json", queue=task_queue)
+    assert code == 0, err
+    retries = [json.loads(line) for line in out.splitlines() if '"type": "retry"' in line]
+    assert len(retries) == 1
+    assert retries[0]["activity"] == "llm_call" and retries[0]["attempt"] == 1
+    assert "429" in retries[0]["reason"] and "slow down" in retries[0]["reason"]
+    assert 0 <= retries[0]["next_in_s"] <= 3.5

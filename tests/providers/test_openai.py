@@ -470,3 +470,14 @@ async def test_stream_rejects_non_json_non_sse_body():
     provider, _ = mock_provider(lambda _: httpx.Response(200, text="hello", headers=plain))
     err = await raises(provider, request(stream=True))
     assert (err.kind, err.retryable) == ("bad_response", False)
+
+
+def test_the_cache_boundary_marker_never_reaches_the_openai_wire():
+    from prompts import CACHE_BOUNDARY, build_system_prompt
+
+    system = build_system_prompt(workspace="/w", date="2026-01-01", tool_names=["message"])
+    assert CACHE_BOUNDARY in system
+    body = OpenAIProvider("http://x/v1").to_wire(LlmRequest(model="m", system=system, messages=[]))
+    sent = body["messages"][0]["content"]
+    assert CACHE_BOUNDARY not in sent and "\u200b" not in sent
+    assert "<environment>" in sent and "<agent_loop>" in sent
