@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from pathlib import Path
 from types import ModuleType
 
 from temporal.client import connect, ensure_search_attributes
@@ -28,6 +27,7 @@ from temporal.schedules import (
     schedule_id,
     trigger_task_schedule,
 )
+from cli import tasks
 from cli.options import add_task_options
 from worker import task_queue
 
@@ -54,7 +54,7 @@ def register(subparsers) -> None:
 
 
 async def cmd_schedule(args: argparse.Namespace) -> int:
-    cli = _starter()
+    cli = tasks  # the task-building helpers the commands share
     command = {"create": _create, "list": _list, "trigger": _trigger, "delete": _delete}[args.schedule_command]
     try:
         return await command(args, cli)
@@ -113,17 +113,6 @@ async def _delete(args: argparse.Namespace, cli: ModuleType) -> int:
 
 
 # ---- helpers -----------------------------------------------------------------------
-
-
-def _starter() -> ModuleType:
-    """The CLI module that is running. ``python starter.py`` runs it as ``__main__``, and a fresh
-    ``import starter`` would load a second copy whose ``UserError`` that ``main()`` does not catch."""
-    running = sys.modules.get("__main__")
-    if running is not None and Path(getattr(running, "__file__", "") or "").name == "starter.py":
-        return running
-    import starter
-
-    return starter
 
 
 def _line(s: ScheduleSummary) -> str:

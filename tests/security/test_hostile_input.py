@@ -29,7 +29,7 @@ from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from providers.scripted import ScriptedModelServer, Step, error, tool
 from providers.types import ChatMessage, LlmRequest
-from starter import MAX_INLINE_INSTRUCTION, instruction_text
+from cli.tasks import MAX_INLINE_INSTRUCTION, instruction_text
 from tools.base import ToolContext
 from workflows.models import TaskState
 from workflows.task import AgentTaskWorkflow

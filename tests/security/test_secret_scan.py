@@ -10,7 +10,7 @@ import structlog
 import activities.log as log_module
 from activities.audit import default_audit_path
 from providers.scripted import Step, tool
-from starter import instruction_text
+from cli.tasks import instruction_text
 from workflows.models import TaskState
 
 from tests.workflows.harness import make_input, run_task, scripted_worker, start

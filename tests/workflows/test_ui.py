@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from providers.scripted import tool
-from starter import start_task
+from cli.tasks import start_task
 from workflows.models import TaskOutcome, TaskState
 from workflows.search_attributes import AGENT_COST, AGENT_MODEL, AGENT_STATE, AGENT_TURNS
 

@@ -1,0 +1,203 @@
+"""The CLI's commands: each takes the parsed arguments and returns the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import uuid
+from contextlib import AsyncExitStack
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from activities.llm import ProviderSettings
+from cli import schedule
+from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
+from cli.render import make_console, status_lines
+from cli.tasks import (
+    MAX_INTERJECTION,
+    QUERY_TIMEOUT,
+    UserError,
+    closed_outcome,
+    configured_model,
+    describe,
+    memo_model,
+    start_task,
+    task_input,
+    ui_link,
+    who,
+)
+from activities.secrets import SecretStore
+from temporal.client import connect, is_embedded
+from worker import build_worker, task_queue
+from workflows.models import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskState, TaskStatus
+from workflows.search_attributes import AGENT_STATE
+from workflows.task import AgentTaskWorkflow
+
+def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
+    console = make_console()
+    sink = JsonSink(workflow_id) if json_mode else ConsoleSink(console)
+    interactive = sys.stdin.isatty() and not json_mode
+
+    async def ask(client: Client, workflow_id: str, status: TaskStatus, interactive: bool) -> None:
+        if not json_mode:
+            await ask_person(client, workflow_id, status, console, interactive, who())
+
+    return Follower(client, workflow_id, sink, interactive=interactive, ask=ask)
+
+
+async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
+    worker = build_worker(client, queue=queue, settings=settings)
+    await stack.enter_async_context(worker)
+
+
+# ---- commands ------------------------------------------------------------------
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    console = make_console()
+    model = "demo-scripted" if args.demo else configured_model(args)
+    inp = task_input(args, model)
+    if args.demo:  # the scripted demo model speaks the OpenAI wire, and nothing to fail over to
+        inp = inp.model_copy(update={"provider": "openai", "fallbacks": []})
+    client = await connect()
+    async with AsyncExitStack() as stack:
+        queue, settings = task_queue(), None
+        if args.demo:
+            from providers.scripted import ScriptedModelServer, demo_steps
+
+            server = stack.enter_context(ScriptedModelServer(demo_steps(inp.instruction)))
+            settings = ProviderSettings(openai_base_url=server.url, openai_api_key=None)
+            queue = f"agent-demo-{uuid.uuid4().hex[:8]}"  # only this process's worker serves it
+        if args.demo or is_embedded():
+            await local_worker(stack, client, queue, settings)
+        started = time.monotonic()
+        workflow_id = await start_task(client, inp, queue)
+        console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id)}[/]")
+        try:
+            outcome = await make_follower(client, workflow_id).run(lambda: closed_outcome(client, workflow_id), started)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            console.print(f"\ntask {workflow_id} goes on; follow it with: python starter.py watch {workflow_id}")
+            raise
+        return 0 if outcome.status == TaskState.DONE else 1
+
+
+async def cmd_start(args: argparse.Namespace) -> int:
+    inp = task_input(args, configured_model(args))
+    client = await connect()
+    workflow_id = await start_task(client, inp, task_queue())
+    print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
+    print(workflow_id)
+    return 0
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        try:
+            status: TaskStatus = await client.get_workflow_handle(args.id).query(
+                AgentTaskWorkflow.status, rpc_timeout=QUERY_TIMEOUT
+            )
+        except RPCError:
+            raise UserError(f"task {args.id} is running but no worker answers its status query") from None
+    else:
+        outcome = await closed_outcome(client, args.id)
+        status = TaskStatus(
+            state=outcome.status, turn=outcome.turns, usage=outcome.usage, model=await memo_model(desc),
+            error=outcome.error, final_text=outcome.final_text or None,
+        )
+    if args.json:
+        payload = status.model_dump(mode="json")
+        payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id))
+        print(json.dumps(payload))
+    else:
+        print("\n".join(status_lines(args.id, status, ui_link(client, args.id))))
+    return 0
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    async with AsyncExitStack() as stack:
+        if is_embedded():
+            # Runs a running task on; answers the events query of a finished one by replaying it.
+            await local_worker(stack, client, desc.task_queue, None)
+        follower = make_follower(client, args.id, json_mode=args.json)
+        outcome = await follower.run(lambda: closed_outcome(client, args.id))
+    return 0 if outcome.status == TaskState.DONE else 1
+
+
+async def cmd_stop(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        raise UserError(f"task {args.id} is not running ({desc.status.name.lower() if desc.status else 'unknown'})")
+    await client.get_workflow_handle(args.id).signal(AgentTaskWorkflow.stop, args.reason)
+    print(f"stop requested for {args.id}")
+    return 0
+
+
+async def cmd_approve(args: argparse.Namespace) -> int:
+    client = await connect()
+    await describe(client, args.id)
+    handle = client.get_workflow_handle(args.id)
+    decision = ApprovalDecision(approved=not args.deny, call_id=args.call, reason=args.reason, decided_by=who())
+    if args.signal:
+        await handle.signal(AgentTaskWorkflow.approve, decision)
+        print(f"decision sent to {args.id} (as a signal: not confirmed)")
+        return 0
+    try:
+        pending = await handle.execute_update(AgentTaskWorkflow.decide, decision)
+    except WorkflowUpdateFailedError as err:
+        raise UserError(f"decision rejected: {getattr(err.cause, 'message', err.cause)}") from None
+    verdict = "denied" if args.deny else "approved"
+    print(f"{verdict}: {pending.tool} call {pending.call_id} of {args.id}")
+    return 0
+
+
+async def cmd_interject(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        raise UserError(f"task {args.id} is not running")
+    if len(args.text.encode()) > MAX_INTERJECTION:
+        raise UserError(f"the message is {len(args.text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}: "
+                        "save it in a file in the workspace and point the task at it")
+    text = SecretStore.from_env().redact(args.text)
+    await client.get_workflow_handle(args.id).signal(
+        AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who())
+    )
+    print(f"message delivered to {args.id}")
+    return 0
+
+
+async def cmd_list(args: argparse.Namespace) -> int:
+    client = await connect()
+    query = f"WorkflowType = '{TASK_WORKFLOW}'"
+    if args.waiting:
+        query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
+    rows = 0
+    async for wf in client.list_workflows(query, limit=args.limit):
+        started = wf.start_time.strftime("%Y-%m-%d %H:%M:%S") if wf.start_time else "-"
+        status = wf.status.name if wf.status else "-"
+        state = wf.typed_search_attributes.get(AGENT_STATE) or "-"
+        print(f"{wf.id:<50} {status:<10} {state:<17} {started}")
+        rows += 1
+    if rows == 0:
+        print("no tasks waiting for a person" if args.waiting else "no tasks yet")
+    return 0
+
+
+# ---- entry -----------------------------------------------------------------------
+
+
+COMMANDS = {
+    "run": cmd_run, "start": cmd_start, "status": cmd_status,
+    "watch": cmd_watch, "stop": cmd_stop, "list": cmd_list,
+    "approve": cmd_approve, "interject": cmd_interject, "reply": cmd_interject,
+    "schedule": schedule.cmd_schedule,
+}
