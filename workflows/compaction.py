@@ -31,6 +31,8 @@ sees comes from a summary written by a model. Pure and deterministic.
 
 from __future__ import annotations
 
+import math
+
 from bisect import bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
@@ -163,12 +165,24 @@ def _has_user_message(turn: Turn) -> bool:
 
 
 def _tail_start(sizes: list[int], floor: int, budget: float) -> int:
-    """Index of the oldest turn (not below ``floor``) of the newest run that fits ``budget``;
-    the newest turn is always in it."""
-    start, used = len(sizes), 0
-    while start > floor and (start == len(sizes) or used + sizes[start - 1] <= budget):
-        used += sizes[start - 1]
-        start -= 1
+    """Index of the oldest turn (not below ``floor``) of the kept tail; the newest turn is
+    always in it.
+
+    The older turns are cut in steps of half the budget, so the tail holds between half the
+    budget and the budget, and the boundary moves only once half a budget of new turns has
+    come in. Between moves the compacted block and the turns after it are unchanged, so
+    the model's view of one call is a prefix of the next and the provider's prompt cache
+    holds: a boundary recomputed to the last token would move, and break it, every turn.
+    """
+    total = sum(sizes[floor:])
+    if total <= budget:
+        return floor
+    chunk = max(budget / 2, 1.0)
+    cut = math.ceil((total - budget) / chunk) * chunk  # what must go, rounded up to whole steps
+    start, removed = floor, 0
+    while start < len(sizes) - 1 and removed < cut:
+        removed += sizes[start]
+        start += 1
     return start
 
 

@@ -202,8 +202,10 @@ def test_long_transcript_compacts_the_middle_into_one_line_per_turn():
     block = result.entries[1]
     assert result.entries[0] is entries[0]
     assert isinstance(block, SystemReminder) and block.reason == "compacted_history"
+    # The tail budget (1,500 tokens) is cut in steps of half of it: both reads of 2,800
+    # characters (~700 tokens each) would fit, but the step rule keeps only the newest.
     assert block.text.splitlines() == [
-        '<compacted_history turns="7">',
+        '<compacted_history turns="8">',
         '<tool name="file" action="read" path="a.py" status="ok"/>',
         '<tool name="shell" command="pytest -q" status="error"/>',
         '<tool name="file" action="write" path="b.py" status="ok"/>',
@@ -211,11 +213,12 @@ def test_long_transcript_compacts_the_middle_into_one_line_per_turn():
         f"<user>{' '.join(docs.split())[:200]}…</user>",
         '<reminder reason="workflow"/>',
         '<tool name="file" action="read" path="big.txt" status="ok"/>',
+        '<tool name="file" action="read" path="c.py" status="ok"/>',
         "</compacted_history>",
     ]
-    assert result.entries[2:] == tail[0] + tail[1]
-    assert result.compacted_turns == 7 and result.dropped_turns == 0 and result.changed
-    assert result.first_kept_seq == tail[0][0].seq
+    assert result.entries[2:] == tail[1]
+    assert result.compacted_turns == 8 and result.dropped_turns == 0 and result.changed
+    assert result.first_kept_seq == tail[1][0].seq
     assert result.tokens_after == view_tokens(result, policy) < policy.trigger_tokens
     assert_calls_paired(to_chat_messages(result.entries))
 
@@ -333,3 +336,23 @@ def test_window_guard_leaves_out_the_oldest_summary_lines_when_the_block_is_too_
     assert lines[-2] == '<tool name="file" action="read" path="src/module_99.py" status="ok"/>'
     assert result.tokens_after <= policy.guard_tokens
     assert result.entries[-2:] == entries[-2:]
+
+
+def test_the_compaction_boundary_holds_still_while_turns_come_in_so_the_prompt_cache_holds():
+    """Each call's view is a prefix of the next one's until the boundary takes its next step."""
+    policy = CompactionPolicy(context_window=40_000, system_tokens=0)
+    entries = record(UserMessage(text=REQUEST), *[read(f"t{i}", f"f{i}.py", 4_000) for i in range(60)])
+    views = [compact(entries[: 1 + 2 * n], policy) for n in range(40, 61)]
+    prefix_kept = sum(
+        1 for a, b in zip(views, views[1:])
+        if b.entries[: len(a.entries)] == a.entries and a.first_kept_seq == b.first_kept_seq
+    )
+    moves = sum(1 for a, b in zip(views, views[1:]) if a.first_kept_seq != b.first_kept_seq)
+    # Turns of ~1,000 tokens against a 6,000-token tail cut in 3,000-token steps: the boundary
+    # moves about every third turn (a boundary filled to the last token moves every turn).
+    assert moves <= 8 and prefix_kept >= 12 and moves + prefix_kept == 20
+    for view in views:
+        tail_tokens = view.tokens_after - sum(
+            estimate_tokens(e) for e in view.entries[:2]  # the request and the block
+        )
+        assert policy.tail_tokens / 2 <= tail_tokens <= policy.tail_tokens
