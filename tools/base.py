@@ -7,6 +7,8 @@ decides the next step: the workflow does that with what the result declares.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -76,12 +78,32 @@ class ToolDefinition(Generic[ArgsT]):
     untrusted_source: Callable[[dict[str, Any]], str | None] | None = None
 
     def spec(self) -> ToolSpec:
-        schema = self.args_model.model_json_schema()
+        """The definition the model sees; built once per tool (schema generation is costly)."""
+        cached = _SPECS.get(self.name)
+        if cached is None or cached[0] is not self:
+            cached = _SPECS[self.name] = (self, self._build_spec())
+        return cached[1].model_copy(deep=True)
+
+    def _build_spec(self) -> ToolSpec:
+        schema = schema_of(self.args_model)
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             if isinstance(prop.get("title"), str):
                 del prop["title"]  # pydantic's auto titles cost tokens on every call
         return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+
+_SPECS: dict[str, tuple[ToolDefinition[Any], ToolSpec]] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _schema(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """``model.model_json_schema()``, generated once per model (a fresh copy each call)."""
+    return json.loads(_schema(model))
 
 
 class StrictArgs(BaseModel):

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools.base import Danger
+from tools.base import Danger, schema_of
 from tools.registry import REGISTRY, coerce_args
 from tools.shell_policy import classify_command
 
@@ -25,7 +25,7 @@ def classify_call(name: str, arguments: dict[str, Any]) -> tuple[Danger, str]:
     if tool.classify is None:
         return tool.danger, _reason(name, tool.danger)
     try:
-        args = tool.args_model.model_validate(coerce_args(tool.args_model.model_json_schema(), arguments))
+        args = tool.args_model.model_validate(coerce_args(schema_of(tool.args_model), arguments))
     except ValidationError:
         return tool.danger, _reason(name, tool.danger)
     danger = tool.classify(args)

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from providers.types import ToolSpec
 from tools import fetch, file, memory, message, plan, search, shell, skills, spawn
-from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult, schema_of
 
 REGISTRY: dict[str, ToolDefinition[Any]] = {
     tool.name: tool
@@ -242,7 +242,7 @@ async def execute(
 
 
 def _validate(tool: ToolDefinition[Any], arguments: Any) -> StrictArgs:
-    schema = tool.args_model.model_json_schema()
+    schema = schema_of(tool.args_model)
     return tool.args_model.model_validate(coerce_args(schema, arguments))
 
 
@@ -256,7 +256,7 @@ def _explain(tool: ToolDefinition[Any], exc: ValidationError) -> str:
         elif error["type"] not in ("missing", "value_error"):
             what += f" (got {_short(repr(error['input']), 60)})"
         lines.append(f"- {where}: {what}" if where else f"- {what}")
-    schema = tool.args_model.model_json_schema()
+    schema = schema_of(tool.args_model)
     required = set(schema.get("required", ()))
     fields = [f"{f} (required)" if f in required else f for f in schema.get("properties", {})]
     lines.append(f"Expected fields: {', '.join(fields)}.")

@@ -14,6 +14,7 @@ from temporalio.exceptions import ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from providers.types import ToolCallRequest
     from tools.base import ToolResult as HandlerResult
+    from tools.base import schema_of
     from tools.plan import PlanArgs
     from tools.registry import coerce_args
     from tools.spawn import SpawnArgs
@@ -26,7 +27,7 @@ class DelegationMixin:
 
     def _update_plan(self, call: ToolCallRequest) -> None:
         try:
-            args = PlanArgs.model_validate(coerce_args(PlanArgs.model_json_schema(), call.arguments))
+            args = PlanArgs.model_validate(coerce_args(schema_of(PlanArgs), call.arguments))
         except ValidationError:
             return
         self._plan, self._plan_turn = args.items, self._turn
@@ -43,7 +44,7 @@ class DelegationMixin:
     async def _spawn(self, call: ToolCallRequest) -> HandlerResult:
         """Run a sub-agent as a child workflow; its final summary is the result."""
         try:
-            args = SpawnArgs.model_validate(coerce_args(SpawnArgs.model_json_schema(), call.arguments))
+            args = SpawnArgs.model_validate(coerce_args(schema_of(SpawnArgs), call.arguments))
         except ValidationError as err:
             return HandlerResult(status="retry", content=f"invalid spawn arguments: {err.errors()[0]['msg']}")
         if self._task.depth >= self._task.max_depth:
