@@ -31,8 +31,16 @@ def shorten(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def unwrap(text: str) -> str:
+    """A tool result without its untrusted-content wrapper: for people, the model gets it whole."""
+    rows = text.strip().splitlines()
+    if len(rows) >= 3 and rows[0].startswith("<untrusted_content") and rows[-1] == "</untrusted_content>":
+        return "\n".join(rows[2:-1])
+    return text
+
+
 def preview(text: str, lines: int = RESULT_PREVIEW_LINES) -> str:
-    rows = text.rstrip().splitlines()
+    rows = unwrap(text).rstrip().splitlines()
     shown = rows[:lines]
     if len(rows) > lines:
         shown.append(f"… ({len(rows) - lines} more lines)")
