@@ -36,18 +36,17 @@ retryable ``stream_cut``. The adapter never retries.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, assert_never
+from typing import Any, Callable
 
 import httpx
 from httpx_sse import EventSource
 
-from prompts import split_at_cache_boundary
 from providers.errors import ProviderError, error_message, is_retryable_status, kind_for_status
 from providers.errors import parse_retry_after, snippet
 from providers.http import HttpProvider
-from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
+from providers.anthropic_wire import encode_thinking, messages_to_wire, system_blocks
+from providers.types import LlmRequest, ToolCallRequest, TurnResult, Usage
 
-THINKING_MARKER = "anthropic-thinking-v1:"
 DEFAULT_MAX_TOKENS = 8192
 # From this API version on the Messages API rejects temperature/top_p/top_k.
 SAMPLING_REMOVED_IN = "2026-10-21"
@@ -66,35 +65,6 @@ _ERROR_STATUS = {
 }
 _DELTA_BLOCK = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "thinking",
                 "input_json_delta": "tool_use"}
-
-
-def encode_thinking(blocks: list[dict[str, Any]]) -> str | None:
-    """Signed thinking blocks as one JSON-safe string for ``ChatMessage.thinking``."""
-    return THINKING_MARKER + json.dumps(blocks, ensure_ascii=False) if blocks else None
-
-
-def decode_thinking(thinking: str | None) -> list[dict[str, Any]]:
-    """The blocks inside an ``encode_thinking`` string; [] for anything else."""
-    if not thinking or not thinking.startswith(THINKING_MARKER):
-        return []
-    try:
-        blocks = json.loads(thinking[len(THINKING_MARKER):])
-    except ValueError:
-        return []
-    if not isinstance(blocks, list):
-        return []
-    return [b for b in blocks if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]
-
-
-def thinking_text(thinking: str | None) -> str:
-    """Readable thinking: the text of encoded blocks, or the plain string as it is."""
-    if not thinking or not thinking.startswith(THINKING_MARKER):
-        return thinking or ""
-    parts = [
-        b["thinking"] if b["type"] == "thinking" else "[redacted thinking]"
-        for b in decode_thinking(thinking)
-    ]
-    return "\n\n".join(p for p in parts if isinstance(p, str) and p)
 
 
 class AnthropicProvider(HttpProvider):
@@ -280,61 +250,6 @@ class _StreamState:
         raw_json = {position: "".join(self._json[i]) for position, i in enumerate(order) if i in self._json}
         blocks = [self._blocks[i] for i in order]
         return _result(blocks, raw_json, self.stop_reason, self.usage, self.model)
-
-
-def system_blocks(system: str) -> list[dict[str, Any]]:
-    """The system prompt as text blocks: the stable prefix cached, the dynamic suffix not."""
-    stable, dynamic = split_at_cache_boundary(system)
-    blocks: list[dict[str, Any]] = []
-    if stable.strip():
-        blocks.append({"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}})
-    if dynamic.strip():
-        blocks.append({"type": "text", "text": dynamic})
-    return blocks
-
-
-def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """Messages with same-role neighbours merged and tool results first in user content."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        role, blocks = _message_blocks(message)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
-        else:
-            wire.append({"role": role, "content": blocks})
-    for message in wire:
-        if message["role"] == "user":
-            content = message["content"]
-            message["content"] = [b for b in content if b["type"] == "tool_result"] + [
-                b for b in content if b["type"] != "tool_result"
-            ]
-    return wire
-
-
-def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
-    match message.role:
-        case "user":
-            return "user", _text_blocks(message.content)
-        case "tool":
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
-            if message.content:
-                result["content"] = message.content
-            return "user", [result]
-        case "assistant":
-            blocks = decode_thinking(message.thinking) + _text_blocks(message.content)
-            blocks += [
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
-                for call in message.tool_calls
-            ]
-            return "assistant", blocks
-        case _:
-            assert_never(message.role)
-
-
-def _text_blocks(text: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": text}] if text.strip() else []
 
 
 def _result(

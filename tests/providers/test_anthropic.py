@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from prompts import CACHE_BOUNDARY
-from providers.anthropic import AnthropicProvider, decode_thinking, encode_thinking, thinking_text
+from providers.anthropic import AnthropicProvider
+from providers.anthropic_wire import decode_thinking, encode_thinking, thinking_text
 from providers.errors import ProviderError
 from providers.scripted import ScriptedModelServer, Step, error, text, tool
 from providers.scripted_anthropic import overloaded

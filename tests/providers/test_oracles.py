@@ -30,7 +30,8 @@ from pydantic import BaseModel, TypeAdapter
 
 from prompts import CACHE_BOUNDARY
 from providers import scripted_anthropic
-from providers.anthropic import AnthropicProvider, encode_thinking
+from providers.anthropic import AnthropicProvider
+from providers.anthropic_wire import encode_thinking
 from providers.openai import OpenAIProvider
 from providers.scripted import ScriptedModelServer, Step, _chunks, _completion
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
