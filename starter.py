@@ -25,6 +25,8 @@ from cli import schedule
 from cli.commands import COMMANDS
 from cli.options import add_task_options
 from cli.tasks import UserError
+from temporalio.service import RPCError
+
 from temporal.client import TemporalUnavailable
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
@@ -72,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(COMMANDS[args.command](args))
     except (UserError, TemporalUnavailable, ServerError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RPCError as err:  # the server refused or could not serve a call
+        print(f"error: Temporal: {err.message} ({err.status.name})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -7,17 +7,19 @@ A real cluster is configured the way Temporal's own tools are: ``TEMPORAL_ADDRES
 
 from __future__ import annotations
 
+import asyncio
 import os
+from datetime import timedelta
 
-from temporalio.client import Client
-from temporal.codec import codec_from_env, data_converter
-from temporal.tracing import configure_tracing, interceptors
-from temporalio.envconfig import ClientConfig
-
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
-from temporalio.service import RPCError
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.client import Client
+from temporalio.envconfig import ClientConfig
+from temporalio.service import RPCError, RPCStatusCode
 
+from temporal.codec import codec_from_env, data_converter
 from temporal.server import (
     EMBEDDED_HOST,
     EMBEDDED_PORT,
@@ -25,6 +27,7 @@ from temporal.server import (
     SEARCH_ATTRIBUTES,
     ensure_embedded_server,
 )
+from temporal.tracing import configure_tracing, interceptors
 
 
 class TemporalUnavailable(RuntimeError):
@@ -53,9 +56,37 @@ async def connect(*, start_embedded: bool = True) -> Client:
     config["interceptors"] = interceptors()
     target = config.get("target_host")
     try:
-        return await Client.connect(**config)
+        client = await Client.connect(**config)
     except RuntimeError as err:
         raise TemporalUnavailable(f"cannot reach Temporal at {target}: {err}") from None
+    if is_embedded():
+        await wait_until_ready(client)
+    return client
+
+
+async def wait_until_ready(client: Client, timeout_s: float = 60.0) -> None:
+    """Wait until the server can serve tasks, not only accept connections.
+
+    A dev server that has just started on an existing database opens its port before its
+    history shards are loaded; calls made then fail with "shard status unknown". Describing a
+    workflow that does not exist touches a shard: NOT_FOUND means ready.
+    """
+    request = DescribeWorkflowExecutionRequest(
+        namespace=client.namespace, execution=WorkflowExecution(workflow_id="agent-readiness-probe")
+    )
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        try:
+            await client.workflow_service.describe_workflow_execution(
+                request, retry=False, timeout=timedelta(seconds=5)
+            )
+            return
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TemporalUnavailable(f"Temporal did not become ready within {timeout_s:.0f}s: {err}") from None
+        await asyncio.sleep(0.25)
 
 
 async def ensure_search_attributes(client: Client, *, register: bool | None = None) -> bool:

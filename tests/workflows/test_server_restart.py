@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from datetime import timedelta
 import socket
 import subprocess
 from pathlib import Path
@@ -66,6 +67,35 @@ async def test_approval_after_the_dev_server_restarted_on_its_database(tmp_path,
             outcome = await asyncio.wait_for(handle.result(), 30)
         assert outcome.status == TaskState.DONE and outcome.final_text == "after the restart"
         assert "not today" in tool_messages(model.requests[0])[0]["content"]
+    finally:
+        server.kill()
+        server.wait(10)
+
+
+async def test_the_first_call_after_a_restart_waits_until_the_server_can_serve_it(tmp_path, workspace):
+    from temporal.client import wait_until_ready
+
+    db, port, queue = tmp_path / "temporal.db", free_port(), "ready-queue"
+    server = start_server(db, port)
+    try:
+        client = await connect(port)
+        async with scripted_worker(client, queue, [tool("message", type="result", text="one")]):
+            first = await start(client, queue, make_input(workspace))  # leave data in the database
+            await first.result()
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+        server = start_server(db, port)
+        while not port_open("127.0.0.1", port):
+            await asyncio.sleep(0.02)
+        raw = await Client.connect(f"127.0.0.1:{port}", data_converter=pydantic_data_converter)
+        await wait_until_ready(raw)
+        async with scripted_worker(raw, queue, [tool("message", type="result", text="two")]):
+            handle = await raw.start_workflow(  # no retries needed: the server is ready
+                AgentTaskWorkflow.run, make_input(workspace), id="after-restart", task_queue=queue,
+                rpc_timeout=timedelta(seconds=5),
+            )
+            outcome = await asyncio.wait_for(handle.result(), 30)
+        assert outcome.final_text == "two"
     finally:
         server.kill()
         server.wait(10)
