@@ -15,6 +15,7 @@ from providers.errors import ProviderError
 from providers.scripted import ScriptedModelServer, Step, error, text, tool
 from providers.scripted_anthropic import overloaded
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from tests.providers.support import Recorder
 
 BASE = "http://claude.test"
 CACHED = {"type": "ephemeral"}
@@ -32,20 +33,6 @@ def request(**overrides: Any) -> LlmRequest:
 
 def user(content: str) -> dict[str, Any]:
     return {"type": "text", "text": content}
-
-
-class Recorder:
-    def __init__(self, respond: Callable[[httpx.Request], httpx.Response]) -> None:
-        self.respond = respond
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, req: httpx.Request) -> httpx.Response:
-        self.requests.append(req)
-        return self.respond(req)
-
-    @property
-    def body(self) -> dict[str, Any]:
-        return json.loads(self.requests[-1].content)
 
 
 def mock_provider(

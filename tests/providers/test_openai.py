@@ -13,6 +13,7 @@ from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from providers.scripted import ScriptedModelServer, Step, error, text
 from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from tests.providers.support import Recorder
 
 BASE = "http://model.test/v1"
 
@@ -25,22 +26,6 @@ def request(**overrides: Any) -> LlmRequest:
     }
     fields.update(overrides)
     return LlmRequest(**fields)
-
-
-class Recorder:
-    """A MockTransport handler that answers with a fixed response and keeps each request."""
-
-    def __init__(self, respond: Callable[[httpx.Request], httpx.Response]) -> None:
-        self.respond = respond
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, req: httpx.Request) -> httpx.Response:
-        self.requests.append(req)
-        return self.respond(req)
-
-    @property
-    def body(self) -> dict[str, Any]:
-        return json.loads(self.requests[-1].content)
 
 
 def mock_provider(respond: Callable[[httpx.Request], httpx.Response], api_key: str | None = "sk-test"):
