@@ -20,7 +20,7 @@ import asyncio
 import os
 import sys
 
-from activities.log import configure_logging
+from runtime.logs import configure_logging
 from cli import schedule
 from cli.commands import COMMANDS
 from cli.options import add_task_options

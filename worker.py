@@ -17,16 +17,16 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from activities.llm import LlmActivities, ProviderSettings
 from activities.prompt import PromptActivities
-from activities.log import configure_logging, get_logger
+from runtime.logs import configure_logging, get_logger
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
-from workflows.models import DEFAULT_TASK_QUEUE
+from contracts.task import DEFAULT_TASK_QUEUE
 from workflows.task import AgentTaskWorkflow
 
 

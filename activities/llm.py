@@ -21,22 +21,22 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
-from activities.context_store import ContextGap, ContextStore, LiveWriter
-from activities.heartbeat import with_heartbeats
-from activities.log import get_logger
-from activities.secrets import SecretStore
-from activities.types import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
+from runtime.store import ContextGap, ContextStore, LiveWriter
+from core.heartbeat import with_heartbeats
+from runtime.logs import get_logger
+from runtime.secrets import SecretStore
+from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError
 from providers.factory import Provider, make_provider
 from providers.pricing import cost_usd, load_prices
 from providers.settings import ProviderSettings
-from providers.types import ContextReport, LlmRequest, TurnResult
+from core.messages import ContextReport, LlmRequest, TurnResult
 from temporal.tracing import chat_span
-from tools.policy import classify_call
-from workflows.compaction import CompactionPolicy, compact
-from workflows.context import Entry, ToolResult, to_chat_messages
+from tools.registry import classify_call
+from core.compaction import CompactionPolicy, compact
+from core.entries import Entry, ToolResult, to_chat_messages
 
 __all__ = ["LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
 
@@ -113,7 +113,7 @@ class LlmActivities:
         live = LiveWriter(self.store, inp.task_id, inp.turn, info.attempt)
         try:
             with chat_span(inp.provider, inp.model, inp.task_id, inp.turn) as span:
-                result = await with_heartbeats(provider.complete(request, on_text=live))
+                result = await with_heartbeats(provider.complete(request, on_text=live), activity.heartbeat)
                 span.record(result)
         except ProviderError as err:
             if err.retryable:
@@ -127,9 +127,12 @@ class LlmActivities:
         result.context = report
         result.provider = inp.provider
         result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
-        for call in result.tool_calls:
+        for call in result.tool_calls:  # what the tools declare, recorded with the call
             danger, reason = classify_call(call.name, call.arguments)
             call.danger, call.danger_reason = danger.value, reason or None
+            tool = tools.REGISTRY.get(call.name)
+            if tool is not None:
+                call.runs_in, call.summary = tool.runs_in, tool.summarize(call.arguments)
         log.info("llm call done", tool_calls=len(result.tool_calls), input_tokens=result.usage.input_tokens,
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
@@ -156,7 +159,9 @@ class LlmActivities:
         self._cache[inp.context_id] = entries
         if len(self._cache) > 256:  # keep the most recent tasks only
             self._cache.pop(next(iter(self._cache)))
-        view = compact(entries, CompactionPolicy(context_window=inp.context_window, system_tokens=system_tokens))
+        view = compact(entries, CompactionPolicy(
+            context_window=inp.context_window, system_tokens=system_tokens, compact_keys=tools.COMPACT_KEYS,
+        ))
         return view.entries, ContextReport(
             entries=len(entries),
             compacted_turns=view.compacted_turns,

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from temporalio import activity
 
-from activities.context_store import ContextStore
-from activities.secrets import SecretStore
-from activities.types import PROMPT_CONTEXT_ACTIVITY, PromptContextInput
+from runtime.store import ContextStore
+from runtime.secrets import SecretStore
+from contracts.activities import PROMPT_CONTEXT_ACTIVITY, PromptContextInput
 from prompts import load_prompt_context
-from temporal.server import data_dir
+from runtime.paths import data_dir
 
 
 class PromptActivities:

@@ -14,17 +14,17 @@ from pathlib import Path
 from temporalio import activity
 
 import tools
-from activities.audit import AuditLog, default_audit_path
-from activities.context_store import ContextStore
-from activities.heartbeat import with_heartbeats
-from activities.log import get_logger
-from activities.secrets import SecretStore
-from activities.types import TOOL_ACTIVITY, ToolCallInput
+from runtime.audit import AuditLog, default_audit_path
+from runtime.store import ContextStore
+from core.heartbeat import with_heartbeats
+from runtime.logs import get_logger
+from runtime.secrets import SecretStore
+from contracts.activities import TOOL_ACTIVITY, ToolCallInput
 from temporal.tracing import tool_span
-from tools.base import ToolContext, ToolResult
+from tools.base import ToolContext, ToolOutcome
 from tools.registry import REGISTRY
-from tools.untrusted import wrap_untrusted
-from workflows.context import entry_digest, result_entry
+from core.untrusted import wrap_untrusted
+from core.entries import entry_digest, result_entry
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
 PREVIEW_CHARS = 1500
@@ -54,7 +54,7 @@ class ToolActivities:
         return self._audit
 
     @activity.defn(name=TOOL_ACTIVITY)
-    async def run_tool(self, inp: ToolCallInput) -> ToolResult:
+    async def run_tool(self, inp: ToolCallInput) -> ToolOutcome:
         info = activity.info()
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
@@ -73,15 +73,15 @@ class ToolActivities:
         log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
         return result
 
-    async def _execute(self, inp: ToolCallInput) -> ToolResult:
+    async def _execute(self, inp: ToolCallInput) -> ToolOutcome:
         workspace = Path(inp.workspace)
         if not workspace.is_dir():
-            return ToolResult(status="error", content=f"the workspace {inp.workspace} does not exist")
+            return ToolOutcome(status="error", content=f"the workspace {inp.workspace} does not exist")
         ctx = ToolContext(workspace=workspace, task_id=inp.task_id, heartbeat=activity.heartbeat)
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)
         result = await with_heartbeats(
-            tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error)
+            tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error), activity.heartbeat
         )
         tool = REGISTRY.get(inp.call.name)
         if tool is not None and tool.untrusted_source is not None and result.status == "ok":
@@ -90,7 +90,7 @@ class ToolActivities:
                 result = result.model_copy(update={"content": wrap_untrusted(result.content, source)})
         return result
 
-    def _store_result(self, inp: ToolCallInput, result: ToolResult) -> ToolResult:
+    def _store_result(self, inp: ToolCallInput, result: ToolOutcome) -> ToolOutcome:
         if len(result.content) > BLOB_CAP_CHARS:
             digest = self.store.put_blob(result.content)
             preview = result.content[:PREVIEW_CHARS]

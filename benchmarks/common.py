@@ -10,14 +10,14 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from activities.llm import ProviderSettings
-from activities.log import configure_logging
-from providers.scripted import ScriptedModelServer, Step
+from runtime.logs import configure_logging
+from fakes.scripted import ScriptedModelServer, Step
 from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
 from worker import build_worker
-from workflows.context import AiMessage, Entry, ToolCall, ToolResult, UserMessage
-from workflows.models import TaskInput, TaskOutcome
+from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
+from contracts.task import TaskInput, TaskOutcome
 from workflows.task import AgentTaskWorkflow
 
 

@@ -17,9 +17,10 @@ import argparse
 import statistics
 import time
 
-from providers.types import ToolCallRequest
-from workflows.compaction import CompactionPolicy, _cached_tool_line, compact
-from workflows.context import (
+from core.messages import ToolCallRequest
+from tools import COMPACT_KEYS
+from core.compaction import CompactionPolicy, _cached_tool_line, compact
+from core.entries import (
     AiMessage,
     Entry,
     StatusNotice,
@@ -29,7 +30,7 @@ from workflows.context import (
     Transcript,
     UserMessage,
 )
-from workflows.turns import group_turns
+from core.turns import group_turns
 
 _LINE = "    value = compute(alpha, beta, gamma)  # a line of source code, about 64 chars\n"
 
@@ -63,7 +64,7 @@ def build_transcript(turns: int, result_bytes: int) -> list[Entry]:
 
 def run(turns: int, result_bytes: int, repeat: int) -> None:
     entries = build_transcript(turns, result_bytes)
-    policy = CompactionPolicy()
+    policy = CompactionPolicy(compact_keys=COMPACT_KEYS)
     _cached_tool_line.cache_clear()  # the first call formats every summary line itself
     start = time.perf_counter()
     result = compact(entries, policy)

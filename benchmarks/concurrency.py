@@ -23,11 +23,11 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from activities.llm import ProviderSettings
 from benchmarks.common import start_env
 from worker import build_worker
-from workflows.models import TaskInput
+from contracts.task import TaskInput
 from workflows.task import AgentTaskWorkflow
 
 

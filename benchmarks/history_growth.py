@@ -15,10 +15,10 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from benchmarks.common import context_entries, run_scripted, run_stats, said_bytes, start_env, workspace_with_files
-from providers.scripted import tool
-from workflows.models import TaskInput
+from fakes.scripted import tool
+from contracts.task import TaskInput
 
 
 async def main(turns: int, file_bytes: int) -> None:

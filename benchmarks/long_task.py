@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from benchmarks.common import run_scripted, run_stats, start_env, workspace_with_files
-from providers.scripted import tool
-from workflows.models import TaskInput
+from fakes.scripted import tool
+from contracts.task import TaskInput
 
 FILES = 10  # cycled through, so no call repeats often enough to look like a loop
 

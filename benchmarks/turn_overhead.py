@@ -30,17 +30,17 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from activities.llm import LlmActivities, ProviderSettings
-    from activities.log import configure_logging
-    from activities.context_store import ContextStore
+    from runtime.logs import configure_logging
+    from runtime.store import ContextStore
     from activities.prompt import PromptActivities
     from activities.tools import ToolActivities
-    from activities.types import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
-    from providers.scripted import ScriptedModelServer, tool
-    from providers.types import TurnResult
-    from workflows.context import UserMessage
+    from contracts.activities import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
+    from fakes.scripted import ScriptedModelServer, tool
+    from core.messages import TurnResult
+    from core.entries import UserMessage
     from temporal.server import temporal_cli
-    from tools.base import ToolResult
-    from workflows.models import TaskInput
+    from tools.base import ToolOutcome
+    from contracts.task import TaskInput
     from workflows.task import AgentTaskWorkflow
 
 TIMEOUT = timedelta(seconds=60)
@@ -73,7 +73,7 @@ class FloorWorkflow:
             await workflow.execute_activity(
                 TOOL_ACTIVITY,
                 ToolCallInput(task_id="floor", turn=turn, workspace=workspace, call=result.tool_calls[0]),
-                result_type=ToolResult, start_to_close_timeout=TIMEOUT,
+                result_type=ToolOutcome, start_to_close_timeout=TIMEOUT,
             )
         return turns
 

@@ -30,10 +30,10 @@ from cli.tasks import (
     ui_link,
     who,
 )
-from activities.secrets import SecretStore
+from runtime.secrets import SecretStore
 from temporal.client import connect, is_embedded
 from worker import build_worker, task_queue
-from workflows.models import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskState, TaskStatus
+from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskState, TaskStatus
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
@@ -67,7 +67,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     async with AsyncExitStack() as stack:
         queue, settings = task_queue(), None
         if args.demo:
-            from providers.scripted import ScriptedModelServer, demo_steps
+            from fakes.scripted import ScriptedModelServer, demo_steps
 
             server = stack.enter_context(ScriptedModelServer(demo_steps(inp.instruction)))
             settings = ProviderSettings(openai_base_url=server.url, openai_api_key=None)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.context import AiMessage, Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage
-from workflows.models import TaskOutcome, TaskStatus
+from core.entries import AiMessage, Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage
+from contracts.task import TaskOutcome, TaskStatus
 
 
 class EventMapper:

@@ -16,8 +16,8 @@ from temporalio.service import RPCError
 
 from cli.events import EventMapper
 from cli.render import render_entry, render_outcome
-from workflows.context import Entry
-from workflows.models import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
+from core.entries import Entry
+from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
 from workflows.task import AgentTaskWorkflow
 
 POLL_S = 0.25
@@ -193,7 +193,7 @@ class Follower:
 
 
 def _local_store():
-    from activities.context_store import ContextStore, default_store_path
+    from runtime.store import ContextStore, default_store_path
 
     path = default_store_path()
     return ContextStore(path) if path.exists() else None
@@ -223,7 +223,7 @@ async def ask_person(client: Client, workflow_id: str, status: TaskStatus, conso
             return
         text = (await asyncio.to_thread(input, "  reply> ")).strip()
         if text:
-            from activities.secrets import SecretStore
+            from runtime.secrets import SecretStore
 
             text = SecretStore.from_env().redact(text)
             await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who))

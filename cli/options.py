@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from providers.factory import MODES
-from workflows.models import ApprovalMode
+from contracts.task import ApprovalMode
 
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:

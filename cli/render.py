@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.markup import escape
 
-from workflows.context import (
+from core.entries import (
     AiMessage,
     Entry,
     StatusNotice,
@@ -17,7 +17,7 @@ from workflows.context import (
     ToolResult,
     UserMessage,
 )
-from workflows.models import TaskOutcome, TaskState, TaskStatus
+from contracts.task import TaskOutcome, TaskState, TaskStatus
 
 RESULT_PREVIEW_LINES = 6
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from types import ModuleType
 
 from temporal.client import connect, ensure_search_attributes
-from temporal.schedules import (
+from cli.schedules import (
     OVERLAP_POLICIES,
     ScheduleError,
     ScheduleSummary,

@@ -15,11 +15,10 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.secrets import SecretStore
+from runtime.secrets import SecretStore
 from providers.factory import MODES
 from temporal.client import ensure_search_attributes, ui_base_url
-from workflows import policy
-from workflows.models import ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState
+from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState
 from workflows.task import AgentTaskWorkflow
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -72,7 +71,7 @@ def fallback_chain(spec: str | None) -> list[ModelRef]:
 def default_tools() -> list[str] | None:
     """The engine's default tools, plus web search when a search backend is configured."""
     if os.environ.get("TAVILY_API_KEY"):
-        return [*policy.DEFAULT_TOOLS, "search"]
+        return [*DEFAULT_TOOLS, "search"]
     return None
 
 

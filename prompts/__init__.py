@@ -1,7 +1,7 @@
 """The prompt layer: the system prompt as XML segments, each rules plus examples.
 
 Every word the model reads as system prompt is in ``prompts/segments/*.md``,
-in ``tools.untrusted.SECURITY_PROMPT_SEGMENT``, or in the ``PromptContext``
+in ``core.untrusted.SECURITY_PROMPT_SEGMENT``, or in the ``PromptContext``
 and environment values filled into the segments. The code only picks and
 orders segments; the text holds no conditions of its own.
 
@@ -52,7 +52,7 @@ _TAG_LOOKALIKE = re.compile(r"<(\s*/?\s*(?:" + "|".join(_OWN_TAGS) + r")\b)", re
 def segment_text(name: str) -> str:
     """The text of one segment as written, placeholders included."""
     if name == "security":
-        from tools.untrusted import SECURITY_PROMPT_SEGMENT
+        from core.untrusted import SECURITY_PROMPT_SEGMENT
 
         return SECURITY_PROMPT_SEGMENT.strip()
     path = resources.files(__package__).joinpath("segments", f"{name}.md")

@@ -6,6 +6,6 @@ API and back, and classifies its errors. Adapters never retry.
     openai.py     OpenAI-compatible chat completions over httpx (JSON and SSE)
     scripted.py   a scripted model behind a local OpenAI-compatible HTTP server
 
-Nothing is imported here on purpose: workflow code imports ``providers.types``
+Nothing is imported here on purpose: workflow code imports ``core.messages``
 inside the Temporal sandbox and must not pull in httpx through this package.
 """

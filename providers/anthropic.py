@@ -45,7 +45,7 @@ from providers.errors import ProviderError, error_message, is_retryable_status, 
 from providers.errors import parse_retry_after, snippet
 from providers.http import HttpProvider
 from providers.anthropic_wire import encode_thinking, messages_to_wire, system_blocks
-from providers.types import LlmRequest, ToolCallRequest, TurnResult, Usage
+from core.messages import LlmRequest, ToolCallRequest, TurnResult, Usage
 
 DEFAULT_MAX_TOKENS = 8192
 # From this API version on the Messages API rejects temperature/top_p/top_k.

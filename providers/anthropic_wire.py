@@ -9,7 +9,7 @@ import json
 from typing import Any, assert_never
 
 from prompts import split_at_cache_boundary
-from providers.types import ChatMessage
+from core.messages import ChatMessage
 
 THINKING_MARKER = "anthropic-thinking-v1:"
 

@@ -18,7 +18,7 @@ import httpx
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
 from providers.settings import ProviderSettings
-from providers.types import LlmRequest, TurnResult
+from core.messages import LlmRequest, TurnResult
 from providers.xml_tools import XmlToolsProvider
 
 MODES = ("openai", "anthropic", "anthropic_xml")

@@ -10,7 +10,7 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from providers.errors import ProviderError, snippet
-from providers.types import LlmRequest, TurnResult
+from core.messages import LlmRequest, TurnResult
 
 
 class HttpProvider:

@@ -32,7 +32,7 @@ from providers.errors import error_message as _error_message
 from providers.errors import snippet as _snippet
 from prompts import split_at_cache_boundary
 from providers.http import HttpProvider
-from providers.types import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
+from core.messages import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
 
 class OpenAIProvider(HttpProvider):
     name = "openai"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from providers.types import Usage
+from core.messages import Usage
 
 PRICES_FILE_ENV = "AGENT_PRICES_FILE"
 _SEPARATORS = ("-", ":", "@")

@@ -54,7 +54,7 @@ import re
 from typing import Any, Callable, Protocol
 
 from prompts import CACHE_BOUNDARY, split_at_cache_boundary
-from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec, TurnResult
+from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec, TurnResult
 
 _BLOCK_TAG = "<function_calls>"
 _BLOCK_OPEN = re.compile(r"<function_calls\s*>")

@@ -25,8 +25,8 @@ import binascii
 import dataclasses
 import os
 import sys
-from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gen.add_argument("--id", default=None, help="key id (default: k<UTC date and time>)")
     args = parser.parse_args(argv)
     if args.command == "genkey":
-        key_id = args.id or datetime.now(timezone.utc).strftime("k%Y%m%d%H%M%S")
+        key_id = args.id or datetime.now(UTC).strftime("k%Y%m%d%H%M%S")
         if not key_id or any(c in key_id for c in ":,"):
             parser.error("a key id must be non-empty and hold neither ':' nor ','")
         print(f"{key_id}:{generate_key()}")

@@ -27,8 +27,8 @@ import hmac
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Mapping, Sequence
 
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
@@ -62,10 +62,10 @@ def make_server(
     class Handler(BaseHTTPRequestHandler):
         server_version = "agent-codec"
 
-        def do_OPTIONS(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_OPTIONS(self) -> None:
             self._respond(204)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             action = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
             if action not in ("encode", "decode"):
                 return self._respond(404, {"message": "POST /encode or /decode"})
@@ -109,7 +109,7 @@ def make_server(
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             sys.stderr.write(f"codec-server {self.address_string()} {format % args}\n")
 
     return ThreadingHTTPServer((host, port), Handler)

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runtime.paths import data_dir
+
 EMBEDDED_HOST = "127.0.0.1"
 EMBEDDED_PORT = 7233
 EMBEDDED_UI_PORT = 8233
@@ -34,16 +36,6 @@ SEARCH_ATTRIBUTES = {
 
 class ServerError(RuntimeError):
     """The embedded server could not be found or started."""
-
-
-def project_root() -> Path:
-    return Path(__file__).resolve().parent.parent
-
-
-def data_dir() -> Path:
-    path = Path(os.environ.get("AGENT_DATA_DIR") or project_root() / "data")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def temporal_cli() -> str:

@@ -17,7 +17,7 @@ Where spans come from:
       StartActivity:tool_call
         RunActivity:tool_call
           execute_tool {tool}          tool_span(), in the tool activity
-      invoke_agent durable-agent       record_task_span(), at the end of the task
+      invoke_agent durable-agent       workflows/telemetry.py, at the end of the task
 
 Spans carry names, ids, counts and statuses only: never prompts, tool arguments
 or outputs, exception messages, secrets or keys.
@@ -42,12 +42,17 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.trace import SpanKind, Status, StatusCode, format_span_id, format_trace_id
-from temporalio import workflow
+from opentelemetry.trace import (
+    SpanKind,
+    Status,
+    StatusCode,
+    format_span_id,
+    format_trace_id,
+)
 from temporalio.contrib.opentelemetry import TracingInterceptor
-from temporalio.contrib.opentelemetry import workflow as otel_workflow
 
-AGENT_NAME = "durable-agent"
+SERVICE_NAME = "durable-agent"  # the OpenTelemetry service name
+
 TRACE_FILE_ENV = "AGENT_TRACE_FILE"
 
 
@@ -65,7 +70,7 @@ _state: _Tracing | None = None
 
 
 def configure_tracing(
-    service_name: str = AGENT_NAME,
+    service_name: str = SERVICE_NAME,
     env: Mapping[str, str] = os.environ,
     *,
     install_global: bool = True,
@@ -87,7 +92,9 @@ def configure_tracing(
     resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or service_name})
     provider = TracerProvider(resource=resource)
     if endpoint:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter,
+        )
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     if trace_file:
@@ -97,7 +104,7 @@ def configure_tracing(
         trace.set_tracer_provider(provider)
     _state = _Tracing(
         provider=provider,
-        tracer=provider.get_tracer(AGENT_NAME),
+        tracer=provider.get_tracer(SERVICE_NAME),
         interceptor=TracingInterceptor(provider.get_tracer("temporalio.contrib.opentelemetry")),
     )
     return provider
@@ -137,7 +144,7 @@ class _Usage(Protocol):
 
 
 class _Turn(Protocol):
-    """What ``ChatSpan.record`` reads from ``providers.types.TurnResult``."""
+    """What ``ChatSpan.record`` reads from ``core.messages.TurnResult``."""
 
     usage: _Usage
     finish_reason: str | None
@@ -238,44 +245,6 @@ def _error_type(exc: Exception) -> str:
 
 
 # ---- the task span, from workflow code ----------------------------------------------
-
-
-def record_task_span(
-    *,
-    model: str,
-    provider: str,
-    status: str,
-    turns: int,
-    input_tokens: int,
-    output_tokens: int,
-    agent_name: str = AGENT_NAME,
-) -> None:
-    """The task's ``invoke_agent`` span: call once from workflow code, when the task ends.
-
-    Replay-safe: it goes through the TracingInterceptor's workflow span support, which
-    records nothing while replaying. Without that interceptor, or when the workflow was
-    started by an untraced client (no parent span), it records nothing at all.
-    """
-    if trace.get_current_span() is trace.INVALID_SPAN:
-        return
-    workflow_id = workflow.info().workflow_id
-    otel_workflow.completed_span(
-        f"invoke_agent {agent_name}",
-        attributes={
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": agent_name,
-            "gen_ai.conversation.id": workflow_id,
-            "gen_ai.provider.name": provider,
-            "gen_ai.system": provider,
-            "gen_ai.request.model": model,
-            "gen_ai.usage.input_tokens": input_tokens,
-            "gen_ai.usage.output_tokens": output_tokens,
-            "agent.workflow_id": workflow_id,
-            "agent.task.status": status,
-            "agent.turns": turns,
-            "agent.usage.total_tokens": input_tokens + output_tokens,
-        },
-    )
 
 
 # ---- the JSONL file exporter ------------------------------------------------------------

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from providers.scripted import tool
-from workflows.models import TaskState
+from fakes.scripted import tool
+from contracts.task import TaskState
 from tests.workflows.harness import scripted_worker, wait_for_state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, tas
 
 
 async def test_watch_shows_a_retry_with_its_reason_and_delay(client, task_queue, workspace):
-    from providers.scripted import error
+    from fakes.scripted import error
 
     steps = [error(429, "slow down", headers={"Retry-After": "3"}), tool("message", type="result", text="ok")]
     async with scripted_worker(client, task_queue, steps):

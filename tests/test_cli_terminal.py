@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from providers.scripted import tool
-from workflows.models import TaskOutcome, TaskState
+from fakes.scripted import tool
+from contracts.task import TaskOutcome, TaskState
 
 from tests.workflows.harness import make_input, scripted_worker, start, wait_for_state
 

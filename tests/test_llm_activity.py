@@ -7,12 +7,12 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from activities.llm import CIRCUIT_OPEN, LlmActivities, ProviderSettings
-from activities.types import LlmCallInput, PromptParams
+from contracts.activities import LlmCallInput, PromptParams
 from providers.circuit import CircuitBreaker
-from providers.scripted import ScriptedModelServer, error, tool
-from workflows.context import UserMessage
+from fakes.scripted import ScriptedModelServer, error, tool
+from core.entries import UserMessage
 
 
 class Clock:

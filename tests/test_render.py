@@ -1,5 +1,5 @@
 from cli.render import preview, unwrap
-from tools.untrusted import wrap_untrusted
+from core.untrusted import wrap_untrusted
 
 
 def test_people_see_tool_output_without_the_untrusted_wrapper():

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from temporalio.client import ScheduleOverlapPolicy
 
-from providers.scripted import tool
-from temporal.schedules import (
+from fakes.scripted import tool
+from cli.schedules import (
     CATCHUP_WINDOW,
     InvalidSchedule,
     ScheduleExists,
@@ -25,7 +25,7 @@ from temporal.schedules import (
 )
 from tests.test_cli import cli
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state
-from workflows.models import TaskState
+from contracts.task import TaskState
 
 NEVER_SOON = "0 0 1 1 *"  # midnight on New Year's Day: never fires during a test
 

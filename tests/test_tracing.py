@@ -21,10 +21,11 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 with workflow.unsafe.imports_passed_through():
-    from providers.types import TurnResult, Usage
+    from core.messages import TurnResult, Usage
     from temporal import tracing
-    from temporal.tracing import chat_span, configure_tracing, interceptors, record_task_span, tool_span
-    from tools.base import ToolResult
+    from temporal.tracing import chat_span, configure_tracing, interceptors, tool_span
+    from workflows.telemetry import record_task_span
+    from tools.base import ToolOutcome
 
 SECRET = "SECRET-sk-do-not-trace"
 
@@ -232,9 +233,9 @@ async def traced_llm(inp: ProbeInput) -> TurnResult:
 
 
 @activity.defn(name="traced_tool")
-async def traced_tool(inp: ProbeInput) -> ToolResult:
+async def traced_tool(inp: ProbeInput) -> ToolOutcome:
     with tool_span("shell", "call-1", activity.info().workflow_id, inp.turn) as span:
-        result = ToolResult(status="ok", content=f"ran it: {SECRET}")
+        result = ToolOutcome(status="ok", content=f"ran it: {SECRET}")
         span.record(result.status)
     return result
 
@@ -354,7 +355,7 @@ async def test_a_real_task_exports_invoke_agent_chat_and_tool_spans_linked_in_on
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from providers.scripted import tool
+    from fakes.scripted import tool
     from temporal import tracing
     from tests.workflows.harness import make_input, scripted_worker
     from workflows.task import AgentTaskWorkflow

@@ -1,8 +1,9 @@
 """The agent's tools: one per module, gathered in ``tools.registry``."""
 
 from tools.registry import (
-    DEFAULT_TOOLS,
+    COMPACT_KEYS,
     REGISTRY,
+    classify_call,
     coerce_args,
     compact_line,
     danger_of,
@@ -11,8 +12,9 @@ from tools.registry import (
 )
 
 __all__ = [
-    "DEFAULT_TOOLS",
+    "COMPACT_KEYS",
     "REGISTRY",
+    "classify_call",
     "coerce_args",
     "compact_line",
     "danger_of",

@@ -31,9 +31,11 @@ from typing import Literal, assert_never
 
 import httpx
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
-from tools.untrusted import wrap_untrusted
-from tools.web import html_to_markdown, new_client, with_heartbeats
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from core.untrusted import wrap_untrusted
+from core.heartbeat import with_heartbeats
+from tools import web
+from tools.web import html_to_markdown, new_client
 
 FETCH_TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_S = 10.0
@@ -219,7 +221,7 @@ def _size(n: int) -> str:
     return f"{n / 2**20:g} MB" if n >= 2**20 else f"{n / 2**10:g} KB"
 
 
-def _result(page: _Page, max_chars: int) -> ToolResult:
+def _result(page: _Page, max_chars: int) -> ToolOutcome:
     text = _text_of(page).strip()
     notes = []
     if page.cut:
@@ -239,22 +241,23 @@ def _result(page: _Page, max_chars: int) -> ToolResult:
         )
         text = text[:max_chars]
     content = wrap_untrusted(text or "(the page has no text)", str(page.url))
-    return ToolResult(content="\n".join([content, *notes]), truncated=bool(notes))
+    return ToolOutcome(content="\n".join([content, *notes]), truncated=bool(notes))
 
 
-async def fetch_url(args: FetchArgs, ctx: ToolContext) -> ToolResult:
+async def fetch_url(args: FetchArgs, ctx: ToolContext) -> ToolOutcome:
     try:
         url = _check_url(args.url.strip())
         return await with_heartbeats(
             _fetch(url, args.max_chars),
-            ctx,
-            lambda waited: f"fetch_url waiting {waited:.0f}s for {url}",
+            ctx.heartbeat,
+            every_s=web.HEARTBEAT_EVERY_S,
+            detail=lambda waited: f"fetch_url waiting {waited:.0f}s for {url}",
         )
     except _Failed as exc:
-        return ToolResult(status="error", content=f"Could not fetch the page: {exc}")
+        return ToolOutcome(status="error", content=f"Could not fetch the page: {exc}")
 
 
-async def _fetch(url: httpx.URL, max_chars: int) -> ToolResult:
+async def _fetch(url: httpx.URL, max_chars: int) -> ToolOutcome:
     page = await _download(url)
     return await asyncio.to_thread(_result, page, max_chars)  # parsing a big page takes a while
 

@@ -25,7 +25,7 @@ from typing import BinaryIO, Iterator, Literal, assert_never
 
 from pydantic import model_validator
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.shell import OUTPUT_CAP_CHARS
 
 MAX_LIST_ENTRIES = 1000
@@ -141,7 +141,7 @@ def _existing_file(path: Path, raw: str) -> None:
         raise _Refused(f"{raw!r} is a directory; use action 'list'")
 
 
-def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | None) -> ToolResult:
+def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | None) -> ToolOutcome:
     _existing_file(path, raw)
     first = offset or 1
     stop = first + limit if limit else None  # first line not wanted
@@ -166,7 +166,7 @@ def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | Non
         raise _Refused(f"offset {first} is past the end of {raw!r} ({total} lines)")
     text = "".join(parts)
     if not cut:
-        return ToolResult(content=text or "(empty file)")
+        return ToolOutcome(content=text or "(empty file)")
     if last < first:  # a single line longer than the cap
         note = f"[line {first} is longer than {OUTPUT_CAP_CHARS} characters and was cut]"
     else:
@@ -175,10 +175,10 @@ def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | Non
             f"of {total}; use offset={last + 1} (and limit) to read on]"
         )
     text = text.rstrip("\n")
-    return ToolResult(content=f"{text}\n{note}", truncated=True)
+    return ToolOutcome(content=f"{text}\n{note}", truncated=True)
 
 
-def _write(root: Path, path: Path, raw: str, content: str) -> ToolResult:
+def _write(root: Path, path: Path, raw: str, content: str) -> ToolOutcome:
     if path.is_dir():
         raise _Refused(f"{raw!r} is a directory")
     _refuse_symlink(root, raw)
@@ -186,10 +186,10 @@ def _write(root: Path, path: Path, raw: str, content: str) -> ToolResult:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     with os.fdopen(_open_beneath(root, path, raw, flags, make_parents=True), "wb") as f:
         f.write(data)
-    return ToolResult(content=f"Wrote {len(data)} bytes to {raw}.")
+    return ToolOutcome(content=f"Wrote {len(data)} bytes to {raw}.")
 
 
-def _edit(root: Path, path: Path, raw: str, old: str, new: str, replace_all: bool) -> ToolResult:
+def _edit(root: Path, path: Path, raw: str, old: str, new: str, replace_all: bool) -> ToolOutcome:
     _existing_file(path, raw)
     if not old:
         raise _Refused("old must not be empty")
@@ -210,10 +210,10 @@ def _edit(root: Path, path: Path, raw: str, old: str, new: str, replace_all: boo
         f.seek(0)
         f.write(text.replace(old, new).encode("utf-8"))
         f.truncate()
-    return ToolResult(content=f"Made {count} replacement{'s' if count > 1 else ''} in {raw}.")
+    return ToolOutcome(content=f"Made {count} replacement{'s' if count > 1 else ''} in {raw}.")
 
 
-def _list(root: Path, path: Path, raw: str) -> ToolResult:
+def _list(root: Path, path: Path, raw: str) -> ToolOutcome:
     if not path.exists():
         raise _Refused(f"no such directory: {raw}")
     if not path.is_dir():
@@ -225,7 +225,7 @@ def _list(root: Path, path: Path, raw: str) -> ToolResult:
     finally:
         os.close(fd)
     if not entries:
-        return ToolResult(content="(empty directory)")
+        return ToolOutcome(content="(empty directory)")
     lines = entries[:MAX_LIST_ENTRIES]
     if len(entries) > MAX_LIST_ENTRIES:
         lines.append(f"[... {len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
@@ -245,7 +245,7 @@ def _files_under(root: Path, start: Path) -> Iterator[Path]:
                 yield path
 
 
-def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolResult:
+def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolOutcome:
     try:
         regex = re.compile(pattern)
     except re.error as exc:
@@ -269,7 +269,7 @@ def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolResult:
         if len(matches) > MAX_GREP_MATCHES:
             break
     if not matches:
-        return ToolResult(content=f"no matches for {pattern!r} in {raw}")
+        return ToolOutcome(content=f"no matches for {pattern!r} in {raw}")
     over = len(matches) > MAX_GREP_MATCHES
     if over:
         matches[MAX_GREP_MATCHES:] = [
@@ -289,15 +289,15 @@ def _clip(line: str) -> str:
     return line if len(line) <= MAX_GREP_LINE_CHARS else line[:MAX_GREP_LINE_CHARS] + "…"
 
 
-def _capped(text: str, *, truncated: bool) -> ToolResult:
+def _capped(text: str, *, truncated: bool) -> ToolOutcome:
     if len(text) <= OUTPUT_CAP_CHARS:
-        return ToolResult(content=text, truncated=truncated)
+        return ToolOutcome(content=text, truncated=truncated)
     cut = len(text) - OUTPUT_CAP_CHARS
     note = f"[... {cut} more characters not shown; narrow the request]"
-    return ToolResult(content=f"{text[:OUTPUT_CAP_CHARS]}\n{note}", truncated=True)
+    return ToolOutcome(content=f"{text[:OUTPUT_CAP_CHARS]}\n{note}", truncated=True)
 
 
-def _run(args: FileArgs, workspace: Path) -> ToolResult:
+def _run(args: FileArgs, workspace: Path) -> ToolOutcome:
     root = workspace.resolve()
     try:
         path = _resolve(root, args.path)
@@ -318,13 +318,13 @@ def _run(args: FileArgs, workspace: Path) -> ToolResult:
             case _:
                 assert_never(args.action)
     except _Refused as exc:
-        return ToolResult(status="error", content=str(exc))
+        return ToolOutcome(status="error", content=str(exc))
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return ToolResult(status="error", content=f"{args.action} {args.path!r} failed: {reason}")
+        return ToolOutcome(status="error", content=f"{args.action} {args.path!r} failed: {reason}")
 
 
-async def file_tool(args: FileArgs, ctx: ToolContext) -> ToolResult:
+async def file_tool(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
     return await asyncio.to_thread(_run, args, ctx.workspace)
 
 

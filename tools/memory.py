@@ -31,7 +31,7 @@ from typing import BinaryIO, Iterator, Literal, assert_never
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 MEMORY_FILE = "MEMORY.md"
 NOTES_DIR = "memory"
@@ -162,21 +162,21 @@ def _rewrite(f: BinaryIO, text: str) -> None:
 # --- actions --------------------------------------------------------------
 
 
-def _append(root: Path, fact: str) -> ToolResult:
+def _append(root: Path, fact: str) -> ToolOutcome:
     with _opened(root, MEMORY_FILE, os.O_RDWR | os.O_CREAT) as f:
         text = _decoded(f) or HEADER
         if any(_same(_fact_of(line), fact) for line in text.splitlines()):
-            return ToolResult(content=f"Already in {MEMORY_FILE}: {fact}")
+            return ToolOutcome(content=f"Already in {MEMORY_FILE}: {fact}")
         line = f"- {fact}\n"
         if len(text) + len(line) > MAX_MEMORY_CHARS:
             raise _Refused(
                 f"{MEMORY_FILE} is full ({MAX_MEMORY_CHARS} characters); revise or remove outdated facts first"
             )
         _rewrite(f, (text if text.endswith("\n") else text + "\n") + line)
-    return ToolResult(content=f"Remembered in {MEMORY_FILE}: {fact}")
+    return ToolOutcome(content=f"Remembered in {MEMORY_FILE}: {fact}")
 
 
-def _revise(root: Path, old: str, new: str) -> ToolResult:
+def _revise(root: Path, old: str, new: str) -> ToolOutcome:
     old = _fact_of(old)
     new = _fact_of(new)
     try:
@@ -195,10 +195,10 @@ def _revise(root: Path, old: str, new: str) -> ToolResult:
     except FileNotFoundError:
         raise _Refused(f"{MEMORY_FILE} does not exist yet; there is nothing to revise") from None
     done = f"Removed from {MEMORY_FILE}: {old}" if not new else f"Revised in {MEMORY_FILE}: {old} -> {new}"
-    return ToolResult(content=done)
+    return ToolOutcome(content=done)
 
 
-def _read(root: Path) -> ToolResult:
+def _read(root: Path) -> ToolOutcome:
     try:
         with _opened(root, MEMORY_FILE, os.O_RDONLY) as f:
             text = f.read().decode("utf-8", errors="replace").strip()
@@ -214,19 +214,19 @@ def _read(root: Path) -> ToolResult:
     if notes:
         listing = "\n".join(f"- {NOTES_DIR}/{name}" for name in notes)
         parts.append(f"Recent daily notes (read them with the file tool):\n{listing}")
-    return ToolResult(content="\n\n".join(parts))
+    return ToolOutcome(content="\n\n".join(parts))
 
 
-def _note(root: Path, note: str) -> ToolResult:
+def _note(root: Path, note: str) -> ToolOutcome:
     when = now()
     name = f"{when:%Y-%m-%d}.md"
     with _opened(root, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, subdir=NOTES_DIR) as f:
         head = f"# Notes {when:%Y-%m-%d}\n\n" if os.fstat(f.fileno()).st_size == 0 else ""
         f.write(f"{head}- {when:%H:%M:%S} {note}\n".encode("utf-8"))
-    return ToolResult(content=f"Noted in {NOTES_DIR}/{name}.")
+    return ToolOutcome(content=f"Noted in {NOTES_DIR}/{name}.")
 
 
-def _run(args: MemoryArgs, workspace: Path) -> ToolResult:
+def _run(args: MemoryArgs, workspace: Path) -> ToolOutcome:
     try:
         match args.action:
             case "append":
@@ -243,12 +243,12 @@ def _run(args: MemoryArgs, workspace: Path) -> ToolResult:
             case _:
                 assert_never(args.action)
     except _Refused as exc:
-        return ToolResult(status="error", content=str(exc))
+        return ToolOutcome(status="error", content=str(exc))
     except OSError as exc:
-        return ToolResult(status="error", content=f"memory {args.action} failed: {exc.strerror or exc}")
+        return ToolOutcome(status="error", content=f"memory {args.action} failed: {exc.strerror or exc}")
 
 
-async def memory_tool(args: MemoryArgs, ctx: ToolContext) -> ToolResult:
+async def memory_tool(args: MemoryArgs, ctx: ToolContext) -> ToolOutcome:
     return await asyncio.to_thread(_run, args, ctx.workspace)
 
 
@@ -264,4 +264,5 @@ TOOL = ToolDefinition(
     danger=Danger.MODERATE,
     classify=classify,
     compact_keys=("action",),
+    for_subagents=False,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, assert_never
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 DESCRIPTION = """\
 Send a message to the user.
@@ -25,16 +25,16 @@ class MessageArgs(StrictArgs):
     text: str = Field(description="The message, in Markdown.")
 
 
-async def send_message(args: MessageArgs, ctx: ToolContext) -> ToolResult:
+async def send_message(args: MessageArgs, ctx: ToolContext) -> ToolOutcome:
     match args.type:
         case "result":
-            return ToolResult(final_result=args.text, content="Task completed.")
+            return ToolOutcome(final_result=args.text, content="Task completed.")
         case "ask":
-            return ToolResult(
+            return ToolOutcome(
                 ask=args.text, content="Question sent to the user; their reply will follow."
             )
         case "info":
-            return ToolResult(info=args.text, content="Message delivered to the user.")
+            return ToolOutcome(info=args.text, content="Message delivered to the user.")
         case _:
             assert_never(args.type)
 

@@ -8,11 +8,8 @@ the plan has not been touched for a few turns.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, Field, model_validator
-
-from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from core.tool_args import PlanArgs, PlanItem
+from tools.base import Danger, ToolContext, ToolDefinition, ToolOutcome
 
 DESCRIPTION = """\
 Keep an explicit plan for a task with several steps. Each call replaces the whole plan.
@@ -25,27 +22,6 @@ Example: {"items": [{"id": "1", "desc": "Read the config", "status": "completed"
 """
 
 
-class PlanItem(BaseModel):
-    model_config = {"extra": "forbid"}
-
-    id: str = Field(min_length=1, max_length=40)
-    desc: str = Field(min_length=1, max_length=300)
-    status: Literal["pending", "in_progress", "completed"] = "pending"
-
-
-class PlanArgs(StrictArgs):
-    items: list[PlanItem] = Field(max_length=50, description="The whole plan, in order.")
-
-    @model_validator(mode="after")
-    def _one_in_progress_and_unique_ids(self) -> PlanArgs:
-        if sum(item.status == "in_progress" for item in self.items) > 1:
-            raise ValueError("at most one item may be in_progress")
-        ids = [item.id for item in self.items]
-        if len(ids) != len(set(ids)):
-            raise ValueError("item ids must be unique")
-        return self
-
-
 def describe_plan(items: list[PlanItem]) -> str:
     marks = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
     done = sum(item.status == "completed" for item in items)
@@ -54,8 +30,8 @@ def describe_plan(items: list[PlanItem]) -> str:
     return "\n".join(lines)
 
 
-async def update_plan(args: PlanArgs, ctx: ToolContext) -> ToolResult:
-    return ToolResult(content=describe_plan(args.items), summary=f"plan: {len(args.items)} items")
+async def update_plan(args: PlanArgs, ctx: ToolContext) -> ToolOutcome:
+    return ToolOutcome(content=describe_plan(args.items), summary=f"plan: {len(args.items)} items", plan=args.items)
 
 
 TOOL = ToolDefinition(

@@ -33,9 +33,11 @@ from typing import Literal, Protocol
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
-from tools.untrusted import wrap_untrusted
-from tools.web import new_client, with_heartbeats
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from core.untrusted import wrap_untrusted
+from core.heartbeat import with_heartbeats
+from tools import web
+from tools.web import new_client
 
 SearchType = Literal["info", "news", "research", "api", "data", "image", "tool"]
 Topic = Literal["general", "news"]
@@ -256,21 +258,22 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-async def search_tool(args: SearchArgs, ctx: ToolContext) -> ToolResult:
+async def search_tool(args: SearchArgs, ctx: ToolContext) -> ToolOutcome:
     query = shape_query(args.query, args.type)
     topic: Topic = "news" if args.type == "news" else "general"
     try:
         backend = backend_from_env()
         hits = await with_heartbeats(
             backend.search(query, args.max_results, topic=topic),
-            ctx,
-            lambda waited: f"search waiting {waited:.0f}s",
+            ctx.heartbeat,
+            every_s=web.HEARTBEAT_EVERY_S,
+            detail=lambda waited: f"search waiting {waited:.0f}s",
         )
     except SearchError as exc:
-        return ToolResult(status="error", content=str(exc))
+        return ToolOutcome(status="error", content=str(exc))
     hits = hits[: args.max_results]
     text = wrap_untrusted(render(query, args.type, hits), f"search:{query}")
-    return ToolResult(content=f"{text}\n{FETCH_NOTE}" if hits else text)
+    return ToolOutcome(content=f"{text}\n{FETCH_NOTE}" if hits else text)
 
 
 TOOL = ToolDefinition(

@@ -27,7 +27,7 @@ from fnmatch import fnmatchcase
 from typing import Mapping, Sequence
 
 from tools import shell_policy
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 OUTPUT_CAP_CHARS = 20_000
 _HALF = OUTPUT_CAP_CHARS // 2
@@ -183,7 +183,7 @@ async def _supervise(
     return code, *capture.render()
 
 
-async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
+async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     # Our own pipe, so we can close the read end even if a background child keeps it open.
     read_fd, write_fd = os.pipe()
     try:
@@ -216,9 +216,9 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
             "the command and its child processes were killed]"
         )
         content = f"{output}\n{note}" if output else note
-        return ToolResult(status="error", content=content, truncated=truncated)
+        return ToolOutcome(status="error", content=content, truncated=truncated)
     body = output if output.strip() else "(no output)"
-    return ToolResult(content=f"{body}\n[exit code: {code}]", exit_code=code, truncated=truncated)
+    return ToolOutcome(content=f"{body}\n[exit code: {code}]", exit_code=code, truncated=truncated)
 
 
 # --- policy ---------------------------------------------------------------
@@ -235,7 +235,8 @@ TOOL = ToolDefinition(
     args_model=ShellArgs,
     handler=run_shell,
     danger=Danger.MODERATE,
-    classify=lambda args: classify_command(args.command),
+    classify=lambda args: shell_policy.classify_command(args.command),
     compact_keys=("command",),
+    summary_keys=("command",),
     untrusted_source=lambda args: f"shell: {str(args.get('command', ''))[:120]}",
 )

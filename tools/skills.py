@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 SKILL_FILE = "SKILL.md"
 WORKSPACE_SKILLS = Path(".agent") / "skills"
@@ -195,12 +195,12 @@ def _capped(read: TextRead, text: str, label: str) -> str:
     return f"{text}\n[{label} cut at {MAX_SKILL_FILE_CHARS} characters of a {read.size}-byte file]"
 
 
-def _load(args: LoadSkillArgs, dirs: list[Path]) -> ToolResult:
+def _load(args: LoadSkillArgs, dirs: list[Path]) -> ToolOutcome:
     skills = {s.name: s for s in discover_skills(dirs)}
     skill = skills.get(args.name)
     if skill is None:
         available = ", ".join(skills) or "none are installed"
-        return ToolResult(status="error", content=f"Unknown skill {args.name!r}. Available skills: {available}.")
+        return ToolOutcome(status="error", content=f"Unknown skill {args.name!r}. Available skills: {available}.")
     if args.file is not None:
         return _load_file(skill, args.file)
     read = read_text(skill.path / SKILL_FILE, MAX_SKILL_FILE_CHARS)
@@ -214,21 +214,21 @@ def _load(args: LoadSkillArgs, dirs: list[Path]) -> ToolResult:
         f'<skill name="{skill.name}">\n{_capped(read, body.rstrip(), SKILL_FILE)}\n</skill>\n'
         f"Other files in this skill (read one with load_skill and file):\n{listing}"
     )
-    return ToolResult(content=content, summary=f"loaded skill {skill.name}")
+    return ToolOutcome(content=content, summary=f"loaded skill {skill.name}")
 
 
-def _load_file(skill: SkillInfo, raw: str) -> ToolResult:
+def _load_file(skill: SkillInfo, raw: str) -> ToolOutcome:
     target = (skill.path / raw).resolve()
     if not target.is_relative_to(skill.path) or target == skill.path:
-        return ToolResult(status="error", content=f"{raw!r} is not a file of skill {skill.name!r}.")
+        return ToolOutcome(status="error", content=f"{raw!r} is not a file of skill {skill.name!r}.")
     if not target.is_file():
         files = ", ".join(_other_files(skill.path)[:MAX_LISTED_FILES]) or "none"
-        return ToolResult(status="error", content=f"Skill {skill.name!r} has no file {raw!r}. Its files: {files}.")
+        return ToolOutcome(status="error", content=f"Skill {skill.name!r} has no file {raw!r}. Its files: {files}.")
     read = read_text(target, MAX_SKILL_FILE_CHARS)
-    return ToolResult(content=_capped(read, read.text, raw))
+    return ToolOutcome(content=_capped(read, read.text, raw))
 
 
-async def load_skill(args: LoadSkillArgs, ctx: ToolContext) -> ToolResult:
+async def load_skill(args: LoadSkillArgs, ctx: ToolContext) -> ToolOutcome:
     return await asyncio.to_thread(_load, args, skills_dirs(ctx.workspace))
 
 
@@ -239,4 +239,5 @@ TOOL = ToolDefinition(
     handler=load_skill,
     danger=Danger.SAFE,
     compact_keys=("name", "file"),
+    for_subagents=False,
 )

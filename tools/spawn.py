@@ -8,9 +8,8 @@ reached through the tool activity: if it is, the call is refused).
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from core.tool_args import SpawnArgs
+from tools.base import Danger, ToolContext, ToolDefinition, ToolOutcome
 
 DEFAULT_MAX_DEPTH = 2
 
@@ -26,13 +25,8 @@ Example: {"task": "List every function in src/ that opens a file without a conte
 """
 
 
-class SpawnArgs(StrictArgs):
-    task: str = Field(min_length=1, max_length=20_000, description="The complete sub-task.")
-    tools: list[str] | None = Field(None, description="Tools the sub-agent may use (default: yours).")
-
-
-async def refuse(args: SpawnArgs, ctx: ToolContext) -> ToolResult:
-    return ToolResult(status="error", content="spawn runs as a child workflow, not as a tool activity")
+async def refuse(args: SpawnArgs, ctx: ToolContext) -> ToolOutcome:
+    return ToolOutcome(status="error", content="spawn runs as a child workflow, not as a tool activity")
 
 
 TOOL = ToolDefinition(
@@ -42,4 +36,5 @@ TOOL = ToolDefinition(
     handler=refuse,
     danger=Danger.SAFE,
     compact_keys=("task",),
+    runs_in="child_workflow",
 )

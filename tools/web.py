@@ -30,9 +30,7 @@ a second pass.
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from urllib.parse import urljoin
 
@@ -40,7 +38,6 @@ import httpx
 from bs4 import BeautifulSoup, Tag
 from markdownify import ATX, MarkdownConverter
 
-from tools.base import ToolContext
 
 T = TypeVar("T")
 
@@ -55,25 +52,6 @@ def new_client(*, timeout_s: float, connect_timeout_s: float) -> httpx.AsyncClie
         timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
         follow_redirects=False,
     )
-
-
-async def with_heartbeats(
-    work: Awaitable[T], ctx: ToolContext, detail: Callable[[float], str]
-) -> T:
-    """Await ``work``, heartbeating with ``detail(seconds waited)`` every HEARTBEAT_EVERY_S."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_S)
-            if done:
-                return task.result()
-            ctx.heartbeat(detail(loop.time() - started))
-    except BaseException:  # cancelled, or the heartbeat failed: stop the request too
-        task.cancel()
-        await asyncio.wait({task})  # let it close its connection before we go
-        raise
 
 
 # --- HTML to Markdown ----------------------------------------------------------

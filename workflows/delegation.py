@@ -12,48 +12,55 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from providers.types import ToolCallRequest
-    from tools.base import ToolResult as HandlerResult
-    from tools.base import schema_of
-    from tools.plan import PlanArgs
-    from tools.registry import coerce_args
-    from tools.spawn import SpawnArgs
+    from contracts.task import TASK_WORKFLOW, TaskOutcome, TaskState
+    from core.coerce import coerce_args, schema_of
+    from core.entries import SystemReminder
+    from core.messages import ToolCallRequest
+    from core.tool_args import PlanArgs, SpawnArgs
+    from core.tool_outcome import ToolOutcome
     from workflows import policy
-    from workflows.context import SystemReminder
-    from workflows.models import TASK_WORKFLOW, TaskOutcome, TaskState
+    from workflows.engine import LoopBase
 
 
-class DelegationMixin:
+class DelegationMixin(LoopBase):
 
-    def _update_plan(self, call: ToolCallRequest) -> None:
-        try:
-            args = PlanArgs.model_validate(coerce_args(schema_of(PlanArgs), call.arguments))
-        except ValidationError:
-            return
-        self._plan, self._plan_turn = args.items, self._turn
+    def _keep_plan(self, call: ToolCallRequest, result: ToolOutcome) -> None:
+        """The plan a tool declared in its outcome becomes the task's plan."""
+        plan = result.plan
+        # patched(): results recorded before tools declared the plan in their outcome
+        # carry none; those tasks read it from the call's arguments, as they did then.
+        if plan is None and call.name == "plan" and not workflow.patched("plan-in-outcome"):
+            try:
+                plan = PlanArgs.model_validate(coerce_args(schema_of(PlanArgs), call.arguments)).items
+            except ValidationError:
+                return
+        if plan is not None:
+            self.state.plan, self.state.plan_turn = plan, self.state.turn
 
     def _remind_of_plan(self) -> None:
         """An event-driven reminder (seed 004): only when a plan is open and has gone stale."""
-        if not self._plan or all(item.status == "completed" for item in self._plan):
+        state = self.state
+        if not state.plan or all(item.status == "completed" for item in state.plan):
             return
-        since = self._turn - self._plan_turn
-        if since >= policy.PLAN_STALE_TURNS and self._turn - self._plan_reminded_turn >= policy.PLAN_STALE_TURNS:
-            self._plan_reminded_turn = self._turn
-            self._append(SystemReminder(text=policy.plan_reminder(self._plan, since), reason="plan"))
+        since = state.turn - state.plan_turn
+        if since >= policy.PLAN_STALE_TURNS and state.turn - state.plan_reminded_turn >= policy.PLAN_STALE_TURNS:
+            state.plan_reminded_turn = state.turn
+            self._append(SystemReminder(text=policy.plan_reminder(state.plan, since), reason="plan"))
 
-    async def _spawn(self, call: ToolCallRequest) -> HandlerResult:
+    async def _run_child(self, call: ToolCallRequest) -> ToolOutcome:
         """Run a sub-agent as a child workflow; its final summary is the result."""
         try:
             args = SpawnArgs.model_validate(coerce_args(schema_of(SpawnArgs), call.arguments))
         except ValidationError as err:
-            return HandlerResult(status="retry", content=f"invalid spawn arguments: {err.errors()[0]['msg']}")
-        if self._task.depth >= self._task.max_depth:
-            return HandlerResult(status="error", content=f"sub-agents may not go deeper than {self._task.max_depth} levels")
-        allowed = [n for n in (args.tools or self._tool_names) if n in self._tool_names]  # never more than ours
-        self._children += 1
-        child_id = f"{workflow.info().workflow_id}-sub{self._children}"
-        child = self._task.model_copy(update={
-            "instruction": args.task, "tools": allowed, "depth": self._task.depth + 1, "minimal_prompt": True,
+            return ToolOutcome(status="retry", content=f"invalid {call.name} arguments: {err.errors()[0]['msg']}")
+        task, state = self.task, self.state
+        if task.depth >= task.max_depth:
+            return ToolOutcome(status="error", content=f"sub-agents may not go deeper than {task.max_depth} levels")
+        allowed = [n for n in (args.tools or self.tool_names) if n in self.tool_names]  # never more than ours
+        state.children += 1
+        child_id = f"{workflow.info().workflow_id}-sub{state.children}"
+        child = task.model_copy(update={
+            "instruction": args.task, "tools": allowed, "depth": task.depth + 1, "minimal_prompt": True,
             "session": None, "context_id": None, "carry": None,
         })
         self._set_state(TaskState.EXECUTING_TOOL, f"sub-agent · {policy.shorten(args.task)}")
@@ -61,9 +68,7 @@ class DelegationMixin:
             TASK_WORKFLOW, child, id=child_id, result_type=TaskOutcome,
             static_summary=f"sub-agent: {args.task[:200]}",
         )
-        interrupt = asyncio.ensure_future(
-            workflow.wait_condition(lambda: self._stop_reason is not None or bool(self._inbox))
-        )
+        interrupt = asyncio.ensure_future(workflow.wait_condition(self._interrupted))
         await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
         if not handle.done():  # stop and interjection reach the child too
             await handle.signal("stop", "the parent task was interrupted")
@@ -71,11 +76,11 @@ class DelegationMixin:
         try:
             outcome: TaskOutcome = await handle
         except ChildWorkflowError as err:
-            return HandlerResult(status="error", content=f"sub-agent {child_id} failed: {err.cause or err}")
-        self._usage = self._usage + outcome.usage  # children's usage and cost add up into ours
-        self._cost += outcome.cost_usd
+            return ToolOutcome(status="error", content=f"sub-agent {child_id} failed: {err.cause or err}")
+        state.usage = state.usage + outcome.usage  # children's usage and cost add up into ours
+        state.cost_usd += outcome.cost_usd
         if outcome.status == TaskState.DONE:
-            return HandlerResult(content=f"Sub-agent {child_id} finished in {outcome.turns} turns:\n{outcome.final_text}")
-        return HandlerResult(
+            return ToolOutcome(content=f"Sub-agent {child_id} finished in {outcome.turns} turns:\n{outcome.final_text}")
+        return ToolOutcome(
             status="error", content=f"Sub-agent {child_id} failed after {outcome.turns} turns: {outcome.error}"
         )

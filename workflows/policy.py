@@ -7,11 +7,9 @@ from datetime import timedelta
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from providers.types import ToolCallRequest
+from core.messages import ToolCallRequest
+from core.text import shorten as core_shorten
 
-DEFAULT_TOOLS = ["message", "shell", "file", "plan", "fetch_url", "load_skill", "memory", "spawn"]
-# Tools that make no sense for a sub-agent, whose prompt has no memory or skills.
-NOT_FOR_SUBAGENTS = ("load_skill", "memory")
 PLAN_STALE_TURNS = 5  # remind the model of its plan after this many turns without an update
 
 # A call lost with a dead worker is noticed by its missing heartbeat and retried.
@@ -40,17 +38,6 @@ DEFERRED_RESULT = (
 )
 
 
-def visible_tools(tools: list[str] | None, deny: list[str], depth: int, max_depth: int, minimal: bool) -> list[str]:
-    """The tools offered to the model: the task's list minus what its state hides. The result
-    depends only on these inputs, so it is the same every turn and the prompt cache holds."""
-    names = [n for n in (tools or DEFAULT_TOOLS) if n not in deny]
-    if depth >= max_depth:
-        names = [n for n in names if n != "spawn"]
-    if minimal:
-        names = [n for n in names if n not in NOT_FOR_SUBAGENTS]
-    return ["message"] + [n for n in names if n != "message"]  # message first: the only way to finish
-
-
 def plan_reminder(plan: list, turns_since: int) -> str:
     current = next((i for i in plan if i.status == "in_progress"), None) or next(
         (i for i in plan if i.status == "pending"), None
@@ -62,10 +49,16 @@ def plan_reminder(plan: list, turns_since: int) -> str:
     )
 
 
-def cause_message(err: ActivityError) -> str:
+def _root_cause(err: ActivityError) -> BaseException | None:
+    """The failure under an activity error's wrappers (Temporal nests one per layer)."""
     cause = err.cause
     while isinstance(cause, ActivityError) and cause.cause is not None:
         cause = cause.cause
+    return cause
+
+
+def cause_message(err: ActivityError) -> str:
+    cause = _root_cause(err)
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause or err)
@@ -84,30 +77,26 @@ def failover_retry(attempts: int) -> RetryPolicy:
 def retryable_failure(err: ActivityError) -> bool:
     """True when the activity failed for a reason another model might not have (retries ran
     out on a retryable error, or timed out); False for auth, bad requests and the like."""
-    cause = err.cause
-    while isinstance(cause, ActivityError) and cause.cause is not None:
-        cause = cause.cause
+    cause = _root_cause(err)
     if isinstance(cause, ApplicationError):
         return not cause.non_retryable
     return True
 
 
 def error_type(err: ActivityError) -> str | None:
-    cause = err.cause
-    while isinstance(cause, ActivityError) and cause.cause is not None:
-        cause = cause.cause
+    cause = _root_cause(err)
     return cause.type if isinstance(cause, ApplicationError) else None
 
 
 def shorten(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return core_shorten(text, limit, ellipsis="...")
 
 
 def tool_summary(call: ToolCallRequest) -> str:
-    """``tool · shell · ls -la``, ``tool · file · read notes.md``: what the Temporal UI shows."""
-    if call.name == "shell":
-        detail = str(call.arguments.get("command", ""))
-    else:
+    """``tool · shell · ls -la``, ``tool · file · read notes.md``: what the Temporal UI shows.
+    The detail is the tool's own (``call.summary``, set by the LLM activity); calls recorded
+    before tools declared one show their arguments but file contents."""
+    detail = call.summary
+    if detail is None:
         detail = " ".join(str(v) for k, v in call.arguments.items() if k not in ("content", "new", "old"))
     return f"tool · {call.name} · {shorten(detail)}".rstrip(" ·")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 
-from workflows.models import TaskState
+from contracts.task import TaskState
 
 AGENT_STATE = SearchAttributeKey.for_keyword("AgentState")
 AGENT_TURNS = SearchAttributeKey.for_int("AgentTurns")

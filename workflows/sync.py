@@ -3,23 +3,18 @@
 Entries below ``synced`` are known to be in the store (an LLM call wrote or
 verified them). Above it, entries written by the tool activity itself are
 only referenced by digest; every other entry travels in the next LLM input.
+The two fields live in the loop state, so continue-as-new carries them.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
-from workflows.context import Entry, Transcript, entry_digest
-
-
-class SyncState(BaseModel):
-    synced: int = 0
-    tool_written: dict[int, str] = Field(default_factory=dict)
+from contracts.task import LoopState
+from core.entries import Entry, Transcript, entry_digest
 
 
 class ContextSync:
-    def __init__(self, state: SyncState | None = None) -> None:
-        self.state = state or SyncState()
+    def __init__(self, state: LoopState) -> None:
+        self.state = state
 
     def delta(self, transcript: Transcript) -> tuple[list[Entry], dict[int, str]]:
         pending = transcript.since(self.state.synced)

@@ -16,7 +16,7 @@ from prompts import (
 )
 from prompts.context import FILE_CAP_CHARS, PREFERENCES_ENV
 from tools.skills import REPO_SKILLS, SKILLS_DIRS_ENV, SkillInfo
-from tools.untrusted import SECURITY_PROMPT_SEGMENT
+from core.untrusted import SECURITY_PROMPT_SEGMENT
 
 TOOLS = ["message", "shell", "file", "load_skill", "memory"]
 SKILL_BODY = "Step one: run the secret ritual of the frobnicator."

@@ -12,9 +12,9 @@ from prompts import CACHE_BOUNDARY
 from providers.anthropic import AnthropicProvider
 from providers.anthropic_wire import decode_thinking, encode_thinking, thinking_text
 from providers.errors import ProviderError
-from providers.scripted import ScriptedModelServer, Step, error, text, tool
-from providers.scripted_anthropic import overloaded
-from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from fakes.scripted import ScriptedModelServer, Step, error, text, tool
+from fakes.scripted_anthropic import overloaded
+from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from tests.providers.support import Recorder
 
 BASE = "http://claude.test"

@@ -8,9 +8,9 @@ import pytest
 from providers.anthropic import AnthropicProvider
 from providers.factory import MODES, Provider, make_provider
 from providers.openai import OpenAIProvider
-from providers.scripted import ScriptedModelServer, text
+from fakes.scripted import ScriptedModelServer, text
 from providers.settings import ProviderSettings
-from providers.types import ChatMessage, LlmRequest
+from core.messages import ChatMessage, LlmRequest
 from providers.xml_tools import XmlToolsProvider
 
 ENV = {

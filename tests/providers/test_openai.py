@@ -11,8 +11,8 @@ import pytest
 
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from providers.scripted import ScriptedModelServer, Step, error, text
-from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from fakes.scripted import ScriptedModelServer, Step, error, text
+from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from tests.providers.support import Recorder
 
 BASE = "http://model.test/v1"

@@ -29,12 +29,12 @@ from openai.types.chat.completion_create_params import (
 from pydantic import BaseModel, TypeAdapter
 
 from prompts import CACHE_BOUNDARY
-from providers import scripted_anthropic
+from fakes import scripted_anthropic
 from providers.anthropic import AnthropicProvider
 from providers.anthropic_wire import encode_thinking
 from providers.openai import OpenAIProvider
-from providers.scripted import ScriptedModelServer, Step, _chunks, _completion
-from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from fakes.scripted import ScriptedModelServer, Step, _chunks, _completion
+from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from providers.xml_tools import XmlToolsProvider
 
 # -- a strict checker for the SDKs' TypedDict params ---------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from providers.pricing import BUILTIN_PRICES, Price, cost_usd, find_price, load_prices
-from providers.types import Usage
+from core.messages import Usage
 
 
 @pytest.mark.parametrize(

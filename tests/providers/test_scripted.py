@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from providers.scripted import ScriptedModelServer, Step, demo_steps, error, text, tool
+from fakes.scripted import ScriptedModelServer, Step, demo_steps, error, text, tool
 
 CHAT = "/chat/completions"
 

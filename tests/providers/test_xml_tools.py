@@ -11,8 +11,8 @@ from prompts import CACHE_BOUNDARY, split_at_cache_boundary
 from providers.anthropic import AnthropicProvider
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from providers.scripted import ScriptedModelServer, Step, error, text
-from providers.types import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from fakes.scripted import ScriptedModelServer, Step, error, text
+from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from providers.xml_tools import (
     XmlToolsProvider,
     parse_tool_calls,

@@ -4,9 +4,9 @@ import sys
 import threading
 from pathlib import Path
 
-from activities.audit import AuditEntry, AuditLog, default_audit_path
-from activities.secrets import SecretStore
-from tools.base import ToolResult
+from runtime.audit import AuditEntry, AuditLog, default_audit_path
+from runtime.secrets import SecretStore
+from tools.base import ToolOutcome
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {"time", "workflow_id", "turn", "tool", "arguments", "status", "exit_code", "duration_ms", "truncated"}
@@ -21,11 +21,11 @@ def test_audit_log_appends_one_json_object_per_call_with_every_field(tmp_path: P
     log = AuditLog(tmp_path / "logs" / "audit.jsonl")
     log.record(
         workflow_id="wf-1", turn=3, tool="shell", arguments={"command": "ls"},
-        result=ToolResult(content="a\n[exit code: 0]", exit_code=0), duration_ms=12,
+        result=ToolOutcome(content="a\n[exit code: 0]", exit_code=0), duration_ms=12,
     )
     log.record(
         workflow_id="wf-1", turn=4, tool="file", arguments={"action": "read", "path": "a"},
-        result=ToolResult(status="error", content="no such file", truncated=True), duration_ms=1,
+        result=ToolOutcome(status="error", content="no such file", truncated=True), duration_ms=1,
     )
     first, second = _lines(log.path)
     assert set(first) == FIELDS
@@ -47,7 +47,7 @@ def test_audit_log_redacts_secrets_again_when_given_a_store(tmp_path: Path):
     written = log.record(
         workflow_id="ghp_supersecret-in-an-id", turn=1, tool="shell",
         arguments={"command": "echo ghp_supersecret", "env": ["ghp_supersecret"]},
-        result=ToolResult(content=""), duration_ms=5,
+        result=ToolOutcome(content=""), duration_ms=5,
     )
     text = log.path.read_text()
     assert "ghp_supersecret" not in text
@@ -81,7 +81,7 @@ def test_audit_log_concurrent_appends_from_threads_do_not_interleave(tmp_path: P
 
 WRITER = """
 import sys
-from activities.audit import AuditEntry, AuditLog
+from runtime.audit import AuditEntry, AuditLog
 log = AuditLog(sys.argv[1])
 for i in range(25):
     log.append(AuditEntry(time="t", workflow_id=sys.argv[2], turn=i, tool="file",

@@ -9,11 +9,11 @@ import urllib.request
 from temporalio.client import Client
 
 from activities.llm import ProviderSettings
-from providers.scripted import ScriptedModelServer, tool
+from fakes.scripted import ScriptedModelServer, tool
 from temporal.codec import EncryptionCodec, data_converter, generate_key
 from temporal.codec_server import make_server
 from worker import build_worker
-from workflows.models import TaskState
+from contracts.task import TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input

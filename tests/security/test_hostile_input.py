@@ -20,18 +20,18 @@ import pytest
 from temporalio.worker import Worker
 
 import tools
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from activities.llm import LlmActivities, ProviderSettings
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from providers.scripted import ScriptedModelServer, Step, error, tool
-from providers.types import ChatMessage, LlmRequest
+from fakes.scripted import ScriptedModelServer, Step, error, tool
+from core.messages import ChatMessage, LlmRequest
 from cli.tasks import MAX_INLINE_INSTRUCTION, instruction_text
 from tools.base import ToolContext
-from workflows.models import TaskState
+from contracts.task import TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input, run_task, scripted_worker, tool_messages

@@ -7,11 +7,11 @@ import json
 
 import structlog
 
-import activities.log as log_module
-from activities.audit import default_audit_path
-from providers.scripted import Step, tool
+import runtime.logs as log_module
+from runtime.audit import default_audit_path
+from fakes.scripted import Step, tool
 from cli.tasks import instruction_text
-from workflows.models import TaskState
+from contracts.task import TaskState
 
 from tests.workflows.harness import make_input, run_task, scripted_worker, start
 

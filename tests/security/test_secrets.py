@@ -6,7 +6,7 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
-from activities.secrets import SecretsError, SecretStore, redact_processor
+from runtime.secrets import SecretsError, SecretStore, redact_processor
 
 TOKEN = "ghp_abcdefghijklmnop123456"
 

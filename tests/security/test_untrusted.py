@@ -1,6 +1,6 @@
 import re
 
-from tools.untrusted import SECURITY_PROMPT_SEGMENT, UNTRUSTED_NOTE, wrap_untrusted
+from core.untrusted import SECURITY_PROMPT_SEGMENT, UNTRUSTED_NOTE, wrap_untrusted
 
 
 def test_wrap_untrusted_tags_the_source_and_puts_the_note_first():

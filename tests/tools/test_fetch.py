@@ -5,10 +5,11 @@ import time
 import pytest
 
 from tests.tools.web_fixtures import LocalWebServer, fetch_routes
-from tools import DEFAULT_TOOLS, REGISTRY, compact_line, execute, fetch, web
+from contracts.task import DEFAULT_TOOLS
+from tools import REGISTRY, compact_line, execute, fetch, web
 from tools.base import Danger, ToolContext
 from tools.fetch import FetchArgs
-from tools.untrusted import wrap_untrusted
+from core.untrusted import wrap_untrusted
 from tools.web import USER_AGENT, html_to_markdown
 
 
@@ -343,7 +344,7 @@ def test_wrap_untrusted_escapes_quotes_in_the_source():
 
 
 async def test_fetch_is_registered_but_not_a_default_tool(server, ctx):
-    assert REGISTRY["fetch_url"] is fetch.TOOL and "fetch_url" not in DEFAULT_TOOLS
+    assert REGISTRY["fetch_url"] is fetch.TOOL and "fetch_url" in DEFAULT_TOOLS
     assert fetch.TOOL.danger is Danger.SAFE
     result = await execute("fetch_url", {"url": server.url("/huge"), "max_chars": "120"}, ctx)
     assert len(_inside(result.content)) == 120

@@ -4,13 +4,14 @@ from pathlib import Path
 import pytest
 
 from prompts import build_system_prompt, load_prompt_context
-from tools import DEFAULT_TOOLS, REGISTRY, compact_line, danger_of, execute
+from contracts.task import DEFAULT_TOOLS
+from tools import REGISTRY, compact_line, danger_of, execute
 from tools import memory
-from tools.base import Danger, ToolContext, ToolResult
+from tools.base import Danger, ToolContext, ToolOutcome
 from tools.memory import HEADER, MAX_FACT_CHARS, MAX_MEMORY_CHARS
 
 
-async def _memory(ws: Path, **arguments) -> ToolResult:
+async def _memory(ws: Path, **arguments) -> ToolOutcome:
     return await execute("memory", arguments, ToolContext(workspace=ws))
 
 
@@ -172,7 +173,7 @@ async def test_memory_read_without_memory_md_says_it_is_empty(workspace):
 
 
 def test_memory_is_registered_moderate_except_read_and_not_a_default_tool():
-    assert REGISTRY["memory"] is memory.TOOL and "memory" not in DEFAULT_TOOLS
+    assert REGISTRY["memory"] is memory.TOOL and "memory" in DEFAULT_TOOLS
     assert danger_of("memory", {"action": "append", "fact": "x"}) is Danger.MODERATE
     assert danger_of("memory", {"action": "read"}) is Danger.SAFE
     assert compact_line("memory", {"action": "append", "fact": "x"}) == '<tool name="memory" action="append"/>'

@@ -3,9 +3,10 @@ from typing import Literal
 
 import pytest
 
-from tools import DEFAULT_TOOLS, REGISTRY, coerce_args, compact_line, danger_of, execute, specs
+from contracts.task import DEFAULT_TOOLS
+from tools import REGISTRY, coerce_args, compact_line, danger_of, execute, specs
 from tools import registry
-from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolResult
+from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 
 class Inner(StrictArgs):
@@ -142,7 +143,7 @@ class _NoArgs(StrictArgs):
 
 
 def _tool_raising(exc: BaseException) -> ToolDefinition:
-    async def handler(args: _NoArgs, ctx: ToolContext) -> ToolResult:
+    async def handler(args: _NoArgs, ctx: ToolContext) -> ToolOutcome:
         raise exc
 
     return ToolDefinition(name="boom", description="fails", args_model=_NoArgs, handler=handler)
@@ -165,7 +166,7 @@ async def test_execute_lets_cancellation_propagate(ctx, monkeypatch):
 
 
 def test_specs_are_json_schema_objects_with_the_right_required_fields():
-    by_name = {spec.name: spec for spec in specs()}
+    by_name = {spec.name: spec for spec in specs(DEFAULT_TOOLS)}
     assert list(by_name) == list(DEFAULT_TOOLS)
     expected = {"message": ["type", "text"], "shell": ["command"], "file": ["action"]}
     for name, required in expected.items():
@@ -184,7 +185,7 @@ def test_specs_selects_named_tools_and_refuses_unknown_ones():
 
 
 def test_registry_holds_each_tool_under_its_own_name():
-    assert set(DEFAULT_TOOLS) <= set(REGISTRY)  # opt-in tools (search, fetch_url) are extra
+    assert set(DEFAULT_TOOLS) <= set(REGISTRY)  # opt-in tools (search) are extra
     assert all(tool.name == name for name, tool in REGISTRY.items())
 
 
@@ -224,3 +225,16 @@ def test_compact_line_shortens_long_values_to_80_characters():
 
 def test_compact_line_for_an_unknown_tool_names_it_only():
     assert compact_line("browse", {"url": "x"}, "error") == '<tool name="browse" status="error"/>'
+
+
+def test_the_task_contract_agrees_with_what_the_tools_declare():
+    """The workflow reads these declarations as data (it may not import the tools)."""
+    from contracts.task import CHILD_WORKFLOW_TOOLS, NOT_FOR_SUBAGENTS
+
+    assert sorted(CHILD_WORKFLOW_TOOLS) == sorted(n for n, t in REGISTRY.items() if t.runs_in == "child_workflow")
+    assert sorted(NOT_FOR_SUBAGENTS) == sorted(n for n, t in REGISTRY.items() if not t.for_subagents)
+
+
+def test_a_tool_summarizes_its_call_by_its_declared_keys_without_file_contents():
+    assert REGISTRY["shell"].summarize({"command": "ls -la", "timeout_s": 5}) == "ls -la"
+    assert REGISTRY["file"].summarize({"action": "write", "path": "a.txt", "content": "x" * 50}) == "write a.txt"

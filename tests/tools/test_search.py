@@ -6,7 +6,8 @@ import httpx
 import pytest
 
 from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
-from tools import DEFAULT_TOOLS, REGISTRY, compact_line, execute, search, web
+from contracts.task import DEFAULT_TOOLS
+from tools import REGISTRY, compact_line, execute, search, web
 from tools.base import Danger, ToolContext
 from tools.search import (
     FETCH_NOTE,

@@ -203,6 +203,8 @@ def test_classify_command_leaves_ordinary_commands_moderate(command):
 
 
 def test_shell_tool_classifies_through_its_arguments():
-    assert shell.TOOL.classify(ShellArgs(command="sudo reboot")) is Danger.DANGEROUS
+    assert shell.TOOL.classify is not None
+    danger, reason = shell.TOOL.classify(ShellArgs(command="sudo reboot"))
+    assert danger is Danger.DANGEROUS and "sudo" in reason
     assert shell.TOOL.danger is Danger.MODERATE
     assert shell.TOOL.compact_keys == ("command",)

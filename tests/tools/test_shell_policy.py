@@ -1,7 +1,7 @@
 import pytest
 
 from tools.base import Danger
-from tools.policy import classify_call
+from tools.registry import classify_call
 from tools.shell_policy import classify_command
 
 DANGEROUS = {

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import DEFAULT_TOOLS, REGISTRY, compact_line, danger_of, execute
+from contracts.task import DEFAULT_TOOLS
+from tools import REGISTRY, compact_line, danger_of, execute
 from tools import skills
 from tools.base import Danger, ToolContext
 from tools.skills import (
@@ -163,6 +164,6 @@ async def test_load_skill_cuts_a_very_long_skill_with_a_note(ws):
 
 
 def test_load_skill_is_registered_safe_and_not_a_default_tool():
-    assert REGISTRY["load_skill"] is skills.TOOL and "load_skill" not in DEFAULT_TOOLS
+    assert REGISTRY["load_skill"] is skills.TOOL and "load_skill" in DEFAULT_TOOLS
     assert danger_of("load_skill", {"name": "x"}) is Danger.SAFE
     assert 'name="deploy"' in compact_line("load_skill", {"name": "deploy"})

@@ -10,9 +10,9 @@ from typing import AsyncIterator, Sequence
 from temporalio.client import Client, WorkflowHandle
 
 from activities.llm import ProviderSettings
-from providers.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer, Step
 from worker import build_worker
-from workflows.models import TaskInput, TaskOutcome
+from contracts.task import TaskInput, TaskOutcome
 from workflows.task import AgentTaskWorkflow
 
 
@@ -52,7 +52,7 @@ async def wait_for_state(handle: WorkflowHandle, state, timeout_s: float = 20.0)
     """Poll the status query until the task is in ``state``; return that status."""
     import asyncio
 
-    from workflows.models import TaskStatus
+    from contracts.task import TaskStatus
 
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:

@@ -19,9 +19,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from providers.scripted import ScriptedModelServer, Step, error, text, tool
+from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
-from workflows.models import ApprovalDecision, Interjection, TaskState
+from contracts.task import ApprovalDecision, Interjection, TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state, wait_until

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from providers.scripted import Step, text, tool
-from workflows.models import TaskOutcome, TaskState
+from fakes.scripted import Step, text, tool
+from contracts.task import TaskOutcome, TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input, run_task, scripted_worker, start, tool_messages, user_texts, wait_until

@@ -10,8 +10,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from providers.scripted import ScriptedModelServer, Step, tool
-from workflows.models import TaskState
+from fakes.scripted import ScriptedModelServer, Step, tool
+from contracts.task import TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input

@@ -7,9 +7,9 @@ import os
 import signal
 import uuid
 
-from activities.context_store import ContextStore
-from providers.scripted import ScriptedModelServer, Step, tool
-from workflows.models import Interjection, TaskOutcome, TaskState
+from runtime.store import ContextStore
+from fakes.scripted import ScriptedModelServer, Step, tool
+from contracts.task import Interjection, TaskOutcome, TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input, run_task, scripted_worker, start, tool_messages, user_texts, wait_until

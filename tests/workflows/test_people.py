@@ -9,8 +9,8 @@ import time
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from providers.scripted import Step, tool
-from workflows.models import ApprovalDecision, ApprovalMode, Interjection, TaskState
+from fakes.scripted import Step, tool
+from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from activities.context_store import ContextStore
+from runtime.store import ContextStore
 from activities.llm import ProviderSettings
-from providers.scripted import ScriptedModelServer, Step, error, text, tool
-from providers.types import ToolCallRequest
+from fakes.scripted import ScriptedModelServer, Step, error, text, tool
+from core.messages import ToolCallRequest
 from providers.xml_tools import render_tool_call
 from worker import build_worker
-from workflows.models import ModelRef, TaskState
+from contracts.task import ModelRef, TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input, run_task, scripted_worker, start

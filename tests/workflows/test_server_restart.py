@@ -12,9 +12,9 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from providers.scripted import tool
+from fakes.scripted import tool
 from temporal.server import port_open, temporal_cli
-from workflows.models import ApprovalDecision, TaskOutcome, TaskState
+from contracts.task import ApprovalDecision, TaskOutcome, TaskState
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input, scripted_worker, start, tool_messages, wait_for_state

@@ -7,10 +7,9 @@ import time
 
 import pytest
 
-from providers.scripted import error, text, tool
-from providers.scripted import Step
-from workflows import policy
-from workflows.models import TaskState, TaskStatus
+from fakes.scripted import error, text, tool
+from fakes.scripted import Step
+from contracts.task import DEFAULT_TOOLS, TaskState, TaskStatus
 from workflows.task import AgentTaskWorkflow
 
 from tests.workflows.harness import make_input, run_task, scripted_worker, start
@@ -48,7 +47,7 @@ async def test_task_writes_file_through_shell_and_finishes_with_message(client, 
     assert len(tool_messages) == 1 and "durable" in tool_messages[0]["content"]
     assert "[exit code: 0]" in tool_messages[0]["content"]
     assert second["messages"][0]["role"] == "system"
-    assert [t["function"]["name"] for t in second["tools"]] == policy.DEFAULT_TOOLS
+    assert [t["function"]["name"] for t in second["tools"]] == DEFAULT_TOOLS
 
 
 async def test_reply_without_tool_call_gets_reminder_then_recovers(client, task_queue, workspace):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from providers.scripted import tool
+from fakes.scripted import tool
 from cli.tasks import start_task
-from workflows.models import TaskOutcome, TaskState
+from contracts.task import TaskOutcome, TaskState
 from workflows.search_attributes import AGENT_COST, AGENT_MODEL, AGENT_STATE, AGENT_TURNS
 
 from tests.workflows.harness import make_input, scripted_worker

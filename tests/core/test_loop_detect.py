@@ -1,4 +1,4 @@
-from workflows.loop_detect import LoopDetector, call_signature
+from core.loop_detect import LoopDetector, call_signature
 
 
 def test_signature_ignores_argument_order_but_not_values():

@@ -16,8 +16,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, Field
 
-from providers.types import ChatMessage, ToolCallRequest
-from tools.base import ToolResult as HandlerResult
+from core.messages import ChatMessage, ToolCallRequest
+from core.tool_outcome import ToolOutcome
 
 
 class _Entry(BaseModel):
@@ -94,7 +94,8 @@ class Transcript:
 
     def __init__(self, entries: list[Entry] | None = None, base: int = 0) -> None:
         self.base = base
-        self.entries: list[Entry] = list(entries or [])
+        # The list given is the one appended to (the loop state's own), never a copy.
+        self.entries: list[Entry] = entries if entries is not None else []
 
     @property
     def total(self) -> int:
@@ -156,7 +157,7 @@ def entry_digest(entry: Entry) -> str:
     return hashlib.sha256(entry.model_dump_json().encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def result_entry(call_id: str, name: str, result: HandlerResult, *, seq: int, turn: int) -> ToolResult:
+def result_entry(call_id: str, name: str, result: ToolOutcome, *, seq: int, turn: int) -> ToolResult:
     """The ToolResult entry for a tool's result: built the same way by the tool activity
     (which stores it) and by the workflow (which records it), so their digests agree."""
     return ToolResult(

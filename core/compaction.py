@@ -5,7 +5,7 @@ transcript is never changed (entries that differ in the view are copies).
 Under ``threshold`` of the window the entries are returned as they are.
 Above it:
 
-1. The entries are grouped into turns (``workflows.turns``). Everything is
+1. The entries are grouped into turns (``core.turns``). Everything is
    kept or removed by whole turns, so tool calls stay paired with results.
 2. Tool results whose content alone is over ``max_result_tokens`` are cut to
    their head and tail with a note telling the model how to see the rest.
@@ -31,18 +31,17 @@ sees comes from a summary written by a model. Pure and deterministic.
 
 from __future__ import annotations
 
+import json
 import math
-
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.registry import REGISTRY, compact_line
-from workflows.context import (
+from core.entries import (
     AiMessage,
     Entry,
     SystemReminder,
@@ -50,7 +49,8 @@ from workflows.context import (
     ToolResult,
     UserMessage,
 )
-from workflows.turns import (
+from core.text import shorten
+from core.turns import (
     CHARS_PER_TOKEN,
     MESSAGE_OVERHEAD_TOKENS,
     REMINDER_WRAP_CHARS,
@@ -60,6 +60,7 @@ from workflows.turns import (
 )
 
 COMPACTED_REASON = "compacted_history"
+COMPACT_VALUE_CHARS = 80
 TEXT_PREVIEW_CHARS = 200
 TRUNCATION_NOTE = (
     "[... truncated {n} characters for the context window; "
@@ -76,6 +77,9 @@ class CompactionPolicy(BaseModel):
     guard_fraction: float = Field(0.9, gt=0, le=1)  # the view never goes over this, if it can
     max_result_tokens: int | None = Field(None, gt=0)  # None: a quarter of the window
     system_tokens: int = Field(4000, ge=0)  # system prompt and tool schemas
+    # Per tool, the argument keys that identify a call in its summary line (the tools
+    # declare them; the caller passes them in, so this module knows no tool).
+    compact_keys: Mapping[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @property
     def result_limit(self) -> int:
@@ -126,14 +130,14 @@ def compact(entries: Sequence[Entry], policy: CompactionPolicy | None = None) ->
     summarized = [i for i in range(tail_from) if i != first_user]
     block = _Block()
     for i in summarized:
-        block.add(_summary(turns[i]))
+        block.add(_summary(turns[i], policy.compact_keys))
     compacted = len(summarized)
 
     # Window guard: fold the oldest kept turns into the block, then shed the block's oldest lines.
     kept_size = policy.system_tokens + sum(sizes[tail_from:])
     kept_size += sizes[first_user] if first_user >= 0 else 0
     while kept_size + block.tokens() > policy.guard_tokens and tail_from < len(turns) - 1:
-        block.add(_summary(turns[tail_from]))
+        block.add(_summary(turns[tail_from], policy.compact_keys))
         summarized.append(tail_from)
         kept_size -= sizes[tail_from]
         tail_from += 1
@@ -277,7 +281,7 @@ class _Block:
                 self._body_chars -= len(summary) + 1
 
 
-def _summary(turn: Turn) -> str:
+def _summary(turn: Turn, keys: Mapping[str, tuple[str, ...]]) -> str:
     """The turn's line: its opening entry, plus any message that stayed open inside it."""
     lines: list[str] = []
     for position, entry in enumerate(turn.entries):
@@ -285,7 +289,7 @@ def _summary(turn: Turn) -> str:
             case ToolCall() if entry.calls:
                 call = entry.calls[0]  # the executed one; the rest were deferred
                 status = _result_status(turn.entries, position, call.id)
-                lines.append(_tool_line(call.name, call.arguments, status))
+                lines.append(_tool_line(call.name, call.arguments, status, keys.get(call.name, ())))
             case ToolCall() | AiMessage() if entry.text:
                 lines.append(_text_line("assistant", entry.text))
             case UserMessage():
@@ -299,7 +303,23 @@ def _summary(turn: Turn) -> str:
     return "\n".join(lines)
 
 
-def _tool_line(name: str, arguments: dict[str, Any], status: str | None) -> str:
+def compact_line(
+    name: str, arguments: dict[str, Any], result_status: str | None = None, keys: Sequence[str] = ()
+) -> str:
+    """One line of XML naming a call by ``keys`` of its arguments, e.g.
+    ``<tool name="file" action="read" path="a.txt"/>``."""
+    attrs = [("name", name)]
+    for key in keys:
+        value = arguments.get(key) if isinstance(arguments, dict) else None
+        if value is not None:
+            text = value if isinstance(value, str) else json.dumps(value)
+            attrs.append((key, shorten(text, COMPACT_VALUE_CHARS, flat=False)))
+    if result_status is not None:
+        attrs.append(("status", result_status))
+    return "<tool " + " ".join(f"{k}={quoteattr(v)}" for k, v in attrs) + "/>"
+
+
+def _tool_line(name: str, arguments: dict[str, Any], status: str | None, keys: tuple[str, ...]) -> str:
     """``compact_line``, memoized on what it reads when that is all text.
 
     Once a transcript is long, every LLM call re-summarizes the same turns, and
@@ -307,16 +327,15 @@ def _tool_line(name: str, arguments: dict[str, Any], status: str | None) -> str:
     key (True == 1 would share a line with 1), so the output never depends on
     what was cached before.
     """
-    tool = REGISTRY.get(name)
-    shown = tuple((key, arguments.get(key)) for key in (tool.compact_keys if tool else ()))
+    shown = tuple((key, arguments.get(key)) for key in keys)
     if all(value is None or type(value) is str for _, value in shown):
         return _cached_tool_line(name, shown, status)
-    return compact_line(name, arguments, status)
+    return compact_line(name, arguments, status, keys)
 
 
 @lru_cache(maxsize=4096)
 def _cached_tool_line(name: str, shown: tuple[tuple[str, str | None], ...], status: str | None) -> str:
-    return compact_line(name, dict(shown), status)
+    return compact_line(name, dict(shown), status, [key for key, _ in shown])
 
 
 def _result_status(entries: list[Entry], after: int, call_id: str) -> str | None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+LEGACY_CHILD_WORKFLOW_TOOL = "spawn"  # see ToolCallRequest._recorded_before_runs_in
 
 
 class ToolCallRequest(BaseModel):
@@ -30,6 +32,19 @@ class ToolCallRequest(BaseModel):
     # and a replay never re-classifies with newer code.
     danger: Literal["safe", "moderate", "dangerous"] | None = None
     danger_reason: str | None = None
+    # Set by the LLM activity from the tool's declaration: where the engine runs the call,
+    # and its detail in one line for the Temporal UI.
+    runs_in: Literal["activity", "child_workflow"] = "activity"
+    summary: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recorded_before_runs_in(cls, data: Any) -> Any:
+        """Backward compatibility: calls recorded before tools declared ``runs_in`` (histories
+        of tasks still running) name the one tool that ran as a child workflow then."""
+        if isinstance(data, dict) and "runs_in" not in data and data.get("name") == LEGACY_CHILD_WORKFLOW_TOOL:
+            return {**data, "runs_in": "child_workflow"}
+        return data
 
 
 class ChatMessage(BaseModel):

@@ -8,10 +8,10 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.types import ChatMessage, ToolCallRequest
-from tests.workflows.test_turns import Block, blocks, call, flatten
-from workflows.compaction import COMPACTED_REASON, CompactionPolicy, CompactionResult, compact
-from workflows.context import (
+from core.messages import ChatMessage, ToolCallRequest
+from tests.core.test_turns import Block, blocks, call, flatten
+from core.compaction import COMPACTED_REASON, CompactionPolicy, CompactionResult, compact
+from core.entries import (
     AiMessage,
     Entry,
     StatusNotice,
@@ -22,7 +22,8 @@ from workflows.context import (
     UserMessage,
     to_chat_messages,
 )
-from workflows.turns import estimate_tokens, group_turns
+from core.turns import estimate_tokens, group_turns
+from tools import COMPACT_KEYS
 
 REQUEST = "Refactor the parser package and keep the tests green."
 
@@ -47,6 +48,7 @@ policies = st.builds(
     tail_fraction=st.floats(0.01, 1.0),
     guard_fraction=st.floats(0.05, 1.0),
     max_result_tokens=st.none() | st.integers(20, 2_000),
+    compact_keys=st.just(COMPACT_KEYS),
     system_tokens=st.integers(0, 1_000),
 )
 
@@ -162,7 +164,7 @@ def record(*groups: list[Entry] | Entry) -> list[Entry]:
 
 def test_transcript_under_the_threshold_is_returned_unchanged():
     entries = record(UserMessage(text=REQUEST), read("a", "a.py", 4_000), AiMessage(text="done"))
-    result = compact(entries, CompactionPolicy(context_window=10_000, system_tokens=0))
+    result = compact(entries, CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000, system_tokens=0))
     assert result.entries == entries and all(a is b for a, b in zip(result.entries, entries))
     assert not result.changed
     assert (result.compacted_turns, result.dropped_turns, result.truncated_results) == (0, 0, 0)
@@ -196,7 +198,7 @@ def test_long_transcript_compacts_the_middle_into_one_line_per_turn():
         read("t6", "big.txt", 8_000),
         *tail,
     )
-    policy = CompactionPolicy(context_window=10_000, system_tokens=0)
+    policy = CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000, system_tokens=0)
     result = compact(entries, policy)
 
     block = result.entries[1]
@@ -227,6 +229,7 @@ def test_window_guard_drops_oldest_turns_but_keeps_the_request_and_newest_turn()
     turns = [read(f"t{i}", f"f{i}.py", 2_800) for i in range(10)]
     entries = record(UserMessage(text=REQUEST), *turns)
     policy = CompactionPolicy(
+        compact_keys=COMPACT_KEYS,
         context_window=10_000, threshold=0.1, tail_fraction=1.0, guard_fraction=0.5, system_tokens=0
     )
     result = compact(entries, policy)
@@ -247,7 +250,7 @@ def test_window_guard_never_drops_a_request_too_big_for_the_window():
     entries = record(
         UserMessage(text="r" * 30_000), *[read(f"t{i}", f"f{i}.py", 2_000) for i in range(5)]
     )
-    policy = CompactionPolicy(context_window=10_000, guard_fraction=0.5, system_tokens=0)
+    policy = CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000, guard_fraction=0.5, system_tokens=0)
     result = compact(entries, policy)
 
     assert result.entries[0] is entries[0]
@@ -264,7 +267,7 @@ def test_single_huge_tool_result_is_cut_to_head_and_tail_with_a_note():
         ToolCall(calls=[call("a", "shell", command="cat big.log")]),
         ToolResult(call_id="a", name="shell", content=content),
     )
-    policy = CompactionPolicy(context_window=10_000, system_tokens=0)
+    policy = CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000, system_tokens=0)
     result = compact(entries, policy)
 
     cut = result.entries[-1]
@@ -290,7 +293,7 @@ def test_compaction_does_not_mutate_the_input_list_or_its_entries():
     )
     before = copy.deepcopy(entries)
     ids = [id(entry) for entry in entries]
-    result = compact(entries, CompactionPolicy(context_window=10_000))
+    result = compact(entries, CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000))
 
     assert result.changed and result.truncated_results == 1 and result.compacted_turns > 0
     assert entries == before and [id(entry) for entry in entries] == ids
@@ -306,7 +309,7 @@ def test_deferred_calls_are_left_out_of_the_summary_line():
         ],
         read("c", "c.py", 8_000),
     )
-    result = compact(entries, CompactionPolicy(context_window=10_000, threshold=0.1, system_tokens=0))
+    result = compact(entries, CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000, threshold=0.1, system_tokens=0))
     text = result.entries[1].text
     assert '<tool name="file" action="list" path="src" status="ok"/>' in text
     assert "rm -rf" not in text
@@ -319,14 +322,14 @@ def test_calls_with_unparsed_arguments_still_compact():
         [ToolCall(calls=[broken]), ToolResult(call_id="a", name="shell", content="send JSON", status="retry")],
         read("c", "c.py", 8_000),
     )
-    result = compact(entries, CompactionPolicy(context_window=10_000, threshold=0.1, system_tokens=0))
+    result = compact(entries, CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000, threshold=0.1, system_tokens=0))
     assert '<tool name="shell" status="retry"/>' in result.entries[1].text
 
 
 def test_window_guard_leaves_out_the_oldest_summary_lines_when_the_block_is_too_big():
     small = [read(f"t{i}", f"src/module_{i}.py", 10) for i in range(100)]
     entries = record(UserMessage(text=REQUEST), *small, read("last", "last.py", 2_000))
-    policy = CompactionPolicy(context_window=2_000, threshold=0.1, guard_fraction=0.5, system_tokens=0)
+    policy = CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=2_000, threshold=0.1, guard_fraction=0.5, system_tokens=0)
     result = compact(entries, policy)
 
     lines = result.entries[1].text.splitlines()
@@ -340,7 +343,7 @@ def test_window_guard_leaves_out_the_oldest_summary_lines_when_the_block_is_too_
 
 def test_the_compaction_boundary_holds_still_while_turns_come_in_so_the_prompt_cache_holds():
     """Each call's view is a prefix of the next one's until the boundary takes its next step."""
-    policy = CompactionPolicy(context_window=40_000, system_tokens=0)
+    policy = CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=40_000, system_tokens=0)
     entries = record(UserMessage(text=REQUEST), *[read(f"t{i}", f"f{i}.py", 4_000) for i in range(60)])
     views = [compact(entries[: 1 + 2 * n], policy) for n in range(40, 61)]
     prefix_kept = sum(

@@ -20,7 +20,7 @@ def configure_logging(level: str = "INFO") -> None:
         if sys.stderr.isatty()
         else structlog.processors.JSONRenderer()
     )
-    from activities.secrets import SecretStore, redact_processor
+    from runtime.secrets import SecretStore, redact_processor
 
     structlog.configure(
         processors=[

@@ -1,5 +1,5 @@
-from providers.types import ToolCallRequest
-from workflows.context import (
+from core.messages import ToolCallRequest
+from core.entries import (
     AiMessage,
     StatusNotice,
     SystemReminder,
@@ -40,7 +40,7 @@ def test_llm_view_maps_each_entry_kind_and_hides_status_notices():
 def test_entries_round_trip_through_json_by_kind():
     from pydantic import TypeAdapter
 
-    from workflows.context import Entry
+    from core.entries import Entry
 
     adapter = TypeAdapter(list[Entry])
     entries = [UserMessage(text="a", seq=0), ToolResult(call_id="x", name="file", content="c", seq=1)]

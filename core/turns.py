@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
-from providers.types import ToolCallRequest
-from workflows.context import (
+from core.messages import ToolCallRequest
+from core.entries import (
     AiMessage,
     Entry,
     StatusNotice,

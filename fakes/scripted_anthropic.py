@@ -1,6 +1,6 @@
 """Scripted steps rendered on the Anthropic Messages wire, for ``ScriptedModelServer``.
 
-The server in providers/scripted.py answers ``POST /v1/messages`` with these:
+The server in fakes/scripted.py answers ``POST /v1/messages`` with these:
 
     message(step)      a JSON ``message``: thinking block (``step.reasoning``, signed),
                        text block, ``tool_use`` blocks; ``stop_reason`` and usage
@@ -22,7 +22,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from providers.scripted import Step
+    from fakes.scripted import Step
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -40,7 +40,7 @@ _ERROR_TYPES = {
 
 def overloaded(headers: dict[str, str] | None = None) -> Step:
     """A 529 ``overloaded_error`` step, as Anthropic answers when it is busy."""
-    from providers.scripted import Step
+    from fakes.scripted import Step
 
     return Step(status=529, error_body=error_body(529, {}), headers=headers or {})
 

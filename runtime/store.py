@@ -29,7 +29,8 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from workflows.context import Entry, entry_digest
+from core.entries import Entry, entry_digest
+from runtime.paths import data_dir
 
 _ENTRY = TypeAdapter(Entry)
 
@@ -66,8 +67,6 @@ CREATE TABLE IF NOT EXISTS sessions (
 
 
 def default_store_path() -> Path:
-    from temporal.server import data_dir
-
     return Path(os.environ.get("AGENT_CONTEXT_DB") or data_dir() / "context.db")
 
 

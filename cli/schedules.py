@@ -35,7 +35,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.models import TASK_WORKFLOW, TaskInput
+from contracts.task import TASK_WORKFLOW, TaskInput
 
 SCHEDULE_PREFIX = "agent-"
 WORKFLOW_PREFIX = "sched-"

@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from activities.secrets import SecretStore
-from temporal.server import data_dir
-from tools.base import ToolResult
+from runtime.secrets import SecretStore
+from runtime.paths import data_dir
+from core.tool_outcome import ToolOutcome
 
 AUDIT_FILE = "audit.jsonl"
 
@@ -76,7 +76,7 @@ class AuditLog:
         turn: int,
         tool: str,
         arguments: dict[str, Any],
-        result: ToolResult,
+        result: ToolOutcome,
         duration_ms: int,
     ) -> AuditEntry:
         """Append the entry for one finished tool call."""

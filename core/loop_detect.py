@@ -33,7 +33,9 @@ class LoopDetector:
     ) -> None:
         self.window = window
         self.threshold = threshold
-        self.recent: list[str] = list(recent or [])[-window:]
+        # The list given is the one kept up to date (the loop state's own), never a copy.
+        self.recent: list[str] = recent if recent is not None else []
+        del self.recent[:-window]
 
     def record(self, name: str, arguments: dict[str, Any]) -> bool:
         """Record a call; True when it makes more than ``threshold`` identical calls."""

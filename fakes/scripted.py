@@ -7,7 +7,7 @@ Tests, benchmarks and the offline demo point an ``OpenAIProvider`` at
 request asks for ``stream: true``. An ``AnthropicProvider`` pointed at
 ``ScriptedModelServer.anthropic_url`` gets the same steps from
 ``POST /v1/messages`` as Anthropic messages or named stream events (rendered by
-providers/scripted_anthropic.py). A call beyond the script is recorded in
+fakes/scripted_anthropic.py). A call beyond the script is recorded in
 ``unexpected`` and answered 400, so ``assert_consumed()`` catches both a
 script that ran short and one that was not used up.
 
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, Field
 
-from providers import scripted_anthropic
+from fakes import scripted_anthropic
 
 CHAT_PATH = "/v1/chat/completions"
 MESSAGES_PATH = scripted_anthropic.MESSAGES_PATH

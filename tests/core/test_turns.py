@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.types import ToolCallRequest
-from workflows.context import (
+from core.messages import ToolCallRequest
+from core.entries import (
     AiMessage,
     Entry,
     StatusNotice,
@@ -18,7 +18,7 @@ from workflows.context import (
     Transcript,
     UserMessage,
 )
-from workflows.turns import Turn, estimate_tokens, estimate_turn_tokens, group_turns
+from core.turns import Turn, estimate_tokens, estimate_turn_tokens, group_turns
 
 # --- random valid transcripts ------------------------------------------------------
 

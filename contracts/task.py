@@ -11,11 +11,20 @@ from enum import Enum
 
 from pydantic import BaseModel, Field
 
-from providers.types import Usage
-from workflows.context import Entry
+from core.entries import Entry
+from core.messages import Usage
+from core.tool_args import PlanItem
 
 TASK_WORKFLOW = "AgentTask"
 DEFAULT_TASK_QUEUE = "agent-tasks"
+
+# The one default tool list: what a task offers when its input names none. Opt-in tools
+# (``search``, which needs an API key) are added by the CLI when configured.
+DEFAULT_TOOLS = ["message", "shell", "file", "plan", "fetch_url", "load_skill", "memory", "spawn"]
+# What the tools declare (``for_subagents=False``, ``runs_in="child_workflow"``), as data the
+# workflow may read without importing the tools; a test keeps the two in step.
+NOT_FOR_SUBAGENTS = ("load_skill", "memory")
+CHILD_WORKFLOW_TOOLS = ("spawn",)
 
 
 class TaskState(str, Enum):
@@ -86,29 +95,48 @@ class ModelRef(BaseModel):
         return f"{self.provider}:{self.model}"
 
 
-class Carry(BaseModel):
-    """The loop's state handed from one run to the next on continue-as-new."""
+class LoopState(BaseModel):
+    """Everything the task loop knows, in one typed model.
 
-    context_id: str
-    base: int  # seq of the first entry this run holds in memory
-    entries: list[Entry]  # entries from ``base`` on (those the store may not have yet)
-    synced: int
-    tool_written: dict[int, str]
-    turn: int
-    no_tool_streak: int
-    usage: Usage
-    loop_recent: list[str]
-    inbox: list[Interjection]
-    runs: int
-    prompt_date: str
+    It is also what continue-as-new carries (``TaskInput.carry``): a field added here is
+    carried to the next run as it is, unless it says ``exclude=True`` (state of one run
+    only, such as a pending approval, which never outlives a run: continue-as-new waits
+    until nothing is pending). Field names are those of the ``Carry`` model that came
+    before it, so the carries recorded in running tasks' histories still validate.
+    """
+
+    context_id: str = ""  # the context store's key for this task, stable across runs
+    base: int = 0  # seq of the first entry this run holds in memory
+    entries: list[Entry] = Field(default_factory=list)  # entries from ``base`` on
+    synced: int = 0  # entries below this seq are known to be in the context store
+    tool_written: dict[int, str] = Field(default_factory=dict)  # seq -> digest, written by tools
+    turn: int = 0
+    no_tool_streak: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    loop_recent: list[str] = Field(default_factory=list)  # signatures of the latest tool calls
+    inbox: list[Interjection] = Field(default_factory=list)  # messages not yet delivered
+    runs: int = 1  # workflow runs so far, this one included (the carry holds the previous count)
+    prompt_date: str = ""
     last_report_turns: int = 0
-    prompt_context: str | None = None
-    plan: list[dict] = Field(default_factory=list)
+    prompt_context: str | None = None  # blob digest of the prompt context snapshot
+    plan: list[PlanItem] = Field(default_factory=list)
     plan_turn: int = 0
     plan_reminded_turn: int = 0
     children: int = 0
-    model_index: int = 0
+    model_index: int = 0  # position in the failover chain
     cost_usd: float = 0.0
+    # -- this run only ----------------------------------------------------------------
+    phase: TaskState = Field(TaskState.INITIALIZING, exclude=True)
+    last_activity: str = Field("", exclude=True)
+    turns_this_run: int = Field(0, exclude=True)
+    pending: PendingApproval | None = Field(None, exclude=True)
+    decision: ApprovalDecision | None = Field(None, exclude=True)
+    question: str | None = Field(None, exclude=True)
+    stop_reason: str | None = Field(None, exclude=True)
+    outcome: TaskOutcome | None = Field(None, exclude=True)
+
+
+Carry = LoopState  # the name continue-as-new inputs had before LoopState
 
 
 class TaskInput(BaseModel):
@@ -127,7 +155,7 @@ class TaskInput(BaseModel):
     continue_as_new_after: int = 500  # turns per run, unless Temporal suggests earlier
     session: str | None = None  # start from the compacted history of this session's tasks
     context_id: str | None = None  # set by the workflow; stable across continue-as-new
-    carry: Carry | None = None  # set on continue-as-new: the loop's state, carried over
+    carry: LoopState | None = None  # set on continue-as-new: the loop's state, carried over
     deny_tools: list[str] = Field(default_factory=list)  # never offered to the model
     depth: int = 0  # 0 for a task a person started; sub-agents are one deeper than their parent
     max_depth: int = 2  # sub-agents may not spawn below this depth
@@ -135,6 +163,16 @@ class TaskInput(BaseModel):
     fallbacks: list[ModelRef] = Field(default_factory=list)  # tried in order when a model keeps failing
     failover_after: int = 3  # failed attempts on one model before moving to the next
     cost_limit_usd: float | None = None  # fail the task when its spend passes this
+
+    def offered_tools(self) -> list[str]:
+        """The tools offered to the model: the task's list minus what its place hides. It
+        depends only on the input, so it is the same every turn and the prompt cache holds."""
+        names = [n for n in (self.tools or DEFAULT_TOOLS) if n not in self.deny_tools]
+        if self.depth >= self.max_depth:
+            names = [n for n in names if n not in CHILD_WORKFLOW_TOOLS]
+        if self.minimal_prompt:
+            names = [n for n in names if n not in NOT_FOR_SUBAGENTS]
+        return ["message"] + [n for n in names if n != "message"]  # message first: the only way to finish
 
 
 class TaskOutcome(BaseModel):
@@ -179,3 +217,6 @@ class EventsPage(BaseModel):
     base: int = 0  # earlier entries are in earlier runs of the task (continue-as-new)
     status: TaskStatus
     outcome: TaskOutcome | None = None
+
+
+LoopState.model_rebuild()

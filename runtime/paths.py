@@ -1,0 +1,35 @@
+"""Where the project keeps its files on this host: one place to decide, used by the store,
+the audit log, the prompt context and the embedded Temporal server.
+
+In a source checkout everything lives under ``<checkout>/data``; an installed copy (a
+non-editable ``pip install .``) uses ``$XDG_DATA_HOME/durable-agent`` (by default
+``~/.local/share/durable-agent``), since its package folder is no place for data.
+``AGENT_DATA_DIR`` overrides both.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+APP_NAME = "durable-agent"
+
+
+def source_root() -> Path | None:
+    """The checkout this code runs from, or None for an installed copy."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def data_dir() -> Path:
+    """The data directory, created on first use."""
+    configured = os.environ.get("AGENT_DATA_DIR")
+    if configured:
+        path = Path(configured)
+    elif (root := source_root()) is not None:
+        path = root / "data"
+    else:
+        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        path = Path(xdg) / APP_NAME
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,102 @@
+"""The loop's shared core: the typed state, the one append path, state changes and the end.
+
+Every part of the task workflow (thinking, acting, people, delegation, continuation)
+is a mixin over this base, so they share one ``LoopState`` and one set of helpers.
+Deterministic: no I/O, no clocks but ``workflow.now()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.task import LoopState, ModelRef, TaskInput, TaskOutcome, TaskState
+    from core.entries import Entry, StatusNotice, Transcript
+    from core.loop_detect import LoopDetector
+    from workflows.search_attributes import state_updates
+    from workflows.sync import ContextSync
+
+
+class TaskEnded(Exception):
+    """Raised where the task ends (done, failed, stopped, a limit); caught in ``run``."""
+
+    def __init__(self, outcome: TaskOutcome) -> None:
+        super().__init__(outcome.status.value)
+        self.outcome = outcome
+
+
+class LoopBase:
+    """The state every part of the loop reads, and the helpers that change it."""
+
+    task: TaskInput
+    state: LoopState
+    transcript: Transcript
+    sync: ContextSync
+    loops: LoopDetector
+    chain: list[ModelRef]
+    tool_names: list[str]
+
+    def _load(self, task: TaskInput) -> None:
+        """The loop's state at the start of a run: fresh, or carried over by continue-as-new."""
+        self.task = task
+        carry = task.carry
+        self.state = carry.model_copy(update={"runs": carry.runs + 1}) if carry else LoopState()
+        # The helpers below work on the state's own lists, so there is nothing to copy back.
+        self.transcript = Transcript(self.state.entries, base=self.state.base)
+        self.sync = ContextSync(self.state)
+        self.loops = LoopDetector(self.state.loop_recent)
+        self.chain = [ModelRef(provider=task.provider, model=task.model), *task.fallbacks]
+        self.tool_names = task.offered_tools()
+
+    @property
+    def _model(self) -> ModelRef:
+        return self.chain[self.state.model_index]
+
+    def _append(self, entry: Entry) -> Entry:
+        entry.turn = self.state.turn
+        return self.transcript.append(entry)
+
+    def _set_state(self, phase: TaskState, activity: str | None = None) -> None:
+        changed = phase != self.state.phase
+        self.state.phase = phase
+        if activity is not None:
+            self.state.last_activity = activity
+        last = self.state.last_activity
+        workflow.set_current_details(f"{phase.value.lower()}: {last}" if last else phase.value.lower())
+        if changed and self.task.search_attributes:
+            workflow.upsert_search_attributes(
+                state_updates(phase, self.state.turn, self._model.model, self.state.cost_usd)
+            )
+
+    def _end(self, status: TaskState, **fields: Any) -> TaskEnded:
+        """The task's outcome, as the exception that ends the loop."""
+        s = self.state
+        return TaskEnded(TaskOutcome(
+            status=status, turns=s.turn, usage=s.usage, runs=s.runs, cost_usd=s.cost_usd, **fields,
+        ))
+
+    def _fail(self, reason: str, *, stopped: bool = False) -> TaskEnded:
+        self._append(StatusNotice(text=f"task failed: {reason}"))
+        return self._end(TaskState.FAILED, stopped=stopped, error=reason)
+
+    def _interrupted(self) -> bool:
+        return self.state.stop_reason is not None or bool(self.state.inbox)
+
+    async def _interruptible(self, handle: Any) -> Any:
+        """Await an activity or child; cancel an activity on a stop or an interjection.
+        None means interrupted."""
+        interrupt = asyncio.ensure_future(workflow.wait_condition(self._interrupted))
+        await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
+        if handle.done():
+            interrupt.cancel()
+            return handle.result()
+        handle.cancel()
+        try:
+            await handle
+        except (ActivityError, CancelledError, asyncio.CancelledError):
+            pass
+        return None
