@@ -20,13 +20,13 @@ import asyncio
 import os
 import sys
 
-from runtime.logs import configure_logging
+from temporalio.service import RPCError
+
 from cli import schedule
 from cli.commands import COMMANDS
 from cli.options import add_task_options
 from cli.tasks import UserError
-from temporalio.service import RPCError
-
+from runtime.logs import configure_logging
 from temporal.client import TemporalUnavailable
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing

@@ -17,16 +17,18 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from runtime.store import ContextStore
 from activities.llm import LlmActivities, ProviderSettings
 from activities.prompt import PromptActivities
-from runtime.logs import configure_logging, get_logger
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
+from contracts.task import DEFAULT_TASK_QUEUE
+from runtime.audit import AuditLog, default_audit_path
+from runtime.logs import configure_logging, get_logger
+from runtime.secrets import SecretStore
+from runtime.store import ContextStore
 from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
-from contracts.task import DEFAULT_TASK_QUEUE
 from workflows.task import AgentTaskWorkflow
 
 
@@ -39,7 +41,8 @@ def task_queue() -> str:
 # them for every workflow instance, which dominated the worker's CPU with many short tasks.
 WORKFLOW_RUNNER = SandboxedWorkflowRunner(
     restrictions=SandboxRestrictions.default.with_passthrough_modules(
-        "workflows", "activities", "providers", "tools", "prompts", "temporal", "pydantic", "structlog", "httpx",
+        "core", "contracts", "workflows", "activities", "providers", "tools", "prompts", "temporal", "runtime",
+        "pydantic", "structlog", "httpx",
     )
 )
 
@@ -52,11 +55,13 @@ def build_worker(
     max_concurrent_activities: int = 200,
     store: ContextStore | None = None,
 ) -> Worker:
+    # The composition root: stores, secrets and settings are built once here and injected.
     store = store or ContextStore()
-    llm = LlmActivities(settings, store)
-    tools = ToolActivities(store)
+    secrets = SecretStore.from_env()
+    llm = LlmActivities(settings, store, secrets)
+    tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets))
     sessions = SessionActivities(store)
-    prompt = PromptActivities(store)
+    prompt = PromptActivities(store, secrets)
     return Worker(
         client,
         task_queue=queue or task_queue(),

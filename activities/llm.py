@@ -21,22 +21,22 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
-from runtime.store import ContextGap, ContextStore, LiveWriter
-from core.heartbeat import with_heartbeats
-from runtime.logs import get_logger
-from runtime.secrets import SecretStore
 from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
+from core.compaction import CompactionPolicy, compact
+from core.entries import Entry, ToolResult, to_chat_messages
+from core.heartbeat import with_heartbeats
+from core.messages import ContextReport, LlmRequest, TurnResult
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError
 from providers.factory import Provider, make_provider
 from providers.pricing import cost_usd, load_prices
 from providers.settings import ProviderSettings
-from core.messages import ContextReport, LlmRequest, TurnResult
+from runtime.logs import get_logger
+from runtime.secrets import SecretStore
+from runtime.store import ContextGap, ContextStore, LiveWriter
 from temporal.tracing import chat_span
 from tools.registry import classify_call
-from core.compaction import CompactionPolicy, compact
-from core.entries import Entry, ToolResult, to_chat_messages
 
 __all__ = ["LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
 
@@ -92,7 +92,7 @@ class LlmActivities:
         except KeyError as err:
             raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
                                    non_retryable=True) from None
-        system_tokens = (len(system) + sum(len(s.model_dump_json()) for s in specs)) // 4
+        system_tokens = (len(system.text()) + sum(len(s.model_dump_json()) for s in specs)) // 4
         view, report = self._context(inp, system_tokens)
         request = LlmRequest(
             model=inp.model,
@@ -198,7 +198,9 @@ def bounded(result: TurnResult) -> TurnResult:
                 "split the work into several smaller calls (e.g. write a large file in parts)",
             })
         calls.append(call)
-    return result.model_copy(update={"content": cut(result.content) or "", "thinking": cut(result.thinking), "tool_calls": calls})
+    # A signed part's signature covers its text: such a part is never cut, only plain ones.
+    thinking = [p if p.signature else p.model_copy(update={"text": cut(p.text) or ""}) for p in result.thinking]
+    return result.model_copy(update={"content": cut(result.content) or "", "thinking": thinking, "tool_calls": calls})
 
 
 def to_application_error(err: ProviderError) -> ApplicationError:

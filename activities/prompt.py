@@ -10,11 +10,11 @@ from pathlib import Path
 
 from temporalio import activity
 
-from runtime.store import ContextStore
-from runtime.secrets import SecretStore
 from contracts.activities import PROMPT_CONTEXT_ACTIVITY, PromptContextInput
 from prompts import load_prompt_context
 from runtime.paths import data_dir
+from runtime.secrets import SecretStore
+from runtime.store import ContextStore
 
 
 class PromptActivities:

@@ -13,10 +13,10 @@ from xml.sax.saxutils import escape, quoteattr
 
 from temporalio import activity
 
-from runtime.store import ContextGap, ContextStore
 from contracts.activities import LOAD_SESSION_ACTIVITY, RECORD_SESSION_ACTIVITY, SessionRecord
-from tools.registry import compact_line
 from core.entries import Entry, SystemReminder, ToolCall, ToolResult, UserMessage
+from runtime.store import ContextGap, ContextStore
+from tools.registry import compact_line
 
 MAX_TASKS = 20
 MAX_TEXT = 2000

@@ -14,17 +14,17 @@ from pathlib import Path
 from temporalio import activity
 
 import tools
-from runtime.audit import AuditLog, default_audit_path
-from runtime.store import ContextStore
+from contracts.activities import TOOL_ACTIVITY, ToolCallInput
+from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
+from core.untrusted import wrap_untrusted
+from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore
-from contracts.activities import TOOL_ACTIVITY, ToolCallInput
+from runtime.store import ContextStore
 from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
 from tools.registry import REGISTRY
-from core.untrusted import wrap_untrusted
-from core.entries import entry_digest, result_entry
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
 PREVIEW_CHARS = 1500
@@ -102,8 +102,7 @@ class ToolActivities:
                     f"the model sees the full output (blob {digest[:12]}) ...]",
                 }
             )
+        assert inp.context_id is not None and inp.result_seq is not None  # checked by the caller
         entry = result_entry(inp.call.id, inp.call.name, result, seq=inp.result_seq, turn=inp.turn)
         self.store.put(inp.context_id, [entry])
-        if os.environ.get("AGENT_FAULT") == "exit_after_store" and activity.info().attempt == 1:
-            os._exit(99)  # fault injection for the crash tests: die between the write and completion
         return result.model_copy(update={"stored_digest": entry_digest(entry)})

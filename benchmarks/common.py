@@ -10,14 +10,14 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from runtime.store import ContextStore
 from activities.llm import ProviderSettings
-from runtime.logs import configure_logging
+from contracts.task import TaskInput, TaskOutcome
+from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
 from fakes.scripted import ScriptedModelServer, Step
+from runtime.logs import configure_logging
+from runtime.store import ContextStore
 from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
 from worker import build_worker
-from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
-from contracts.task import TaskInput, TaskOutcome
 from workflows.task import AgentTaskWorkflow
 
 

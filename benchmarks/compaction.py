@@ -17,8 +17,6 @@ import argparse
 import statistics
 import time
 
-from core.messages import ToolCallRequest
-from tools import COMPACT_KEYS
 from core.compaction import CompactionPolicy, _cached_tool_line, compact
 from core.entries import (
     AiMessage,
@@ -30,7 +28,9 @@ from core.entries import (
     Transcript,
     UserMessage,
 )
+from core.messages import ToolCallRequest
 from core.turns import group_turns
+from tools import COMPACT_KEYS
 
 _LINE = "    value = compute(alpha, beta, gamma)  # a line of source code, about 64 chars\n"
 
@@ -92,7 +92,7 @@ def run(turns: int, result_bytes: int, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", type=int)
     parser.add_argument("--result-bytes", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=200)

@@ -22,16 +22,17 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
-from runtime.store import ContextStore
 from activities.llm import ProviderSettings
 from benchmarks.common import start_env
-from worker import build_worker
 from contracts.task import TaskInput
+from runtime.store import ContextStore
+from worker import build_worker
 from workflows.task import AgentTaskWorkflow
 
 
-def serve_model(turns: int, latency_s: float, port: "multiprocessing.Value") -> None:
+def serve_model(turns: int, latency_s: float, port: Any) -> None:  # a multiprocessing.Value('i')
     """The model, in a process of its own so it does not share the worker's interpreter."""
     server = model_server(turns, latency_s)
     port.value = server.server_address[1]

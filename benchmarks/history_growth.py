@@ -15,10 +15,10 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from runtime.store import ContextStore
 from benchmarks.common import context_entries, run_scripted, run_stats, said_bytes, start_env, workspace_with_files
-from fakes.scripted import tool
 from contracts.task import TaskInput
+from fakes.scripted import tool
+from runtime.store import ContextStore
 
 
 async def main(turns: int, file_bytes: int) -> None:

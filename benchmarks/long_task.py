@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from runtime.store import ContextStore
 from benchmarks.common import run_scripted, run_stats, start_env, workspace_with_files
-from fakes.scripted import tool
 from contracts.task import TaskInput
+from fakes.scripted import tool
+from runtime.store import ContextStore
 
 FILES = 10  # cycled through, so no call repeats often enough to look like a loop
 

@@ -30,17 +30,17 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from activities.llm import LlmActivities, ProviderSettings
-    from runtime.logs import configure_logging
-    from runtime.store import ContextStore
     from activities.prompt import PromptActivities
     from activities.tools import ToolActivities
     from contracts.activities import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
-    from fakes.scripted import ScriptedModelServer, tool
-    from core.messages import TurnResult
+    from contracts.task import TaskInput
     from core.entries import UserMessage
+    from core.messages import TurnResult
+    from fakes.scripted import ScriptedModelServer, tool
+    from runtime.logs import configure_logging
+    from runtime.store import ContextStore
     from temporal.server import temporal_cli
     from tools.base import ToolOutcome
-    from contracts.task import TaskInput
     from workflows.task import AgentTaskWorkflow
 
 TIMEOUT = timedelta(seconds=60)

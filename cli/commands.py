@@ -30,12 +30,13 @@ from cli.tasks import (
     ui_link,
     who,
 )
+from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskState, TaskStatus
 from runtime.secrets import SecretStore
 from temporal.client import connect, is_embedded
 from worker import build_worker, task_queue
-from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskState, TaskStatus
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
+
 
 def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
     console = make_console()

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.entries import AiMessage, Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage
 from contracts.task import TaskOutcome, TaskStatus
+from core.entries import AiMessage, Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage
 
 
 class EventMapper:

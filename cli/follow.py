@@ -16,8 +16,8 @@ from temporalio.service import RPCError
 
 from cli.events import EventMapper
 from cli.render import render_entry, render_outcome
-from core.entries import Entry
 from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
+from core.entries import Entry
 from workflows.task import AgentTaskWorkflow
 
 POLL_S = 0.25

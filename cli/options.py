@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from providers.factory import MODES
 from contracts.task import ApprovalMode
+from providers.factory import MODES
 
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:

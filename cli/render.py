@@ -8,6 +8,7 @@ import sys
 from rich.console import Console
 from rich.markup import escape
 
+from contracts.task import TaskOutcome, TaskState, TaskStatus
 from core.entries import (
     AiMessage,
     Entry,
@@ -17,7 +18,7 @@ from core.entries import (
     ToolResult,
     UserMessage,
 )
-from contracts.task import TaskOutcome, TaskState, TaskStatus
+from core.text import shorten as core_shorten
 
 RESULT_PREVIEW_LINES = 6
 
@@ -27,8 +28,7 @@ def make_console() -> Console:
 
 
 def shorten(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return core_shorten(text, limit)
 
 
 def unwrap(text: str) -> str:

@@ -14,7 +14,8 @@ import sys
 from datetime import datetime
 from types import ModuleType
 
-from temporal.client import connect, ensure_search_attributes
+from cli import tasks
+from cli.options import add_task_options
 from cli.schedules import (
     OVERLAP_POLICIES,
     ScheduleError,
@@ -27,8 +28,7 @@ from cli.schedules import (
     schedule_id,
     trigger_task_schedule,
 )
-from cli import tasks
-from cli.options import add_task_options
+from temporal.client import connect, ensure_search_attributes
 from worker import task_queue
 
 

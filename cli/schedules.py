@@ -23,6 +23,7 @@ from temporalio.api.enums.v1 import WorkflowExecutionStatus as ProtoStatus
 from temporalio.client import (
     Client,
     Schedule,
+    ScheduleActionExecutionStartWorkflow,
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
     ScheduleDescription,
@@ -258,11 +259,14 @@ async def _describe_if_there(client: Client, name: str) -> ScheduleSummary | Non
 async def _summary(desc: ScheduleDescription) -> ScheduleSummary:
     memo = await desc.memo()
     info = desc.info
-    running = {run.workflow_id for run in info.running_actions}
+    running = {
+        run.workflow_id for run in info.running_actions if isinstance(run, ScheduleActionExecutionStartWorkflow)
+    }
     recent = []
     # The SDK's action results leave out the status Temporal keeps for each: read the raw ones.
     for action, raw in zip(info.recent_actions, desc.raw_description.info.recent_actions):
-        workflow_id = action.action.workflow_id
+        started = action.action
+        workflow_id = started.workflow_id if isinstance(started, ScheduleActionExecutionStartWorkflow) else ""
         status = "RUNNING" if workflow_id in running else _status_name(raw.start_workflow_status)
         recent.append(ScheduledRun(workflow_id, action.scheduled_at, action.started_at, status))
     intervals = desc.schedule.spec.intervals
@@ -288,4 +292,4 @@ async def _summary(desc: ScheduleDescription) -> ScheduleSummary:
 def _status_name(status: int) -> str:
     if status == ProtoStatus.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED:
         return "UNKNOWN"
-    return ProtoStatus.Name(status).removeprefix("WORKFLOW_EXECUTION_STATUS_")
+    return ProtoStatus.Name(status).removeprefix("WORKFLOW_EXECUTION_STATUS_")  # pyright: ignore[reportArgumentType] (an enum value is an int)

@@ -15,10 +15,10 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from runtime.secrets import SecretStore
-from providers.factory import MODES
-from temporal.client import ensure_search_attributes, ui_base_url
 from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState
+from providers.factory import MODES
+from runtime.secrets import SecretStore
+from temporal.client import ensure_search_attributes, ui_base_url
 from workflows.task import AgentTaskWorkflow
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -158,4 +158,5 @@ async def closed_outcome(client: Client, workflow_id: str) -> TaskOutcome:
     try:
         return await handle.result()
     except WorkflowFailureError as err:
-        return TaskOutcome(status=TaskState.FAILED, error=f"workflow {err.status.name.lower() if err.status else 'failed'}: {err.cause}")
+        # WorkflowFailureError has no status of its own: the cause says what ended the run.
+        return TaskOutcome(status=TaskState.FAILED, error=f"workflow failed: {err.cause}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from core.entries import Entry
 from core.messages import ToolCallRequest, TurnResult
 from core.tool_outcome import ToolOutcome
-from core.entries import Entry
 
 LLM_ACTIVITY = "llm_call"
 TOOL_ACTIVITY = "tool_call"

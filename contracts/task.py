@@ -126,14 +126,14 @@ class LoopState(BaseModel):
     model_index: int = 0  # position in the failover chain
     cost_usd: float = 0.0
     # -- this run only ----------------------------------------------------------------
-    phase: TaskState = Field(TaskState.INITIALIZING, exclude=True)
-    last_activity: str = Field("", exclude=True)
-    turns_this_run: int = Field(0, exclude=True)
-    pending: PendingApproval | None = Field(None, exclude=True)
-    decision: ApprovalDecision | None = Field(None, exclude=True)
-    question: str | None = Field(None, exclude=True)
-    stop_reason: str | None = Field(None, exclude=True)
-    outcome: TaskOutcome | None = Field(None, exclude=True)
+    phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)
+    last_activity: str = Field(default="", exclude=True)
+    turns_this_run: int = Field(default=0, exclude=True)
+    pending: PendingApproval | None = Field(default=None, exclude=True)
+    decision: ApprovalDecision | None = Field(default=None, exclude=True)
+    question: str | None = Field(default=None, exclude=True)
+    stop_reason: str | None = Field(default=None, exclude=True)
+    outcome: TaskOutcome | None = Field(default=None, exclude=True)
 
 
 Carry = LoopState  # the name continue-as-new inputs had before LoopState

@@ -71,12 +71,12 @@ TRUNCATION_NOTE = (
 class CompactionPolicy(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    context_window: int = Field(128_000, gt=0)  # tokens
-    threshold: float = Field(0.6, gt=0, le=1)  # compaction starts at this fraction of the window
-    tail_fraction: float = Field(0.15, gt=0, le=1)  # newest turns kept in full
-    guard_fraction: float = Field(0.9, gt=0, le=1)  # the view never goes over this, if it can
-    max_result_tokens: int | None = Field(None, gt=0)  # None: a quarter of the window
-    system_tokens: int = Field(4000, ge=0)  # system prompt and tool schemas
+    context_window: int = Field(default=128_000, gt=0)  # tokens
+    threshold: float = Field(default=0.6, gt=0, le=1)  # compaction starts at this fraction of the window
+    tail_fraction: float = Field(default=0.15, gt=0, le=1)  # newest turns kept in full
+    guard_fraction: float = Field(default=0.9, gt=0, le=1)  # the view never goes over this, if it can
+    max_result_tokens: int | None = Field(default=None, gt=0)  # None: a quarter of the window
+    system_tokens: int = Field(default=4000, ge=0)  # system prompt and tool schemas
     # Per tool, the argument keys that identify a call in its summary line (the tools
     # declare them; the caller passes them in, so this module knows no tool).
     compact_keys: Mapping[str, tuple[str, ...]] = Field(default_factory=dict)

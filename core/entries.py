@@ -12,11 +12,11 @@ Pure and deterministic: no I/O, no clocks.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from core.messages import ChatMessage, ToolCallRequest
+from core.messages import ChatMessage, Thinking, ToolCallRequest
 from core.tool_outcome import ToolOutcome
 
 
@@ -35,7 +35,8 @@ class AiMessage(_Entry):
 
     kind: Literal["ai_message"] = "ai_message"
     text: str
-    thinking: str | None = None
+    # The model's reasoning as typed parts; a string recorded by older code is read too.
+    thinking: Thinking = Field(default_factory=list)
 
 
 class ToolCall(_Entry):
@@ -44,7 +45,8 @@ class ToolCall(_Entry):
     kind: Literal["tool_call"] = "tool_call"
     text: str = ""
     calls: list[ToolCallRequest]
-    thinking: str | None = None
+    # The model's reasoning as typed parts; a string recorded by older code is read too.
+    thinking: Thinking = Field(default_factory=list)
 
 
 class ToolResult(_Entry):
@@ -80,7 +82,7 @@ class StatusNotice(_Entry):
 
 
 Entry = Annotated[
-    Union[UserMessage, AiMessage, ToolCall, ToolResult, SystemReminder, StatusNotice],
+    UserMessage | AiMessage | ToolCall | ToolResult | SystemReminder | StatusNotice,
     Field(discriminator="kind"),
 ]
 

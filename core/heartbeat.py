@@ -10,7 +10,8 @@ this module knows nothing of Temporal.
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 HEARTBEAT_EVERY_S = 1.0  # the worker sends them at most once a second

@@ -7,11 +7,15 @@ knows about HTTP.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 LEGACY_CHILD_WORKFLOW_TOOL = "spawn"  # see ToolCallRequest._recorded_before_runs_in
+# Before thinking was typed, Anthropic's signed blocks were stored in the one thinking string
+# as this marker followed by the JSON list of blocks; recorded histories still hold them.
+LEGACY_THINKING_MARKER = "anthropic-thinking-v1:"
 
 
 class ToolCallRequest(BaseModel):
@@ -47,6 +51,66 @@ class ToolCallRequest(BaseModel):
         return data
 
 
+class ThinkingPart(BaseModel):
+    """One piece of the model's reasoning, as the provider sent it.
+
+    ``text`` is the readable reasoning ("" for a redacted part). ``signature`` is the
+    signature Anthropic puts on a thinking block; ``redacted_data`` the encrypted payload of
+    an Anthropic ``redacted_thinking`` block. Both must go back to Anthropic unchanged, so
+    they are kept as they came. ``provider`` is the wire the part came from ("anthropic",
+    "openai"; None when unknown): a provider sends back only its own signed parts.
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted_data: str | None = None
+    provider: str | None = None
+
+    @property
+    def redacted(self) -> bool:
+        return self.redacted_data is not None
+
+
+REDACTED_THINKING_TEXT = "[redacted thinking]"
+
+
+def thinking_text(parts: list[ThinkingPart] | None) -> str:
+    """Readable thinking for logs and UIs: the parts' text, a redacted part as a note."""
+    texts = [REDACTED_THINKING_TEXT if p.redacted else p.text for p in parts or []]
+    return "\n\n".join(t for t in texts if t)
+
+
+def _recorded_thinking(value: Any) -> Any:
+    """Backward compatibility: before thinking was typed (histories of tasks still running)
+    it was one string; a plain string is one unsigned part, an ``anthropic-thinking-v1:``
+    string the Anthropic blocks it encoded (signature and redacted data kept)."""
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        return value
+    if not value.startswith(LEGACY_THINKING_MARKER):
+        return [ThinkingPart(text=value)] if value else []
+    try:
+        blocks = json.loads(value[len(LEGACY_THINKING_MARKER):])
+    except ValueError:
+        return []  # as before: an unreadable encoding was neither shown nor sent
+    parts = []
+    for block in blocks if isinstance(blocks, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "thinking":
+            signature = block.get("signature")
+            parts.append(ThinkingPart(text=str(block.get("thinking") or ""), provider="anthropic",
+                                      signature=signature if isinstance(signature, str) else None))
+        elif block.get("type") == "redacted_thinking":
+            parts.append(ThinkingPart(redacted_data=str(block.get("data") or ""), provider="anthropic"))
+    return parts
+
+
+# The type of every ``thinking`` field; it also reads the string shapes recorded before.
+Thinking = Annotated[list[ThinkingPart], BeforeValidator(_recorded_thinking)]
+
+
 class ChatMessage(BaseModel):
     """A message in the LLM's view of the conversation (system prompt excluded)."""
 
@@ -55,7 +119,7 @@ class ChatMessage(BaseModel):
     tool_calls: list[ToolCallRequest] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None  # tool name, on role == "tool"
-    thinking: str | None = None
+    thinking: Thinking = Field(default_factory=list)
 
 
 class ToolSpec(BaseModel):
@@ -102,7 +166,7 @@ class TurnResult(BaseModel):
     content: str = ""
     tool_calls: list[ToolCallRequest] = Field(default_factory=list)
     source: Literal["native", "xml"] = "native"
-    thinking: str | None = None
+    thinking: Thinking = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
     model: str | None = None
@@ -111,13 +175,36 @@ class TurnResult(BaseModel):
     context: ContextReport | None = None  # set by the LLM activity
 
 
+class SystemPrompt(BaseModel):
+    """The system prompt in two parts: ``stable`` is the same for every task (a provider with
+    prompt caching caches it), ``dynamic`` holds what changes (workspace, date, tools, ...)."""
+
+    stable: str = ""
+    dynamic: str = ""
+
+    def text(self) -> str:
+        """The whole prompt as one string, the two parts joined at one newline (for a wire
+        that takes a single system text)."""
+        if not self.dynamic:
+            return self.stable
+        return f"{self.stable.rstrip()}\n{self.dynamic.lstrip()}"
+
+
 class LlmRequest(BaseModel):
     """What a provider adapter needs to make one call."""
 
     model: str
-    system: str
+    system: SystemPrompt
     messages: list[ChatMessage]
     tools: list[ToolSpec] = Field(default_factory=list)
     max_tokens: int | None = None
     temperature: float | None = None
     stream: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_system_text(cls, data: Any) -> Any:
+        """A plain string as ``system`` is all stable (no dynamic part)."""
+        if isinstance(data, dict) and isinstance(data.get("system"), str):
+            return {**data, "system": SystemPrompt(stable=data["system"])}
+        return data

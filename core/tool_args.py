@@ -38,4 +38,4 @@ class PlanArgs(StrictArgs):
 
 class SpawnArgs(StrictArgs):
     task: str = Field(min_length=1, max_length=20_000, description="The complete sub-task.")
-    tools: list[str] | None = Field(None, description="Tools the sub-agent may use (default: yours).")
+    tools: list[str] | None = Field(default=None, description="Tools the sub-agent may use (default: yours).")

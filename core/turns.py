@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
-from core.messages import ToolCallRequest
 from core.entries import (
     AiMessage,
     Entry,
@@ -44,6 +43,7 @@ from core.entries import (
     ToolResult,
     UserMessage,
 )
+from core.messages import ToolCallRequest, thinking_text
 
 TurnKind = Literal["user", "tool", "assistant", "reminder", "notice"]
 
@@ -134,7 +134,7 @@ def estimate_tokens(entry: Entry) -> int:
         case ToolResult():
             chars = len(entry.content) + len(entry.name) + len(entry.call_id)
         case ToolCall():
-            chars = len(entry.text) + len(entry.thinking or "")
+            chars = len(entry.text) + len(thinking_text(entry.thinking))
             for call in entry.calls:
                 chars += len(call.id) + len(call.name) + _arguments_chars(call)
         case SystemReminder():
@@ -142,7 +142,7 @@ def estimate_tokens(entry: Entry) -> int:
         case UserMessage():
             chars = len(entry.text)
         case AiMessage():
-            chars = len(entry.text) + len(entry.thinking or "")
+            chars = len(entry.text) + len(thinking_text(entry.thinking))
         case StatusNotice():
             return 0
         case _:

@@ -7,18 +7,17 @@ orders segments; the text holds no conditions of its own.
 
     stable      identity, language, agent_loop, tool_use, error_handling,
                 output_format, security                  the same for every task
-    CACHE_BOUNDARY
     dynamic     environment (workspace, date, tools)      always
                 user_preferences, memory,                 when the context has them
                 project_conventions (AGENTS.md)
                 skills (the catalogue)                    when there are skills and
                                                           `load_skill` is a tool
 
-The stable part is byte-identical for every workspace, date and tool list, so a
-provider with prompt caching caches it; ``split_at_cache_boundary`` splits a
-prompt there. Values filled in are made inert: a look-alike of one of the
-prompt's own tags has its ``<`` escaped, so a MEMORY.md cannot close its
-segment and speak outside it.
+``build_system_prompt`` returns the two parts as a typed ``SystemPrompt``. The
+stable part is byte-identical for every workspace, date and tool list, so a
+provider with prompt caching caches it. Values filled in are made inert: a
+look-alike of one of the prompt's own tags has its ``<`` escaped, so a MEMORY.md
+cannot close its segment and speak outside it.
 """
 
 from __future__ import annotations
@@ -27,10 +26,8 @@ import functools
 import re
 from importlib import resources
 
+from core.messages import SystemPrompt
 from prompts.context import PromptContext, load_prompt_context
-
-# A zero-width marker between the stable prefix and the dynamic suffix.
-CACHE_BOUNDARY = "\u200b<!-- cache-boundary -->\u200b"
 
 STABLE_SEGMENTS = (
     "identity",
@@ -55,7 +52,7 @@ def segment_text(name: str) -> str:
         from core.untrusted import SECURITY_PROMPT_SEGMENT
 
         return SECURITY_PROMPT_SEGMENT.strip()
-    path = resources.files(__package__).joinpath("segments", f"{name}.md")
+    path = resources.files("prompts").joinpath("segments", f"{name}.md")
     return path.read_text(encoding="utf-8").strip()
 
 
@@ -66,21 +63,21 @@ def render_segment(name: str, **values: str) -> str:
         key = match.group(1)
         if key not in values:
             raise KeyError(f"segment {name!r} needs a value for {{{key}}}")
-        return _inert(values[key])
+        return _TAG_LOOKALIKE.sub(r"&lt;\1", values[key])
 
     return _PLACEHOLDER.sub(fill, segment_text(name))
 
 
 @functools.cache
 def stable_prompt() -> str:
-    """The part before ``CACHE_BOUNDARY``: the same for every task."""
+    """The text of the stable part: the same for every task."""
     return "\n\n".join(segment_text(name) for name in STABLE_SEGMENTS)
 
 
 def build_system_prompt(
     *, workspace: str, date: str, tool_names: list[str], context: PromptContext | None = None
-) -> str:
-    """The whole system prompt: the stable part, ``CACHE_BOUNDARY``, the dynamic part.
+) -> SystemPrompt:
+    """The whole system prompt: the stable part and the dynamic part.
 
     ``context=None`` gives the minimal prompt (no preferences, memory, project
     conventions or skills), e.g. for a sub-agent.
@@ -97,21 +94,10 @@ def build_system_prompt(
     if ctx.skills and SKILLS_TOOL in tool_names:
         catalogue = "\n".join(f"- {s.name}: {s.description}" for s in ctx.skills)
         dynamic.append(render_segment("skills", skills=catalogue))
-    return f"{stable_prompt()}\n{CACHE_BOUNDARY}\n" + "\n\n".join(dynamic) + "\n"
-
-
-def split_at_cache_boundary(system: str) -> tuple[str, str]:
-    """The stable prefix and the dynamic suffix of a system prompt."""
-    stable, _, dynamic = system.partition(CACHE_BOUNDARY)
-    return stable, dynamic
-
-
-def _inert(value: str) -> str:
-    return _TAG_LOOKALIKE.sub(r"&lt;\1", value.replace(CACHE_BOUNDARY, ""))
+    return SystemPrompt(stable=f"{stable_prompt()}\n", dynamic="\n" + "\n\n".join(dynamic) + "\n")
 
 
 __all__ = [
-    "CACHE_BOUNDARY",
     "DYNAMIC_SEGMENTS",
     "STABLE_SEGMENTS",
     "PromptContext",
@@ -119,6 +105,5 @@ __all__ = [
     "load_prompt_context",
     "render_segment",
     "segment_text",
-    "split_at_cache_boundary",
     "stable_prompt",
 ]

@@ -8,20 +8,20 @@
       every failure              ProviderError (see providers/errors.py)
 
 The mapping:
-    system prompt   top-level ``system`` text blocks, split at ``CACHE_BOUNDARY``: the
-                    stable prefix carries ``cache_control: ephemeral``, the dynamic
-                    suffix does not; empty blocks are left out.
+    system prompt   top-level ``system`` text blocks from the two parts of the typed
+                    ``SystemPrompt``: the stable part carries ``cache_control: ephemeral``,
+                    the dynamic part does not; empty blocks are left out.
     user / tool     ``user`` messages; a tool result is a ``tool_result`` block, and a
                     user message that holds tool results lists them first.
     assistant       signed thinking blocks, then the text, then ``tool_use`` blocks.
     consecutive messages of one role are merged into one message.
 
 Thinking: Anthropic's thinking blocks carry a signature that must come back unchanged
-in the next request. ``ChatMessage.thinking`` is a string, so the blocks are stored as
-``THINKING_MARKER`` followed by the JSON list of blocks (``encode_thinking``) and
-decoded again by ``to_wire``. Thinking without the marker (plain text, e.g. from an
-OpenAI-compatible model) is not sent: unsigned thinking is rejected by the API.
-``thinking_text()`` gives the readable text for logs and UIs.
+in the next request. Each ``thinking`` block becomes a ``ThinkingPart`` with its text and
+signature, each ``redacted_thinking`` block one with its ``redacted_data``, both marked
+``provider="anthropic"``; ``to_wire`` turns them back into the same blocks. Other thinking
+(unsigned, e.g. from an OpenAI-compatible model) is not sent: the API rejects it.
+``core.messages.thinking_text()`` gives the readable text for logs and UIs.
 
 Usage: ``Usage.input_tokens`` counts every prompt token, as on the OpenAI wire, so it is
 Anthropic's ``input_tokens`` (the uncached part) plus ``cache_read_input_tokens`` plus
@@ -36,16 +36,23 @@ retryable ``stream_cut``. The adapter never retries.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 from httpx_sse import EventSource
 
-from providers.errors import ProviderError, error_message, is_retryable_status, kind_for_status
-from providers.errors import parse_retry_after, snippet
+from core.messages import LlmRequest, ThinkingPart, ToolCallRequest, TurnResult, Usage
+from providers.anthropic_wire import messages_to_wire, system_blocks, thinking_part
+from providers.errors import (
+    ProviderError,
+    error_message,
+    is_retryable_status,
+    kind_for_status,
+    parse_retry_after,
+    snippet,
+)
 from providers.http import HttpProvider
-from providers.anthropic_wire import encode_thinking, messages_to_wire, system_blocks
-from core.messages import LlmRequest, ToolCallRequest, TurnResult, Usage
 
 DEFAULT_MAX_TOKENS = 8192
 # From this API version on the Messages API rejects temperature/top_p/top_k.
@@ -230,7 +237,7 @@ class _StreamState:
         block = self._blocks.setdefault(index, {"type": _DELTA_BLOCK.get(str(kind), "text")})
         match kind:
             case "text_delta":
-                text = delta.get("text") if isinstance(delta.get("text"), str) else ""
+                text = _str(delta.get("text")) or ""
                 block["text"] = block.get("text", "") + text
                 return text
             case "input_json_delta":
@@ -261,24 +268,21 @@ def _result(
 ) -> TurnResult:
     text: list[str] = []
     calls: list[ToolCallRequest] = []
-    thinking: list[dict[str, Any]] = []
+    thinking: list[ThinkingPart] = []
     for position, block in enumerate(blocks):
         match block.get("type"):
             case "text":
-                text.append(block.get("text") if isinstance(block.get("text"), str) else "")
-            case "thinking":
-                kept = {"type": "thinking", "thinking": str(block.get("thinking") or "")}
-                if isinstance(block.get("signature"), str):
-                    kept["signature"] = block["signature"]
-                thinking.append(kept)
-            case "redacted_thinking":
-                thinking.append({"type": "redacted_thinking", "data": str(block.get("data") or "")})
+                text.append(_str(block.get("text")) or "")
+            case "thinking" | "redacted_thinking":
+                part = thinking_part(block)
+                if part is not None:
+                    thinking.append(part)
             case "tool_use":
                 calls.append(_tool_call(block, raw_json.get(position), len(calls)))
     return TurnResult(
         content="".join(text),
         tool_calls=calls,
-        thinking=encode_thinking(thinking),
+        thinking=thinking,
         usage=_usage(usage),
         finish_reason=_STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None,
         model=model,
@@ -287,8 +291,8 @@ def _result(
 
 def _tool_call(block: dict[str, Any], raw_json: str | None, index: int) -> ToolCallRequest:
     """One tool_use block; input that is not a JSON object becomes a parse_error."""
-    call_id = block.get("id") if isinstance(block.get("id"), str) and block.get("id") else f"toolu_{index}"
-    name = block.get("name") if isinstance(block.get("name"), str) else ""
+    call_id = _str(block.get("id")) or f"toolu_{index}"
+    name = _str(block.get("name")) or ""
     value: Any = block.get("input", {})
     if raw_json is not None and raw_json.strip():  # streamed: the input arrived as JSON text
         try:

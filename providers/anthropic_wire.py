@@ -1,56 +1,51 @@
 """The Anthropic Messages wire format for our message model: the system prompt as cached
 and uncached text blocks, messages with tool_use / tool_result blocks where the API wants
-them, and signed thinking blocks carried losslessly through ``ChatMessage.thinking``.
+them, and signed thinking blocks carried losslessly as ``ThinkingPart``s.
 See ``providers/anthropic.py`` for the mapping rules."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, assert_never
 
-from prompts import split_at_cache_boundary
-from core.messages import ChatMessage
+from core.messages import ChatMessage, SystemPrompt, ThinkingPart
 
-THINKING_MARKER = "anthropic-thinking-v1:"
-
-
-def encode_thinking(blocks: list[dict[str, Any]]) -> str | None:
-    """Signed thinking blocks as one JSON-safe string for ``ChatMessage.thinking``."""
-    return THINKING_MARKER + json.dumps(blocks, ensure_ascii=False) if blocks else None
+WIRE = "anthropic"  # ThinkingPart.provider of the parts this wire produces
 
 
-def decode_thinking(thinking: str | None) -> list[dict[str, Any]]:
-    """The blocks inside an ``encode_thinking`` string; [] for anything else."""
-    if not thinking or not thinking.startswith(THINKING_MARKER):
-        return []
-    try:
-        blocks = json.loads(thinking[len(THINKING_MARKER):])
-    except ValueError:
-        return []
-    if not isinstance(blocks, list):
-        return []
-    return [b for b in blocks if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]
+def thinking_part(block: dict[str, Any]) -> ThinkingPart | None:
+    """A ``thinking`` or ``redacted_thinking`` block of a response as a part (None for others)."""
+    match block.get("type"):
+        case "thinking":
+            signature = block.get("signature")
+            return ThinkingPart(text=str(block.get("thinking") or ""), provider=WIRE,
+                                signature=signature if isinstance(signature, str) else None)
+        case "redacted_thinking":
+            return ThinkingPart(redacted_data=str(block.get("data") or ""), provider=WIRE)
+    return None
 
 
-def thinking_text(thinking: str | None) -> str:
-    """Readable thinking: the text of encoded blocks, or the plain string as it is."""
-    if not thinking or not thinking.startswith(THINKING_MARKER):
-        return thinking or ""
-    parts = [
-        b["thinking"] if b["type"] == "thinking" else "[redacted thinking]"
-        for b in decode_thinking(thinking)
-    ]
-    return "\n\n".join(p for p in parts if isinstance(p, str) and p)
-
-
-def system_blocks(system: str) -> list[dict[str, Any]]:
-    """The system prompt as text blocks: the stable prefix cached, the dynamic suffix not."""
-    stable, dynamic = split_at_cache_boundary(system)
+def thinking_blocks(parts: list[ThinkingPart]) -> list[dict[str, Any]]:
+    """The parts to send back, as the blocks they came from: only Anthropic's own signed or
+    redacted parts; unsigned thinking (e.g. from an OpenAI-compatible model) is rejected by
+    the API, so it is left out."""
     blocks: list[dict[str, Any]] = []
-    if stable.strip():
-        blocks.append({"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}})
-    if dynamic.strip():
-        blocks.append({"type": "text", "text": dynamic})
+    for part in parts:
+        if part.provider != WIRE:
+            continue
+        if part.redacted_data is not None:
+            blocks.append({"type": "redacted_thinking", "data": part.redacted_data})
+        elif part.signature is not None:
+            blocks.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+    return blocks
+
+
+def system_blocks(system: SystemPrompt) -> list[dict[str, Any]]:
+    """The system prompt as text blocks: the stable part cached, the dynamic part not."""
+    blocks: list[dict[str, Any]] = []
+    if system.stable.strip():
+        blocks.append({"type": "text", "text": system.stable, "cache_control": {"type": "ephemeral"}})
+    if system.dynamic.strip():
+        blocks.append({"type": "text", "text": system.dynamic})
     return blocks
 
 
@@ -84,7 +79,7 @@ def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
                 result["content"] = message.content
             return "user", [result]
         case "assistant":
-            blocks = decode_thinking(message.thinking) + _text_blocks(message.content)
+            blocks = thinking_blocks(message.thinking) + _text_blocks(message.content)
             blocks += [
                 {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
                 for call in message.tool_calls

@@ -12,8 +12,11 @@ visible in the workflow history.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from datetime import datetime, timezone
+
+from core.text import shorten
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
@@ -81,12 +84,12 @@ def error_message(body: object) -> str | None:
 
 def snippet(text: str, limit: int = 200) -> str:
     """Whitespace-collapsed start of a text, for error messages."""
-    return " ".join(text.split())[:limit]
+    return shorten(text, limit, ellipsis="")
 
 
-def parse_retry_after(headers: dict[str, str] | object, now: datetime | None = None) -> float | None:
+def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
     """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
-    get = getattr(headers, "get")
+    get = headers.get
     ms = get("retry-after-ms")
     if ms:
         try:
@@ -105,6 +108,6 @@ def parse_retry_after(headers: dict[str, str] | object, now: datetime | None = N
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    now = now or datetime.now(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    now = now or datetime.now(UTC)
     return max(0.0, (when - now).total_seconds())

@@ -11,14 +11,15 @@ provider; without one each provider owns its client and ``aclose()`` closes it.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import httpx
 
+from core.messages import LlmRequest, TurnResult
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
 from providers.settings import ProviderSettings
-from core.messages import LlmRequest, TurnResult
 from providers.xml_tools import XmlToolsProvider
 
 MODES = ("openai", "anthropic", "anthropic_xml")

@@ -4,13 +4,14 @@ parts that differ: ``to_wire``/``parse_response``, ``_complete_stream`` and ``_s
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 from httpx_sse import EventSource, aconnect_sse
 
-from providers.errors import ProviderError, snippet
 from core.messages import LlmRequest, TurnResult
+from providers.errors import ProviderError, snippet
 
 
 class HttpProvider:

@@ -22,17 +22,18 @@ in the workflow history.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, assert_never
+from collections.abc import Callable
+from typing import Any, assert_never
 
 import httpx
 from httpx_sse import EventSource
 
+from core.messages import ChatMessage, LlmRequest, ThinkingPart, ToolCallRequest, TurnResult, Usage
 from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after
 from providers.errors import error_message as _error_message
 from providers.errors import snippet as _snippet
-from prompts import split_at_cache_boundary
 from providers.http import HttpProvider
-from core.messages import ChatMessage, LlmRequest, ToolCallRequest, TurnResult, Usage
+
 
 class OpenAIProvider(HttpProvider):
     name = "openai"
@@ -41,10 +42,8 @@ class OpenAIProvider(HttpProvider):
     # -- to the wire ---------------------------------------------------------
 
     def to_wire(self, req: LlmRequest) -> dict[str, Any]:
-        # OpenAI-compatible servers cache stable prefixes by themselves: no marker on this wire.
-        stable, dynamic = split_at_cache_boundary(req.system)
-        system = f"{stable.rstrip()}\n{dynamic.lstrip()}" if dynamic else stable
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        # OpenAI-compatible servers cache stable prefixes by themselves: one system text.
+        messages: list[dict[str, Any]] = [{"role": "system", "content": req.system.text()}]
         messages.extend(_message_to_wire(m) for m in req.messages)
         body: dict[str, Any] = {"model": req.model, "messages": messages}
         if req.tools:
@@ -88,7 +87,7 @@ class OpenAIProvider(HttpProvider):
         return TurnResult(
             content=_text(message.get("content")),
             tool_calls=calls,
-            thinking=_text(message.get("reasoning_content") or message.get("reasoning")) or None,
+            thinking=_thinking(_text(message.get("reasoning_content") or message.get("reasoning"))),
             usage=_usage(body.get("usage")),
             finish_reason=_str(choice.get("finish_reason")),
             model=_str(body.get("model")),
@@ -215,11 +214,16 @@ class _StreamState:
         return TurnResult(
             content="".join(self._content),
             tool_calls=calls,
-            thinking="".join(self._reasoning) or None,
+            thinking=_thinking("".join(self._reasoning)),
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
         )
+
+
+def _thinking(reasoning: str) -> list[ThinkingPart]:
+    """The reasoning text (``reasoning_content`` or ``reasoning``) as one unsigned part."""
+    return [ThinkingPart(text=reasoning, provider="openai")] if reasoning else []
 
 
 def _message_to_wire(message: ChatMessage) -> dict[str, Any]:

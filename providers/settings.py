@@ -15,8 +15,9 @@ object does not leak them.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, cast
+from typing import Literal, cast
 
 XmlWire = Literal["anthropic", "openai"]
 XML_WIRES: tuple[XmlWire, ...] = ("anthropic", "openai")

@@ -51,10 +51,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from prompts import CACHE_BOUNDARY, split_at_cache_boundary
-from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec, TurnResult
+from core.messages import ChatMessage, LlmRequest, SystemPrompt, ToolCallRequest, ToolSpec, TurnResult
 
 _BLOCK_TAG = "<function_calls>"
 _BLOCK_OPEN = re.compile(r"<function_calls\s*>")
@@ -319,15 +319,15 @@ class XmlToolsProvider:
         await self.inner.aclose()
 
 
-def _with_tools(system: str, tools: list[ToolSpec]) -> str:
+def _with_tools(system: SystemPrompt, tools: list[ToolSpec]) -> SystemPrompt:
     """The tools block at the end of the stable part, so it is cached with it."""
     if not tools:
         return system
     block = tools_prompt(tools)
-    if CACHE_BOUNDARY not in system:
-        return f"{system.rstrip()}\n\n{block}" if system.strip() else block
-    stable, dynamic = split_at_cache_boundary(system)
-    return f"{stable.rstrip()}\n\n{block}\n{CACHE_BOUNDARY}{dynamic}"
+    stable = system.stable
+    if not system.dynamic:  # all stable: the block is the end of the prompt
+        return SystemPrompt(stable=f"{stable.rstrip()}\n\n{block}" if stable.strip() else block)
+    return SystemPrompt(stable=f"{stable.rstrip()}\n\n{block}\n", dynamic=system.dynamic)
 
 
 def _as_text(messages: list[ChatMessage]) -> list[ChatMessage]:

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from runtime.secrets import SecretStore
-from runtime.paths import data_dir
 from core.tool_outcome import ToolOutcome
+from runtime.paths import data_dir
+from runtime.secrets import SecretStore
 
 AUDIT_FILE = "audit.jsonl"
 
@@ -41,7 +41,7 @@ class AuditEntry(BaseModel):
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def default_audit_path() -> Path:

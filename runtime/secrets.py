@@ -21,8 +21,9 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, MutableMapping, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import structlog

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import IndexedValueType
@@ -48,7 +49,7 @@ def ui_base_url() -> str:
 
 
 async def connect(*, start_embedded: bool = True) -> Client:
-    config = dict(ClientConfig.load_client_connect_config())
+    config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())
     if is_embedded():
         if start_embedded:
             await ensure_embedded_server()

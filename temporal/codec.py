@@ -137,7 +137,7 @@ def generate_key() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m temporal.codec", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m temporal.codec", description=(__doc__ or "").split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("genkey", help="print a new key as id:base64key")
     gen.add_argument("--id", default=None, help="key id (default: k<UTC date and time>)")

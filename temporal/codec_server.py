@@ -116,7 +116,7 @@ def make_server(
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
-    parser = argparse.ArgumentParser(prog="python -m temporal.codec_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m temporal.codec_server", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(

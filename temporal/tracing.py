@@ -31,7 +31,6 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -50,6 +49,8 @@ from opentelemetry.trace import (
     format_trace_id,
 )
 from temporalio.contrib.opentelemetry import TracingInterceptor
+
+from core.messages import TurnResult
 
 SERVICE_NAME = "durable-agent"  # the OpenTelemetry service name
 
@@ -138,24 +139,11 @@ def _reset_for_tests() -> None:
 # ---- spans in activities ------------------------------------------------------------
 
 
-class _Usage(Protocol):
-    input_tokens: int
-    output_tokens: int
-
-
-class _Turn(Protocol):
-    """What ``ChatSpan.record`` reads from ``core.messages.TurnResult``."""
-
-    usage: _Usage
-    finish_reason: str | None
-    model: str | None
-
-
 class ChatSpan:
     def __init__(self, span: trace.Span | None = None) -> None:
         self._span = span
 
-    def record(self, result: _Turn) -> None:
+    def record(self, result: TurnResult) -> None:
         if self._span is None:
             return
         attributes: dict[str, int | str | Sequence[str]] = {

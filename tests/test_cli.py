@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fakes.scripted import tool
 from contracts.task import TaskState
+from fakes.scripted import tool
 from tests.workflows.harness import scripted_worker, wait_for_state
 
 ROOT = Path(__file__).resolve().parent.parent

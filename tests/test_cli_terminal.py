@@ -11,9 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from fakes.scripted import tool
 from contracts.task import TaskOutcome, TaskState
-
+from fakes.scripted import tool
 from tests.workflows.harness import make_input, scripted_worker, start, wait_for_state
 
 ROOT = Path(__file__).resolve().parent.parent

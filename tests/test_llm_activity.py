@@ -7,12 +7,12 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from runtime.store import ContextStore
 from activities.llm import CIRCUIT_OPEN, LlmActivities, ProviderSettings
 from contracts.activities import LlmCallInput, PromptParams
-from providers.circuit import CircuitBreaker
-from fakes.scripted import ScriptedModelServer, error, tool
 from core.entries import UserMessage
+from fakes.scripted import ScriptedModelServer, error, tool
+from providers.circuit import CircuitBreaker
+from runtime.store import ContextStore
 
 
 class Clock:

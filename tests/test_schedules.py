@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 from temporalio.client import ScheduleOverlapPolicy
 
-from fakes.scripted import tool
 from cli.schedules import (
     CATCHUP_WINDOW,
     InvalidSchedule,
@@ -23,9 +22,10 @@ from cli.schedules import (
     parse_interval,
     trigger_task_schedule,
 )
+from contracts.task import TaskState
+from fakes.scripted import tool
 from tests.test_cli import cli
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state
-from contracts.task import TaskState
 
 NEVER_SOON = "0 0 1 1 *"  # midnight on New Year's Day: never fires during a test
 

@@ -24,8 +24,8 @@ with workflow.unsafe.imports_passed_through():
     from core.messages import TurnResult, Usage
     from temporal import tracing
     from temporal.tracing import chat_span, configure_tracing, interceptors, tool_span
-    from workflows.telemetry import record_task_span
     from tools.base import ToolOutcome
+    from workflows.telemetry import record_task_span
 
 SECRET = "SECRET-sk-do-not-trace"
 

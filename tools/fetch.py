@@ -31,10 +31,10 @@ from typing import Literal, assert_never
 
 import httpx
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
-from core.untrusted import wrap_untrusted
 from core.heartbeat import with_heartbeats
+from core.untrusted import wrap_untrusted
 from tools import web
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.web import html_to_markdown, new_client
 
 FETCH_TIMEOUT_S = 20.0

@@ -20,8 +20,9 @@ import io
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator, Literal, assert_never
+from typing import BinaryIO, Literal, assert_never
 
 from pydantic import model_validator
 

@@ -25,9 +25,10 @@ import fcntl
 import os
 import re
 import stat
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO, Iterator, Literal, assert_never
+from typing import BinaryIO, Literal, assert_never
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
@@ -222,7 +223,7 @@ def _note(root: Path, note: str) -> ToolOutcome:
     name = f"{when:%Y-%m-%d}.md"
     with _opened(root, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, subdir=NOTES_DIR) as f:
         head = f"# Notes {when:%Y-%m-%d}\n\n" if os.fstat(f.fileno()).st_size == 0 else ""
-        f.write(f"{head}- {when:%H:%M:%S} {note}\n".encode("utf-8"))
+        f.write(f"{head}- {when:%H:%M:%S} {note}\n".encode())
     return ToolOutcome(content=f"Noted in {NOTES_DIR}/{name}.")
 
 

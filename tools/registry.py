@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.messages import ToolSpec
-from tools import fetch, file, memory, message, plan, search, shell, skills, spawn
 from core.coerce import coerce_args, schema_of
 from core.compaction import compact_line as core_compact_line
+from core.messages import ToolSpec
 from core.text import shorten
+from tools import fetch, file, memory, message, plan, search, shell, skills, spawn
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 REGISTRY: dict[str, ToolDefinition[Any]] = {

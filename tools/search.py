@@ -33,10 +33,10 @@ from typing import Literal, Protocol
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
-from core.untrusted import wrap_untrusted
 from core.heartbeat import with_heartbeats
+from core.untrusted import wrap_untrusted
 from tools import web
+from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.web import new_client
 
 SearchType = Literal["info", "news", "research", "api", "data", "image", "tool"]

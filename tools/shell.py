@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import Mapping, Sequence
 
 from tools import shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome

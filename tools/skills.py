@@ -89,7 +89,7 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str] | None:
     lines = text.removeprefix("\ufeff").splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
         return None
-    for end, line in enumerate(lines[1:], 1):
+    for end, line in enumerate(lines[1:], 1):  # noqa: B007 (used after the loop)
         if line.strip() == "---":
             break
     else:

@@ -38,7 +38,6 @@ import httpx
 from bs4 import BeautifulSoup, Tag
 from markdownify import ATX, MarkdownConverter
 
-
 T = TypeVar("T")
 
 USER_AGENT = "durable-agent/0.1 (a local AI agent; web tools)"

@@ -8,7 +8,6 @@ survive worker and server restarts for free.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -45,7 +44,7 @@ class PeopleMixin(LoopBase):
                 timeout=timedelta(seconds=timeout) if timeout else None,
                 timeout_summary="approval timeout",
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             state.decision = ApprovalDecision(
                 approved=False, reason=f"no decision within {timeout:g} s", decided_by="timeout"
             )

@@ -8,8 +8,6 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.messages import ChatMessage, ToolCallRequest
-from tests.core.test_turns import Block, blocks, call, flatten
 from core.compaction import COMPACTED_REASON, CompactionPolicy, CompactionResult, compact
 from core.entries import (
     AiMessage,
@@ -22,7 +20,9 @@ from core.entries import (
     UserMessage,
     to_chat_messages,
 )
+from core.messages import ChatMessage, ToolCallRequest
 from core.turns import estimate_tokens, group_turns
+from tests.core.test_turns import Block, blocks, call, flatten
 from tools import COMPACT_KEYS
 
 REQUEST = "Refactor the parser package and keep the tests green."

@@ -1,4 +1,3 @@
-from core.messages import ToolCallRequest
 from core.entries import (
     AiMessage,
     StatusNotice,
@@ -9,6 +8,7 @@ from core.entries import (
     UserMessage,
     to_chat_messages,
 )
+from core.messages import ThinkingPart, ToolCallRequest
 
 
 def test_transcript_append_assigns_consecutive_sequence_numbers():
@@ -32,7 +32,7 @@ def test_llm_view_maps_each_entry_kind_and_hides_status_notices():
     ]
     messages = to_chat_messages(entries)
     assert [m.role for m in messages] == ["user", "assistant", "tool", "user", "assistant"]
-    assert messages[1].tool_calls == [call] and messages[1].thinking == "hmm"
+    assert messages[1].tool_calls == [call] and messages[1].thinking == [ThinkingPart(text="hmm")]
     assert messages[2].tool_call_id == "c1" and messages[2].content == "a.txt"
     assert messages[3].content == "<system-reminder>be brief</system-reminder>"
 

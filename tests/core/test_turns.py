@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.messages import ToolCallRequest
 from core.entries import (
     AiMessage,
     Entry,
@@ -18,6 +17,7 @@ from core.entries import (
     Transcript,
     UserMessage,
 )
+from core.messages import ToolCallRequest
 from core.turns import Turn, estimate_tokens, estimate_turn_tokens, group_turns
 
 # --- random valid transcripts ------------------------------------------------------

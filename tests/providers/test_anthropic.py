@@ -3,22 +3,37 @@
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import httpx
 import pytest
+from pydantic import TypeAdapter
 
-from prompts import CACHE_BOUNDARY
-from providers.anthropic import AnthropicProvider
-from providers.anthropic_wire import decode_thinking, encode_thinking, thinking_text
-from providers.errors import ProviderError
+from core.entries import AiMessage, Entry, ToolCall, to_chat_messages
+from core.messages import (
+    LEGACY_THINKING_MARKER,
+    ChatMessage,
+    LlmRequest,
+    SystemPrompt,
+    ThinkingPart,
+    ToolCallRequest,
+    ToolSpec,
+    TurnResult,
+    thinking_text,
+)
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from fakes.scripted_anthropic import overloaded
-from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from providers.anthropic import AnthropicProvider
+from providers.errors import ProviderError
 from tests.providers.support import Recorder
 
 BASE = "http://claude.test"
 CACHED = {"type": "ephemeral"}
+
+
+def signed(text: str, signature: str) -> ThinkingPart:
+    return ThinkingPart(text=text, signature=signature, provider="anthropic")
 
 
 def request(**overrides: Any) -> LlmRequest:
@@ -96,7 +111,7 @@ async def raises(provider: AnthropicProvider, req: LlmRequest | None = None) -> 
 
 
 def test_to_wire_caches_the_stable_system_block_and_not_the_dynamic_one():
-    system = f"Stable rules.\n{CACHE_BOUNDARY}\nDate: today"
+    system = SystemPrompt(stable="Stable rules.\n", dynamic="\nDate: today")
     body = AnthropicProvider(BASE).to_wire(request(system=system))
     assert body["system"] == [
         {"type": "text", "text": "Stable rules.\n", "cache_control": CACHED},
@@ -105,7 +120,7 @@ def test_to_wire_caches_the_stable_system_block_and_not_the_dynamic_one():
     assert all(m["role"] != "system" for m in body["messages"])
 
 
-def test_to_wire_sends_a_system_prompt_without_boundary_as_one_cached_block():
+def test_to_wire_sends_a_plain_string_system_prompt_as_one_cached_block():
     body = AnthropicProvider(BASE).to_wire(request())
     assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": CACHED}]
 
@@ -113,12 +128,14 @@ def test_to_wire_sends_a_system_prompt_without_boundary_as_one_cached_block():
 @pytest.mark.parametrize(
     ("system", "expected"),
     [
-        (f"{CACHE_BOUNDARY}dynamic only", [{"type": "text", "text": "dynamic only"}]),
-        (f"stable only{CACHE_BOUNDARY}  \n", [{"type": "text", "text": "stable only", "cache_control": CACHED}]),
+        (SystemPrompt(dynamic="dynamic only"), [{"type": "text", "text": "dynamic only"}]),
+        (SystemPrompt(stable="stable only", dynamic="  \n"),
+         [{"type": "text", "text": "stable only", "cache_control": CACHED}]),
+        (SystemPrompt(stable=" \n", dynamic="\n"), None),
         ("", None),
     ],
 )
-def test_to_wire_leaves_out_empty_system_blocks(system: str, expected: list[dict[str, Any]] | None):
+def test_to_wire_leaves_out_empty_system_blocks(system: SystemPrompt | str, expected: list[dict[str, Any]] | None):
     body = AnthropicProvider(BASE).to_wire(request(system=system))
     assert body.get("system") == expected
 
@@ -216,8 +233,18 @@ def test_to_wire_sends_empty_input_for_a_call_whose_arguments_did_not_parse():
     assert messages["messages"][0]["content"] == [{"type": "tool_use", "id": "t1", "name": "file", "input": {}}]
 
 
-def test_to_wire_drops_plain_unsigned_thinking():
-    said = ChatMessage(role="assistant", content="4", thinking="2+2 is 4")
+@pytest.mark.parametrize(
+    "thinking",
+    [
+        "2+2 is 4",  # a plain string, as recorded before thinking was typed
+        [ThinkingPart(text="2+2 is 4", provider="openai")],  # reasoning_content of an OpenAI-compatible model
+        [ThinkingPart(text="2+2 is 4", provider="anthropic")],  # Anthropic's, but without its signature
+        [ThinkingPart(text="2+2 is 4", signature="sig", provider="openai")],  # signed by another provider
+        [ThinkingPart(text="2+2 is 4", signature="sig")],  # origin unknown
+    ],
+)
+def test_to_wire_drops_unsigned_or_foreign_thinking(thinking: Any):
+    said = ChatMessage(role="assistant", content="4", thinking=thinking)
     messages = AnthropicProvider(BASE).to_wire(request(messages=[said]))["messages"]
     assert messages[0]["content"] == [{"type": "text", "text": "4"}]
 
@@ -234,20 +261,60 @@ def test_signed_thinking_round_trips_from_response_into_the_next_request():
     )
     provider = AnthropicProvider(BASE)
     result = provider.parse_response(body)
-    assert decode_thinking(result.thinking) == [thought, hidden]
+    assert result.thinking == [
+        signed("Let me list files.", "EqQBCkYIBx+sig=="),
+        ThinkingPart(redacted_data="EmwKAhgBEgy3va", provider="anthropic"),
+    ]
     said = ChatMessage(role="assistant", content=result.content, tool_calls=result.tool_calls, thinking=result.thinking)
+    said = ChatMessage.model_validate_json(said.model_dump_json())  # as it comes back out of the history
     answered = ChatMessage(role="tool", tool_call_id="toolu_1", content="a.txt")
     wire = provider.to_wire(request(messages=[ChatMessage(role="user", content="go"), said, answered]))
     assert wire["messages"][1]["content"] == body["content"]
 
 
-def test_thinking_encoding_is_json_safe_text_with_a_readable_view():
-    encoded = encode_thinking([{"type": "thinking", "thinking": "step 1", "signature": "s"},
-                               {"type": "redacted_thinking", "data": "d"}])
-    assert encoded is not None and json.loads(json.dumps(encoded)) == encoded
-    assert thinking_text(encoded) == "step 1\n\n[redacted thinking]"
-    assert thinking_text("plain") == "plain"
-    assert encode_thinking([]) is None
+def test_typed_thinking_is_json_safe_with_a_readable_view():
+    parts = [signed("step 1", "s"), ThinkingPart(redacted_data="d", provider="anthropic")]
+    said = ChatMessage(role="assistant", thinking=parts)
+    assert json.loads(said.model_dump_json())["thinking"] == [
+        {"text": "step 1", "signature": "s", "redacted_data": None, "provider": "anthropic"},
+        {"text": "", "signature": None, "redacted_data": "d", "provider": "anthropic"},
+    ]
+    assert ChatMessage.model_validate_json(said.model_dump_json()) == said
+    assert thinking_text(parts) == "step 1\n\n[redacted thinking]"
+    assert thinking_text([ThinkingPart(text="plain")]) == "plain"
+    assert thinking_text([]) == thinking_text(None) == ""
+
+
+LEGACY_BLOCKS = [{"type": "thinking", "thinking": "step 1", "signature": "s"}, {"type": "redacted_thinking", "data": "d"}]
+LEGACY_ENCODED = LEGACY_THINKING_MARKER + json.dumps(LEGACY_BLOCKS, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "parts"),
+    [
+        (LEGACY_ENCODED, [signed("step 1", "s"), ThinkingPart(redacted_data="d", provider="anthropic")]),
+        ("plain", [ThinkingPart(text="plain")]),
+        (None, []),
+        ("", []),
+        (LEGACY_THINKING_MARKER + "{not json", []),
+    ],
+)
+def test_thinking_recorded_as_a_string_before_it_was_typed_still_validates(recorded: str | None,
+                                                                           parts: list[ThinkingPart]):
+    assert ChatMessage(role="assistant", thinking=recorded).thinking == parts
+    assert TurnResult.model_validate_json(json.dumps({"content": "ok", "thinking": recorded})).thinking == parts
+    adapter = TypeAdapter(Entry)
+    ai = adapter.validate_json(json.dumps({"kind": "ai_message", "text": "ok", "thinking": recorded}))
+    call = adapter.validate_json(json.dumps({"kind": "tool_call", "calls": [], "thinking": recorded}))
+    assert isinstance(ai, AiMessage) and isinstance(call, ToolCall)
+    assert ai.thinking == call.thinking == parts
+
+
+def test_legacy_signed_thinking_goes_back_to_the_wire_as_the_blocks_it_encoded():
+    entry = TypeAdapter(Entry).validate_python({"kind": "ai_message", "text": "ok", "thinking": LEGACY_ENCODED})
+    wire = AnthropicProvider(BASE).to_wire(request(messages=to_chat_messages([entry])))
+    assert wire["messages"][0]["content"] == [*LEGACY_BLOCKS, {"type": "text", "text": "ok"}]
+    assert thinking_text(entry.thinking) == "step 1\n\n[redacted thinking]"
 
 
 async def test_complete_posts_to_v1_messages_with_key_and_version_headers():
@@ -282,7 +349,7 @@ def test_parse_response_reads_text_tool_calls_and_model():
     )
     result = AnthropicProvider(BASE).parse_response(body)
     assert (result.content, result.finish_reason, result.model, result.thinking) == (
-        "Checking now.", "tool_calls", "claude-x", None
+        "Checking now.", "tool_calls", "claude-x", []
     )
     assert [(c.id, c.name, c.arguments, c.parse_error) for c in result.tool_calls] == [
         ("toolu_a", "shell", {"command": "ls"}, None)
@@ -413,7 +480,7 @@ async def test_stream_folds_events_into_text_thinking_tool_calls_and_usage():
     assert deltas == ["Let me ", "look."]
     assert result.content == "Let me look."
     assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("toolu_9", "shell", {"command": "ls -la"})]
-    assert decode_thinking(result.thinking) == [{"type": "thinking", "thinking": "Need files.", "signature": "sig-xyz"}]
+    assert result.thinking == [signed("Need files.", "sig-xyz")]
     assert (result.finish_reason, result.model) == ("tool_calls", "claude-x")
     u = result.usage
     assert (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens) == (450, 42, 400, 0)
@@ -504,9 +571,7 @@ async def test_stream_over_http_delivers_text_thinking_and_tool_calls():
         await provider.aclose()
     assert len(deltas) > 1 and "".join(deltas) == result.content == "The quick brown fox"
     assert result.tool_calls[0].arguments == {"path": "a.txt"}
-    assert decode_thinking(result.thinking) == [
-        {"type": "thinking", "thinking": "think first", "signature": "scripted-signature-1"}
-    ]
+    assert result.thinking == [signed("think first", "scripted-signature-1")]
     assert (result.usage.input_tokens, result.usage.output_tokens) == (10, 5)
 
 

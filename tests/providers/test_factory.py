@@ -5,12 +5,12 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from core.messages import ChatMessage, LlmRequest
+from fakes.scripted import ScriptedModelServer, text
 from providers.anthropic import AnthropicProvider
 from providers.factory import MODES, Provider, make_provider
 from providers.openai import OpenAIProvider
-from fakes.scripted import ScriptedModelServer, text
 from providers.settings import ProviderSettings
-from core.messages import ChatMessage, LlmRequest
 from providers.xml_tools import XmlToolsProvider
 
 ENV = {

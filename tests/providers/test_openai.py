@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import httpx
 import pytest
 
+from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
+from fakes.scripted import ScriptedModelServer, Step, error, text
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from fakes.scripted import ScriptedModelServer, Step, error, text
-from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from tests.providers.support import Recorder
 
 BASE = "http://model.test/v1"
@@ -147,7 +148,7 @@ def test_parse_response_reads_text_finish_reason_and_model():
     result = OpenAIProvider(BASE).parse_response(completion({"content": "Hello"}, model="gpt-x"))
     assert (result.content, result.finish_reason, result.model) == ("Hello", "stop", "gpt-x")
     assert result.tool_calls == []
-    assert result.thinking is None
+    assert result.thinking == []
 
 
 def test_parse_response_decodes_tool_call_arguments():
@@ -186,7 +187,7 @@ def test_parse_response_generates_ids_for_calls_without_id():
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 def test_parse_response_reads_reasoning_as_thinking(field: str):
     result = OpenAIProvider(BASE).parse_response(completion({"content": "4", field: "2+2"}))
-    assert result.thinking == "2+2"
+    assert result.thinking == [ThinkingPart(text="2+2", provider="openai")]
 
 
 def test_parse_response_reads_usage_with_cached_tokens():
@@ -381,7 +382,8 @@ async def test_stream_accumulates_tool_call_fragments_and_usage():
     ]
     assert [c.id for c in streamed.tool_calls] == ["call_1_0", "call_1_1"]
     assert (streamed.usage.input_tokens, streamed.usage.output_tokens) == (321, 45)
-    assert (streamed.thinking, streamed.finish_reason) == ("need files", "tool_calls")
+    assert (streamed.thinking, streamed.finish_reason) == ([ThinkingPart(text="need files", provider="openai")],
+                                                          "tool_calls")
     assert streamed.model_dump(exclude={"tool_calls"}) == plain.model_dump(exclude={"tool_calls"})
 
 
@@ -457,12 +459,27 @@ async def test_stream_rejects_non_json_non_sse_body():
     assert (err.kind, err.retryable) == ("bad_response", False)
 
 
-def test_the_cache_boundary_marker_never_reaches_the_openai_wire():
-    from prompts import CACHE_BOUNDARY, build_system_prompt
+def test_the_two_system_prompt_parts_reach_the_openai_wire_as_one_text():
+    from prompts import build_system_prompt
 
     system = build_system_prompt(workspace="/w", date="2026-01-01", tool_names=["message"])
-    assert CACHE_BOUNDARY in system
+    assert system.stable.strip() and system.dynamic.strip()
     body = OpenAIProvider("http://x/v1").to_wire(LlmRequest(model="m", system=system, messages=[]))
     sent = body["messages"][0]["content"]
-    assert CACHE_BOUNDARY not in sent and "\u200b" not in sent
+    assert sent == f"{system.stable.rstrip()}\n{system.dynamic.lstrip()}" == system.text()
+    assert "\u200b" not in sent and "cache-boundary" not in sent
     assert "<environment>" in sent and "<agent_loop>" in sent
+    assert sent.index("</security>") < sent.index("<environment>")
+
+
+@pytest.mark.parametrize(
+    ("system", "sent"),
+    [
+        (SystemPrompt(stable="Stable.\n", dynamic="\nDate"), "Stable.\nDate"),
+        (SystemPrompt(stable="Stable.  \n"), "Stable.  \n"),
+        ("You are terse.", "You are terse."),
+    ],
+)
+def test_openai_system_message_joins_the_parts_at_one_newline(system: SystemPrompt | str, sent: str):
+    body = OpenAIProvider(BASE).to_wire(request(system=system))
+    assert body["messages"][0] == {"role": "system", "content": sent}

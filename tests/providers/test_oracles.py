@@ -28,13 +28,11 @@ from openai.types.chat.completion_create_params import (
 )
 from pydantic import BaseModel, TypeAdapter
 
-from prompts import CACHE_BOUNDARY
+from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
 from fakes import scripted_anthropic
-from providers.anthropic import AnthropicProvider
-from providers.anthropic_wire import encode_thinking
-from providers.openai import OpenAIProvider
 from fakes.scripted import ScriptedModelServer, Step, _chunks, _completion
-from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
+from providers.anthropic import AnthropicProvider
+from providers.openai import OpenAIProvider
 from providers.xml_tools import XmlToolsProvider
 
 # -- a strict checker for the SDKs' TypedDict params ---------------------------
@@ -159,13 +157,13 @@ TOOLS = [
              parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
     ToolSpec(name="file", description="Files", parameters={"type": "object", "properties": {}}),
 ]
-THOUGHT = {"type": "thinking", "thinking": "plan", "signature": "sig"}
+THOUGHT = ThinkingPart(text="plan", signature="sig", provider="anthropic")
 HISTORY = [
     ChatMessage(role="user", content="list files"),
     ChatMessage(
         role="assistant",
         content="Looking.",
-        thinking=encode_thinking([THOUGHT]),
+        thinking=[THOUGHT],
         tool_calls=[
             ToolCallRequest(id="c1", name="shell", arguments={"command": "ls"}),
             ToolCallRequest(id="c2", name="file", arguments_raw="{oops", parse_error="bad JSON"),
@@ -179,8 +177,8 @@ HISTORY = [
 ]
 REQUESTS = {
     "minimal": LlmRequest(model="m", system="Be terse.", messages=[ChatMessage(role="user", content="hi")]),
-    "history": LlmRequest(model="m", system=f"Stable.\n{CACHE_BOUNDARY}\nDate", messages=HISTORY, tools=TOOLS,
-                          max_tokens=512),
+    "history": LlmRequest(model="m", system=SystemPrompt(stable="Stable.\n", dynamic="\nDate"), messages=HISTORY,
+                          tools=TOOLS, max_tokens=512),
 }
 
 

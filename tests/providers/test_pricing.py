@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from providers.pricing import BUILTIN_PRICES, Price, cost_usd, find_price, load_prices
 from core.messages import Usage
+from providers.pricing import BUILTIN_PRICES, Price, cost_usd, find_price, load_prices
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from prompts import CACHE_BOUNDARY, split_at_cache_boundary
+from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
+from fakes.scripted import ScriptedModelServer, Step, error, text
 from providers.anthropic import AnthropicProvider
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from fakes.scripted import ScriptedModelServer, Step, error, text
-from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from providers.xml_tools import (
     XmlToolsProvider,
     parse_tool_calls,
@@ -263,7 +262,7 @@ HISTORY = [
     ChatMessage(role="tool", tool_call_id="xml_call_0", name="shell", content="a.txt"),
     ChatMessage(role="user", content="<system-reminder>be brief</system-reminder>"),
 ]
-SYSTEM = f"Stable rules.\n{CACHE_BOUNDARY}\nDate: today"
+SYSTEM = SystemPrompt(stable="Stable rules.\n", dynamic="\nDate: today")
 
 
 def xml_request(**overrides: Any) -> LlmRequest:
@@ -273,15 +272,28 @@ def xml_request(**overrides: Any) -> LlmRequest:
 
 def test_to_request_puts_the_tools_block_in_the_cached_stable_part():
     wire = XmlToolsProvider(OpenAIProvider("http://unused/v1")).to_request(xml_request())
-    stable, dynamic = split_at_cache_boundary(wire.system)
-    assert stable == "Stable rules.\n\n" + tools_prompt(TOOLS) + "\n"
-    assert dynamic == "\nDate: today"
+    assert wire.system.stable == "Stable rules.\n\n" + tools_prompt(TOOLS) + "\n"
+    assert wire.system.dynamic == "\nDate: today"
     assert wire.tools == []
 
 
-def test_to_request_appends_the_tools_block_to_a_prompt_without_boundary():
+def test_to_request_appends_the_tools_block_to_an_all_stable_prompt():
     wire = XmlToolsProvider(OpenAIProvider("http://unused/v1")).to_request(xml_request(system="Be terse.\n"))
-    assert wire.system == "Be terse.\n\n" + tools_prompt(TOOLS)
+    assert wire.system == SystemPrompt(stable="Be terse.\n\n" + tools_prompt(TOOLS))
+    empty = XmlToolsProvider(OpenAIProvider("http://unused/v1")).to_request(xml_request(system=""))
+    assert empty.system == SystemPrompt(stable=tools_prompt(TOOLS))
+
+
+def test_to_request_leaves_the_prompt_alone_without_tools():
+    wire = XmlToolsProvider(OpenAIProvider("http://unused/v1")).to_request(xml_request(tools=[]))
+    assert wire.system == SYSTEM
+
+
+def test_to_request_keeps_the_assistant_thinking():
+    thought = [ThinkingPart(text="plan", signature="sig", provider="anthropic")]
+    said = HISTORY[1].model_copy(update={"thinking": thought})
+    wire = XmlToolsProvider(OpenAIProvider("http://unused/v1")).to_request(xml_request(messages=[HISTORY[0], said]))
+    assert wire.messages[1].thinking == thought
 
 
 def test_to_request_renders_calls_and_results_as_text_and_merges_user_messages():
@@ -318,6 +330,7 @@ async def test_xml_mode_over_the_anthropic_wire_end_to_end(stream: bool):
     assert "tools" not in body
     stable, dynamic = body["system"]
     assert "<functions>" in stable["text"] and stable["cache_control"] == {"type": "ephemeral"}
+    assert stable["text"] == "Stable rules.\n\n" + tools_prompt(TOOLS) + "\n"
     assert dynamic == {"type": "text", "text": "\nDate: today"}
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert all(block["type"] == "text" for m in body["messages"] for block in m["content"])
@@ -337,9 +350,9 @@ async def test_xml_mode_over_the_openai_wire_end_to_end(stream: bool):
     assert "tools" not in body
     system = body["messages"][0]
     assert system["role"] == "system" and "<functions>" in system["content"]
-    # the tools block is in the stable prefix (the OpenAI wire drops the marker itself)
-    assert system["content"].index("<functions>") < system["content"].index("Date: today")
-    assert CACHE_BOUNDARY not in system["content"]
+    # the tools block is at the end of the stable part, joined to the dynamic part at one newline
+    assert system["content"] == "Stable rules.\n\n" + tools_prompt(TOOLS) + "\nDate: today"
+    assert "\u200b" not in system["content"]
     assert [m["role"] for m in body["messages"][1:]] == ["user", "assistant", "user"]
     assert all("tool_calls" not in m and m["role"] != "tool" for m in body["messages"])
     assert body["messages"][3]["content"].startswith("<function_results>")

@@ -1,5 +1,4 @@
 import base64
-import json
 import threading
 from collections.abc import Iterator
 

@@ -9,14 +9,13 @@ import urllib.request
 from temporalio.client import Client
 
 from activities.llm import ProviderSettings
+from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, tool
 from temporal.codec import EncryptionCodec, data_converter, generate_key
 from temporal.codec_server import make_server
-from worker import build_worker
-from contracts.task import TaskState
-from workflows.task import AgentTaskWorkflow
-
 from tests.workflows.harness import make_input
+from worker import build_worker
+from workflows.task import AgentTaskWorkflow
 
 
 async def test_history_is_ciphertext_and_the_codec_server_decodes_it(client, task_queue, workspace):

@@ -10,7 +10,6 @@ other tasks.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -20,21 +19,20 @@ import pytest
 from temporalio.worker import Worker
 
 import tools
-from runtime.store import ContextStore
 from activities.llm import LlmActivities, ProviderSettings
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
+from cli.tasks import MAX_INLINE_INSTRUCTION, instruction_text
+from contracts.task import TaskState
+from core.messages import ChatMessage, LlmRequest
+from fakes.scripted import ScriptedModelServer, Step, tool
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from fakes.scripted import ScriptedModelServer, Step, error, tool
-from core.messages import ChatMessage, LlmRequest
-from cli.tasks import MAX_INLINE_INSTRUCTION, instruction_text
-from tools.base import ToolContext
-from contracts.task import TaskState
-from workflows.task import AgentTaskWorkflow
-
+from runtime.store import ContextStore
 from tests.workflows.harness import make_input, run_task, scripted_worker, tool_messages
+from tools.base import ToolContext
+from workflows.task import AgentTaskWorkflow
 
 FINISH = tool("message", type="result", text="finished")
 

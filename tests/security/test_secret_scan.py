@@ -8,12 +8,11 @@ import json
 import structlog
 
 import runtime.logs as log_module
-from runtime.audit import default_audit_path
-from fakes.scripted import Step, tool
 from cli.tasks import instruction_text
 from contracts.task import TaskState
-
-from tests.workflows.harness import make_input, run_task, scripted_worker, start
+from fakes.scripted import Step, tool
+from runtime.audit import default_audit_path
+from tests.workflows.harness import make_input, scripted_worker, start
 
 SECRET = "hunter2-Sup3r-s3cret"
 

@@ -4,12 +4,12 @@ import time
 
 import pytest
 
-from tests.tools.web_fixtures import LocalWebServer, fetch_routes
 from contracts.task import DEFAULT_TOOLS
+from core.untrusted import wrap_untrusted
+from tests.tools.web_fixtures import LocalWebServer, fetch_routes
 from tools import REGISTRY, compact_line, execute, fetch, web
 from tools.base import Danger, ToolContext
 from tools.fetch import FetchArgs
-from core.untrusted import wrap_untrusted
 from tools.web import USER_AGENT, html_to_markdown
 
 

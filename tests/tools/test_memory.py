@@ -3,10 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from prompts import build_system_prompt, load_prompt_context
 from contracts.task import DEFAULT_TOOLS
-from tools import REGISTRY, compact_line, danger_of, execute
-from tools import memory
+from prompts import build_system_prompt, load_prompt_context
+from tools import REGISTRY, compact_line, danger_of, execute, memory
 from tools.base import Danger, ToolContext, ToolOutcome
 from tools.memory import HEADER, MAX_FACT_CHARS, MAX_MEMORY_CHARS
 
@@ -183,4 +182,4 @@ async def test_a_remembered_fact_is_in_the_next_system_prompt(workspace, tmp_pat
     await _memory(workspace, action="append", fact="The staging host is stg-01.")
     context = load_prompt_context(workspace, data_dir=tmp_path / "data", session=None, skills_dirs=[])
     system = build_system_prompt(workspace=str(workspace), date="2025-03-14", tool_names=["memory"], context=context)
-    assert "- The staging host is stg-01." in system.split("<memory>")[1]
+    assert "- The staging host is stg-01." in system.dynamic.split("<memory>")[1]

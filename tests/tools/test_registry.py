@@ -4,8 +4,7 @@ from typing import Literal
 import pytest
 
 from contracts.task import DEFAULT_TOOLS
-from tools import REGISTRY, coerce_args, compact_line, danger_of, execute, specs
-from tools import registry
+from tools import REGISTRY, coerce_args, compact_line, danger_of, execute, registry, specs
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 

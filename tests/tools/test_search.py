@@ -5,8 +5,8 @@ import socket
 import httpx
 import pytest
 
-from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from contracts.task import DEFAULT_TOOLS
+from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from tools import REGISTRY, compact_line, execute, search, web
 from tools.base import Danger, ToolContext
 from tools.search import (

@@ -3,8 +3,7 @@ from pathlib import Path
 import pytest
 
 from contracts.task import DEFAULT_TOOLS
-from tools import REGISTRY, compact_line, danger_of, execute
-from tools import skills
+from tools import REGISTRY, compact_line, danger_of, execute, skills
 from tools.base import Danger, ToolContext
 from tools.skills import (
     MAX_SKILL_FILE_CHARS,

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator, Sequence
 
 from temporalio.client import Client, WorkflowHandle
 
 from activities.llm import ProviderSettings
+from contracts.task import TaskInput, TaskOutcome
 from fakes.scripted import ScriptedModelServer, Step
 from worker import build_worker
-from contracts.task import TaskInput, TaskOutcome
 from workflows.task import AgentTaskWorkflow
 
 

@@ -11,20 +11,19 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.task import ApprovalDecision, Interjection, TaskState
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
-from contracts.task import ApprovalDecision, Interjection, TaskState
-from workflows.task import AgentTaskWorkflow
-
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state, wait_until
+from workflows.task import AgentTaskWorkflow
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 # Bump when the workflow changes its commands (behind workflow.patched): older recordings stay

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from fakes.scripted import Step, text, tool
 from contracts.task import TaskOutcome, TaskState
-from workflows.task import AgentTaskWorkflow
-
+from fakes.scripted import Step, text, tool
 from tests.workflows.harness import make_input, run_task, scripted_worker, start, tool_messages, user_texts, wait_until
+from workflows.task import AgentTaskWorkflow
 
 BASIC = ["message", "shell", "file", "plan", "spawn"]
 FINISH = tool("message", type="result", text="finished")

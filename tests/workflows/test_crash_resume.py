@@ -10,16 +10,15 @@ import sys
 import uuid
 from pathlib import Path
 
-from fakes.scripted import ScriptedModelServer, Step, tool
 from contracts.task import TaskState
-from workflows.task import AgentTaskWorkflow
-
+from fakes.scripted import ScriptedModelServer, Step, tool
 from tests.workflows.harness import make_input
+from workflows.task import AgentTaskWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def spawn_worker(target: str, task_queue: str, model_url: str) -> subprocess.Popen:
+def spawn_worker(target: str, task_queue: str, model_url: str, *, module: str = "worker") -> subprocess.Popen:
     env = dict(os.environ)
     env.update(
         TEMPORAL_ADDRESS=target,
@@ -29,7 +28,7 @@ def spawn_worker(target: str, task_queue: str, model_url: str) -> subprocess.Pop
         OPENAI_API_KEY="test-key",
     )
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "worker.py")], cwd=ROOT, env=env,
+        [sys.executable, "-m", module], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import uuid
 
-from runtime.store import ContextStore
-from fakes.scripted import ScriptedModelServer, Step, tool
 from contracts.task import Interjection, TaskOutcome, TaskState
-from workflows.task import AgentTaskWorkflow
-
+from fakes.scripted import ScriptedModelServer, Step, tool
+from runtime.store import ContextStore
 from tests.workflows.harness import make_input, run_task, scripted_worker, start, tool_messages, user_texts, wait_until
 from tests.workflows.test_crash_resume import spawn_worker
 from tests.workflows.test_task_loop import assert_every_tool_call_answered
+from workflows.task import AgentTaskWorkflow
 
 FINISH = tool("message", type="result", text="all read")
 
@@ -65,11 +63,7 @@ async def test_worker_killed_between_store_write_and_completion_leaves_no_duplic
     (workspace / "a.txt").write_text("alpha")
     steps = [tool("file", action="read", path="a.txt"), FINISH]
     with ScriptedModelServer(steps) as model:
-        os.environ["AGENT_FAULT"] = "exit_after_store"
-        try:
-            first = spawn_worker(target, task_queue, model.url)
-        finally:
-            os.environ.pop("AGENT_FAULT")
+        first = spawn_worker(target, task_queue, model.url, module="tests.workflows.faulty_worker")
         handle = await client.start_workflow(
             AgentTaskWorkflow.run, make_input(workspace), id=f"fault-{uuid.uuid4().hex[:8]}", task_queue=task_queue
         )

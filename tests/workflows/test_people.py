@@ -9,11 +9,8 @@ import time
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from fakes.scripted import Step, tool
 from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState
-from workflows.search_attributes import AGENT_STATE
-from workflows.task import AgentTaskWorkflow
-
+from fakes.scripted import Step, tool
 from tests.workflows.harness import (
     make_input,
     scripted_worker,
@@ -24,6 +21,8 @@ from tests.workflows.harness import (
     wait_until,
 )
 from tests.workflows.test_task_loop import assert_every_tool_call_answered
+from workflows.search_attributes import AGENT_STATE
+from workflows.task import AgentTaskWorkflow
 
 FINISH = tool("message", type="result", text="finished")
 

@@ -6,16 +6,13 @@ import json
 
 import pytest
 
-from runtime.store import ContextStore
-from activities.llm import ProviderSettings
-from fakes.scripted import ScriptedModelServer, Step, error, text, tool
-from core.messages import ToolCallRequest
-from providers.xml_tools import render_tool_call
-from worker import build_worker
 from contracts.task import ModelRef, TaskState
-from workflows.task import AgentTaskWorkflow
-
+from core.messages import ToolCallRequest
+from fakes.scripted import ScriptedModelServer, Step, error, text, tool
+from providers.xml_tools import render_tool_call
+from runtime.store import ContextStore
 from tests.workflows.harness import make_input, run_task, scripted_worker, start
+from workflows.task import AgentTaskWorkflow
 
 
 def xml(name: str, **arguments) -> Step:

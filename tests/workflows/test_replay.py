@@ -9,9 +9,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from workflows.task import AgentTaskWorkflow
-
 from tests.workflows.replay_scenarios import HISTORIES, SCENARIOS, record_histories
+from workflows.task import AgentTaskWorkflow
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
 

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from datetime import timedelta
 import socket
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from contracts.task import ApprovalDecision, TaskOutcome, TaskState
 from fakes.scripted import tool
 from temporal.server import port_open, temporal_cli
-from contracts.task import ApprovalDecision, TaskOutcome, TaskState
-from workflows.task import AgentTaskWorkflow
-
 from tests.workflows.harness import make_input, scripted_worker, start, tool_messages, wait_for_state
+from workflows.task import AgentTaskWorkflow
 
 
 def free_port() -> int:

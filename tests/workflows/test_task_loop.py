@@ -7,12 +7,10 @@ import time
 
 import pytest
 
-from fakes.scripted import error, text, tool
-from fakes.scripted import Step
 from contracts.task import DEFAULT_TOOLS, TaskState, TaskStatus
-from workflows.task import AgentTaskWorkflow
-
+from fakes.scripted import Step, error, text, tool
 from tests.workflows.harness import make_input, run_task, scripted_worker, start
+from workflows.task import AgentTaskWorkflow
 
 
 def assert_every_tool_call_answered(request: dict) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-from fakes.scripted import tool
 from cli.tasks import start_task
 from contracts.task import TaskOutcome, TaskState
-from workflows.search_attributes import AGENT_COST, AGENT_MODEL, AGENT_STATE, AGENT_TURNS
-
+from fakes.scripted import tool
 from tests.workflows.harness import make_input, scripted_worker
+from workflows.search_attributes import AGENT_COST, AGENT_MODEL, AGENT_STATE, AGENT_TURNS
 
 
 def summary(event) -> str | None:

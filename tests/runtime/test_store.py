@@ -1,0 +1,78 @@
+"""The context store on its own: idempotent writes, gap and staleness detection, blobs, live text."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.entries import ToolResult, UserMessage, entry_digest
+from runtime.store import ContextGap, ContextStore, LiveWriter
+
+
+@pytest.fixture
+def store(tmp_path) -> ContextStore:
+    return ContextStore(tmp_path / "context.db")
+
+
+def entries(n: int) -> list:
+    return [UserMessage(seq=i, text=f"message {i}") for i in range(n)]
+
+
+def test_put_then_load_returns_the_entries_in_order(store):
+    store.put("c1", entries(3))
+    assert [e.text for e in store.load("c1", 3)] == ["message 0", "message 1", "message 2"]
+    assert store.count("c1") == 3 and store.count("other") == 0
+
+
+def test_writing_the_same_seq_again_replaces_it_instead_of_duplicating(store):
+    store.put("c1", entries(2))
+    store.put("c1", [UserMessage(seq=1, text="retried")])
+    assert store.count("c1") == 2
+    assert [e.text for e in store.load("c1", 2)] == ["message 0", "retried"]
+
+
+def test_a_missing_seq_is_a_gap_that_names_it(store):
+    store.put("c1", [entries(3)[0], entries(3)[2]])
+    with pytest.raises(ContextGap) as gap:
+        store.load("c1", 3)
+    assert gap.value.missing == [1] and gap.value.mismatched == []
+
+
+def test_an_entry_whose_digest_differs_from_the_expected_one_is_stale(store):
+    stored = ToolResult(seq=0, call_id="a", name="shell", content="old output")
+    store.put("c1", [stored])
+    fresh = stored.model_copy(update={"content": "new output"})
+    assert store.load("c1", 1, {0: entry_digest(stored)})[0].content == "old output"
+    with pytest.raises(ContextGap) as gap:
+        store.load("c1", 1, {0: entry_digest(fresh)})
+    assert gap.value.mismatched == [0]
+
+
+def test_load_range_reads_only_the_seqs_asked_for(store):
+    store.put("c1", entries(5))
+    got = store.load_range("c1", 3, 5)
+    assert [e.seq for _, e in got] == [3, 4]
+    assert all(digest == entry_digest(e) for digest, e in got)
+
+
+def test_blobs_are_content_addressed_and_stored_once(store):
+    first = store.put_blob("x" * 10_000)
+    assert store.put_blob("x" * 10_000) == first
+    assert store.get_blob(first) == "x" * 10_000
+    assert store.get_blob("0" * 32) is None
+
+
+def test_live_text_is_written_in_order_and_cleared_by_turn(store):
+    writer = LiveWriter(store, "task-1", turn=1, attempt=1)
+    for piece in ("Hel", "lo", " there"):
+        writer(piece)
+    writer.close()
+    text = "".join(row[3] for row in store.live_read("task-1"))
+    assert text == "Hello there"
+    store.live_clear("task-1", before_turn=2)
+    assert store.live_read("task-1") == []
+
+
+def test_two_store_objects_on_one_file_see_each_others_writes(tmp_path):
+    a, b = ContextStore(tmp_path / "shared.db"), ContextStore(tmp_path / "shared.db")
+    a.put("c1", entries(2))
+    assert [e.seq for e in b.load("c1", 2)] == [0, 1]
