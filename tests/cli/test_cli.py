@@ -13,7 +13,7 @@ from contracts.task import TaskState
 from fakes.scripted import tool
 from tests.workflows.harness import scripted_worker, wait_for_state
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = None, **env: str):

@@ -24,7 +24,7 @@ from cli.schedules import (
 )
 from contracts.task import TaskState
 from fakes.scripted import tool
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state
 
 NEVER_SOON = "0 0 1 1 *"  # midnight on New Year's Day: never fires during a test

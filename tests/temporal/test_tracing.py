@@ -47,7 +47,7 @@ def turn_on(trace_file: Path) -> None:
 
 
 def project_root() -> Path:
-    return Path(__file__).resolve().parent.parent  # not at import: the workflow sandbox imports this module
+    return Path(__file__).resolve().parents[2]  # not at import: the workflow sandbox imports this module
 
 
 def read_spans(trace_file: Path) -> list[dict]:

@@ -15,7 +15,7 @@ from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import tool
 from tests.workflows.harness import make_input, scripted_worker, start, wait_for_state
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Terminal:
