@@ -47,8 +47,8 @@ MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatev
 class LlmActivities:
     def __init__(
         self,
-        settings: ProviderSettings | None = None,
-        store: ContextStore | None = None,
+        settings: ProviderSettings | None,
+        store: ContextStore,
         secrets: SecretStore | None = None,
         breaker: CircuitBreaker | None = None,
     ) -> None:
@@ -57,15 +57,9 @@ class LlmActivities:
         self.breaker = breaker or CircuitBreaker()
         self.prices = load_prices()
         self._providers: dict[str, Provider] = {}
-        self._store = store
+        self.store = store
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
-
-    @property
-    def store(self) -> ContextStore:
-        if self._store is None:
-            self._store = ContextStore()
-        return self._store
 
     def _provider(self, mode: str) -> Provider:
         if mode not in self._providers:

@@ -18,15 +18,9 @@ from runtime.store import ContextStore
 
 
 class PromptActivities:
-    def __init__(self, store: ContextStore | None = None, secrets: SecretStore | None = None) -> None:
-        self._store = store
+    def __init__(self, store: ContextStore, secrets: SecretStore | None = None) -> None:
+        self.store = store
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
-
-    @property
-    def store(self) -> ContextStore:
-        if self._store is None:
-            self._store = ContextStore()
-        return self._store
 
     @activity.defn(name=PROMPT_CONTEXT_ACTIVITY)
     async def prompt_context(self, inp: PromptContextInput) -> str:

@@ -37,14 +37,8 @@ def render_previous_task(workflow_id: str, status: str, final_text: str, entries
 
 
 class SessionActivities:
-    def __init__(self, store: ContextStore | None = None) -> None:
-        self._store = store
-
-    @property
-    def store(self) -> ContextStore:
-        if self._store is None:
-            self._store = ContextStore()
-        return self._store
+    def __init__(self, store: ContextStore) -> None:
+        self.store = store
 
     @activity.defn(name=LOAD_SESSION_ACTIVITY)
     async def load_session(self, name: str) -> list[Entry]:

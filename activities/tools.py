@@ -33,23 +33,17 @@ PREVIEW_CHARS = 1500
 class ToolActivities:
     def __init__(
         self,
-        store: ContextStore | None = None,
+        store: ContextStore,
         secrets: SecretStore | None = None,
         audit: AuditLog | None = None,
     ) -> None:
-        self._store = store
+        self.store = store
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
         self._audit = audit
 
     @property
-    def store(self) -> ContextStore:
-        if self._store is None:
-            self._store = ContextStore()
-        return self._store
-
-    @property
     def audit(self) -> AuditLog:
-        if self._audit is None:
+        if self._audit is None:  # opened on first use: a worker that runs no tool writes no log
             self._audit = AuditLog(default_audit_path(), self.secrets)
         return self._audit
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.llm import ProviderSettings
@@ -16,21 +15,14 @@ from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
 from fakes.scripted import ScriptedModelServer, Step
 from runtime.logs import configure_logging
 from runtime.store import ContextStore
-from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
+from temporal.server import start_local_env
 from worker import build_worker
 from workflows.task import AgentTaskWorkflow
 
 
 async def start_env() -> WorkflowEnvironment:
     configure_logging("WARNING")
-    extra: list[str] = []
-    for name, kind in SEARCH_ATTRIBUTES.items():
-        extra += ["--search-attribute", f"{name}={kind}"]
-    return await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli(),
-        data_converter=pydantic_data_converter,
-        dev_server_extra_args=extra,
-    )
+    return await start_local_env()
 
 
 @dataclass

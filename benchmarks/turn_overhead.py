@@ -24,8 +24,6 @@ from pathlib import Path
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
@@ -39,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from fakes.scripted import ScriptedModelServer, tool
     from runtime.logs import configure_logging
     from runtime.store import ContextStore
-    from temporal.server import temporal_cli
+    from temporal.server import start_local_env
     from tools.base import ToolOutcome
     from workflows.task import AgentTaskWorkflow
 
@@ -109,9 +107,7 @@ async def run_agent(client: Client, queue: str, workspace: str, turns: int) -> N
 
 
 async def main(turns: int, repeat: int) -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli(), data_converter=pydantic_data_converter
-    )
+    env = await start_local_env(search_attributes=False)
     agent_s, floor_s, noop_s = [], [], []
     try:
         with tempfile.TemporaryDirectory() as ws:

@@ -16,8 +16,12 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.paths import data_dir
+
+if TYPE_CHECKING:
+    from temporalio.testing import WorkflowEnvironment
 
 EMBEDDED_HOST = "127.0.0.1"
 EMBEDDED_PORT = 7233
@@ -92,4 +96,18 @@ async def ensure_embedded_server(timeout_s: float = 60.0) -> bool:
     raise ServerError(
         f"the embedded Temporal server did not start within {timeout_s:.0f}s; "
         f"see {directory / 'temporal-server.log'}"
+    )
+
+
+async def start_local_env(*, search_attributes: bool = True) -> WorkflowEnvironment:
+    """An in-memory dev server from the pinned CLI (never a downloaded one), with the
+    project's search attributes and data converter: for the tests, benchmarks and replay
+    recordings, which each want a server of their own that leaves nothing behind."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.testing import WorkflowEnvironment  # not at import: the CLI never needs it
+    extra = [
+        arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")
+    ] if search_attributes else []
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli(), data_converter=pydantic_data_converter, dev_server_extra_args=extra
     )

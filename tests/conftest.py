@@ -11,26 +11,18 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from temporal.server import SEARCH_ATTRIBUTES, temporal_cli  # noqa: E402
+from temporal.server import start_local_env  # noqa: E402
 
 
 @pytest_asyncio.fixture(scope="session")
 async def temporal_env():
-    extra: list[str] = []
-    for name, kind in SEARCH_ATTRIBUTES.items():
-        extra += ["--search-attribute", f"{name}={kind}"]
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli(),
-        data_converter=pydantic_data_converter,
-        dev_server_extra_args=extra,
-    )
+    env = await start_local_env()
     try:
         yield env
     finally:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import io
 import os
 import re
@@ -27,6 +26,7 @@ from typing import BinaryIO, Literal, assert_never
 from pydantic import model_validator
 
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from tools.beneath import DIR_FLAGS, Refused, open_at
 from tools.shell import OUTPUT_CAP_CHARS
 
 MAX_LIST_ENTRIES = 1000
@@ -67,49 +67,31 @@ class FileArgs(StrictArgs):
         return self
 
 
-class _Refused(Exception):
-    """A request the tool turns down; the message goes to the model as an error."""
-
-
 def _resolve(root: Path, raw: str) -> Path:
     target = (root / raw).resolve()
     if not target.is_relative_to(root):
-        raise _Refused(f"path {raw!r} is outside the workspace")
+        raise Refused(f"path {raw!r} is outside the workspace")
     return target
-
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _open_at(dir_fd: int, name: str, flags: int, raw: str) -> int:
-    try:
-        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
-    except OSError as exc:
-        # O_NOFOLLOW on a symlink fails with ELOOP, or ENOTDIR together with O_DIRECTORY.
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            if stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode):
-                raise _Refused(f"path {raw!r} passes through a symlink; refused") from None
-        raise
 
 
 def _open_beneath(root: Path, path: Path, raw: str, flags: int, *, make_parents: bool = False) -> int:
     """Open the already resolved ``path`` walking down from ``root`` without following
     any symlink, so nothing swapped in since ``_resolve`` can lead out of the workspace."""
     parts = path.relative_to(root).parts
-    fd = os.open(root, _DIR_FLAGS)
+    fd = os.open(root, DIR_FLAGS)
     try:
         for part in parts[:-1]:
             try:
-                child = _open_at(fd, part, _DIR_FLAGS, raw)
+                child = open_at(fd, part, DIR_FLAGS, shown=raw)
             except FileNotFoundError:
                 if not make_parents:
                     raise
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, dir_fd=fd)
-                child = _open_at(fd, part, _DIR_FLAGS, raw)
+                child = open_at(fd, part, DIR_FLAGS, shown=raw)
             os.close(fd)
             fd = child
-        return _open_at(fd, parts[-1] if parts else ".", flags, raw)
+        return open_at(fd, parts[-1] if parts else ".", flags, shown=raw)
     finally:
         os.close(fd)
 
@@ -120,13 +102,13 @@ def _open_file(root: Path, path: Path, raw: str, mode: Literal["rb", "r+b"]) -> 
     fd = _open_beneath(root, path, raw, flags)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise _Refused(f"{raw!r} is not a regular file")
+        raise Refused(f"{raw!r} is not a regular file")
     return os.fdopen(fd, mode)
 
 
 def _refuse_symlink(root: Path, raw: str) -> None:
     if (root / raw).is_symlink():
-        raise _Refused(f"{raw!r} is a symlink; refusing to write through it, use its target")
+        raise Refused(f"{raw!r} is a symlink; refusing to write through it, use its target")
 
 
 def _is_binary(f: BinaryIO) -> bool:
@@ -137,9 +119,9 @@ def _is_binary(f: BinaryIO) -> bool:
 
 def _existing_file(path: Path, raw: str) -> None:
     if not path.exists():
-        raise _Refused(f"no such file: {raw}")
+        raise Refused(f"no such file: {raw}")
     if path.is_dir():
-        raise _Refused(f"{raw!r} is a directory; use action 'list'")
+        raise Refused(f"{raw!r} is a directory; use action 'list'")
 
 
 def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | None) -> ToolOutcome:
@@ -150,7 +132,7 @@ def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | Non
     size, last, total, cut = 0, first - 1, 0, False
     with _open_file(root, path, raw, "rb") as raw_file:
         if _is_binary(raw_file):
-            raise _Refused(f"{raw!r} is a binary file; it cannot be read as text")
+            raise Refused(f"{raw!r} is a binary file; it cannot be read as text")
         f = io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace", newline="")
         for total, line in enumerate(f, 1):  # read on to count the lines
             if total < first or (stop and total >= stop) or cut:
@@ -164,7 +146,7 @@ def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | Non
             size += len(line)
             last = total
     if total and first > total:
-        raise _Refused(f"offset {first} is past the end of {raw!r} ({total} lines)")
+        raise Refused(f"offset {first} is past the end of {raw!r} ({total} lines)")
     text = "".join(parts)
     if not cut:
         return ToolOutcome(content=text or "(empty file)")
@@ -181,7 +163,7 @@ def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | Non
 
 def _write(root: Path, path: Path, raw: str, content: str) -> ToolOutcome:
     if path.is_dir():
-        raise _Refused(f"{raw!r} is a directory")
+        raise Refused(f"{raw!r} is a directory")
     _refuse_symlink(root, raw)
     data = content.encode("utf-8")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
@@ -193,18 +175,18 @@ def _write(root: Path, path: Path, raw: str, content: str) -> ToolOutcome:
 def _edit(root: Path, path: Path, raw: str, old: str, new: str, replace_all: bool) -> ToolOutcome:
     _existing_file(path, raw)
     if not old:
-        raise _Refused("old must not be empty")
+        raise Refused("old must not be empty")
     _refuse_symlink(root, raw)
     with _open_file(root, path, raw, "r+b") as f:  # one open for the read and the write
         try:
             text = f.read().decode("utf-8")
         except UnicodeDecodeError:
-            raise _Refused(f"{raw!r} is not UTF-8 text; it cannot be edited") from None
+            raise Refused(f"{raw!r} is not UTF-8 text; it cannot be edited") from None
         count = text.count(old)
         if count == 0:
-            raise _Refused(f"old string not found in {raw}; it must match exactly, whitespace included")
+            raise Refused(f"old string not found in {raw}; it must match exactly, whitespace included")
         if count > 1 and not replace_all:
-            raise _Refused(
+            raise Refused(
                 f"old string found {count} times in {raw}; include more context to make it unique, "
                 "or set replace_all to true"
             )
@@ -216,10 +198,10 @@ def _edit(root: Path, path: Path, raw: str, old: str, new: str, replace_all: boo
 
 def _list(root: Path, path: Path, raw: str) -> ToolOutcome:
     if not path.exists():
-        raise _Refused(f"no such directory: {raw}")
+        raise Refused(f"no such directory: {raw}")
     if not path.is_dir():
-        raise _Refused(f"{raw!r} is not a directory; use action 'read'")
-    fd = _open_beneath(root, path, raw, _DIR_FLAGS)
+        raise Refused(f"{raw!r} is not a directory; use action 'read'")
+    fd = _open_beneath(root, path, raw, DIR_FLAGS)
     try:
         with os.scandir(fd) as it:
             entries = sorted(e.name + ("/" if e.is_dir() else "") for e in it)
@@ -250,9 +232,9 @@ def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolOutcome:
     try:
         regex = re.compile(pattern)
     except re.error as exc:
-        raise _Refused(f"invalid regex {pattern!r}: {exc}") from None
+        raise Refused(f"invalid regex {pattern!r}: {exc}") from None
     if not path.exists():
-        raise _Refused(f"no such file or directory: {raw}")
+        raise Refused(f"no such file or directory: {raw}")
     matches: list[str] = []
     for file in _files_under(root, path):
         try:
@@ -265,7 +247,7 @@ def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolOutcome:
                         matches.append(f"{_shown(file, root)}:{lineno}:{_clip(line.rstrip())}")
                         if len(matches) > MAX_GREP_MATCHES:
                             break
-        except (OSError, _Refused):
+        except (OSError, Refused):
             continue
         if len(matches) > MAX_GREP_MATCHES:
             break
@@ -318,7 +300,7 @@ def _run(args: FileArgs, workspace: Path) -> ToolOutcome:
                 return _grep(root, path, args.path, args.pattern)
             case _:
                 assert_never(args.action)
-    except _Refused as exc:
+    except Refused as exc:
         return ToolOutcome(status="error", content=str(exc))
     except OSError as exc:
         reason = exc.strerror or str(exc)

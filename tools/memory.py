@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import fcntl
 import os
 import re
@@ -33,6 +32,7 @@ from typing import BinaryIO, Literal, assert_never
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from tools.beneath import DIR_FLAGS, Refused, open_at
 
 MEMORY_FILE = "MEMORY.md"
 NOTES_DIR = "memory"
@@ -47,7 +47,6 @@ HEADER = (
     "`memory` tool; edit freely.\n\n"
 )
 _NOTE_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.md")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 DESCRIPTION = f"""\
 Remember things across tasks. Facts live in MEMORY.md at the workspace root, which
@@ -100,41 +99,28 @@ class MemoryArgs(StrictArgs):
         return self
 
 
-class _Refused(Exception):
-    """A request the tool turns down; the message goes to the model as an error."""
-
-
 # --- files beneath the workspace ------------------------------------------
 
 
 @contextlib.contextmanager
 def _opened(root: Path, name: str, flags: int, *, subdir: str | None = None) -> Iterator[BinaryIO]:
     """``root[/subdir]/name`` opened without following symlinks, and locked (shared for reading)."""
-    fd = os.open(root.resolve(), _DIR_FLAGS)
+    fd = os.open(root.resolve(), DIR_FLAGS)
     try:
         if subdir is not None:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(subdir, dir_fd=fd)
-            sub = _open_at(fd, subdir, _DIR_FLAGS)
+            sub = open_at(fd, subdir, DIR_FLAGS)
             os.close(fd)
             fd = sub
-        file_fd = _open_at(fd, name, flags | os.O_NONBLOCK)
+        file_fd = open_at(fd, name, flags | os.O_NONBLOCK)
     finally:
         os.close(fd)
     with os.fdopen(file_fd, "r+b" if flags & os.O_RDWR else "ab" if flags & os.O_APPEND else "rb") as f:
         if not stat.S_ISREG(os.fstat(file_fd).st_mode):
-            raise _Refused(f"{name} is not a regular file")
+            raise Refused(f"{name} is not a regular file")
         fcntl.flock(file_fd, fcntl.LOCK_EX if flags & (os.O_RDWR | os.O_WRONLY) else fcntl.LOCK_SH)
         yield f
-
-
-def _open_at(dir_fd: int, name: str, flags: int) -> int:
-    try:
-        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _Refused(f"{name} is a symlink or not a directory; refusing to use it") from None
-        raise
 
 
 def _fact_of(line: str) -> str:
@@ -151,7 +137,7 @@ def _decoded(f: BinaryIO) -> str:
     try:
         return f.read().decode("utf-8")
     except UnicodeDecodeError:
-        raise _Refused(f"{MEMORY_FILE} is not UTF-8 text; fix it with the file tool first") from None
+        raise Refused(f"{MEMORY_FILE} is not UTF-8 text; fix it with the file tool first") from None
 
 
 def _rewrite(f: BinaryIO, text: str) -> None:
@@ -170,7 +156,7 @@ def _append(root: Path, fact: str) -> ToolOutcome:
             return ToolOutcome(content=f"Already in {MEMORY_FILE}: {fact}")
         line = f"- {fact}\n"
         if len(text) + len(line) > MAX_MEMORY_CHARS:
-            raise _Refused(
+            raise Refused(
                 f"{MEMORY_FILE} is full ({MAX_MEMORY_CHARS} characters); revise or remove outdated facts first"
             )
         _rewrite(f, (text if text.endswith("\n") else text + "\n") + line)
@@ -187,14 +173,14 @@ def _revise(root: Path, old: str, new: str) -> ToolOutcome:
             if not hits:
                 facts = [_fact_of(line) for line in lines if line.lstrip().startswith(("- ", "* "))]
                 shown = "\n".join(f"- {fact}" for fact in facts) or "(no facts)"
-                raise _Refused(f"no fact in {MEMORY_FILE} equals old exactly. The facts are:\n{shown}")
+                raise Refused(f"no fact in {MEMORY_FILE} equals old exactly. The facts are:\n{shown}")
             taken = any(_same(_fact_of(line), new) for i, line in enumerate(lines) if i not in hits)
             kept = [line for i, line in enumerate(lines) if i not in hits]  # copies of old go too
             if new and not taken:
                 kept.insert(hits[0], f"- {new}\n")
             _rewrite(f, "".join(kept))
     except FileNotFoundError:
-        raise _Refused(f"{MEMORY_FILE} does not exist yet; there is nothing to revise") from None
+        raise Refused(f"{MEMORY_FILE} does not exist yet; there is nothing to revise") from None
     done = f"Removed from {MEMORY_FILE}: {old}" if not new else f"Revised in {MEMORY_FILE}: {old} -> {new}"
     return ToolOutcome(content=done)
 
@@ -243,7 +229,7 @@ def _run(args: MemoryArgs, workspace: Path) -> ToolOutcome:
                 return _note(workspace, args.note)
             case _:
                 assert_never(args.action)
-    except _Refused as exc:
+    except Refused as exc:
         return ToolOutcome(status="error", content=str(exc))
     except OSError as exc:
         return ToolOutcome(status="error", content=f"memory {args.action} failed: {exc.strerror or exc}")

@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from contracts.task import ApprovalDecision, Interjection, TaskState
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
-from temporal.server import SEARCH_ATTRIBUTES, temporal_cli
+from temporal.server import start_local_env
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state, wait_until
 from workflows.task import AgentTaskWorkflow
 
@@ -109,10 +107,7 @@ async def main() -> None:
     HISTORIES.mkdir(exist_ok=True)
     for old in HISTORIES.glob(f"*.{VERSION}.*.json"):
         old.unlink()
-    extra = [arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")]
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli(), data_converter=pydantic_data_converter, dev_server_extra_args=extra
-    )
+    env = await start_local_env()
     try:
         for name, scenario in SCENARIOS.items():
             with tempfile.TemporaryDirectory() as ws:
