@@ -140,19 +140,15 @@ class LlmActivities:
 
     def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
         """The model's view: stored entries (large outputs expanded), compacted to fit."""
+        if inp.prefix is not None:
+            self.store.put_prefix(inp.context_id, inp.base, inp.prefix)
         if inp.new_entries:
             self.store.put(inp.context_id, inp.new_entries)
-        cached = self._cache.get(inp.context_id, [])
-        first_new = min([len(cached), inp.total, *(e.seq for e in inp.new_entries), *inp.expect])
         try:
-            fresh = self.store.load_range(inp.context_id, first_new, inp.total, inp.expect)
+            entries = self._entries(inp)
         except ContextGap as gap:
             self._cache.pop(inp.context_id, None)
             raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=CONTEXT_GAP, non_retryable=True) from None
-        entries = cached[:first_new] + [self._expand(e) for _, e in fresh]
-        self._cache[inp.context_id] = entries
-        if len(self._cache) > 256:  # keep the most recent tasks only
-            self._cache.pop(next(iter(self._cache)))
         view = compact(entries, CompactionPolicy(
             context_window=inp.context_window, system_tokens=system_tokens, compact_keys=tools.COMPACT_KEYS,
         ))
@@ -164,6 +160,26 @@ class LlmActivities:
             tokens_before=view.tokens_before,
             tokens_after=view.tokens_after,
         )
+
+    def _entries(self, inp: LlmCallInput) -> list[Entry]:
+        """Entries 0..total-1 from this worker's cache and store; where the store has lost the
+        entries of earlier runs, the prefix the workflow sent from its history stands in."""
+        cached = self._cache.get(inp.context_id, [])
+        first_new = min([len(cached), inp.total, *(e.seq for e in inp.new_entries), *inp.expect])
+        try:
+            fresh = self.store.load_range(inp.context_id, first_new, inp.total, inp.expect)
+        except ContextGap as gap:
+            stand_in = self.store.get_prefix(inp.context_id)
+            if stand_in is None or gap.mismatched or max(gap.missing) >= stand_in[0]:
+                raise
+            base, prefix = stand_in
+            run = self.store.load_range(inp.context_id, base, inp.total, inp.expect)
+            return prefix + [self._expand(e) for _, e in run]  # not cached: seqs no longer index it
+        entries = cached[:first_new] + [self._expand(e) for _, e in fresh]
+        self._cache[inp.context_id] = entries
+        if len(self._cache) > 256:  # keep the most recent tasks only
+            self._cache.pop(next(iter(self._cache)))
+        return entries
 
     def _expand(self, entry: Entry) -> Entry:
         if isinstance(entry, ToolResult) and entry.blob:

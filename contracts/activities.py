@@ -43,6 +43,10 @@ class LlmCallInput(BaseModel):
     new_entries: list[Entry] = []
     expect: dict[int, str] = {}
     context_window: int = 128_000
+    # Sent only with a full resend (after the store reported a gap): the loop state's prefix,
+    # the model's view of every entry before ``base``, which then stands in for them.
+    prefix: list[Entry] | None = None
+    base: int = 0
 
 
 class ToolCallInput(BaseModel):

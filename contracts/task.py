@@ -108,6 +108,10 @@ class LoopState(BaseModel):
     context_id: str = ""  # the context store's key for this task, stable across runs
     base: int = 0  # seq of the first entry this run holds in memory
     entries: list[Entry] = Field(default_factory=list)  # entries from ``base`` on
+    # The model's view of every entry before ``base``, compacted to the context window when the
+    # last run continued as new. The context store holds those entries in full; this copy in
+    # the history is what rebuilds the model's request when a worker's store has lost them.
+    prefix: list[Entry] = Field(default_factory=list)
     synced: int = 0  # entries below this seq are known to be in the context store
     tool_written: dict[int, str] = Field(default_factory=dict)  # seq -> digest, written by tools
     turn: int = 0

@@ -33,6 +33,7 @@ from core.entries import Entry, entry_digest
 from runtime.paths import data_dir
 
 _ENTRY = TypeAdapter(Entry)
+_ENTRIES = TypeAdapter(list[Entry])
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -41,6 +42,11 @@ CREATE TABLE IF NOT EXISTS entries (
     digest TEXT NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (context_id, seq)
+);
+CREATE TABLE IF NOT EXISTS prefixes (
+    context_id TEXT PRIMARY KEY,
+    base INTEGER NOT NULL,
+    body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS blobs (
     digest TEXT PRIMARY KEY,
@@ -122,6 +128,17 @@ class ContextStore:
         if missing or mismatched:
             raise ContextGap(missing, mismatched)
         return [(have[seq][0], _ENTRY.validate_json(have[seq][1])) for seq in range(start, end)]
+
+    def put_prefix(self, context_id: str, base: int, prefix: list[Entry]) -> None:
+        """The model's view of the entries before ``base``, from the workflow's history: it stands
+        in for those entries when this store does not have them (see ``load_view``)."""
+        body = _ENTRIES.dump_json(prefix).decode()
+        with self._conn() as conn:
+            conn.execute("INSERT OR REPLACE INTO prefixes VALUES (?, ?, ?)", (context_id, base, body))
+
+    def get_prefix(self, context_id: str) -> tuple[int, list[Entry]] | None:
+        row = self._conn().execute("SELECT base, body FROM prefixes WHERE context_id = ?", (context_id,)).fetchone()
+        return (row[0], _ENTRIES.validate_json(row[1])) if row else None
 
     def count(self, context_id: str) -> int:
         (n,) = self._conn().execute("SELECT COUNT(*) FROM entries WHERE context_id = ?", (context_id,)).fetchone()

@@ -9,6 +9,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import RECORD_SESSION_ACTIVITY, SessionRecord
+    from core.compaction import CompactionPolicy, compact
     from workflows import policy
     from workflows.engine import LoopBase
 
@@ -24,11 +25,13 @@ class ContinuationMixin(LoopBase):
     async def _continue_as_new(self) -> None:
         await workflow.wait_condition(workflow.all_handlers_finished)
         state = self.state
-        # The next run holds only what the context store may not have yet; the rest is there.
+        # The next run holds only what the context store may not have yet; the rest is there,
+        # and in the history as the prefix: the model's view of it, bounded by the window.
         unsynced = self.transcript.since(state.synced)
-        carry = state.model_copy(update={
-            "base": unsynced[0].seq if unsynced else self.transcript.total, "entries": unsynced,
-        })
+        base = unsynced[0].seq if unsynced else self.transcript.total
+        carried = [e for e in self.transcript.entries if e.seq < base]
+        view = compact(state.prefix + carried, CompactionPolicy(context_window=self.task.context_window))
+        carry = state.model_copy(update={"base": base, "entries": unsynced, "prefix": view.entries})
         workflow.continue_as_new(self.task.model_copy(update={"carry": carry, "context_id": state.context_id}))
 
     async def _record_session(self) -> None:

@@ -108,6 +108,9 @@ class ThinkingMixin(LoopBase):
                 new_entries=new,
                 expect=expect,
                 context_window=task.context_window,
+                # A full resend also carries what stands in for the earlier runs' entries.
+                prefix=state.prefix if full else None,
+                base=self.transcript.base,
             ),
             result_type=TurnResult,
             start_to_close_timeout=policy.LLM_TIMEOUT,

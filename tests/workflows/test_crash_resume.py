@@ -18,7 +18,9 @@ from workflows.task import AgentTaskWorkflow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def spawn_worker(target: str, task_queue: str, model_url: str, *, module: str = "worker") -> subprocess.Popen:
+def spawn_worker(
+    target: str, task_queue: str, model_url: str, *, module: str = "worker", **env_overrides: str
+) -> subprocess.Popen:
     env = dict(os.environ)
     env.update(
         TEMPORAL_ADDRESS=target,
@@ -27,6 +29,7 @@ def spawn_worker(target: str, task_queue: str, model_url: str, *, module: str = 
         OPENAI_BASE_URL=model_url,
         OPENAI_API_KEY="test-key",
     )
+    env.update(env_overrides)
     return subprocess.Popen(
         [sys.executable, "-m", module], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
