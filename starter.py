@@ -27,6 +27,7 @@ from cli.commands import COMMANDS
 from cli.options import add_task_options
 from cli.tasks import UserError
 from runtime.logs import configure_logging
+from runtime.store import StoreUnavailable
 from temporal.client import TemporalUnavailable
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(os.environ.get("AGENT_LOG_LEVEL", "WARNING"))
     try:
         return asyncio.run(COMMANDS[args.command](args))
-    except (UserError, TemporalUnavailable, ServerError) as err:
+    except (UserError, TemporalUnavailable, ServerError, StoreUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except RPCError as err:  # the server refused or could not serve a call

@@ -25,7 +25,7 @@ from contracts.task import DEFAULT_TASK_QUEUE
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.secrets import SecretStore
-from runtime.store import ContextStore
+from runtime.store import ContextStore, StoreUnavailable
 from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
@@ -84,11 +84,12 @@ async def main() -> int:
     configure_logging()
     log = get_logger(component="worker")
     try:
+        store = ContextStore()  # checked before anything else: a bad store refuses to start
         client = await connect()
-    except (TemporalUnavailable, ServerError) as err:
+    except (TemporalUnavailable, ServerError, StoreUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    worker = build_worker(client)
+    worker = build_worker(client, store=store)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))

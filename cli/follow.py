@@ -193,10 +193,13 @@ class Follower:
 
 
 def _local_store():
-    from runtime.store import ContextStore, default_store_path
+    from runtime.store import ContextStore, StoreUnavailable, default_store_path
 
-    path = default_store_path()
-    return ContextStore(path) if path.exists() else None
+    try:
+        path = default_store_path()
+        return ContextStore(path) if path.exists() else None
+    except StoreUnavailable:
+        return None  # live text is a nicety: the task's entries come from Temporal
 
 
 async def ask_person(client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str) -> None:

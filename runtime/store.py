@@ -30,6 +30,7 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from core.entries import Entry, entry_digest
+from runtime.logs import get_logger
 from runtime.paths import data_dir
 
 _ENTRY = TypeAdapter(Entry)
@@ -73,7 +74,16 @@ CREATE TABLE IF NOT EXISTS sessions (
 
 
 def default_store_path() -> Path:
-    return Path(os.environ.get("AGENT_CONTEXT_DB") or data_dir() / "context.db")
+    configured = os.environ.get("AGENT_CONTEXT_DB")
+    if configured and "://" in configured:
+        scheme = configured.split("://", 1)[0]
+        raise StoreUnavailable(f"AGENT_CONTEXT_DB: a {scheme}:// store is not supported; give a SQLite file path")
+    return Path(configured or data_dir() / "context.db")
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be used at all (a path that cannot be written, an unknown URL): the
+    worker refuses to start with this one line instead of failing tasks later."""
 
 
 class ContextGap(Exception):
@@ -85,10 +95,42 @@ class ContextGap(Exception):
 class ContextStore:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._open()
+        except sqlite3.DatabaseError as err:
+            if not self._is_corrupt(err):
+                raise StoreUnavailable(f"context store {self.path} cannot be opened: {err}") from None
+            self._move_aside(err)
+            self._open()
+        except (OSError, sqlite3.Error) as err:
+            raise StoreUnavailable(f"context store {self.path} cannot be opened: {err}") from None
+
+    def _open(self) -> None:
         with self._conn() as conn:
             conn.executescript(SCHEMA)
+            conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+
+    @staticmethod
+    def _is_corrupt(err: sqlite3.DatabaseError) -> bool:
+        text = str(err).lower()
+        return "not a database" in text or "malformed" in text or "corrupt" in text
+
+    def _move_aside(self, err: sqlite3.DatabaseError) -> None:
+        """A damaged file is only a cache: keep it for inspection, start an empty one."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{self.path}{suffix}")
+            if part.exists():
+                part.rename(Path(f"{aside}{suffix}"))
+        get_logger(component="context_store").warning("context store damaged: moved aside and rebuilt; tasks resend their context once",
+                    path=str(self.path), moved_to=str(aside), error=str(err))
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.entries import ToolResult, UserMessage, entry_digest
-from runtime.store import ContextGap, ContextStore, LiveWriter
+from runtime.store import ContextGap, ContextStore, LiveWriter, StoreUnavailable, default_store_path
 
 
 @pytest.fixture
@@ -76,3 +76,27 @@ def test_two_store_objects_on_one_file_see_each_others_writes(tmp_path):
     a, b = ContextStore(tmp_path / "shared.db"), ContextStore(tmp_path / "shared.db")
     a.put("c1", entries(2))
     assert [e.seq for e in b.load("c1", 2)] == [0, 1]
+
+
+def test_a_corrupt_store_file_is_moved_aside_and_rebuilt(tmp_path):
+    path = tmp_path / "context.db"
+    path.write_bytes(b"this is not a database, just a half-copied backup" * 100)
+    store = ContextStore(path)
+    store.put("c1", entries(1))
+    assert store.count("c1") == 1
+    aside = list(tmp_path.glob("context.db.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"this is not a database")
+
+
+def test_a_store_that_cannot_be_created_is_refused_with_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreUnavailable) as err:
+        ContextStore(blocker / "sub" / "context.db")
+    assert "cannot be opened" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_database_url_the_store_does_not_speak_is_refused(monkeypatch):
+    monkeypatch.setenv("AGENT_CONTEXT_DB", "mysql://db.example/agent")
+    with pytest.raises(StoreUnavailable, match="mysql:// store is not supported"):
+        default_store_path()

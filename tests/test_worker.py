@@ -1,0 +1,32 @@
+"""The worker process: it refuses to start, in one line, when its store cannot work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _worker(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "AGENT_DATA_DIR": str(tmp_path / "data"), "TEMPORAL_ADDRESS": "127.0.0.1:1", **env}
+    return subprocess.run([sys.executable, "worker.py"], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60)
+
+
+def test_a_worker_with_an_unusable_store_refuses_to_start_with_one_line(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    done = _worker(tmp_path, AGENT_CONTEXT_DB=str(blocker / "context.db"))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "context store" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_worker_with_a_corrupt_store_moves_it_aside_and_goes_on(tmp_path):
+    path = tmp_path / "context.db"
+    path.write_bytes(b"garbage" * 1000)
+    done = _worker(tmp_path, AGENT_CONTEXT_DB=str(path))
+    # It gets past the store (and then stops at the unreachable Temporal address, one line too).
+    assert "moved aside" in done.stderr and list(tmp_path.glob("context.db.corrupt-*"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
