@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from contracts.task import ApprovalMode
+from contracts.task import ApprovalMode, TaskInput
 from providers.factory import MODES
 
 
@@ -20,5 +20,16 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
     parser.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
     parser.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
+    parser.add_argument("--continue-as-new-after", type=positive_int, default=TaskInput.model_fields[
+                        "continue_as_new_after"].default, metavar="TURNS",
+                        help="turns per workflow run before it continues as new (default: %(default)s; "
+                        "sooner when Temporal suggests it)")
     parser.add_argument("--failover-after", type=int, default=3, metavar="N",
                         help="failed attempts on one model before the next in the chain (default: 3)")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

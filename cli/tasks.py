@@ -88,6 +88,7 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         fallbacks=fallback_chain(getattr(args, "fallback", None) or os.environ.get("AGENT_FALLBACK")),
         cost_limit_usd=getattr(args, "cost_limit", None),
         failover_after=getattr(args, "failover_after", 3),
+        continue_as_new_after=getattr(args, "continue_as_new_after", TaskInput.model_fields["continue_as_new_after"].default),
         tools=default_tools(),
         approval=ApprovalMode(args.approval),
         approval_timeout_s=args.approval_timeout,
