@@ -17,10 +17,11 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.llm import LlmActivities, ProviderSettings
+from activities.llm import ContextSource, LlmActivities, ProviderSettings
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
+from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.task import DEFAULT_TASK_QUEUE
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
@@ -47,6 +48,16 @@ WORKFLOW_RUNNER = SandboxedWorkflowRunner(
 )
 
 
+def workflow_context(client: Client) -> ContextSource:
+    """How a worker reads entries its store lacks: the ``model_context`` query of the task's run."""
+
+    async def fetch(workflow_id: str, run_id: str | None, after_seq: int) -> ContextPage:
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+        return await handle.query(CONTEXT_QUERY, after_seq, result_type=ContextPage)
+
+    return fetch
+
+
 def build_worker(
     client: Client,
     *,
@@ -58,7 +69,7 @@ def build_worker(
     # The composition root: stores, secrets and settings are built once here and injected.
     store = store or ContextStore()
     secrets = SecretStore.from_env()
-    llm = LlmActivities(settings, store, secrets)
+    llm = LlmActivities(settings, store, secrets, history=workflow_context(client))
     tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets))
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets)

@@ -15,13 +15,14 @@ next probe), so a down provider is skipped instead of waited on.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
-from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput
+from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LlmCallInput
 from core.compaction import CompactionPolicy, compact
 from core.entries import Entry, ToolResult, to_chat_messages
 from core.heartbeat import with_heartbeats
@@ -38,7 +39,10 @@ from runtime.store import ContextGap, ContextStore, LiveWriter
 from temporal.tracing import chat_span
 from tools.registry import classify_call
 
-__all__ = ["LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
+__all__ = ["ContextSource", "LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
+
+# (workflow id, run id, first seq wanted) -> the workflow's entries from there on.
+ContextSource = Callable[[str, str | None, int], Awaitable[ContextPage]]
 
 CIRCUIT_OPEN = "circuit_open"
 MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
@@ -51,6 +55,7 @@ class LlmActivities:
         store: ContextStore,
         secrets: SecretStore | None = None,
         breaker: CircuitBreaker | None = None,
+        history: ContextSource | None = None,
     ) -> None:
         self.settings = settings or ProviderSettings.from_env()
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
@@ -58,6 +63,9 @@ class LlmActivities:
         self.prices = load_prices()
         self._providers: dict[str, Provider] = {}
         self.store = store
+        # Where entries this worker's store lacks are read from: the task's workflow (a query,
+        # so nothing is added to the history). None: such a gap asks the workflow for a resend.
+        self.history = history
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
 
@@ -87,7 +95,7 @@ class LlmActivities:
             raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
                                    non_retryable=True) from None
         system_tokens = (len(system.text()) + sum(len(s.model_dump_json()) for s in specs)) // 4
-        view, report = self._context(inp, system_tokens)
+        view, report = await self._context(inp, system_tokens)
         request = LlmRequest(
             model=inp.model,
             system=system,
@@ -138,14 +146,20 @@ class LlmActivities:
         raw = self.store.get_blob(inp.prompt.context)
         return PromptContext.model_validate_json(raw) if raw else None
 
-    def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
+    async def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
         """The model's view: stored entries (large outputs expanded), compacted to fit."""
         if inp.prefix is not None:
             self.store.put_prefix(inp.context_id, inp.base, inp.prefix)
         if inp.new_entries:
             self.store.put(inp.context_id, inp.new_entries)
         try:
-            entries = self._entries(inp)
+            try:
+                entries = self._entries(inp)
+            except ContextGap as gap:
+                self._cache.pop(inp.context_id, None)
+                if not await self._repair(inp, gap):
+                    raise
+                entries = self._entries(inp)
         except ContextGap as gap:
             self._cache.pop(inp.context_id, None)
             raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=CONTEXT_GAP, non_retryable=True) from None
@@ -160,6 +174,22 @@ class LlmActivities:
             tokens_before=view.tokens_before,
             tokens_after=view.tokens_after,
         )
+
+    async def _repair(self, inp: LlmCallInput, gap: ContextGap) -> bool:
+        """Fill the store from the workflow's own state (another worker served the task, or this
+        host lost its disk). False when the workflow cannot be asked."""
+        if self.history is None:
+            return False
+        after = min(gap.missing + gap.mismatched)
+        try:
+            page = await self.history(inp.task_id, activity.info().workflow_run_id, after)
+        except Exception as err:  # the query is an optimisation: the resend still works
+            get_logger(workflow_id=inp.task_id).warning("context repair query failed", error=str(err))
+            return False
+        if page.prefix or after < page.base:
+            self.store.put_prefix(inp.context_id, page.base, page.prefix)
+        self.store.put(inp.context_id, page.entries)
+        return True
 
     def _entries(self, inp: LlmCallInput) -> list[Entry]:
         """Entries 0..total-1 from this worker's cache and store; where the store has lost the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +34,22 @@ class RunStats:
 
 
 async def run_scripted(
-    client: Client, steps: list[Step], task: TaskInput, store: ContextStore
+    client: Client, steps: list[Step], task: TaskInput, store: ContextStore, *more_stores: ContextStore
 ) -> tuple[str, TaskOutcome]:
+    """Run one scripted task on a worker per store (several: as if on several hosts, each
+    with its own disk, all polling the task's queue)."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url)
-        async with build_worker(client, queue=queue, settings=settings, store=store):
+        async with contextlib.AsyncExitStack() as workers:
+            for index, each in enumerate((store, *more_stores)):
+                # One client per worker, as on separate hosts (the SDK allows one worker per
+                # client and task queue).
+                own = client if index == 0 else await Client.connect(
+                    client.service_client.config.target_host, namespace=client.namespace,
+                    data_converter=client.data_converter,
+                )
+                await workers.enter_async_context(build_worker(own, queue=queue, settings=settings, store=each))
             workflow_id = f"bench-task-{uuid.uuid4().hex[:8]}"
             outcome = await client.execute_workflow(AgentTaskWorkflow.run, task, id=workflow_id, task_queue=queue)
         model.assert_consumed()

@@ -15,6 +15,16 @@ PROMPT_CONTEXT_ACTIVITY = "prompt_context"
 LOAD_SESSION_ACTIVITY = "session_load"
 RECORD_SESSION_ACTIVITY = "session_record"
 CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; resend in full
+CONTEXT_QUERY = "model_context"  # the workflow query a worker repairs its store from
+
+
+class ContextPage(BaseModel):
+    """What the ``model_context`` query returns: the run's entries from a seq on, and the
+    prefix that stands in for earlier runs' entries when the seq is below the run's base."""
+
+    base: int
+    prefix: list[Entry] = []
+    entries: list[Entry] = []
 
 
 class PromptParams(BaseModel):

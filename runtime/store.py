@@ -182,6 +182,11 @@ class ContextStore:
         row = self._conn().execute("SELECT base, body FROM prefixes WHERE context_id = ?", (context_id,)).fetchone()
         return (row[0], _ENTRIES.validate_json(row[1])) if row else None
 
+    def count_all(self) -> int:
+        """Entries of every task in this store."""
+        (n,) = self._conn().execute("SELECT COUNT(*) FROM entries").fetchone()
+        return n
+
     def count(self, context_id: str) -> int:
         (n,) = self._conn().execute("SELECT COUNT(*) FROM entries WHERE context_id = ?", (context_id,)).fetchone()
         return n

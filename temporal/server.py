@@ -99,7 +99,13 @@ async def ensure_embedded_server(timeout_s: float = 60.0) -> bool:
     )
 
 
-async def start_local_env(*, search_attributes: bool = True) -> WorkflowEnvironment:
+# Production clusters dispatch activities through matching; the dev server's eager dispatch
+# would keep a task's activities on the worker that ran its workflow task and hide what
+# many workers do to a task (its context store misses, for one).
+NO_EAGER_ACTIVITIES = ["--dynamic-config-value", "system.enableActivityEagerExecution=false"]
+
+
+async def start_local_env(*, search_attributes: bool = True, extra_args: list[str] | None = None) -> WorkflowEnvironment:
     """An in-memory dev server from the pinned CLI (never a downloaded one), with the
     project's search attributes and data converter: for the tests, benchmarks and replay
     recordings, which each want a server of their own that leaves nothing behind."""
@@ -108,6 +114,7 @@ async def start_local_env(*, search_attributes: bool = True) -> WorkflowEnvironm
     extra = [
         arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")
     ] if search_attributes else []
+    extra += extra_args or []
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(), data_converter=pydantic_data_converter, dev_server_extra_args=extra
     )

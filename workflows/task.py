@@ -22,9 +22,11 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import (
+        CONTEXT_QUERY,
         LOAD_SESSION_ACTIVITY,
         PROMPT_CONTEXT_ACTIVITY,
         TOOL_ACTIVITY,
+        ContextPage,
         PromptContextInput,
         ToolCallInput,
     )
@@ -116,6 +118,15 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             session=self.task.session,
             plan=[item.model_dump() for item in state.plan],
             depth=self.task.depth,
+        )
+
+    @workflow.query(name=CONTEXT_QUERY)
+    def model_context(self, after_seq: int) -> ContextPage:
+        """For a worker whose store lacks entries: read from the workflow's state, nothing is
+        written to the history."""
+        base = self.transcript.base
+        return ContextPage(
+            base=base, prefix=self.state.prefix if after_seq < base else [], entries=self.transcript.since(after_seq)
         )
 
     @workflow.query

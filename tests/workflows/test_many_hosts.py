@@ -1,0 +1,51 @@
+"""Many hosts, one task: workers with separate disks share a task without resends, on a
+server that dispatches activities through matching (eager dispatch off, as in production)."""
+
+from __future__ import annotations
+
+import pytest_asyncio
+
+from benchmarks.common import context_entries, run_scripted, run_stats, said_bytes, workspace_with_files
+from contracts.task import TaskInput, TaskState
+from fakes.scripted import tool
+from runtime.store import ContextStore
+from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
+
+TURNS = 60
+FILE_BYTES = 4096
+
+
+@pytest_asyncio.fixture(scope="module")
+async def spread_env():
+    env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+def reading_task(workspace) -> tuple[list, TaskInput]:
+    steps = [tool("file", action="read", path=f"f{i}.txt") for i in range(TURNS)]
+    steps.append(tool("message", type="result", text="read them all"))
+    task = TaskInput(instruction="read every file", workspace=str(workspace), model="m", stream=False,
+                     max_iterations=TURNS + 5)
+    return steps, task
+
+
+async def test_two_workers_on_separate_disks_keep_the_history_linear(spread_env, workspace, tmp_path):
+    workspace_with_files(workspace, TURNS, FILE_BYTES)
+    steps, task = reading_task(workspace)
+    one = ContextStore(tmp_path / "one" / "context.db")
+    single_id, single = await run_scripted(spread_env.client, steps, task, one)
+    host_a, host_b = ContextStore(tmp_path / "a" / "context.db"), ContextStore(tmp_path / "b" / "context.db")
+    spread_id, spread = await run_scripted(spread_env.client, steps, task, host_a, host_b)
+
+    assert single.status == spread.status == TaskState.DONE and spread.turns == TURNS + 1
+    assert host_a.count_all() > 0 and host_b.count_all() > 0  # both hosts served the task
+    single_bytes = sum(s.history_bytes for s in await run_stats(spread_env.client, single_id))
+    spread_bytes = sum(s.history_bytes for s in await run_stats(spread_env.client, spread_id))
+    said = said_bytes(context_entries(one))
+    assert said >= TURNS * FILE_BYTES
+    print(f"history: one worker {single_bytes:,} B, two hosts {spread_bytes:,} B, said {said:,} B")
+    assert spread_bytes <= 1.15 * single_bytes
+    assert spread_bytes <= 3 * said
