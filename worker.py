@@ -32,6 +32,8 @@ from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 from workflows.task import AgentTaskWorkflow
 
+LIVE_HEARTBEAT = timedelta(seconds=0.1)
+
 
 def task_queue() -> str:
     return os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE)
@@ -82,9 +84,11 @@ def build_worker(
             llm.call_llm, tools.run_tool, sessions.load_session, sessions.record_session, prompt.prompt_context,
         ],
         max_concurrent_activities=max_concurrent_activities,
-        # Heartbeats carry cancellation (stop, interjection) to running activities: send them
-        # promptly instead of the default 80% of the heartbeat timeout.
-        max_heartbeat_throttle_interval=timedelta(seconds=1),
+        # Heartbeats carry cancellation (stop, interjection) to running activities, and the
+        # model's live text to watchers on any host: send them promptly instead of the
+        # default 80% of the heartbeat timeout. Tools beat once a second; a streaming model
+        # call up to every LIVE_HEARTBEAT_S.
+        max_heartbeat_throttle_interval=LIVE_HEARTBEAT,
         # On shutdown running activities are cancelled at once, so shell commands are killed.
         graceful_shutdown_timeout=timedelta(seconds=0),
         identity=f"agent-worker-{os.getpid()}-{uuid.uuid4().hex[:6]}",

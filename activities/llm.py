@@ -15,6 +15,7 @@ next probe), so a down provider is skipped instead of waited on.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -22,7 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
-from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LlmCallInput
+from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LiveText, LlmCallInput
 from core.compaction import CompactionPolicy, compact
 from core.entries import Entry, ToolResult, to_chat_messages
 from core.heartbeat import with_heartbeats
@@ -35,7 +36,7 @@ from providers.pricing import cost_usd, load_prices
 from providers.settings import ProviderSettings
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore
-from runtime.store import ContextGap, ContextStore, LiveWriter
+from runtime.store import ContextGap, ContextStore
 from temporal.tracing import chat_span
 from tools.registry import classify_call
 
@@ -112,18 +113,16 @@ class LlmActivities:
                 f"{inp.provider}: circuit open after repeated failures; next probe in {wait:.0f}s",
                 type=CIRCUIT_OPEN, next_retry_delay=timedelta(seconds=max(wait, 1.0)),
             )
-        live = LiveWriter(self.store, inp.task_id, inp.turn, info.attempt)
+        live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
         try:
             with chat_span(inp.provider, inp.model, inp.task_id, inp.turn) as span:
-                result = await with_heartbeats(provider.complete(request, on_text=live), activity.heartbeat)
+                result = await with_heartbeats(provider.complete(request, on_text=live), live.beat)
                 span.record(result)
         except ProviderError as err:
             if err.retryable:
                 self.breaker.record_failure(endpoint)
             log.warning("llm call failed", status=err.status, kind=err.kind, retryable=err.retryable, error=str(err))
             raise to_application_error(err) from None
-        finally:
-            live.close()
         self.breaker.record_success(endpoint)
         result = self.secrets.redact_obj(bounded(result))  # the model's output enters the history here
         result.context = report
@@ -217,6 +216,31 @@ class LlmActivities:
             if full is not None:
                 return entry.model_copy(update={"content": full})
         return entry
+
+
+class LiveBeat:
+    """The provider's ``on_text`` callback: the text so far goes out as the activity's heartbeat
+    details (redacted, its last ``MAX_CHARS``), at most every ``EVERY_S``. The worker sends
+    heartbeats at most every ``LIVE_HEARTBEAT_S`` (worker.py); the last one always goes out."""
+
+    MAX_CHARS = 16_000
+    EVERY_S = 0.02
+
+    def __init__(self, turn: int, attempt: int, redact: Callable[[str], str]) -> None:
+        self.turn, self.attempt, self.redact = turn, attempt, redact
+        self._parts: list[str] = []
+        self._last = 0.0
+
+    def __call__(self, delta: str) -> None:
+        self._parts.append(delta)
+        if time.monotonic() - self._last >= self.EVERY_S:
+            self.beat()
+
+    def beat(self, _detail: str = "") -> None:
+        self._last = time.monotonic()
+        text = self.redact("".join(self._parts))
+        offset = max(0, len(text) - self.MAX_CHARS)
+        activity.heartbeat(LiveText(turn=self.turn, attempt=self.attempt, offset=offset, text=text[offset:]))
 
 
 def bounded(result: TurnResult) -> TurnResult:

@@ -8,7 +8,7 @@ Every event has a stable ``type``, in the spirit of seed 001:
 | ``turn.started`` | an LLM call begins a new turn | ``turn`` |
 | ``item.started`` | the model called a tool | ``turn``, ``item`` {``id``, ``type``: ``tool_call``, ``tool``, ``arguments``, ``deferred``} |
 | ``item.completed`` | an entry was appended | ``turn``, ``item`` {``id``, ``type``, ...}; ``type`` is one of ``user_message``, ``agent_message``, ``tool_result``, ``system_reminder``, ``status_notice`` |
-| ``text.delta`` | streamed model text (same host as the worker) | ``turn``, ``text`` |
+| ``text.delta`` | streamed model text (from the model call's heartbeat) | ``turn``, ``text`` |
 | ``approval.requested`` | a call waits for a person | ``call_id``, ``tool``, ``arguments``, ``danger``, ``reason`` |
 | ``reply.requested`` | the task asked a question | ``question`` |
 | ``retry`` | an activity attempt failed and will be retried | ``activity``, ``attempt``, ``reason``, ``next_in_s`` |

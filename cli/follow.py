@@ -11,16 +11,18 @@ import time
 from datetime import timedelta
 from typing import Any, Protocol
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from cli.events import EventMapper
 from cli.render import render_entry, render_outcome
+from contracts.activities import LLM_ACTIVITY, LiveText
 from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
-from core.entries import Entry
+from core.entries import AiMessage, Entry, ToolCall
 from workflows.task import AgentTaskWorkflow
 
 POLL_S = 0.25
+LIVE_POLL_S = 0.05  # while the model streams: its text is read this often
 DESCRIBE_EVERY_S = 1.0
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -97,9 +99,8 @@ class JsonSink:
         self._emit(self.mapper.finish(outcome))
 
 
-async def pending_retries(client: Client, workflow_id: str) -> list[tuple[str, int, str, float | None]]:
+def pending_retries(desc: WorkflowExecutionDescription) -> list[tuple[str, int, str, float | None]]:
     """(activity, attempt, last failure, seconds to next attempt) of retrying activities."""
-    desc = await client.get_workflow_handle(workflow_id).describe()
     found = []
     for pending in desc.raw_description.pending_activities:
         if pending.attempt > 1 and pending.HasField("last_failure"):
@@ -119,10 +120,18 @@ class Follower:
         self.asked: str | None = None
         self.retries_seen: set[tuple[str, int]] = set()
         self.next_describe = 0.0
-        self.live = _local_store()
-        self.live_after = 0
+        self.live_key: tuple[int, int] | None = None  # (turn, attempt) of the text being shown
+        self.live_shown = 0  # characters of it shown so far
+        self.live_done_turn = 0  # turns up to this one have their reply shown in full
 
     async def run(self, closed_outcome, started: float | None = None) -> TaskOutcome:
+        live = asyncio.ensure_future(self._live_loop())
+        try:
+            return await self._follow(closed_outcome, started)
+        finally:
+            live.cancel()
+
+    async def _follow(self, closed_outcome, started: float | None) -> TaskOutcome:
         warned = False
         while True:
             try:
@@ -145,7 +154,6 @@ class Follower:
                 self.sink.outcome(page.outcome, time.monotonic() - started if started else None)
                 return page.outcome
             await self._retries()
-            self._live_text(page.status.turn)
             await asyncio.sleep(POLL_S)
 
     async def _show(self, page: EventsPage) -> bool:
@@ -153,6 +161,7 @@ class Follower:
         if self.seq < page.base:
             self.sink.note(f"{page.base - self.seq} earlier entries are in earlier runs of this task")
         for entry in page.entries:
+            self._finish_live_text(entry)
             self.sink.entry(entry, page.status)
         self.seq = page.next_seq
         status = page.status
@@ -164,18 +173,54 @@ class Follower:
             return True
         return False
 
-    def _live_text(self, turn: int) -> None:
-        """Streamed model text, read from the context store when the worker shares this host."""
-        if self.live is None:
+    def _finish_live_text(self, entry: Entry) -> None:
+        """The rest of a reply whose start was shown live (the last heartbeat before the call
+        completed may not have reached the server), so the console shows it whole, once."""
+        if not isinstance(entry, (AiMessage, ToolCall)):
             return
-        try:
-            rows = self.live.live_read(self.workflow_id, self.live_after)
-        except Exception:  # a store being created or migrated by a worker: try again next poll
-            return
-        for row_id, row_turn, _attempt, text in rows:
-            self.live_after = row_id
-            if row_turn == turn:
-                self.sink.delta(row_turn, text)
+        if self.live_key is not None and entry.turn == self.live_key[0] and 0 < self.live_shown < len(entry.text):
+            self.sink.delta(entry.turn, entry.text[self.live_shown:])
+        self.live_done_turn = max(self.live_done_turn, entry.turn)
+        self.live_key, self.live_shown = None, 0
+
+    async def _live_text(self, desc: WorkflowExecutionDescription) -> bool:
+        """Show what is new of the pending model call's text. True while a model call is pending."""
+        pending_call = False
+        for pending in desc.raw_description.pending_activities:
+            if pending.activity_type.name != LLM_ACTIVITY:
+                continue
+            pending_call = True
+            if not pending.heartbeat_details.payloads:
+                continue
+            try:
+                (live,) = await self.client.data_converter.decode(list(pending.heartbeat_details.payloads), [LiveText])
+            except Exception:  # details of another shape (a plain heartbeat): nothing to show
+                continue
+            if not isinstance(live, LiveText) or live.turn <= self.live_done_turn:
+                continue  # checked after the await: the turn's entry may have been shown meanwhile
+            turn = live.turn
+            if (live.turn, live.attempt) != self.live_key:  # a new call, or a retry starting over
+                self.live_key, self.live_shown = (live.turn, live.attempt), 0
+            end = live.offset + len(live.text)
+            if end > self.live_shown:
+                self.sink.delta(turn, live.text[max(self.live_shown - live.offset, 0):])
+                self.live_shown = end
+        return pending_call
+
+    async def _live_loop(self) -> None:
+        """While the task runs: the model's text as it streams (the LLM activity's heartbeat
+        details in the server's view of pending activities), wherever its worker runs. Polls
+        often while a model call is pending, seldom otherwise."""
+        while True:
+            try:
+                desc = await self.handle.describe()
+            except RPCError:
+                await asyncio.sleep(1.0)
+                continue
+            if desc.status != WorkflowExecutionStatus.RUNNING:
+                return
+            streaming = await self._live_text(desc)
+            await asyncio.sleep(LIVE_POLL_S if streaming else POLL_S)
 
     async def _retries(self) -> None:
         now = time.monotonic()
@@ -183,23 +228,15 @@ class Follower:
             return
         self.next_describe = now + DESCRIBE_EVERY_S
         try:
-            retries = await pending_retries(self.client, self.workflow_id)
+            desc = await self.handle.describe()
         except RPCError:
             return
-        for activity, attempt, reason, next_in in retries:
+        for activity, attempt, reason, next_in in pending_retries(desc):
             if (activity, attempt) not in self.retries_seen:
                 self.retries_seen.add((activity, attempt))
                 self.sink.retry(activity, attempt, reason, next_in)
 
 
-def _local_store():
-    from runtime.store import ContextStore, StoreUnavailable, default_store_path
-
-    try:
-        path = default_store_path()
-        return ContextStore(path) if path.exists() else None
-    except StoreUnavailable:
-        return None  # live text is a nicety: the task's entries come from Temporal
 
 
 async def ask_person(client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str) -> None:

@@ -18,6 +18,17 @@ CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; re
 CONTEXT_QUERY = "model_context"  # the workflow query a worker repairs its store from
 
 
+class LiveText(BaseModel):
+    """The LLM activity's heartbeat details while the model streams: the text so far, as its
+    tail from ``offset``. Watchers on any host read it from the server's view of the pending
+    activity (``describe``), so live text costs no history event."""
+
+    turn: int
+    attempt: int
+    offset: int = 0
+    text: str = ""
+
+
 class ContextPage(BaseModel):
     """What the ``model_context`` query returns: the run's entries from a seq on, and the
     prefix that stands in for earlier runs' entries when the seq is below the run's base."""

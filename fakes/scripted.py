@@ -44,6 +44,8 @@ class Step(BaseModel):
     error_body: dict[str, Any] | str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     delay_s: float = 0.0  # wait before answering
+    text_pieces: int = 3  # streaming: the text arrives in this many content chunks
+    frame_delay_s: float = 0.0  # streaming: pause after each event, like a model generating
     hold: bool = False  # block until server.release() (or stop())
     cut_stream: bool = False  # streaming: send some chunks, then close without [DONE]
     stream_error: str | None = None  # streaming: send some chunks, then this error type
@@ -100,6 +102,8 @@ class ScriptedModelServer:
         self.url = ""  # OpenAI base URL: http://127.0.0.1:PORT/v1
         self.anthropic_url = ""  # Anthropic base URL: http://127.0.0.1:PORT
         self.requests: list[dict[str, Any]] = []
+        # Streaming: (time.monotonic(), text) of each content chunk as it was sent.
+        self.text_sent: list[tuple[float, str]] = []
         self.request_headers: list[dict[str, str]] = []  # lower-cased names, one per call
         self.request_times: list[float] = []  # time.monotonic() of each call, in order
         self.unexpected: list[str] = []
@@ -340,9 +344,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(key, value)
         self.send_header("Connection", "close")
         self.end_headers()
+        owner = self.server.owner  # type: ignore[attr-defined]
         for event in events:
             self.wfile.write(event.encode())
             self.wfile.flush()
+            piece = _content_piece(event)
+            if piece:
+                owner.text_sent.append((time.monotonic(), piece))
+            if step.frame_delay_s:
+                time.sleep(step.frame_delay_s)
 
 
 def _frames(chunks: list[dict[str, Any]], step: Step) -> list[str]:
@@ -431,7 +441,7 @@ def _chunks(step: Step, number: int, model: str, include_usage: bool, created: f
 
     chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
     chunks += [chunk({"reasoning_content": piece}) for piece in _pieces(step.reasoning or "")]
-    chunks += [chunk({"content": piece}) for piece in _pieces(step.text)]
+    chunks += [chunk({"content": piece}) for piece in _pieces(step.text, step.text_pieces)]
     for i, (cid, name, args) in enumerate(_calls(step, number)):
         opening = {"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
         chunks.append(chunk({"tool_calls": [opening]}))
@@ -448,3 +458,12 @@ def _pieces(value: str, parts: int = 3) -> list[str]:
         return []
     size = -(-len(value) // parts)
     return [value[i : i + size] for i in range(0, len(value), size)]
+
+
+def _content_piece(event: str) -> str | None:
+    """The text of an OpenAI content chunk event, if it is one."""
+    if not event.startswith("data: {") or "chat.completion.chunk" not in event:
+        return None
+    choices = json.loads(event.removeprefix("data: ")).get("choices") or [{}]
+    content = choices[0].get("delta", {}).get("content")
+    return content if isinstance(content, str) else None

@@ -53,14 +53,6 @@ CREATE TABLE IF NOT EXISTS blobs (
     digest TEXT PRIMARY KEY,
     body TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS live (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    task_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS live_task ON live (task_id, turn, id);
 CREATE TABLE IF NOT EXISTS sessions (
     name TEXT NOT NULL,
     context_id TEXT NOT NULL,
@@ -203,26 +195,7 @@ class ContextStore:
         row = self._conn().execute("SELECT body FROM blobs WHERE digest = ?", (digest,)).fetchone()
         return row[0] if row else None
 
-    # ---- live text: streamed model output for watchers on this host -------------------
-    # Deltas never go to the workflow history (which records only the final turn result).
-
-    def live_append(self, task_id: str, turn: int, attempt: int, text: str) -> None:
-        with self._conn() as conn:
-            conn.execute("INSERT INTO live (task_id, turn, attempt, text) VALUES (?, ?, ?, ?)",
-                         (task_id, turn, attempt, text))
-
-    def live_read(self, task_id: str, after_id: int = 0) -> list[tuple[int, int, int, str]]:
-        """(id, turn, attempt, text) of the deltas after ``after_id``."""
-        return self._conn().execute(
-            "SELECT id, turn, attempt, text FROM live WHERE task_id = ? AND id > ? ORDER BY id",
-            (task_id, after_id),
-        ).fetchall()
-
-    def live_clear(self, task_id: str, before_turn: int) -> None:
-        with self._conn() as conn:
-            conn.execute("DELETE FROM live WHERE task_id = ? AND turn < ?", (task_id, before_turn))
-
-    # ---- sessions ------------------------------------------------------------------
+    # ---- sessions ----------------------------------------------------------------------
 
     def record_session_task(
         self, name: str, context_id: str, workflow_id: str, status: str, final_text: str, total: int
@@ -242,37 +215,3 @@ class ContextStore:
             "SELECT context_id, workflow_id, status, final_text, total FROM sessions WHERE name = ? ORDER BY finished_seq",
             (name,),
         ).fetchall()
-
-
-class LiveWriter:
-    """The provider's ``on_text`` callback: batches text deltas into the live table."""
-
-    FLUSH_CHARS, FLUSH_S = 80, 0.1
-
-    def __init__(self, store: ContextStore, task_id: str, turn: int, attempt: int) -> None:
-        self.store, self.task_id, self.turn, self.attempt = store, task_id, turn, attempt
-        self._buffer: list[str] = []
-        self._size = 0
-        self._last = time.monotonic()
-        self._cleared = False
-
-    def __call__(self, text: str) -> None:
-        self._buffer.append(text)
-        self._size += len(text)
-        if self._size >= self.FLUSH_CHARS or time.monotonic() - self._last >= self.FLUSH_S:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self._buffer:
-            return
-        try:
-            if not self._cleared:
-                self.store.live_clear(self.task_id, self.turn)
-                self._cleared = True
-            self.store.live_append(self.task_id, self.turn, self.attempt, "".join(self._buffer))
-        except sqlite3.Error:
-            pass  # live text is a convenience; the turn result is what counts
-        self._buffer, self._size, self._last = [], 0, time.monotonic()
-
-    def close(self) -> None:
-        self.flush()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.entries import ToolResult, UserMessage, entry_digest
-from runtime.store import ContextGap, ContextStore, LiveWriter, StoreUnavailable, default_store_path
+from runtime.store import ContextGap, ContextStore, StoreUnavailable, default_store_path
 
 
 @pytest.fixture
@@ -59,17 +59,6 @@ def test_blobs_are_content_addressed_and_stored_once(store):
     assert store.put_blob("x" * 10_000) == first
     assert store.get_blob(first) == "x" * 10_000
     assert store.get_blob("0" * 32) is None
-
-
-def test_live_text_is_written_in_order_and_cleared_by_turn(store):
-    writer = LiveWriter(store, "task-1", turn=1, attempt=1)
-    for piece in ("Hel", "lo", " there"):
-        writer(piece)
-    writer.close()
-    text = "".join(row[3] for row in store.live_read("task-1"))
-    assert text == "Hello there"
-    store.live_clear("task-1", before_turn=2)
-    assert store.live_read("task-1") == []
 
 
 def test_two_store_objects_on_one_file_see_each_others_writes(tmp_path):

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from cli.follow import Follower
 from contracts.task import ModelRef, TaskState
 from core.messages import ToolCallRequest
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from providers.xml_tools import render_tool_call
-from runtime.store import ContextStore
 from tests.workflows.harness import make_input, run_task, scripted_worker, start
 from workflows.task import AgentTaskWorkflow
 
@@ -102,11 +103,32 @@ async def test_cost_is_computed_from_the_price_table_and_a_limit_stops_the_task(
 
 
 async def test_streamed_text_reaches_watchers_but_not_the_history_twice(client, task_queue, workspace):
-    steps = [Step(text="Let me think about this carefully.", tool_calls=[("message", {"type": "result", "text": "ok"})])]
-    async with scripted_worker(client, task_queue, steps):
+    said = "Let me think about this carefully, one piece at a time."
+    steps = [Step(text=said, text_pieces=8, frame_delay_s=0.15, tool_calls=[("message", {"type": "result", "text": "ok"})])]
+    sink = RecordingSink()
+    async with scripted_worker(client, task_queue, steps) as model:
         handle = await start(client, task_queue, make_input(workspace, stream=True))
-        await handle.result()
+        follower = Follower(client, handle.id, sink, interactive=False, ask=None)
+        await follower.run(lambda: handle.result())
         history = b"".join(e.SerializeToString() for e in (await handle.fetch_history()).events)
-    live = ContextStore().live_read(handle.id)
-    assert "".join(row[3] for row in live) == "Let me think about this carefully."
-    assert history.count(b"Let me think about this carefully.") == 1  # the final turn result only
+    assert "".join(text for _, text in sink.deltas) == said
+    streamed_until = model.text_sent[-1][0]
+    assert sink.deltas[0][0] < streamed_until  # shown while the model was still streaming
+    assert history.count(said.encode()) == 1  # the final turn result only: live text costs no event
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.deltas: list[tuple[float, str]] = []
+        self.entries: list = []
+
+    def delta(self, turn: int, text: str) -> None:
+        self.deltas.append((time.monotonic(), text))
+
+    def entry(self, entry, status) -> None:
+        self.entries.append(entry)
+
+    def note(self, text: str) -> None: ...
+    def retry(self, activity: str, attempt: int, reason: str, next_in_s) -> None: ...
+    def waiting(self, status) -> None: ...
+    def outcome(self, outcome, duration_s) -> None: ...
