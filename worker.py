@@ -26,7 +26,7 @@ from contracts.task import DEFAULT_TASK_QUEUE
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.secrets import SecretStore
-from runtime.store import ContextStore, StoreUnavailable
+from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
@@ -66,10 +66,10 @@ def build_worker(
     queue: str | None = None,
     settings: ProviderSettings | None = None,
     max_concurrent_activities: int = 200,
-    store: ContextStore | None = None,
+    store: Store | ContextStore | None = None,
 ) -> Worker:
     # The composition root: stores, secrets and settings are built once here and injected.
-    store = store or ContextStore()
+    store = as_store(store) if store is not None else open_store()
     secrets = SecretStore.from_env()
     llm = LlmActivities(settings, store, secrets, history=workflow_context(client))
     tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets))
@@ -99,7 +99,8 @@ async def main() -> int:
     configure_logging()
     log = get_logger(component="worker")
     try:
-        store = ContextStore()  # checked before anything else: a bad store refuses to start
+        store = open_store()  # checked before anything else: a bad store refuses to start
+        await store.check()
         client = await connect()
     except (TemporalUnavailable, ServerError, StoreUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -110,6 +111,7 @@ async def main() -> int:
         loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
     log.info("worker started", task_queue=task_queue())
     await worker.run()
+    await store.close()
     log.info("worker stopped")
     shutdown_tracing()
     return 0

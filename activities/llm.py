@@ -36,7 +36,7 @@ from providers.pricing import cost_usd, load_prices
 from providers.settings import ProviderSettings
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore
-from runtime.store import ContextGap, ContextStore
+from runtime.store import ContextGap, ContextStore, Store, as_store
 from temporal.tracing import chat_span
 from tools.registry import classify_call
 
@@ -53,7 +53,7 @@ class LlmActivities:
     def __init__(
         self,
         settings: ProviderSettings | None,
-        store: ContextStore,
+        store: Store | ContextStore,
         secrets: SecretStore | None = None,
         breaker: CircuitBreaker | None = None,
         history: ContextSource | None = None,
@@ -63,7 +63,7 @@ class LlmActivities:
         self.breaker = breaker or CircuitBreaker()
         self.prices = load_prices()
         self._providers: dict[str, Provider] = {}
-        self.store = store
+        self.store = as_store(store)
         # Where entries this worker's store lacks are read from: the task's workflow (a query,
         # so nothing is added to the history). None: such a gap asks the workflow for a resend.
         self.history = history
@@ -89,7 +89,7 @@ class LlmActivities:
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
         system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
-                                     tool_names=inp.tool_names, context=self._prompt_context(inp))
+                                     tool_names=inp.tool_names, context=await self._prompt_context(inp))
         try:
             specs = tools.specs(inp.tool_names)
         except KeyError as err:
@@ -138,27 +138,27 @@ class LlmActivities:
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
 
-    def _prompt_context(self, inp: LlmCallInput) -> PromptContext | None:
+    async def _prompt_context(self, inp: LlmCallInput) -> PromptContext | None:
         """The snapshot taken at task start (None for sub-agents: a minimal prompt)."""
         if inp.prompt.minimal or not inp.prompt.context:
             return None
-        raw = self.store.get_blob(inp.prompt.context)
+        raw = await self.store.get_blob(inp.prompt.context)
         return PromptContext.model_validate_json(raw) if raw else None
 
     async def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
         """The model's view: stored entries (large outputs expanded), compacted to fit."""
         if inp.prefix is not None:
-            self.store.put_prefix(inp.context_id, inp.base, inp.prefix)
+            await self.store.put_prefix(inp.context_id, inp.base, inp.prefix)
         if inp.new_entries:
-            self.store.put(inp.context_id, inp.new_entries)
+            await self.store.put(inp.context_id, inp.new_entries)
         try:
             try:
-                entries = self._entries(inp)
+                entries = await self._entries(inp)
             except ContextGap as gap:
                 self._cache.pop(inp.context_id, None)
                 if not await self._repair(inp, gap):
                     raise
-                entries = self._entries(inp)
+                entries = await self._entries(inp)
         except ContextGap as gap:
             self._cache.pop(inp.context_id, None)
             raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=CONTEXT_GAP, non_retryable=True) from None
@@ -186,33 +186,33 @@ class LlmActivities:
             get_logger(workflow_id=inp.task_id).warning("context repair query failed", error=str(err))
             return False
         if page.prefix or after < page.base:
-            self.store.put_prefix(inp.context_id, page.base, page.prefix)
-        self.store.put(inp.context_id, page.entries)
+            await self.store.put_prefix(inp.context_id, page.base, page.prefix)
+        await self.store.put(inp.context_id, page.entries)
         return True
 
-    def _entries(self, inp: LlmCallInput) -> list[Entry]:
+    async def _entries(self, inp: LlmCallInput) -> list[Entry]:
         """Entries 0..total-1 from this worker's cache and store; where the store has lost the
         entries of earlier runs, the prefix the workflow sent from its history stands in."""
         cached = self._cache.get(inp.context_id, [])
         first_new = min([len(cached), inp.total, *(e.seq for e in inp.new_entries), *inp.expect])
         try:
-            fresh = self.store.load_range(inp.context_id, first_new, inp.total, inp.expect)
+            fresh = await self.store.load_range(inp.context_id, first_new, inp.total, inp.expect)
         except ContextGap as gap:
-            stand_in = self.store.get_prefix(inp.context_id)
+            stand_in = await self.store.get_prefix(inp.context_id)
             if stand_in is None or gap.mismatched or max(gap.missing) >= stand_in[0]:
                 raise
             base, prefix = stand_in
-            run = self.store.load_range(inp.context_id, base, inp.total, inp.expect)
-            return prefix + [self._expand(e) for _, e in run]  # not cached: seqs no longer index it
-        entries = cached[:first_new] + [self._expand(e) for _, e in fresh]
+            run = await self.store.load_range(inp.context_id, base, inp.total, inp.expect)
+            return prefix + [await self._expand(e) for _, e in run]  # not cached: seqs no longer index it
+        entries = cached[:first_new] + [await self._expand(e) for _, e in fresh]
         self._cache[inp.context_id] = entries
         if len(self._cache) > 256:  # keep the most recent tasks only
             self._cache.pop(next(iter(self._cache)))
         return entries
 
-    def _expand(self, entry: Entry) -> Entry:
+    async def _expand(self, entry: Entry) -> Entry:
         if isinstance(entry, ToolResult) and entry.blob:
-            full = self.store.get_blob(entry.blob)
+            full = await self.store.get_blob(entry.blob)
             if full is not None:
                 return entry.model_copy(update={"content": full})
         return entry

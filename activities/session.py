@@ -15,7 +15,7 @@ from temporalio import activity
 
 from contracts.activities import LOAD_SESSION_ACTIVITY, RECORD_SESSION_ACTIVITY, SessionRecord
 from core.entries import Entry, SystemReminder, ToolCall, ToolResult, UserMessage
-from runtime.store import ContextGap, ContextStore
+from runtime.store import ContextGap, ContextStore, Store, as_store
 from tools.registry import compact_line
 
 MAX_TASKS = 20
@@ -37,15 +37,15 @@ def render_previous_task(workflow_id: str, status: str, final_text: str, entries
 
 
 class SessionActivities:
-    def __init__(self, store: ContextStore) -> None:
-        self.store = store
+    def __init__(self, store: Store | ContextStore) -> None:
+        self.store = as_store(store)
 
     @activity.defn(name=LOAD_SESSION_ACTIVITY)
     async def load_session(self, name: str) -> list[Entry]:
         history: list[Entry] = []
-        for context_id, workflow_id, status, final_text, total in self.store.session_tasks(name)[-MAX_TASKS:]:
+        for context_id, workflow_id, status, final_text, total in (await self.store.session_tasks(name))[-MAX_TASKS:]:
             try:
-                entries = self.store.load(context_id, total)
+                entries = await self.store.load(context_id, total)
             except ContextGap:
                 entries = []  # the record survives even if the entries were lost
             text = render_previous_task(workflow_id, status, final_text, entries)
@@ -55,7 +55,7 @@ class SessionActivities:
     @activity.defn(name=RECORD_SESSION_ACTIVITY)
     async def record_session(self, record: SessionRecord) -> None:
         if record.new_entries:
-            self.store.put(record.context_id, record.new_entries)
-        self.store.record_session_task(
+            await self.store.put(record.context_id, record.new_entries)
+        await self.store.record_session_task(
             record.session, record.context_id, record.workflow_id, record.status, record.final_text, record.total
         )

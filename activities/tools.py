@@ -21,7 +21,7 @@ from core.untrusted import wrap_untrusted
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore
-from runtime.store import ContextStore
+from runtime.store import ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
 from tools.registry import REGISTRY
@@ -33,11 +33,11 @@ PREVIEW_CHARS = 1500
 class ToolActivities:
     def __init__(
         self,
-        store: ContextStore,
+        store: Store | ContextStore,
         secrets: SecretStore | None = None,
         audit: AuditLog | None = None,
     ) -> None:
-        self.store = store
+        self.store = as_store(store)
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
         self._audit = audit
 
@@ -63,7 +63,7 @@ class ToolActivities:
             result=result, duration_ms=int((time.monotonic() - started) * 1000),
         )
         if inp.context_id is not None and inp.result_seq is not None:
-            result = self._store_result(inp, result)
+            result = await self._store_result(inp, result)
         log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
         return result
 
@@ -84,9 +84,9 @@ class ToolActivities:
                 result = result.model_copy(update={"content": wrap_untrusted(result.content, source)})
         return result
 
-    def _store_result(self, inp: ToolCallInput, result: ToolOutcome) -> ToolOutcome:
+    async def _store_result(self, inp: ToolCallInput, result: ToolOutcome) -> ToolOutcome:
         if len(result.content) > BLOB_CAP_CHARS:
-            digest = self.store.put_blob(result.content)
+            digest = await self.store.put_blob(result.content)
             preview = result.content[:PREVIEW_CHARS]
             result = result.model_copy(
                 update={
@@ -98,5 +98,5 @@ class ToolActivities:
             )
         assert inp.context_id is not None and inp.result_seq is not None  # checked by the caller
         entry = result_entry(inp.call.id, inp.call.name, result, seq=inp.result_seq, turn=inp.turn)
-        self.store.put(inp.context_id, [entry])
+        await self.store.put(inp.context_id, [entry])
         return result.model_copy(update={"stored_digest": entry_digest(entry)})

@@ -32,6 +32,7 @@ from cli.tasks import (
 )
 from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskState, TaskStatus
 from runtime.secrets import SecretStore
+from runtime.store import open_store
 from temporal.client import connect, is_embedded
 from worker import build_worker, task_queue
 from workflows.search_attributes import AGENT_STATE
@@ -51,7 +52,10 @@ def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
 
 
 async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
-    worker = build_worker(client, queue=queue, settings=settings)
+    store = open_store()
+    await store.check()  # a store that cannot work is one line now, not a failed task later
+    stack.push_async_callback(store.close)
+    worker = build_worker(client, queue=queue, settings=settings, store=store)
     await stack.enter_async_context(worker)
 
 

