@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -67,22 +69,19 @@ def build_worker(
     settings: ProviderSettings | None = None,
     max_concurrent_activities: int = 200,
     store: Store | ContextStore | None = None,
-) -> Worker:
+) -> AgentWorker:
     # The composition root: stores, secrets and settings are built once here and injected.
     store = as_store(store) if store is not None else open_store()
     secrets = SecretStore.from_env()
-    llm = LlmActivities(settings, store, secrets, history=workflow_context(client))
+    shared = queue or task_queue()
+    identity = f"agent-worker-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    own = f"{shared}@{identity}"  # this worker alone: a task's later calls prefer it (warm cache)
+    llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own)
     tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets))
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets)
-    return Worker(
-        client,
-        task_queue=queue or task_queue(),
-        workflows=[AgentTaskWorkflow],
-        workflow_runner=WORKFLOW_RUNNER,
-        activities=[
-            llm.call_llm, tools.run_tool, sessions.load_session, sessions.record_session, prompt.prompt_context,
-        ],
+    activities = [llm.call_llm, tools.run_tool, sessions.load_session, sessions.record_session, prompt.prompt_context]
+    options: dict[str, Any] = dict(
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities, and the
         # model's live text to watchers on any host: send them promptly instead of the
@@ -91,8 +90,37 @@ def build_worker(
         max_heartbeat_throttle_interval=LIVE_HEARTBEAT,
         # On shutdown running activities are cancelled at once, so shell commands are killed.
         graceful_shutdown_timeout=timedelta(seconds=0),
-        identity=f"agent-worker-{os.getpid()}-{uuid.uuid4().hex[:6]}",
+        identity=identity,
     )
+    return AgentWorker(
+        Worker(client, task_queue=shared, workflows=[AgentTaskWorkflow], workflow_runner=WORKFLOW_RUNNER,
+               activities=activities, **options),
+        Worker(client, task_queue=own, activities=activities, **options),
+    )
+
+
+class AgentWorker:
+    """The worker on the shared task queue (workflows and activities), and beside it one on
+    this worker's own queue (activities only), which the calls of a task it has served go to
+    first: Temporal's worker-specific task queues, for a warm context cache."""
+
+    def __init__(self, shared: Worker, own: Worker) -> None:
+        self.shared, self.own = shared, own
+
+    async def run(self) -> None:
+        await asyncio.gather(self.shared.run(), self.own.run())
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
+
+    async def __aenter__(self) -> AgentWorker:
+        await self.shared.__aenter__()
+        await self.own.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.own.__aexit__(*exc)
+        await self.shared.__aexit__(*exc)
 
 
 async def main() -> int:

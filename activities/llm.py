@@ -57,6 +57,7 @@ class LlmActivities:
         secrets: SecretStore | None = None,
         breaker: CircuitBreaker | None = None,
         history: ContextSource | None = None,
+        own_queue: str | None = None,
     ) -> None:
         self.settings = settings or ProviderSettings.from_env()
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
@@ -67,6 +68,9 @@ class LlmActivities:
         # Where entries this worker's store lacks are read from: the task's workflow (a query,
         # so nothing is added to the history). None: such a gap asks the workflow for a resend.
         self.history = history
+        # This worker's own task queue, named in each result so the task's next calls come back
+        # here, where its entries are cached (None: no preference).
+        self.own_queue = own_queue
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
 
@@ -127,6 +131,7 @@ class LlmActivities:
         result = self.secrets.redact_obj(bounded(result))  # the model's output enters the history here
         result.context = report
         result.provider = inp.provider
+        result.worker_queue = self.own_queue
         result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
         for call in result.tool_calls:  # what the tools declare, recorded with the call
             danger, reason = classify_call(call.name, call.arguments)

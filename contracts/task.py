@@ -128,6 +128,9 @@ class LoopState(BaseModel):
     plan_reminded_turn: int = 0
     children: int = 0
     model_index: int = 0  # position in the failover chain
+    # The task queue of the worker that served the last model call, whose store and cache are
+    # warm: later calls go there first and fall back to the shared queue when it is gone.
+    affinity_queue: str | None = None
     cost_usd: float = 0.0
     # -- this run only ----------------------------------------------------------------
     phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)

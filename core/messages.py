@@ -173,6 +173,7 @@ class TurnResult(BaseModel):
     provider: str | None = None  # which configured provider answered
     cost_usd: float = 0.0  # priced by the activity from the price table
     context: ContextReport | None = None  # set by the LLM activity
+    worker_queue: str | None = None  # set by the LLM activity: the task queue of its worker alone
 
 
 class SystemPrompt(BaseModel):

@@ -17,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.task import LoopState, ModelRef, TaskInput, TaskOutcome, TaskState
     from core.entries import Entry, StatusNotice, Transcript
     from core.loop_detect import LoopDetector
+    from workflows import policy
     from workflows.search_attributes import state_updates
     from workflows.sync import ContextSync
 
@@ -82,6 +83,21 @@ class LoopBase:
     def _fail(self, reason: str, *, stopped: bool = False) -> TaskEnded:
         self._append(StatusNotice(text=f"task failed: {reason}"))
         return self._end(TaskState.FAILED, stopped=stopped, error=reason)
+
+    def _placement(self) -> dict[str, Any]:
+        """Where the next activity goes: the warm worker's own queue, if a model call has
+        named one, with a bound on how long it may wait there; else the shared queue."""
+        queue = self.state.affinity_queue
+        if queue is None:
+            return {}
+        return {"task_queue": queue, "schedule_to_start_timeout": policy.AFFINITY_WAIT}
+
+    def _lost_affinity(self, err: ActivityError) -> bool:
+        """True (and the task unpinned) when a call timed out on the warm worker's queue."""
+        if self.state.affinity_queue is None or not policy.never_started(err):
+            return False
+        self.state.affinity_queue = None
+        return True
 
     def _interrupted(self) -> bool:
         return self.state.stop_reason is not None or bool(self.state.inbox)

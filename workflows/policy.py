@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from core.messages import ToolCallRequest
 from core.text import shorten as core_shorten
@@ -17,6 +18,8 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 LLM_TIMEOUT = timedelta(minutes=10)
 TOOL_TIMEOUT = timedelta(hours=1, minutes=5)  # the shell tool caps commands at one hour
 STORE_TIMEOUT = timedelta(minutes=1)
+# How long a call waits for the worker whose cache is warm before going to any worker.
+AFFINITY_WAIT = timedelta(seconds=5)
 
 # Temporal owns retries, so every attempt is visible in the history.
 LLM_RETRY = RetryPolicy(
@@ -81,6 +84,12 @@ def retryable_failure(err: ActivityError) -> bool:
     if isinstance(cause, ApplicationError):
         return not cause.non_retryable
     return True
+
+
+def never_started(err: ActivityError) -> bool:
+    """The call timed out waiting to be picked up (its worker is gone): it never ran."""
+    cause = _root_cause(err)
+    return isinstance(cause, ActivityTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START
 
 
 def error_type(err: ActivityError) -> str | None:

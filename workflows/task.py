@@ -236,6 +236,20 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
 
     async def _execute(self, call: ToolCallRequest) -> ToolOutcome:
         self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call))
+        while True:
+            try:
+                result = await self._run_tool(call)
+                break
+            except ActivityError as err:
+                if self._lost_affinity(err):
+                    continue  # never started on the gone worker: run it on any worker
+                return ToolOutcome(status="error", content=f"tool failed: {policy.cause_message(err)}")
+        if result is None:
+            text = INTERRUPTED_BY_STOP if self.state.stop_reason is not None else INTERRUPTED_BY_USER
+            return ToolOutcome(status="error", content=text)
+        return result
+
+    async def _run_tool(self, call: ToolCallRequest) -> ToolOutcome | None:
         handle = workflow.start_activity(
             TOOL_ACTIVITY,
             ToolCallInput(
@@ -251,12 +265,6 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             heartbeat_timeout=policy.HEARTBEAT_TIMEOUT,
             retry_policy=policy.TOOL_RETRY,
             summary=self.state.last_activity,
+            **self._placement(),
         )
-        try:
-            result = await self._interruptible(handle)
-        except ActivityError as err:
-            return ToolOutcome(status="error", content=f"tool failed: {policy.cause_message(err)}")
-        if result is None:
-            text = INTERRUPTED_BY_STOP if self.state.stop_reason is not None else INTERRUPTED_BY_USER
-            return ToolOutcome(status="error", content=text)
-        return result
+        return await self._interruptible(handle)

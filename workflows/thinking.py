@@ -66,6 +66,8 @@ class ThinkingMixin(LoopBase):
             try:
                 return await self._call_llm(full=full)
             except ActivityError as err:
+                if self._lost_affinity(err):
+                    continue  # the warm worker is gone: the call never ran, any worker may take it
                 if policy.error_type(err) == CONTEXT_GAP and not full:
                     full = True  # the store lacks entries (a lost file, another host): resend in full
                     continue
@@ -120,10 +122,12 @@ class ThinkingMixin(LoopBase):
                 if state.model_index + 1 < len(self.chain) else policy.LLM_RETRY
             ),
             summary=state.last_activity,
+            **self._placement(),
         )
         result = await self._interruptible(handle)
         if result is not None:
             self.sync.synced_to(total)
+            state.affinity_queue = result.worker_queue  # recorded in the result: replay decides the same
         return result
 
     def _report_context(self, report: ContextReport | None) -> None:

@@ -8,7 +8,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.llm import CIRCUIT_OPEN, LlmActivities, ProviderSettings
-from contracts.activities import LlmCallInput, PromptParams
+from contracts.activities import CONTEXT_GAP, ContextPage, LlmCallInput, PromptParams
 from core.entries import UserMessage
 from fakes.scripted import ScriptedModelServer, error, tool
 from providers.circuit import CircuitBreaker
@@ -57,3 +57,47 @@ async def test_a_non_retryable_provider_error_is_a_non_retryable_application_err
         with pytest.raises(ApplicationError) as err:
             await ActivityEnvironment().run(llm.call_llm, call_input(1))
     assert err.value.non_retryable and "openai 403: forbidden" in err.value.message
+
+
+def later_call(**fields) -> LlmCallInput:
+    """Turn 3 of a task whose run started at seq 2 (earlier runs hold seqs 0-1)."""
+    base = dict(
+        task_id="t1", turn=3, provider="openai", model="m", prompt=PromptParams(workspace="/tmp", date="2026-01-01"),
+        tool_names=["message"], stream=False, context_id="ctx-2", total=4, base=2,
+        new_entries=[UserMessage(seq=3, text="and now this")],
+    )
+    return LlmCallInput(**{**base, **fields})
+
+
+RUN_ENTRIES = [UserMessage(seq=2, text="second request"), UserMessage(seq=3, text="and now this")]
+PREFIX = [UserMessage(seq=0, text="the original request")]
+
+
+def user_texts(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+async def test_a_worker_with_an_empty_store_reads_what_it_lacks_from_the_workflow(tmp_path):
+    asked: list[tuple[str, int]] = []
+
+    async def workflow(workflow_id: str, run_id: str | None, after_seq: int) -> ContextPage:
+        asked.append((workflow_id, after_seq))
+        return ContextPage(base=2, prefix=PREFIX, entries=[e for e in RUN_ENTRIES if e.seq >= after_seq])
+
+    with ScriptedModelServer([tool("message", type="result", text="ok")]) as model:
+        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), ContextStore(tmp_path / "c.db"), history=workflow)
+        await ActivityEnvironment().run(llm.call_llm, later_call())
+    assert asked == [("t1", 0)]  # one query, nothing resent through the history
+    assert user_texts(model.requests[0]) == ["the original request", "second request", "and now this"]
+
+
+async def test_without_the_workflow_a_gap_asks_for_a_resend_and_the_prefix_stands_in(tmp_path):
+    store = ContextStore(tmp_path / "c.db")
+    with ScriptedModelServer([tool("message", type="result", text="ok")]) as model:
+        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), store, history=None)
+        with pytest.raises(ApplicationError) as err:
+            await ActivityEnvironment().run(llm.call_llm, later_call())
+        assert err.value.type == CONTEXT_GAP and err.value.non_retryable
+        await ActivityEnvironment().run(llm.call_llm, later_call(new_entries=RUN_ENTRIES, prefix=PREFIX))
+    assert user_texts(model.requests[0]) == ["the original request", "second request", "and now this"]
+    assert store.get_prefix("ctx-2") == (2, PREFIX)  # kept: the next delta call needs no resend

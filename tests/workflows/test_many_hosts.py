@@ -41,7 +41,11 @@ async def test_two_workers_on_separate_disks_keep_the_history_linear(spread_env,
     spread_id, spread = await run_scripted(spread_env.client, steps, task, host_a, host_b)
 
     assert single.status == spread.status == TaskState.DONE and spread.turns == TURNS + 1
-    assert host_a.count_all() > 0 and host_b.count_all() > 0  # both hosts served the task
+    # Cache affinity: after the first model call every call went to the worker that served it.
+    assert sorted([host_a.count_all() > 0, host_b.count_all() > 0]) == [False, True]
+    queues = await scheduled_queues(spread_env.client, spread_id)
+    assert len(set(queues[:2])) == 1 and "@" not in queues[0]  # the start: the shared queue
+    assert len(set(queues[2:])) == 1 and "@agent-worker-" in queues[-1]  # then one worker's own
     single_bytes = sum(s.history_bytes for s in await run_stats(spread_env.client, single_id))
     spread_bytes = sum(s.history_bytes for s in await run_stats(spread_env.client, spread_id))
     said = said_bytes(context_entries(one))
@@ -49,3 +53,12 @@ async def test_two_workers_on_separate_disks_keep_the_history_linear(spread_env,
     print(f"history: one worker {single_bytes:,} B, two hosts {spread_bytes:,} B, said {said:,} B")
     assert spread_bytes <= 1.15 * single_bytes
     assert spread_bytes <= 3 * said
+
+
+async def scheduled_queues(client, workflow_id: str) -> list[str]:
+    """The task queue of every activity the task scheduled, in order."""
+    queues = []
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            queues.append(event.activity_task_scheduled_event_attributes.task_queue.name)
+    return queues
