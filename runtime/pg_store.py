@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 from pydantic import TypeAdapter
@@ -71,6 +72,9 @@ class PostgresStore:
         """Connect and create the tables now: a wrong URL or a database that is down stops the
         worker at start with one line, instead of failing tasks later."""
         try:
+            conn = await psycopg.AsyncConnection.connect(self.url, connect_timeout=5, autocommit=True)
+            async with conn:
+                await conn.execute(SCHEMA)
             await self._conn_pool()
         except Exception as err:
             await self.close()

@@ -30,3 +30,10 @@ def test_a_worker_with_a_corrupt_store_moves_it_aside_and_goes_on(tmp_path):
     # It gets past the store (and then stops at the unreachable Temporal address, one line too).
     assert "moved aside" in done.stderr and list(tmp_path.glob("context.db.corrupt-*"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_a_worker_whose_postgres_is_down_refuses_to_start_with_one_line(tmp_path):
+    done = _worker(tmp_path, AGENT_CONTEXT_DB="postgresql://agent:hunter2@127.0.0.1:1/agent")
+    assert done.returncode == 2
+    line = done.stderr.strip()
+    assert "\n" not in line and "cannot be used" in line and "hunter2" not in line and "Traceback" not in line
