@@ -9,7 +9,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.llm import CIRCUIT_OPEN, LlmActivities, ProviderSettings
 from contracts.activities import CONTEXT_GAP, ContextPage, LlmCallInput, PromptParams
-from core.entries import UserMessage
+from core.entries import ToolCall, ToolResult, UserMessage
+from core.messages import ToolCallRequest
 from fakes.scripted import ScriptedModelServer, error, tool
 from providers.circuit import CircuitBreaker
 from runtime.store import ContextStore
@@ -70,7 +71,13 @@ def later_call(**fields) -> LlmCallInput:
 
 
 RUN_ENTRIES = [UserMessage(seq=2, text="second request"), UserMessage(seq=3, text="and now this")]
-PREFIX = [UserMessage(seq=0, text="the original request")]
+# A large output whose blob lived on a lost disk: the history's preview is what the model gets.
+LOST_BLOB = ToolResult(seq=1, call_id="c1", name="shell", content="PREVIEW of 20000 characters", blob="0" * 64)
+PREFIX = [
+    UserMessage(seq=0, text="the original request"),
+    ToolCall(seq=0, calls=[ToolCallRequest(id="c1", name="shell", arguments={"command": "cat big.log"})]),
+    LOST_BLOB,
+]
 
 
 def user_texts(request: dict) -> list[str]:
@@ -89,6 +96,8 @@ async def test_a_worker_with_an_empty_store_reads_what_it_lacks_from_the_workflo
         await ActivityEnvironment().run(llm.call_llm, later_call())
     assert asked == [("t1", 0)]  # one query, nothing resent through the history
     assert user_texts(model.requests[0]) == ["the original request", "second request", "and now this"]
+    tool_results = [m["content"] for m in model.requests[0]["messages"] if m["role"] == "tool"]
+    assert tool_results == ["PREVIEW of 20000 characters"]
 
 
 async def test_without_the_workflow_a_gap_asks_for_a_resend_and_the_prefix_stands_in(tmp_path):
