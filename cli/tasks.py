@@ -19,6 +19,7 @@ from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, Tas
 from providers.factory import MODES
 from runtime.secrets import SecretStore
 from temporal.client import ensure_search_attributes, ui_base_url
+from workflows.policy import failed_outcome
 from workflows.task import AgentTaskWorkflow
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -159,5 +160,6 @@ async def closed_outcome(client: Client, workflow_id: str) -> TaskOutcome:
     try:
         return await handle.result()
     except WorkflowFailureError as err:
-        # WorkflowFailureError has no status of its own: the cause says what ended the run.
-        return TaskOutcome(status=TaskState.FAILED, error=f"workflow failed: {err.cause}")
+        # A failed task carries its outcome in the failure; anything else (terminated, timed
+        # out, cancelled) is named by the cause.
+        return failed_outcome(err) or TaskOutcome(status=TaskState.FAILED, error=f"workflow failed: {err.cause}")

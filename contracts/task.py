@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -182,6 +183,11 @@ class TaskInput(BaseModel):
         return ["message"] + [n for n in names if n != "message"]  # message first: the only way to finish
 
 
+# Why a task failed: the type of the ApplicationError its workflow execution fails with, so
+# the Temporal UI, `temporal workflow list` and the failure filter see it.
+FailureKind = Literal["max_iterations", "cost_limit", "stopped", "provider", "no_tool_call"]
+
+
 class TaskOutcome(BaseModel):
     status: TaskState
     final_text: str = ""
@@ -189,6 +195,7 @@ class TaskOutcome(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stopped: bool = False
     error: str | None = None
+    failure: FailureKind | None = None  # set when status is FAILED
     runs: int = 1  # workflow runs the task took (continue-as-new)
     cost_usd: float = 0.0
 

@@ -42,10 +42,21 @@ def is_embedded() -> bool:
     return not os.environ.get("TEMPORAL_ADDRESS")
 
 
+LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]")
+
+
 def ui_base_url() -> str:
+    """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the dev server's UI (port 8233 on
+    the same host) for the embedded server or any local address; Temporal Cloud otherwise."""
+    configured = os.environ.get("TEMPORAL_UI_URL")
+    if configured:
+        return configured.rstrip("/")
     if is_embedded():
         return f"http://{EMBEDDED_HOST}:{EMBEDDED_UI_PORT}"
-    return os.environ.get("TEMPORAL_UI_URL", "https://cloud.temporal.io")
+    host = os.environ.get("TEMPORAL_ADDRESS", "").rsplit(":", 1)[0]
+    if host.startswith(LOCAL_HOSTS):
+        return f"http://{host}:{EMBEDDED_UI_PORT}"
+    return "https://cloud.temporal.io"
 
 
 async def connect(*, start_embedded: bool = True) -> Client:

@@ -76,7 +76,10 @@ class DelegationMixin(LoopBase):
         try:
             outcome: TaskOutcome = await handle
         except ChildWorkflowError as err:
-            return ToolOutcome(status="error", content=f"sub-agent {child_id} failed: {err.cause or err}")
+            failed = policy.failed_outcome(err)  # a failed child carries its outcome as details
+            if failed is None:
+                return ToolOutcome(status="error", content=f"sub-agent {child_id} failed: {err.cause or err}")
+            outcome = failed
         state.usage = state.usage + outcome.usage  # children's usage and cost add up into ours
         state.cost_usd += outcome.cost_usd
         if outcome.status == TaskState.DONE:

@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.task import LoopState, ModelRef, TaskInput, TaskOutcome, TaskState
+    from contracts.task import FailureKind, LoopState, ModelRef, TaskInput, TaskOutcome, TaskState
     from core.entries import Entry, StatusNotice, Transcript
     from core.loop_detect import LoopDetector
     from workflows import policy
@@ -80,9 +80,9 @@ class LoopBase:
             status=status, turns=s.turn, usage=s.usage, runs=s.runs, cost_usd=s.cost_usd, **fields,
         ))
 
-    def _fail(self, reason: str, *, stopped: bool = False) -> TaskEnded:
+    def _fail(self, reason: str, kind: FailureKind) -> TaskEnded:
         self._append(StatusNotice(text=f"task failed: {reason}"))
-        return self._end(TaskState.FAILED, stopped=stopped, error=reason)
+        return self._end(TaskState.FAILED, stopped=kind == "stopped", error=reason, failure=kind)
 
     def _placement(self) -> dict[str, Any]:
         """Where the next activity goes: the warm worker's own queue, if a model call has

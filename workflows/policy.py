@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from pydantic import ValidationError
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
+from contracts.task import TaskOutcome
 from core.messages import ToolCallRequest
 from core.text import shorten as core_shorten
 
@@ -90,6 +92,17 @@ def never_started(err: ActivityError) -> bool:
     """The call timed out waiting to be picked up (its worker is gone): it never ran."""
     cause = _root_cause(err)
     return isinstance(cause, ActivityTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START
+
+
+def failed_outcome(err: Exception) -> TaskOutcome | None:
+    """The outcome a failed task's workflow carries in its ApplicationError's details."""
+    cause = err if isinstance(err, ApplicationError) else getattr(err, "cause", None)
+    if isinstance(cause, ApplicationError) and cause.details:
+        try:
+            return TaskOutcome.model_validate(cause.details[0])
+        except ValidationError:
+            return None
+    return None
 
 
 def error_type(err: ActivityError) -> str | None:

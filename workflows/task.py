@@ -18,7 +18,7 @@ replies), delegation (plan, sub-agents), continuation (continue-as-new).
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import (
@@ -165,6 +165,11 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             model=self._model.model, provider=self._model.provider, status=outcome.status.value,
             turns=state.turn, input_tokens=state.usage.input_tokens, output_tokens=state.usage.output_tokens,
         )
+        # patched(): tasks that failed before this release completed with a FAILED outcome.
+        if outcome.status == TaskState.FAILED and workflow.patched("failed-task-fails-its-workflow"):
+            raise ApplicationError(
+                f"task failed: {outcome.error}", outcome, type=outcome.failure or "failed", non_retryable=True
+            )
         return outcome
 
     async def _initialize(self, task: TaskInput) -> None:
@@ -196,7 +201,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
 
     def _preflight(self) -> None:
         if self.state.stop_reason is not None:
-            raise self._fail(f"stopped: {self.state.stop_reason}", stopped=True)
+            raise self._fail(f"stopped: {self.state.stop_reason}", "stopped")
         self._deliver_interjections()
         self._remind_of_plan()
 

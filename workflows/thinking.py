@@ -55,9 +55,9 @@ class ThinkingMixin(LoopBase):
         """The task's limits, in one place: turns before a model call, spend at any time."""
         task, state = self.task, self.state
         if task.cost_limit_usd is not None and state.cost_usd > task.cost_limit_usd:
-            raise self._fail(f"cost limit of ${task.cost_limit_usd:.4f} exceeded: ${state.cost_usd:.4f} spent")
+            raise self._fail(f"cost limit of ${task.cost_limit_usd:.4f} exceeded: ${state.cost_usd:.4f} spent", "cost_limit")
         if not after_call and state.turn >= task.max_iterations:
-            raise self._fail(f"reached the maximum of {task.max_iterations} iterations")
+            raise self._fail(f"reached the maximum of {task.max_iterations} iterations", "max_iterations")
 
     async def _call_with_failover(self) -> TurnResult | None:
         full = False
@@ -73,7 +73,7 @@ class ThinkingMixin(LoopBase):
                     continue
                 if policy.retryable_failure(err) and self._fail_over(err):
                     continue
-                raise self._fail(f"LLM call failed ({self._model}): {policy.cause_message(err)}") from None
+                raise self._fail(f"LLM call failed ({self._model}): {policy.cause_message(err)}", "provider") from None
 
     def _fail_over(self, err: ActivityError) -> bool:
         """Move to the next model of the chain after repeated retryable failures, visibly."""
@@ -153,6 +153,8 @@ class ThinkingMixin(LoopBase):
         self._append(reply)
         self.state.no_tool_streak += 1
         if self.state.no_tool_streak > self.task.max_no_tool_retries:
-            raise self._fail(f"the model replied {self.state.no_tool_streak} times in a row without a tool call")
+            raise self._fail(
+                f"the model replied {self.state.no_tool_streak} times in a row without a tool call", "no_tool_call"
+            )
         self._append(SystemReminder(text=policy.NO_TOOL_CALL_REMINDER, reason="no_tool_call"))
         return reply

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import tool
-from tests.workflows.harness import make_input, scripted_worker, start, wait_for_state
+from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, wait_for_state
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ async def test_watch_asks_for_approval_inline_at_a_terminal(client, task_queue, 
             term.type("y")
             await asyncio.to_thread(term.expect, "reason (optional):")
             term.type("fine, it is generated")
-            outcome: TaskOutcome = await asyncio.wait_for(handle.result(), 30)
+            outcome: TaskOutcome = await asyncio.wait_for(outcome_of(handle), 30)
             await asyncio.to_thread(term.expect, "DONE")
         finally:
             term.close()

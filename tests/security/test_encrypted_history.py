@@ -13,7 +13,7 @@ from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, tool
 from temporal.codec import EncryptionCodec, data_converter, generate_key
 from temporal.codec_server import make_server
-from tests.workflows.harness import make_input
+from tests.workflows.harness import make_input, outcome_of
 from worker import build_worker
 from workflows.task import AgentTaskWorkflow
 
@@ -27,7 +27,7 @@ async def test_history_is_ciphertext_and_the_codec_server_decodes_it(client, tas
             handle = await secure.start_workflow(
                 AgentTaskWorkflow.run, make_input(workspace, "encrypted instruction"), id=f"enc-{task_queue}", task_queue=task_queue
             )
-            outcome = await handle.result()
+            outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE and outcome.final_text == "visible result"
     history = await handle.fetch_history()
     raw = b"".join(e.SerializeToString() for e in history.events)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 import tools
@@ -30,7 +31,7 @@ from fakes.scripted import ScriptedModelServer, Step, tool
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from runtime.store import ContextStore
-from tests.workflows.harness import make_input, run_task, scripted_worker, tool_messages
+from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, tool_messages
 from tools.base import ToolContext
 from workflows.task import AgentTaskWorkflow
 
@@ -189,12 +190,16 @@ async def test_a_broken_provider_fails_one_task_clearly_while_the_worker_serves_
         async with Worker(client, task_queue=task_queue, workflows=[AgentTaskWorkflow],
                           activities=[llm.call_llm, tools_.run_tool, sessions.load_session, sessions.record_session,
                                       PromptActivities(store).prompt_context]):
-            bad = client.execute_workflow(AgentTaskWorkflow.run, make_input(workspace, "broken task", provider="broken"),
-                                          id=f"bad-{os.getpid()}-{task_queue}", task_queue=task_queue)
-            good = client.execute_workflow(AgentTaskWorkflow.run, make_input(workspace, "good task"),
-                                           id=f"good-{os.getpid()}-{task_queue}", task_queue=task_queue)
-            bad_outcome, good_outcome = await asyncio.gather(bad, good)
-    assert bad_outcome.status == TaskState.FAILED
+            bad = await client.start_workflow(
+                AgentTaskWorkflow.run, make_input(workspace, "broken task", provider="broken"),
+                id=f"bad-{os.getpid()}-{task_queue}", task_queue=task_queue,
+            )
+            good = await client.start_workflow(AgentTaskWorkflow.run, make_input(workspace, "good task"),
+                                               id=f"good-{os.getpid()}-{task_queue}", task_queue=task_queue)
+            bad_outcome, good_outcome = await asyncio.gather(outcome_of(bad), outcome_of(good))
+    assert bad_outcome.status == TaskState.FAILED and bad_outcome.failure == "provider"
+    described = await bad.describe()
+    assert described.status == WorkflowExecutionStatus.FAILED  # what the Temporal UI shows
     assert "LLM call failed" in bad_outcome.error and "choices" in bad_outcome.error
     assert good_outcome.status == TaskState.DONE
 

@@ -12,7 +12,7 @@ from cli.tasks import instruction_text
 from contracts.task import TaskState
 from fakes.scripted import Step, tool
 from runtime.audit import default_audit_path
-from tests.workflows.harness import make_input, scripted_worker, start
+from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
 
 SECRET = "hunter2-Sup3r-s3cret"
 
@@ -30,7 +30,7 @@ async def test_secret_never_appears_in_clear_anywhere_but_in_the_tool(client, ta
         instruction = instruction_text(f"Store the database password {SECRET} in pw.txt", workspace)
         async with scripted_worker(client, task_queue, steps) as model:
             handle = await start(client, task_queue, make_input(workspace, instruction))
-            outcome = await handle.result()
+            outcome = await outcome_of(handle)
             history = await handle.fetch_history()
     finally:
         structlog.reset_defaults()

@@ -7,12 +7,13 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome
 from fakes.scripted import ScriptedModelServer, Step
 from worker import build_worker
+from workflows.policy import failed_outcome
 from workflows.task import AgentTaskWorkflow
 
 
@@ -44,8 +45,18 @@ async def start(client: Client, task_queue: str, inp: TaskInput) -> WorkflowHand
 
 
 async def run_task(client: Client, task_queue: str, inp: TaskInput) -> TaskOutcome:
-    handle = await start(client, task_queue, inp)
-    return await handle.result()
+    return await outcome_of(await start(client, task_queue, inp))
+
+
+async def outcome_of(handle: WorkflowHandle) -> TaskOutcome:
+    """The task's outcome, whether its workflow completed or failed (a FAILED task's workflow
+    execution fails, carrying the outcome)."""
+    try:
+        return await handle.result()
+    except WorkflowFailureError as err:
+        outcome = failed_outcome(err)
+        assert outcome is not None, f"the workflow failed without a task outcome: {err.cause}"
+        return outcome
 
 
 async def wait_for_state(handle: WorkflowHandle, state, timeout_s: float = 20.0):

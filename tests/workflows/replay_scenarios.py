@@ -20,7 +20,7 @@ from temporalio.client import Client, WorkflowHandle
 from contracts.task import ApprovalDecision, Interjection, TaskState
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from temporal.server import start_local_env
-from tests.workflows.harness import make_input, scripted_worker, wait_for_state, wait_until
+from tests.workflows.harness import make_input, outcome_of, scripted_worker, wait_for_state, wait_until
 from workflows.task import AgentTaskWorkflow
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
@@ -93,7 +93,7 @@ async def record_histories(client: Client, task_queue: str, workspace: Path, sce
             id=f"replay-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
         )
         await scenario.driver(handle, model)
-        await handle.result()
+        await outcome_of(handle)
         model.assert_consumed()
     runs = [wf.run_id async for wf in client.list_workflows(f"WorkflowId = '{handle.id}'")]
     bodies = []

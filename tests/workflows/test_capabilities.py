@@ -6,7 +6,16 @@ import asyncio
 
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import Step, text, tool
-from tests.workflows.harness import make_input, run_task, scripted_worker, start, tool_messages, user_texts, wait_until
+from tests.workflows.harness import (
+    make_input,
+    outcome_of,
+    run_task,
+    scripted_worker,
+    start,
+    tool_messages,
+    user_texts,
+    wait_until,
+)
 from workflows.task import AgentTaskWorkflow
 
 BASIC = ["message", "shell", "file", "plan", "spawn"]
@@ -26,7 +35,7 @@ async def test_a_stale_plan_brings_a_reminder_of_the_current_step(client, task_q
     steps = [plan] + [tool("shell", command=f"echo {i}") for i in range(5)] + [FINISH]
     async with scripted_worker(client, task_queue, steps) as model:
         handle = await start(client, task_queue, make_input(workspace, tools=BASIC))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
         status = await handle.query(AgentTaskWorkflow.status)
     assert outcome.status == TaskState.DONE
     assert [item["status"] for item in status.plan] == ["completed", "in_progress", "pending"]
@@ -57,7 +66,7 @@ async def test_a_parent_spawns_a_sub_agent_and_receives_only_its_summary(client,
     ]
     async with scripted_worker(client, task_queue, steps) as model:
         handle = await start(client, task_queue, make_input(workspace, tools=BASIC))
-        outcome: TaskOutcome = await handle.result()
+        outcome: TaskOutcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     child_first = model.requests[1]
     assert user_texts(child_first) == ["Count the files and report"]  # an empty context
@@ -77,7 +86,8 @@ async def test_a_failing_sub_agent_becomes_an_error_result(client, task_queue, w
         outcome = await run_task(client, task_queue, make_input(workspace, tools=BASIC))
     assert outcome.status == TaskState.DONE
     result = tool_messages(model.requests[-1])[0]["content"]
-    assert "failed" in result and "without a tool call" in result
+    # The child's workflow failed; its outcome (turns, error) came back in the failure's details.
+    assert "failed after 4 turns" in result and "without a tool call" in result
 
 
 async def test_stop_reaches_the_parent_and_its_sub_agent(client, task_queue, workspace):
@@ -86,8 +96,8 @@ async def test_stop_reaches_the_parent_and_its_sub_agent(client, task_queue, wor
         handle = await start(client, task_queue, make_input(workspace, tools=BASIC))
         await wait_until(lambda: model.hits() == 2)  # the child is thinking
         await handle.signal(AgentTaskWorkflow.stop, "cancel everything")
-        outcome = await asyncio.wait_for(handle.result(), 20)
-        child = await client.get_workflow_handle(f"{handle.id}-sub1", result_type=TaskOutcome).result()
+        outcome = await asyncio.wait_for(outcome_of(handle), 20)
+        child = await outcome_of(client.get_workflow_handle(f"{handle.id}-sub1", result_type=TaskOutcome))
         model.release()
     assert outcome.status == TaskState.FAILED and outcome.stopped
     assert child.status == TaskState.FAILED and child.stopped

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
-from tests.workflows.harness import make_input
+from tests.workflows.harness import make_input, outcome_of
 from workflows.task import AgentTaskWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ async def test_task_survives_worker_killed_during_llm_call(client, temporal_env,
             first.wait(10)
             model.release()  # the answer goes nowhere: its worker is dead
             second = spawn_worker(target, task_queue, model.url)
-            outcome = await asyncio.wait_for(handle.result(), 90)
+            outcome = await asyncio.wait_for(outcome_of(handle), 90)
         finally:
             for proc in (first, second):
                 if proc and proc.poll() is None:

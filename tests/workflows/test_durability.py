@@ -10,7 +10,7 @@ import uuid
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.pg_store import PostgresStore
-from tests.workflows.harness import make_input, tool_messages, user_texts, wait_until
+from tests.workflows.harness import make_input, outcome_of, tool_messages, user_texts, wait_until
 from tests.workflows.test_crash_resume import spawn_worker
 from tests.workflows.test_task_loop import assert_every_tool_call_answered
 from workflows.task import AgentTaskWorkflow
@@ -42,7 +42,7 @@ async def test_a_task_survives_losing_its_worker_and_the_whole_data_directory(cl
             shutil.rmtree(first_dir)  # the host is gone with its disk
             model.release()
             second = spawn_worker(target, task_queue, model.url, AGENT_DATA_DIR=str(second_dir))
-            outcome = await asyncio.wait_for(handle.result(), 90)
+            outcome = await asyncio.wait_for(outcome_of(handle), 90)
         finally:
             for proc in (first, second):
                 if proc and proc.poll() is None:
@@ -85,7 +85,7 @@ async def test_two_workers_sharing_postgres_finish_a_task_when_one_is_killed(
             workers[0].send_signal(signal.SIGKILL)
             await asyncio.get_running_loop().run_in_executor(None, workers[0].wait, 10)
             model.release()
-            outcome = await asyncio.wait_for(handle.result(), 90)
+            outcome = await asyncio.wait_for(outcome_of(handle), 90)
         finally:
             for proc in workers:
                 if proc.poll() is None:

@@ -9,7 +9,16 @@ import uuid
 from contracts.task import Interjection, TaskOutcome, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.store import ContextStore
-from tests.workflows.harness import make_input, run_task, scripted_worker, start, tool_messages, user_texts, wait_until
+from tests.workflows.harness import (
+    make_input,
+    outcome_of,
+    run_task,
+    scripted_worker,
+    start,
+    tool_messages,
+    user_texts,
+    wait_until,
+)
 from tests.workflows.test_crash_resume import spawn_worker
 from tests.workflows.test_task_loop import assert_every_tool_call_answered
 from workflows.task import AgentTaskWorkflow
@@ -33,7 +42,7 @@ async def test_task_that_continues_as_new_ends_exactly_like_one_that_does_not(cl
         straight = await run_task(client, task_queue, make_input(workspace))
     async with scripted_worker(client, f"{task_queue}-can", reading_script(7)) as split:
         handle = await start(client, f"{task_queue}-can", make_input(workspace, continue_as_new_after=3))
-        continued: TaskOutcome = await handle.result()
+        continued: TaskOutcome = await outcome_of(handle)
     assert continued.runs == 3 and straight.runs == 1
     assert continued.model_dump(exclude={"runs"}) == straight.model_dump(exclude={"runs"})
     assert [strip_ids(r) for r in split.requests] == [strip_ids(r) for r in plain.requests]
@@ -51,7 +60,7 @@ async def test_interjection_sent_during_continue_as_new_is_delivered(client, tas
         for text in ("one", "two", "three"):  # at least one lands while a run hands over to the next
             await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text))
             await asyncio.sleep(0.05)
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE and outcome.runs >= 3
     seen = [t for r in model.requests for t in user_texts(r) if t in ("one", "two", "three")]
     last = [t for t in user_texts(model.requests[-1]) if t in ("one", "two", "three")]
@@ -71,7 +80,7 @@ async def test_worker_killed_between_store_write_and_completion_leaves_no_duplic
         assert first.returncode == 99  # died right after writing the result entry, before completing
         second = spawn_worker(target, task_queue, model.url)
         try:
-            outcome = await asyncio.wait_for(handle.result(), 60)
+            outcome = await asyncio.wait_for(outcome_of(handle), 60)
         finally:
             second.send_signal(signal.SIGTERM)
             second.wait(10)
@@ -97,7 +106,7 @@ async def test_a_lost_context_store_is_repaired_by_a_full_resend(client, task_qu
         store = ContextStore()
         store._conn().execute("DELETE FROM entries")  # as if the worker moved to a host without the file
         model.release()
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     final = model.requests[-1]
     assert_every_tool_call_answered(final)
@@ -111,7 +120,7 @@ async def test_a_large_output_is_kept_out_of_the_history_but_shown_to_the_model(
     steps = [tool("file", action="read", path="big.txt"), FINISH]
     async with scripted_worker(client, task_queue, steps) as model:
         handle = await start(client, task_queue, make_input(workspace))
-        await handle.result()
+        await outcome_of(handle)
     history = b"".join(e.SerializeToString() for e in (await handle.fetch_history()).events)
     assert b"line 00599" not in history  # only the preview is in the history
     assert b"line 00000" in history
@@ -138,7 +147,7 @@ async def test_a_long_task_is_compacted_for_the_model_and_the_history_shows_it(c
         (workspace / f"f{i}.txt").write_text(f"file {i}\n" + "y" * 3000)
     async with scripted_worker(client, task_queue, reading_script(12)) as model:
         handle = await start(client, task_queue, make_input(workspace, context_window=8000))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
         page = await handle.query(AgentTaskWorkflow.events, 0)
     assert outcome.status == TaskState.DONE
     last = model.requests[-1]

@@ -13,6 +13,7 @@ from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskSta
 from fakes.scripted import Step, tool
 from tests.workflows.harness import (
     make_input,
+    outcome_of,
     scripted_worker,
     start,
     tool_messages,
@@ -47,7 +48,7 @@ async def test_dangerous_call_waits_for_approval_then_runs(client, task_queue, w
         assert (workspace / "build").exists(), "ran before it was approved"
         pending = await handle.execute_update(AgentTaskWorkflow.decide, approve())
         assert pending.arguments == {"command": "rm -rf build"}
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
         page = await handle.query(AgentTaskWorkflow.events, 0)
     assert outcome.status == TaskState.DONE
     assert not (workspace / "build").exists()
@@ -62,7 +63,7 @@ async def test_denied_call_reaches_the_model_with_the_reason(client, task_queue,
         handle = await start(client, task_queue, make_input(workspace))
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         await handle.execute_update(AgentTaskWorkflow.decide, deny("keep the build"))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert (workspace / "build").exists()
     result = tool_messages(model.requests[1])[0]["content"]
@@ -73,7 +74,7 @@ async def test_never_mode_runs_a_dangerous_call_without_waiting(client, task_que
     (workspace / "build").mkdir()
     async with scripted_worker(client, task_queue, [tool("shell", command="rm -rf build"), FINISH]):
         handle = await start(client, task_queue, make_input(workspace, approval=ApprovalMode.NEVER))
-        outcome = await asyncio.wait_for(handle.result(), 15)
+        outcome = await asyncio.wait_for(outcome_of(handle), 15)
     assert outcome.status == TaskState.DONE and not (workspace / "build").exists()
 
 
@@ -85,7 +86,7 @@ async def test_always_mode_waits_even_for_a_safe_call(client, task_queue, worksp
         await handle.signal(AgentTaskWorkflow.approve, approve())  # the signal path works too
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)  # the message call waits as well
         await handle.execute_update(AgentTaskWorkflow.decide, approve())
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
 
 
@@ -106,14 +107,14 @@ async def test_update_naming_a_call_that_is_not_pending_is_rejected_and_changes_
         assert after.state == TaskState.WAITING_APPROVAL
         assert after.pending_approval == status.pending_approval
         await handle.execute_update(AgentTaskWorkflow.decide, deny("no sudo"))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert "no sudo" in tool_messages(model.requests[1])[0]["content"]
 
 
 async def test_pending_call_is_denied_when_the_approval_timeout_expires(client, task_queue, workspace):
     async with scripted_worker(client, task_queue, [tool("shell", command="git push"), FINISH]) as model:
-        outcome = await (await start(client, task_queue, make_input(workspace, approval_timeout_s=1))).result()
+        outcome = await outcome_of(await start(client, task_queue, make_input(workspace, approval_timeout_s=1)))
     assert outcome.status == TaskState.DONE
     result = tool_messages(model.requests[1])[0]["content"]
     assert "[denied]" in result and "timeout" in result
@@ -127,7 +128,7 @@ async def test_approval_after_the_worker_was_restarted_while_waiting(client, tas
     async with scripted_worker(client, task_queue, [FINISH]) as model:
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         await handle.execute_update(AgentTaskWorkflow.decide, deny("not as root"))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert "not as root" in tool_messages(model.requests[0])[0]["content"]
 
@@ -142,7 +143,7 @@ async def test_interjection_during_a_long_shell_call_ends_it_within_seconds(clie
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="never mind, just finish"))
         await wait_until(lambda: model.hits() == 2, 15)
         elapsed = model.request_times[1] - sent
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert elapsed < 5, f"the interjection took {elapsed:.1f}s to reach the model"
     assert outcome.status == TaskState.DONE
     request = model.requests[1]
@@ -161,7 +162,7 @@ async def test_interjection_during_a_slow_llm_call_cancels_it(client, task_queue
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="change of plan"))
         await wait_until(lambda: model.hits() == 2, 10)
         model.release()
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert not (workspace / "never.txt").exists()
     assert user_texts(model.requests[1])[-1] == "change of plan"
@@ -177,7 +178,7 @@ async def test_two_quick_interjections_both_reach_the_model_in_order(client, tas
         await wait_until(lambda: model.hits() == 1)
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="first"))
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="second"))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
         model.release()
     assert outcome.final_text == "finished"
     last = user_texts(model.requests[-1])
@@ -190,7 +191,7 @@ async def test_interjection_while_waiting_for_approval_denies_the_call_as_supers
         handle = await start(client, task_queue, make_input(workspace))
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="do not reboot"))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     request = model.requests[1]
     assert "superseded" in tool_messages(request)[0]["content"]
@@ -206,7 +207,7 @@ async def test_ask_then_reply_then_completion(client, task_queue, workspace):
         assert status.question == "Which file?"
         assert model.hits() == 1
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="notes.md"))
-        outcome = await handle.result()
+        outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert user_texts(model.requests[1])[-1] == "notes.md"
 
@@ -217,7 +218,7 @@ async def test_stop_during_a_tool_call_kills_it_and_fails_the_task_as_stopped(cl
         handle = await start(client, task_queue, make_input(workspace))
         await wait_until(lambda: (workspace / "pid").exists() and (workspace / "pid").read_text().strip())
         await handle.signal(AgentTaskWorkflow.stop, "enough")
-        outcome = await asyncio.wait_for(handle.result(), 10)
+        outcome = await asyncio.wait_for(outcome_of(handle), 10)
         pid = (workspace / "pid").read_text().strip()
         await wait_until(lambda: subprocess.run(["pgrep", "-s", pid], capture_output=True).returncode != 0, 5)
     assert outcome.status == TaskState.FAILED and outcome.stopped
@@ -237,6 +238,6 @@ async def test_a_task_waiting_for_approval_is_found_by_its_search_attribute(clie
             await asyncio.sleep(0.1)
         assert found == [handle.id]
         await handle.execute_update(AgentTaskWorkflow.decide, approve())
-        await handle.result()
+        await outcome_of(handle)
         desc = await handle.describe()
     assert desc.typed_search_attributes.get(AGENT_STATE) == "DONE"

@@ -12,7 +12,7 @@ from contracts.task import ModelRef, TaskState
 from core.messages import ToolCallRequest
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from providers.xml_tools import render_tool_call
-from tests.workflows.harness import make_input, run_task, scripted_worker, start
+from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, start
 from workflows.task import AgentTaskWorkflow
 
 
@@ -58,7 +58,7 @@ async def test_failover_moves_to_the_next_model_after_repeated_failures(client, 
                 workspace, provider="openai", model="primary-model", failover_after=2,
                 fallbacks=[ModelRef(provider="anthropic", model="backup-model")],
             ))
-            outcome = await handle.result()
+            outcome = await outcome_of(handle)
             page = await handle.query(AgentTaskWorkflow.events, 0)
     assert outcome.status == TaskState.DONE and outcome.final_text == "answered by the backup"
     assert primary.hits() == 2 and backup.requests[0]["model"] == "backup-model"
@@ -109,7 +109,7 @@ async def test_streamed_text_reaches_watchers_but_not_the_history_twice(client, 
     async with scripted_worker(client, task_queue, steps) as model:
         handle = await start(client, task_queue, make_input(workspace, stream=True))
         follower = Follower(client, handle.id, sink, interactive=False, ask=None)
-        await follower.run(lambda: handle.result())
+        await follower.run(lambda: outcome_of(handle))
         history = b"".join(e.SerializeToString() for e in (await handle.fetch_history()).events)
     assert "".join(text for _, text in sink.deltas) == said
     streamed_until = model.text_sent[-1][0]

@@ -15,7 +15,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from contracts.task import ApprovalDecision, TaskOutcome, TaskState
 from fakes.scripted import tool
 from temporal.server import port_open, temporal_cli
-from tests.workflows.harness import make_input, scripted_worker, start, tool_messages, wait_for_state
+from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, tool_messages, wait_for_state
 from workflows.task import AgentTaskWorkflow
 
 
@@ -63,7 +63,7 @@ async def test_approval_after_the_dev_server_restarted_on_its_database(tmp_path,
             await handle.execute_update(
                 AgentTaskWorkflow.decide, ApprovalDecision(approved=False, reason="not today", decided_by="tester")
             )
-            outcome = await asyncio.wait_for(handle.result(), 30)
+            outcome = await asyncio.wait_for(outcome_of(handle), 30)
         assert outcome.status == TaskState.DONE and outcome.final_text == "after the restart"
         assert "not today" in tool_messages(model.requests[0])[0]["content"]
     finally:
@@ -93,7 +93,7 @@ async def test_the_first_call_after_a_restart_waits_until_the_server_can_serve_i
                 AgentTaskWorkflow.run, make_input(workspace), id="after-restart", task_queue=queue,
                 rpc_timeout=timedelta(seconds=5),
             )
-            outcome = await asyncio.wait_for(handle.result(), 30)
+            outcome = await asyncio.wait_for(outcome_of(handle), 30)
         assert outcome.final_text == "two"
     finally:
         server.kill()

@@ -9,7 +9,7 @@ import pytest
 
 from contracts.task import DEFAULT_TOOLS, TaskState, TaskStatus
 from fakes.scripted import Step, error, text, tool
-from tests.workflows.harness import make_input, run_task, scripted_worker, start
+from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, start
 from workflows.task import AgentTaskWorkflow
 
 
@@ -158,7 +158,7 @@ async def test_stop_during_llm_call_ends_the_task_as_stopped(client, task_queue,
         status: TaskStatus = await handle.query(AgentTaskWorkflow.status)
         assert status.state == TaskState.THINKING
         await handle.signal(AgentTaskWorkflow.stop, "changed my mind")
-        outcome = await asyncio.wait_for(handle.result(), 15)
+        outcome = await asyncio.wait_for(outcome_of(handle), 15)
         model.release()
     assert outcome.status == TaskState.FAILED and outcome.stopped
     assert "changed my mind" in (outcome.error or "")
