@@ -84,7 +84,7 @@ class EventMapper:
         usage = outcome.usage.model_dump()
         events: list[dict[str, Any]] = []
         if self.turn:
-            if outcome.status.value == "FAILED":
+            if outcome.status.value != "DONE":
                 events.append({"type": "turn.failed", "turn": self.turn, "error": outcome.error})
             else:
                 events.append({"type": "turn.completed", "turn": self.turn, "usage": usage})

@@ -101,7 +101,8 @@ def render_outcome(console: Console, outcome: TaskOutcome, duration_s: float | N
         console.print(escape(outcome.final_text))
     else:
         stopped = " (stopped)" if outcome.stopped else ""
-        console.print(f"\n[bold red]FAILED{stopped}[/] ({summary}): {escape(outcome.error or '')}")
+        label = outcome.status.value.replace("_", " ")
+        console.print(f"\n[bold red]{label}{stopped}[/] ({summary}): {escape(outcome.error or '')}")
 
 
 def status_lines(workflow_id: str, status: TaskStatus, ui_url: str) -> list[str]:

@@ -13,6 +13,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import CancelledError, TerminatedError
+from temporalio.exceptions import TimeoutError as WorkflowTimeout
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState
@@ -160,6 +162,17 @@ async def closed_outcome(client: Client, workflow_id: str) -> TaskOutcome:
     try:
         return await handle.result()
     except WorkflowFailureError as err:
-        # A failed task carries its outcome in the failure; anything else (terminated, timed
-        # out, cancelled) is named by the cause.
-        return failed_outcome(err) or TaskOutcome(status=TaskState.FAILED, error=f"workflow failed: {err.cause}")
+        return failed_outcome(err) or closing_outcome(err)
+
+
+def closing_outcome(err: WorkflowFailureError) -> TaskOutcome:
+    """The outcome of a workflow that ended without one of its own: cancelled, terminated or
+    timed out by Temporal (or failed by something other than the task)."""
+    cause = err.cause
+    if isinstance(cause, CancelledError):
+        return TaskOutcome(status=TaskState.CANCELLED, error="cancelled: a cancellation was requested")
+    if isinstance(cause, TerminatedError):
+        return TaskOutcome(status=TaskState.TERMINATED, error=f"terminated: {cause.message or 'no reason given'}")
+    if isinstance(cause, WorkflowTimeout):
+        return TaskOutcome(status=TaskState.TIMED_OUT, error="timed out: the workflow's execution timeout passed")
+    return TaskOutcome(status=TaskState.FAILED, error=f"workflow failed: {cause}")

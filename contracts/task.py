@@ -37,10 +37,14 @@ class TaskState(str, Enum):
     FINALIZING = "FINALIZING"
     DONE = "DONE"
     FAILED = "FAILED"
+    CANCELLED = "CANCELLED"  # a cancellation request (the UI, `temporal workflow cancel`, the SDK)
+    # Only as the CLI reads a closed workflow: the task itself never gets to say these.
+    TERMINATED = "TERMINATED"
+    TIMED_OUT = "TIMED_OUT"
 
     @property
     def finished(self) -> bool:
-        return self in (TaskState.DONE, TaskState.FAILED)
+        return self in (TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED, TaskState.TERMINATED, TaskState.TIMED_OUT)
 
     @property
     def waiting(self) -> bool:

@@ -69,7 +69,12 @@ class DelegationMixin(LoopBase):
             static_summary=f"sub-agent: {args.task[:200]}",
         )
         interrupt = asyncio.ensure_future(workflow.wait_condition(self._interrupted))
-        await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the parent is being cancelled: so is its sub-agent
+            interrupt.cancel()
+            await self._cancel_and_wait(handle)
+            raise
         if not handle.done():  # stop and interjection reach the child too
             await handle.signal("stop", "the parent task was interrupted")
         interrupt.cancel()

@@ -99,6 +99,15 @@ class LoopBase:
         self.state.affinity_queue = None
         return True
 
+    @staticmethod
+    async def _cancel_and_wait(handle: Any) -> None:
+        """Cancel an activity or child and wait until it has stopped (so its end is recorded)."""
+        handle.cancel()
+        try:
+            await handle
+        except BaseException:  # noqa: BLE001 - cancelled, failed or done: all we wanted was the end
+            pass
+
     def _interrupted(self) -> bool:
         return self.state.stop_reason is not None or bool(self.state.inbox)
 
@@ -106,7 +115,12 @@ class LoopBase:
         """Await an activity or child; cancel an activity on a stop or an interjection.
         None means interrupted."""
         interrupt = asyncio.ensure_future(workflow.wait_condition(self._interrupted))
-        await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the task is being cancelled: so is what it runs
+            interrupt.cancel()
+            await self._cancel_and_wait(handle)
+            raise
         if handle.done():
             interrupt.cancel()
             return handle.result()

@@ -17,6 +17,8 @@ replies), delegation (plan, sub-agents), continuation (continue-as-new).
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
@@ -41,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
         TaskState,
         TaskStatus,
     )
-    from core.entries import Entry, SystemReminder, ToolCall, ToolResult, UserMessage, result_entry
+    from core.entries import Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage, result_entry
     from core.loop_detect import LOOP_REMINDER
     from core.messages import ToolCallRequest
     from core.tool_outcome import ToolOutcome
@@ -157,6 +159,14 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
                     await self._act(thought)  # approval -> tool -> result
         except TaskEnded as end:
             self.state.outcome = outcome = end.outcome
+        except asyncio.CancelledError:
+            # Cancelled from outside (the UI, `temporal workflow cancel`): what ran is cancelled
+            # by now; say so, and end the execution Canceled.
+            self.state.pending = self.state.question = None
+            self._append(StatusNotice(text="task cancelled: a cancellation was requested", reason="cancelled"))
+            self.state.outcome = self._end(TaskState.CANCELLED, error="cancelled: a cancellation was requested").outcome
+            self._set_state(TaskState.CANCELLED)
+            raise
         self._set_state(outcome.status)
         if task.session:
             await self._record_session()

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from temporalio.client import WorkflowExecutionStatus
+
 from contracts.task import TaskState
-from fakes.scripted import tool
+from fakes.scripted import Step, tool
 from tests.workflows.harness import scripted_worker, wait_for_state
+from workflows.search_attributes import AGENT_STATE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,3 +122,40 @@ async def test_watch_shows_a_retry_with_its_reason_and_delay(client, task_queue,
     assert retries[0]["activity"] == "llm_call" and retries[0]["attempt"] == 1
     assert "429" in retries[0]["reason"] and "slow down" in retries[0]["reason"]
     assert 0 <= retries[0]["next_in_s"] <= 3.5
+
+
+async def test_a_cancelled_task_ends_canceled_and_the_cli_says_so_in_one_line(client, task_queue, workspace):
+    steps = [Step(tool_calls=[("shell", {"command": "true"})], delay_s=40)]  # a 40 s model call
+    async with scripted_worker(client, task_queue, steps):
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "think long", queue=task_queue)
+        workflow_id = out.strip().splitlines()[-1]
+        handle = client.get_workflow_handle(workflow_id)
+        await wait_for_state(handle, TaskState.THINKING)
+        asked = asyncio.get_running_loop().time()
+        await handle.cancel()
+        while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            assert asyncio.get_running_loop().time() - asked < 5, "not Canceled within 5 s"
+            await asyncio.sleep(0.1)
+        desc = await handle.describe()
+        assert desc.status == WorkflowExecutionStatus.CANCELED
+        assert desc.typed_search_attributes.get(AGENT_STATE) == "CANCELLED"
+        code, out, err = await cli(client, "status", workflow_id)
+        assert code == 0 and "CANCELLED" in out and "Traceback" not in err
+        code, out, err = await cli(client, "watch", workflow_id)
+        assert code == 1 and "Traceback" not in err + out
+        assert [line for line in out.splitlines() if "CANCELLED" in line] == [line for line in out.splitlines() if line.startswith("CANCELLED")]
+        assert sum(line.startswith("CANCELLED") for line in out.splitlines()) == 1
+
+
+async def test_a_terminated_task_is_reported_with_its_reason(client, task_queue, workspace):
+    steps = [Step(tool_calls=[("shell", {"command": "true"})], delay_s=40)]
+    async with scripted_worker(client, task_queue, steps):
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "think long", queue=task_queue)
+        workflow_id = out.strip().splitlines()[-1]
+        handle = client.get_workflow_handle(workflow_id)
+        await wait_for_state(handle, TaskState.THINKING)
+        await handle.terminate(reason="maintenance window")
+    code, out, err = await cli(client, "status", workflow_id)
+    assert code == 0 and "TERMINATED" in out and "maintenance window" in out and "Traceback" not in err
+    code, out, err = await cli(client, "watch", workflow_id)
+    assert code == 1 and "TERMINATED" in out and "maintenance window" in out and "Traceback" not in err
