@@ -15,10 +15,11 @@ from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExec
 from temporalio.service import RPCError
 
 from cli.events import EventMapper
-from cli.render import render_entry, render_outcome
+from cli.render import render_entry, render_outcome, safe
 from contracts.activities import LLM_ACTIVITY, LiveText
 from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
 from core.entries import AiMessage, Entry, ToolCall
+from core.text import terminal_safe
 from workflows.task import AgentTaskWorkflow
 
 POLL_S = 0.25
@@ -46,7 +47,7 @@ class ConsoleSink:
         if turn not in self.streamed:
             self.streamed.add(turn)
             self.console.print("[cyan]model[/] ", end="")
-        self.console.print(text, end="", markup=False, highlight=False)
+        self.console.print(terminal_safe(text), end="", markup=False, highlight=False)
         self.open_line = True
 
     def entry(self, entry: Entry, status: TaskStatus) -> None:
@@ -56,11 +57,11 @@ class ConsoleSink:
         render_entry(self.console, entry, text_shown=entry.turn in self.streamed)
 
     def note(self, text: str) -> None:
-        self.console.print(f"[dim]· {text}[/]")
+        self.console.print(f"[dim]· {safe(text)}[/]")
 
     def retry(self, activity: str, attempt: int, reason: str, next_in_s: float | None) -> None:
         when = f", next try in {next_in_s:.1f}s" if next_in_s is not None else ""
-        self.console.print(f"[yellow]↻ {activity} attempt {attempt} failed: {reason}{when}[/]")
+        self.console.print(f"[yellow]↻ {activity} attempt {attempt} failed: {safe(reason)}{when}[/]")
 
     def waiting(self, status: TaskStatus) -> None:
         pass  # the inline prompt says it
@@ -245,7 +246,10 @@ async def ask_person(client: Client, workflow_id: str, status: TaskStatus, conso
     pending = status.pending_approval
     if pending is not None:
         args = json.dumps(pending.arguments, ensure_ascii=False)
-        console.print(f"[bold yellow]? approval needed[/] {pending.tool} {args[:300]} [dim]({pending.danger}: {pending.reason})[/]")
+        console.print(
+            f"[bold yellow]? approval needed[/] {safe(pending.tool)} {safe(args[:300])} "
+            f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]"
+        )
         if not interactive:
             console.print(f"  approve: python starter.py approve {workflow_id}   deny: python starter.py approve {workflow_id} --deny --reason TEXT")
             return
@@ -255,9 +259,9 @@ async def ask_person(client: Client, workflow_id: str, status: TaskStatus, conso
         try:
             await handle.execute_update(AgentTaskWorkflow.decide, decision)
         except WorkflowUpdateFailedError as err:
-            console.print(f"[yellow]· decision not accepted: {getattr(err.cause, 'message', err.cause)}[/]")
+            console.print(f"[yellow]· decision not accepted: {safe(str(getattr(err.cause, 'message', err.cause)))}[/]")
     elif status.question is not None:
-        console.print(f"[bold yellow]? the task asks:[/] {status.question}")
+        console.print(f"[bold yellow]? the task asks:[/] {safe(status.question or '')}")
         if not interactive:
             console.print(f'  reply: python starter.py reply {workflow_id} "TEXT"')
             return

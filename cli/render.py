@@ -19,8 +19,15 @@ from core.entries import (
     UserMessage,
 )
 from core.text import shorten as core_shorten
+from core.text import terminal_safe
 
 RESULT_PREVIEW_LINES = 6
+
+
+def safe(text: str) -> str:
+    """Untrusted text (the model's, a tool's) made inert for the terminal: no escape sequences
+    or control characters, and no rich markup."""
+    return escape(terminal_safe(text))
 
 
 def make_console() -> Console:
@@ -51,19 +58,19 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
     """One entry; ``text_shown`` when the model's text of this turn was already streamed."""
     match entry:
         case UserMessage():
-            console.print(f"[bold]user[/]  {escape(entry.text)}")
+            console.print(f"[bold]user[/]  {safe(entry.text)}")
         case AiMessage():
             if not text_shown:
-                console.print(f"[cyan]model[/] {escape(entry.text)}")
+                console.print(f"[cyan]model[/] {safe(entry.text)}")
         case ToolCall():
             if entry.text.strip() and not text_shown:
-                console.print(f"[cyan]model[/] {escape(entry.text.strip())}")
+                console.print(f"[cyan]model[/] {safe(entry.text.strip())}")
             for index, call in enumerate(entry.calls):
                 tag = "" if index == 0 else " [dim](deferred)[/]"
                 if call.name == "message" and not call.parse_error and index == 0:
                     kind = call.arguments.get("type", "info")
                     if kind != "result":  # the result is printed with the outcome
-                        console.print(f"[bold cyan]{escape(str(kind))}[/] {escape(str(call.arguments.get('text', '')))}")
+                        console.print(f"[bold cyan]{safe(str(kind))}[/] {safe(str(call.arguments.get('text', '')))}")
                     continue
                 if call.name == "plan" and not call.parse_error and isinstance(call.arguments.get("items"), list):
                     marks = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
@@ -71,10 +78,10 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
                     for item in call.arguments["items"]:
                         if isinstance(item, dict):
                             mark = marks.get(str(item.get("status")), "[?]")
-                            console.print(f"    {escape(mark)} {escape(str(item.get('desc', '')))}")
+                            console.print(f"    {safe(mark)} {safe(str(item.get('desc', '')))}")
                     continue
                 args = call.arguments_raw if call.parse_error else json.dumps(call.arguments, ensure_ascii=False)
-                console.print(f"[magenta]→ {escape(call.name)}[/] {escape(shorten(args or ''))}{tag}")
+                console.print(f"[magenta]→ {safe(call.name)}[/] {safe(shorten(args or ''))}{tag}")
         case ToolResult():
             if entry.name == "message" and entry.status == "ok":
                 return  # the message text is shown with its call
@@ -84,11 +91,11 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
                 head += f" [dim](exit {entry.exit_code})[/]"
             console.print(head)
             if entry.content.strip() and entry.status != "deferred":
-                console.print(escape(preview(entry.content)), style="dim")
+                console.print(safe(preview(entry.content)), style="dim")
         case SystemReminder():
-            console.print(f"[yellow]! reminder[/] {escape(shorten(entry.text, 200))}")
+            console.print(f"[yellow]! reminder[/] {safe(shorten(entry.text, 200))}")
         case StatusNotice():
-            console.print(f"[yellow]· {escape(entry.text)}[/]")
+            console.print(f"[yellow]· {safe(entry.text)}[/]")
 
 
 def render_outcome(console: Console, outcome: TaskOutcome, duration_s: float | None = None) -> None:
@@ -98,11 +105,11 @@ def render_outcome(console: Console, outcome: TaskOutcome, duration_s: float | N
     summary = f"{outcome.turns} turns, {usage.input_tokens} in / {usage.output_tokens} out tokens{cost}{took}"
     if outcome.status == TaskState.DONE:
         console.print(f"\n[bold green]DONE[/] ({summary})")
-        console.print(escape(outcome.final_text))
+        console.print(safe(outcome.final_text))
     else:
         stopped = " (stopped)" if outcome.stopped else ""
         label = outcome.status.value.replace("_", " ")
-        console.print(f"\n[bold red]{label}{stopped}[/] ({summary}): {escape(outcome.error or '')}")
+        console.print(f"\n[bold red]{label}{stopped}[/] ({summary}): {safe(outcome.error or '')}")
 
 
 def status_lines(workflow_id: str, status: TaskStatus, ui_url: str) -> list[str]:

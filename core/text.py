@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def shorten(text: str, limit: int, *, flat: bool = True, ellipsis: str = "…") -> str:
     """``text`` cut to ``limit`` characters with ``ellipsis`` at the end when it was longer;
@@ -9,3 +11,22 @@ def shorten(text: str, limit: int, *, flat: bool = True, ellipsis: str = "…") 
     if flat:
         text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - len(ellipsis)] + ellipsis
+
+
+# Escape sequences (CSI, OSC, DCS/PM/APC, and single-character ones) and every other control
+# character but newline and tab: what would move the cursor, retitle the window or write the
+# clipboard of the person reading a model's or a tool's output.
+_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: cursor moves, colours, erase
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window title, clipboard (OSC 52), links
+    r"|\x1b[P^_X][^\x1b]*(?:\x1b\\)?"  # DCS, PM, APC, SOS
+    r"|\x1b[@-Z\\-_]?"  # other escapes (and a lone ESC)
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+    r"|\x9d[^\x07\x9c]*(?:\x07|\x9c)?"  # 8-bit OSC
+    r"|[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]"  # C0 (but \t, \n) and C1 controls
+)
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` without escape sequences or control characters (newlines and tabs kept)."""
+    return _CONTROLS.sub("", text)
