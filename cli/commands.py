@@ -9,8 +9,14 @@ import sys
 import time
 import uuid
 from contextlib import AsyncExitStack
+from datetime import timedelta
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
@@ -38,6 +44,7 @@ from worker import build_worker, task_queue
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
+CONFIRM_WAIT_S = 5.0  # how long `approve` waits for a worker to confirm a decision
 
 def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
     console = make_console()
@@ -156,9 +163,17 @@ async def cmd_approve(args: argparse.Namespace) -> int:
         print(f"decision sent to {args.id} (as a signal: not confirmed)")
         return 0
     try:
-        pending = await handle.execute_update(AgentTaskWorkflow.decide, decision)
+        # An update is confirmed by a worker; with none polling it would wait forever.
+        pending = await handle.execute_update(
+            AgentTaskWorkflow.decide, decision, rpc_timeout=timedelta(seconds=CONFIRM_WAIT_S)
+        )
     except WorkflowUpdateFailedError as err:
         raise UserError(f"decision rejected: {getattr(err.cause, 'message', err.cause)}") from None
+    except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
+        await handle.signal(AgentTaskWorkflow.approve, decision)  # durable: applied when a worker comes
+        print(f"no worker answered within {CONFIRM_WAIT_S:g} s: the decision was sent to {args.id} as a signal "
+              "and takes effect when a worker runs the task (start one with `python worker.py`)")
+        return 0
     verdict = "denied" if args.deny else "approved"
     print(f"{verdict}: {pending.tool} call {pending.call_id} of {args.id}")
     return 0

@@ -159,3 +159,22 @@ async def test_a_terminated_task_is_reported_with_its_reason(client, task_queue,
     assert code == 0 and "TERMINATED" in out and "maintenance window" in out and "Traceback" not in err
     code, out, err = await cli(client, "watch", workflow_id)
     assert code == 1 and "TERMINATED" in out and "maintenance window" in out and "Traceback" not in err
+
+
+async def test_approve_without_a_worker_says_so_quickly_and_takes_effect_when_one_starts(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [tool("shell", command="git push")]):
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "publish", queue=task_queue)
+        workflow_id = out.strip().splitlines()[-1]
+        handle = client.get_workflow_handle(workflow_id)
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+    # No worker polls the task's queue now.
+    began = asyncio.get_running_loop().time()
+    code, out, err = await cli(client, "approve", workflow_id, "--reason", "go ahead")
+    assert asyncio.get_running_loop().time() - began < 10
+    assert code == 0, err
+    assert "no worker answered" in out and "python worker.py" in out and "Traceback" not in err
+    async with scripted_worker(client, task_queue, [tool("message", type="result", text="pushed")]):
+        outcome = await asyncio.wait_for(handle.result(), 30)
+    assert outcome["status"] == "DONE"
+    history = b"".join(e.SerializeToString() for e in (await handle.fetch_history()).events)
+    assert b"shell call approved by" in history  # the decision reached the task once a worker came
