@@ -20,9 +20,8 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import TypeAdapter
 
 from core.entries import Entry, entry_digest
-from runtime.store import ContextGap, StoreUnavailable
+from runtime.store import StoreUnavailable, checked_range
 
-_ENTRY = TypeAdapter(Entry)
 _ENTRIES = TypeAdapter(list[Entry])
 
 SCHEMA = """
@@ -112,11 +111,7 @@ class PostgresStore:
             )
             rows = await cur.fetchall()
         have = {seq: (digest, body) for seq, digest, body in rows}
-        missing = [seq for seq in range(start, end) if seq not in have]
-        mismatched = [seq for seq, digest in (expect or {}).items() if seq in have and have[seq][0] != digest]
-        if missing or mismatched:
-            raise ContextGap(missing, mismatched)
-        return [(have[seq][0], _ENTRY.validate_json(have[seq][1])) for seq in range(start, end)]
+        return checked_range(have, start, end, expect)
 
     async def put_prefix(self, context_id: str, base: int, prefix: list[Entry]) -> None:
         body = _ENTRIES.dump_json(prefix).decode()

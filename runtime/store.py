@@ -77,6 +77,18 @@ def default_store_path() -> Path:
     return Path(configured or data_dir() / "context.db")
 
 
+def checked_range(
+    have: dict[int, tuple[str, str]], start: int, end: int, expect: dict[int, str] | None
+) -> list[tuple[str, Entry]]:
+    """(digest, entry) for seqs start..end-1 from rows read as seq -> (digest, body), whatever
+    the database; ContextGap when one is missing or its digest is not the one expected."""
+    missing = [seq for seq in range(start, end) if seq not in have]
+    mismatched = [seq for seq, digest in (expect or {}).items() if seq in have and have[seq][0] != digest]
+    if missing or mismatched:
+        raise ContextGap(missing, mismatched)
+    return [(have[seq][0], _ENTRY.validate_json(have[seq][1])) for seq in range(start, end)]
+
+
 class StoreUnavailable(Exception):
     """The store cannot be used at all (a path that cannot be written, an unknown URL): the
     worker refuses to start with this one line instead of failing tasks later."""
@@ -159,13 +171,7 @@ class ContextStore:
             (context_id, start, end),
         ).fetchall()
         have = {seq: (digest, body) for seq, digest, body in rows}
-        missing = [seq for seq in range(start, end) if seq not in have]
-        mismatched = [
-            seq for seq, digest in (expect or {}).items() if seq in have and have[seq][0] != digest
-        ]
-        if missing or mismatched:
-            raise ContextGap(missing, mismatched)
-        return [(have[seq][0], _ENTRY.validate_json(have[seq][1])) for seq in range(start, end)]
+        return checked_range(have, start, end, expect)
 
     def put_prefix(self, context_id: str, base: int, prefix: list[Entry]) -> None:
         """The model's view of the entries before ``base``, from the workflow's history: it stands
