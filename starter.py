@@ -5,7 +5,7 @@
     python starter.py status ID [--json]
     python starter.py watch ID [--json]
     python starter.py stop ID [--reason TEXT]
-    python starter.py approve ID [--deny] [--reason TEXT] [--call CALL_ID]
+    python starter.py approve ID [--deny] [--reason TEXT] [--call CALL_ID | --yes]
     python starter.py interject ID "TEXT"        (also: reply ID "TEXT")
     python starter.py list [--waiting]
     python starter.py schedule create|list|trigger|delete ...
@@ -55,7 +55,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("id")
     s.add_argument("--deny", action="store_true")
     s.add_argument("--reason", default="")
-    s.add_argument("--call", help="the pending call's id, when it matters which")
+    s.add_argument("--call", help="the pending call's id (without it, the call is shown and confirmed)")
+    s.add_argument("--yes", action="store_true", help="decide on the call shown, without asking")
     s.add_argument("--signal", action="store_true", help="send as a signal, without confirmation")
     for name in ("interject", "reply"):
         s = sub.add_parser(name, help="send the task a message (cuts off what is running)")

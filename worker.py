@@ -32,6 +32,7 @@ from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_
 from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
+from tools import sandbox
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
@@ -80,7 +81,7 @@ def build_worker(
     tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets))
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets)
-    activities = [llm.call_llm, tools.run_tool, sessions.load_session, sessions.record_session, prompt.prompt_context]
+    activities = [llm.call_llm, tools.run_tool, tools.redact_text, sessions.load_session, sessions.record_session, prompt.prompt_context]
     options: dict[str, Any] = dict(
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities, and the
@@ -123,21 +124,30 @@ class AgentWorker:
         await self.shared.__aexit__(*exc)
 
 
+def check_sandbox() -> sandbox.SandboxStatus:
+    """What shell commands will run in, probed once at start; raises SandboxUnavailable
+    under AGENT_SANDBOX=required when bubblewrap cannot run, ValueError on a bad value."""
+    return sandbox.status()
+
+
 async def main() -> int:
     configure_logging()
     log = get_logger(component="worker")
     try:
+        box = check_sandbox()
         store = open_store()  # checked before anything else: a bad store refuses to start
         await store.check()
         client = await connect()
-    except (TemporalUnavailable, ServerError, StoreUnavailable) as err:
+    except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if not box.active:
+        print(box.notice(), file=sys.stderr)
     worker = build_worker(client, store=store)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
-    log.info("worker started", task_queue=task_queue())
+    log.info("worker started", task_queue=task_queue(), sandbox=box.notice())
     await worker.run()
     await store.close()
     log.info("worker stopped")

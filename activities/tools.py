@@ -3,6 +3,21 @@
 It writes the call's result entry to the context store itself (keyed by the
 seq the workflow gave it, so a retry replaces rather than duplicates), and a
 large output goes to the store once as a blob with a preview in the history.
+
+No call runs twice and no call runs unapproved:
+
+- **The gate.** A call that the task's approval mode requires approval for runs
+  only if the workflow passed the digest of that exact call as approved
+  (``ToolCallInput.approved``); the activity classifies the call itself, so a
+  reset, a bug or a hand-made input cannot run an unapproved command.
+- **Started and finished.** Before a call runs, the store records it as started
+  (the shared store, readable by every worker, keyed by task, seq and call id) and
+  the first heartbeat says so too; when it ends, its result is recorded. A retry
+  (after a worker crash, or a server outage that lost the completion) that finds
+  the result returns it without running anything. A retry that finds the call
+  started but not finished runs it again only if the tool declares the call
+  idempotent (reads, writes of the same content); otherwise the model is told
+  the call was interrupted, with the output it had printed so far.
 """
 
 from __future__ import annotations
@@ -10,24 +25,45 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from temporalio import activity
 
 import tools
-from contracts.activities import TOOL_ACTIVITY, ToolCallInput
+from contracts.activities import REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
+from contracts.task import ApprovalMode
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
+from core.messages import call_digest
 from core.untrusted import wrap_untrusted
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
-from runtime.secrets import SecretStore
+from runtime.paths import data_dir
+from runtime.secrets import FILE_ENV, SecretStore
 from runtime.store import ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
-from tools.registry import REGISTRY
+from tools.registry import REGISTRY, classify_call, is_idempotent
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
 PREVIEW_CHARS = 1500
+STARTED, FINISHED = "started", "finished"
+
+INTERRUPTED = (
+    "[interrupted] This call was running when its worker stopped (a crash or a lost "
+    "connection), so it may have partly run. It was not run again. Output so far:\n{output}\n"
+    "Check what it did before deciding whether to run it again."
+)
+
+
+def _hidden_paths() -> tuple[Path, ...]:
+    """What a sandboxed command must not see: the worker's data, secrets file and store."""
+    paths = [data_dir()]
+    for var in (FILE_ENV, "AGENT_CONTEXT_DB"):
+        if value := os.environ.get(var):
+            if "://" not in value:
+                paths.append(Path(value))
+    return tuple(paths)
 
 
 class ToolActivities:
@@ -47,14 +83,26 @@ class ToolActivities:
             self._audit = AuditLog(default_audit_path(), self.secrets)
         return self._audit
 
+    @activity.defn(name=REDACT_ACTIVITY)
+    async def redact_text(self, text: str) -> str:
+        """A person's message with secrets as placeholders (run as a local activity)."""
+        return self.secrets.redact(text)
+
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, inp: ToolCallInput) -> ToolOutcome:
         info = activity.info()
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
+        key = _call_key(inp)
+        record = await self.store.get_call(inp.context_id, key) if inp.context_id and key else None
+        if record is not None and record[0] == FINISHED and record[1]:
+            # It ran to the end before: its completion was lost (a crash or a server outage).
+            log.info("tool already finished: returning its recorded result")
+            return ToolOutcome.model_validate_json(record[1])
+        started_before = record is not None or _started(info.heartbeat_details)
         started = time.monotonic()
         with tool_span(inp.call.name, inp.call.id, inp.task_id, inp.turn) as span:
-            result = await self._execute(inp)
+            result = await self._execute(inp, key, started_before)
             span.record(result.status)
         # Nothing leaves this activity (history, store, model) with a secret in clear.
         result = self.secrets.redact_obj(result)
@@ -64,18 +112,41 @@ class ToolActivities:
         )
         if inp.context_id is not None and inp.result_seq is not None:
             result = await self._store_result(inp, result)
+            if key:
+                await self.store.put_call(inp.context_id, key, FINISHED, result.model_dump_json())
         log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
         return result
 
-    async def _execute(self, inp: ToolCallInput) -> ToolOutcome:
+    async def _execute(self, inp: ToolCallInput, key: str | None, started_before: bool) -> ToolOutcome:
         workspace = Path(inp.workspace)
         if not workspace.is_dir():
             return ToolOutcome(status="error", content=f"the workspace {inp.workspace} does not exist")
-        ctx = ToolContext(workspace=workspace, task_id=inp.task_id, heartbeat=activity.heartbeat)
+        refusal = _gate(inp)
+        if refusal is not None:
+            return refusal
+        if started_before and not is_idempotent(inp.call.name, inp.call.arguments):
+            output = _output_so_far(activity.info().heartbeat_details)
+            return ToolOutcome(status="error", content=INTERRUPTED.format(output=output or "(none recorded)"))
+        progress = ToolProgress()
+
+        def beat(note: str = "") -> None:
+            progress.note = note
+            activity.heartbeat(progress)
+
+        def keep_output(output: str) -> None:
+            progress.output = output
+
+        if inp.context_id and key:
+            await self.store.put_call(inp.context_id, key, STARTED)
+        beat("started")
+        ctx = ToolContext(
+            workspace=workspace, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
+            redact=self.secrets.redact, network=inp.network, hidden=_hidden_paths(),
+        )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)
         result = await with_heartbeats(
-            tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error), activity.heartbeat
+            tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error), beat
         )
         tool = REGISTRY.get(inp.call.name)
         if tool is not None and tool.untrusted_source is not None and result.status == "ok":
@@ -100,3 +171,47 @@ class ToolActivities:
         entry = result_entry(inp.call.id, inp.call.name, result, seq=inp.result_seq, turn=inp.turn)
         await self.store.put(inp.context_id, [entry])
         return result.model_copy(update={"stored_digest": entry_digest(entry)})
+
+
+def _call_key(inp: ToolCallInput) -> str | None:
+    """A call's key in the store: its seq and id (ids alone may repeat across turns)."""
+    return f"{inp.result_seq}:{inp.call.id}" if inp.result_seq is not None else None
+
+
+def _gate(inp: ToolCallInput) -> ToolOutcome | None:
+    """A refusal when the call needs approval under the task's mode and this exact call
+    was not approved; None when it may run."""
+    if inp.approval is None:
+        return None
+    danger, reason = classify_call(inp.call.name, inp.call.arguments)
+    if not ApprovalMode(inp.approval).requires(danger.value):
+        return None
+    if inp.approved == call_digest(inp.call.name, inp.call.arguments):
+        return None
+    why = reason or f"approval mode is {inp.approval}"
+    return ToolOutcome(
+        status="error",
+        content=f"[refused] This call was not run: it needs approval ({why}) and this exact call was not approved.",
+    )
+
+
+def _details(details: Any) -> dict[str, Any] | None:
+    """The last heartbeat's ToolProgress as a dict (a legacy string counts as started)."""
+    if not details:
+        return None
+    last = details[-1] if isinstance(details, list | tuple) else details
+    if isinstance(last, ToolProgress):
+        return last.model_dump()
+    if isinstance(last, dict):
+        return last
+    return {"started": True, "output": ""}
+
+
+def _started(details: Any) -> bool:
+    found = _details(details)
+    return bool(found and found.get("started", True))
+
+
+def _output_so_far(details: Any) -> str:
+    found = _details(details)
+    return str(found.get("output", "")) if found else ""

@@ -123,7 +123,7 @@ async def main(turns: int, repeat: int) -> None:
                         async with Worker(
                             env.client, task_queue=queue,
                             workflows=[AgentTaskWorkflow, FloorWorkflow, NoopFloorWorkflow],
-                            activities=[llm.call_llm, tools.run_tool, noop, PromptActivities(store).prompt_context],
+                            activities=[llm.call_llm, tools.run_tool, tools.redact_text, noop, PromptActivities(store).prompt_context],
                         ):
                             if kind == "agent":
                                 agent_s.append(await timed(run_agent(env.client, queue, ws, turns)))

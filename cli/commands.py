@@ -10,6 +10,7 @@ import time
 import uuid
 from contextlib import AsyncExitStack
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import (
     Client,
@@ -22,7 +23,7 @@ from temporalio.service import RPCError
 from activities.llm import ProviderSettings
 from cli import schedule
 from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
-from cli.render import make_console, status_lines
+from cli.render import make_console, safe, status_lines
 from cli.tasks import (
     MAX_INTERJECTION,
     QUERY_TIMEOUT,
@@ -36,11 +37,12 @@ from cli.tasks import (
     ui_link,
     who,
 )
-from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskState, TaskStatus
+from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, PendingApproval, TaskState, TaskStatus
 from runtime.secrets import SecretStore
 from runtime.store import open_store
 from temporal.client import connect, is_embedded
-from worker import build_worker, task_queue
+from tools import sandbox
+from worker import build_worker, check_sandbox, task_queue
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
@@ -59,6 +61,12 @@ def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
 
 
 async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
+    try:
+        box = check_sandbox()
+    except (sandbox.SandboxUnavailable, ValueError) as err:
+        raise UserError(str(err)) from None
+    if not box.active:
+        print(box.notice(), file=sys.stderr)
     store = open_store()
     await store.check()  # a store that cannot work is one line now, not a failed task later
     stack.push_async_callback(store.close)
@@ -154,17 +162,37 @@ async def cmd_stop(args: argparse.Namespace) -> int:
 
 
 async def cmd_approve(args: argparse.Namespace) -> int:
+    """Decide on the call the person saw: named by ``--call``, or shown here and confirmed
+    (at the prompt, or by ``--yes``), and bound to its exact arguments, so a call that
+    changed in the meantime is refused rather than approved."""
     client = await connect()
     await describe(client, args.id)
     handle = client.get_workflow_handle(args.id)
-    decision = ApprovalDecision(approved=not args.deny, call_id=args.call, reason=args.reason, decided_by=who())
+    verdict = "deny" if args.deny else "approve"
+    call_id, digest = args.call, None
+    if call_id is None:
+        pending = await pending_call(handle, args.id)
+        print(f"pending: {pending.tool} call {pending.call_id}: {safe(approval_text(pending))}\n"
+              f"  ({safe(pending.danger)}: {safe(pending.reason)})")
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise UserError(f"name the call to {verdict}: --call {pending.call_id} "
+                                "(or --yes to decide on the call shown above)")
+            answer = (await asyncio.to_thread(input, f"{verdict} this call? [y/N] ")).strip().lower()
+            if answer not in ("y", "yes"):
+                print("nothing sent")
+                return 1
+        call_id, digest = pending.call_id, pending.digest or None
+    decision = ApprovalDecision(
+        approved=not args.deny, call_id=call_id, digest=digest, reason=args.reason, decided_by=who()
+    )
     if args.signal:
         await handle.signal(AgentTaskWorkflow.approve, decision)
         print(f"decision sent to {args.id} (as a signal: not confirmed)")
         return 0
     try:
         # An update is confirmed by a worker; with none polling it would wait forever.
-        pending = await handle.execute_update(
+        decided = await handle.execute_update(
             AgentTaskWorkflow.decide, decision, rpc_timeout=timedelta(seconds=CONFIRM_WAIT_S)
         )
     except WorkflowUpdateFailedError as err:
@@ -174,9 +202,30 @@ async def cmd_approve(args: argparse.Namespace) -> int:
         print(f"no worker answered within {CONFIRM_WAIT_S:g} s: the decision was sent to {args.id} as a signal "
               "and takes effect when a worker runs the task (start one with `python worker.py`)")
         return 0
-    verdict = "denied" if args.deny else "approved"
-    print(f"{verdict}: {pending.tool} call {pending.call_id} of {args.id}")
+    print(f"{'denied' if args.deny else 'approved'}: {decided.tool} call {decided.call_id} of {args.id}")
     return 0
+
+
+async def pending_call(handle: Any, workflow_id: str) -> PendingApproval:
+    """The call waiting for approval, read from the task (so what is shown is what is decided)."""
+    try:
+        status: TaskStatus = await handle.query(
+            AgentTaskWorkflow.status, rpc_timeout=timedelta(seconds=CONFIRM_WAIT_S)
+        )
+    except RPCError:
+        raise UserError(
+            f"no worker answered within {CONFIRM_WAIT_S:g} s, so the pending call cannot be shown: "
+            f"name it with --call CALL_ID (shown by `watch` and `status` when the task asked)"
+        ) from None
+    if status.pending_approval is None:
+        raise UserError(f"task {workflow_id} has no tool call waiting for approval")
+    return status.pending_approval
+
+
+def approval_text(pending: PendingApproval) -> str:
+    """A pending call as a person reads it: a shell command as it is, else its arguments."""
+    command = pending.arguments.get("command") if pending.tool == "shell" else None
+    return command if isinstance(command, str) else json.dumps(pending.arguments, ensure_ascii=False)
 
 
 async def cmd_interject(args: argparse.Namespace) -> int:

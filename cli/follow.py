@@ -251,11 +251,13 @@ async def ask_person(client: Client, workflow_id: str, status: TaskStatus, conso
             f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]"
         )
         if not interactive:
-            console.print(f"  approve: python starter.py approve {workflow_id}   deny: python starter.py approve {workflow_id} --deny --reason TEXT")
+            console.print(f"  approve: python starter.py approve {workflow_id} --call {safe(pending.call_id)}   "
+                          f"deny: python starter.py approve {workflow_id} --call {safe(pending.call_id)} --deny --reason TEXT")
             return
         answer = (await asyncio.to_thread(input, "  approve? [y/N] ")).strip().lower()
         reason = (await asyncio.to_thread(input, "  reason (optional): ")).strip()
-        decision = ApprovalDecision(approved=answer in ("y", "yes"), call_id=pending.call_id, reason=reason, decided_by=who)
+        decision = ApprovalDecision(approved=answer in ("y", "yes"), call_id=pending.call_id, digest=pending.digest or None,
+                                    reason=reason, decided_by=who)
         try:
             await handle.execute_update(AgentTaskWorkflow.decide, decision)
         except WorkflowUpdateFailedError as err:

@@ -19,6 +19,8 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", help="start from the history of this session's earlier tasks")
     parser.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
     parser.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
+    parser.add_argument("--network", action="store_true",
+                        help="let shell commands reach the network (the sandbox cuts it off by default)")
     parser.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
     parser.add_argument("--continue-as-new-after", type=positive_int, default=TaskInput.model_fields[
                         "continue_as_new_after"].default, metavar="TURNS",

@@ -96,6 +96,7 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         approval=ApprovalMode(args.approval),
         approval_timeout_s=args.approval_timeout,
         session=args.session,
+        network=bool(getattr(args, "network", False)),
     )
 
 

@@ -14,6 +14,9 @@ TOOL_ACTIVITY = "tool_call"
 PROMPT_CONTEXT_ACTIVITY = "prompt_context"
 LOAD_SESSION_ACTIVITY = "session_load"
 RECORD_SESSION_ACTIVITY = "session_record"
+# A local activity: its input (a person's message, perhaps with a secret in clear) is not
+# recorded in the history, only its redacted result.
+REDACT_ACTIVITY = "redact_text"
 CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; resend in full
 CONTEXT_QUERY = "model_context"  # the workflow query a worker repairs its store from
 
@@ -27,6 +30,15 @@ class LiveText(BaseModel):
     attempt: int
     offset: int = 0
     text: str = ""
+
+
+class ToolProgress(BaseModel):
+    """The tool activity's heartbeat details: the call has started (so a retry of the same
+    activity knows it may have partly run) and the tail of its output so far."""
+
+    started: bool = True
+    output: str = ""
+    note: str = ""
 
 
 class ContextPage(BaseModel):
@@ -78,6 +90,12 @@ class ToolCallInput(BaseModel):
     # Where the result entry goes in the context store (None: not stored by the activity).
     context_id: str | None = None
     result_seq: int | None = None
+    # The task's approval mode ("dangerous", "always", "never"), so the activity checks the
+    # gate itself: a call its mode requires approval for runs only if ``approved`` is the
+    # call's digest. None: not checked (inputs scheduled by workflows before the check).
+    approval: str | None = None
+    approved: str | None = None
+    network: bool = False  # shell commands may reach the network
 
 
 __all__ = [

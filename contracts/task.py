@@ -74,6 +74,7 @@ class PendingApproval(BaseModel):
     reason: str
     turn: int
     requested_at: datetime
+    digest: str = ""  # call_digest(tool, arguments): what an approval of this call names
 
 
 class ApprovalDecision(BaseModel):
@@ -81,6 +82,9 @@ class ApprovalDecision(BaseModel):
 
     approved: bool
     call_id: str | None = None  # None: whichever call is pending
+    # The call as the person saw it (``call_digest`` of its tool and arguments): the decision
+    # is refused if the pending call is not that one. None: not checked (older clients).
+    digest: str | None = None
     reason: str = ""
     decided_by: str = "user"
 
@@ -175,6 +179,7 @@ class TaskInput(BaseModel):
     fallbacks: list[ModelRef] = Field(default_factory=list)  # tried in order when a model keeps failing
     failover_after: int = 3  # failed attempts on one model before moving to the next
     cost_limit_usd: float | None = None  # fail the task when its spend passes this
+    network: bool = False  # shell commands may reach the network (the sandbox cuts it off by default)
 
     def offered_tools(self) -> list[str]:
         """The tools offered to the model: the task's list minus what its place hides. It

@@ -7,6 +7,7 @@ knows about HTTP.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Annotated, Any, Literal
 
@@ -49,6 +50,19 @@ class ToolCallRequest(BaseModel):
         if isinstance(data, dict) and "runs_in" not in data and data.get("name") == LEGACY_CHILD_WORKFLOW_TOOL:
             return {**data, "runs_in": "child_workflow"}
         return data
+
+    @property
+    def digest(self) -> str:
+        """What an approval is bound to: the tool's name and exact arguments (``call_digest``)."""
+        return call_digest(self.name, self.arguments)
+
+
+def call_digest(name: str, arguments: dict[str, Any]) -> str:
+    """A short, stable digest of a tool call's name and arguments (canonical JSON): an
+    approval names it, and the tool activity runs a call that needs approval only when
+    the digest it was given is that of the call itself."""
+    canonical = json.dumps([name, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 class ThinkingPart(BaseModel):

@@ -50,6 +50,13 @@ CREATE TABLE IF NOT EXISTS agent_sessions (
     total INTEGER NOT NULL,
     finished_seq BIGSERIAL PRIMARY KEY
 );
+CREATE TABLE IF NOT EXISTS agent_tool_calls (
+    context_id TEXT NOT NULL,
+    call_key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT,
+    PRIMARY KEY (context_id, call_key)
+);
 """
 
 
@@ -149,6 +156,25 @@ class PostgresStore:
             cur = await conn.execute("SELECT body FROM agent_blobs WHERE digest = %s", (digest,))
             row = await cur.fetchone()
         return row[0] if row else None
+
+    # ---- tool calls --------------------------------------------------------------
+
+    async def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None:
+        async with (await self._conn_pool()).connection() as conn:
+            await conn.execute(
+                "INSERT INTO agent_tool_calls VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, call_key) "
+                "DO UPDATE SET state = EXCLUDED.state, body = EXCLUDED.body",
+                (context_id, call_key, state, body),
+            )
+
+    async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
+        async with (await self._conn_pool()).connection() as conn:
+            cur = await conn.execute(
+                "SELECT state, body FROM agent_tool_calls WHERE context_id = %s AND call_key = %s",
+                (context_id, call_key),
+            )
+            row = await cur.fetchone()
+        return (row[0], row[1]) if row else None
 
     # ---- sessions ----------------------------------------------------------------
 

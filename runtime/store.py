@@ -64,6 +64,13 @@ CREATE TABLE IF NOT EXISTS sessions (
     total INTEGER NOT NULL,
     finished_seq INTEGER PRIMARY KEY AUTOINCREMENT
 );
+CREATE TABLE IF NOT EXISTS tool_calls (
+    context_id TEXT NOT NULL,
+    call_key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT,
+    PRIMARY KEY (context_id, call_key)
+);
 """
 
 
@@ -205,6 +212,21 @@ class ContextStore:
         row = self._conn().execute("SELECT body FROM blobs WHERE digest = ?", (digest,)).fetchone()
         return row[0] if row else None
 
+    # ---- tool calls ----------------------------------------------------------------------
+
+    def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None:
+        """Record that a tool call started (``state="started"``) or finished with a result
+        (``state="finished"``, the result as JSON), so a retry on any worker can read it."""
+        with self._conn() as conn:
+            conn.execute("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?)", (context_id, call_key, state, body))
+
+    def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
+        """(state, body) of a recorded tool call, or None if it never started."""
+        row = self._conn().execute(
+            "SELECT state, body FROM tool_calls WHERE context_id = ? AND call_key = ?", (context_id, call_key)
+        ).fetchone()
+        return (row[0], row[1]) if row else None
+
     # ---- sessions ----------------------------------------------------------------------
 
     def record_session_task(
@@ -243,6 +265,8 @@ class Store(Protocol):
         self, name: str, context_id: str, workflow_id: str, status: str, final_text: str, total: int
     ) -> None: ...
     async def session_tasks(self, name: str) -> list[tuple[str, str, str, str, int]]: ...
+    async def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None: ...
+    async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None: ...
     async def check(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -285,6 +309,12 @@ class LocalStore:
 
     async def session_tasks(self, name: str) -> list[tuple[str, str, str, str, int]]:
         return await asyncio.to_thread(self.sqlite.session_tasks, name)
+
+    async def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None:
+        await asyncio.to_thread(self.sqlite.put_call, context_id, call_key, state, body)
+
+    async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
+        return await asyncio.to_thread(self.sqlite.get_call, context_id, call_key)
 
     async def check(self) -> None:
         await asyncio.to_thread(self.sqlite.count_all)

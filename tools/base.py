@@ -27,6 +27,16 @@ class ToolContext:
     workspace: Path
     task_id: str = ""
     heartbeat: Callable[[str], None] = lambda _detail: None
+    # The output so far of a long-running call (its tail), kept by the caller so that a
+    # retry after a crash can tell the model what the interrupted call had printed.
+    progress: Callable[[str], None] = lambda _output: None
+    # Secrets in clear become placeholders: tools that cut their output call it first, so
+    # that a secret straddling the cut never leaks in part.
+    redact: Callable[[str], str] = lambda text: text
+    # Shell commands may reach the network (the task was started with --network).
+    network: bool = False
+    # Paths a sandboxed command must not see (the worker's data, secrets, store).
+    hidden: tuple[Path, ...] = ()
 
 
 BULKY_KEYS = frozenset({"content", "new", "old"})  # file contents: never in a summary line
@@ -44,6 +54,10 @@ class ToolDefinition(Generic[ArgsT]):
     # Per-call classification from the arguments (e.g. shell commands), alone or with the
     # reason a person reads when asked to approve; None uses `danger`.
     classify: Callable[[ArgsT], Danger | tuple[Danger, str]] | None = None
+    # Whether a call may run again when a crash cut it off before its result was recorded:
+    # reads and writes of the same content may; a command with effects may not (the model
+    # is told it was interrupted instead). A function decides per call from the arguments.
+    idempotent: bool | Callable[[ArgsT], bool] = False
     # Where a call runs: "activity" (the tool activity runs the handler) or
     # "child_workflow" (the engine runs a sub-agent; the handler only refuses).
     runs_in: Literal["activity", "child_workflow"] = "activity"

@@ -268,5 +268,6 @@ TOOL = ToolDefinition(
     args_model=FetchArgs,
     handler=fetch_url,
     danger=Danger.SAFE,
+    idempotent=True,
     compact_keys=("url",),
 )

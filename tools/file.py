@@ -321,6 +321,7 @@ TOOL = ToolDefinition(
     args_model=FileArgs,
     handler=file_tool,
     danger=Danger.MODERATE,
+    idempotent=True,
     classify=classify,
     compact_keys=("action", "path"),
     untrusted_source=lambda args: (

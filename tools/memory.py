@@ -249,6 +249,7 @@ TOOL = ToolDefinition(
     args_model=MemoryArgs,
     handler=memory_tool,
     danger=Danger.MODERATE,
+    idempotent=lambda args: args.action == "read",  # an append cut off by a crash is not repeated
     classify=classify,
     compact_keys=("action",),
     for_subagents=False,

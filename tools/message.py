@@ -45,5 +45,6 @@ TOOL = ToolDefinition(
     args_model=MessageArgs,
     handler=send_message,
     danger=Danger.SAFE,
+    idempotent=True,
     compact_keys=("type",),
 )

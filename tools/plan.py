@@ -40,5 +40,6 @@ TOOL = ToolDefinition(
     args_model=PlanArgs,
     handler=update_plan,
     danger=Danger.SAFE,
+    idempotent=True,
     compact_keys=(),
 )

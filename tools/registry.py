@@ -113,6 +113,19 @@ def classify_call(name: str, arguments: dict[str, Any]) -> tuple[Danger, str]:
     return danger, reason
 
 
+def is_idempotent(name: str, arguments: dict[str, Any]) -> bool:
+    """Whether a call cut off by a crash may simply run again (see ``ToolDefinition.idempotent``)."""
+    tool = REGISTRY.get(name)
+    if tool is None:
+        return True  # an unknown tool never runs
+    if not callable(tool.idempotent):
+        return tool.idempotent
+    try:
+        return tool.idempotent(_validate(tool, arguments))
+    except ValidationError:
+        return True  # invalid arguments never run: the call comes back as a retry
+
+
 def danger_of(name: str, arguments: dict[str, Any]) -> Danger:
     """The policy level of one call: the tool's classification, or its default."""
     return classify_call(name, arguments)[0]

@@ -282,5 +282,6 @@ TOOL = ToolDefinition(
     args_model=SearchArgs,
     handler=search_tool,
     danger=Danger.SAFE,
+    idempotent=True,
     compact_keys=("type", "query"),
 )

@@ -13,9 +13,13 @@ that look like credentials are dropped unless named in
 ``AGENT_SHELL_ENV_ALLOW``, so a command (or a prompt injection driving one)
 cannot read the worker's API keys with ``env``.
 
-``classify_command`` (rules in ``tools/shell_policy.py``) is the policy hint: obviously destructive commands are
-DANGEROUS, everything else MODERATE. It is a heuristic on tokens, not a
-sandbox.
+Commands run in the sandbox of ``tools/sandbox.py`` (bubblewrap): read-only
+filesystem but the workspace and a private ``/tmp``, no network unless the task
+allows it, and they die with the worker. Secrets are redacted from the output
+before it is cut, so a secret straddling the cut does not leak in part.
+
+``classify_command`` (rules in ``tools/shell_policy.py``, on a real bash parser)
+decides which commands wait for approval.
 """
 
 from __future__ import annotations
@@ -23,17 +27,21 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 
-from tools import shell_policy
+from tools import sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 OUTPUT_CAP_CHARS = 20_000
 _HALF = OUTPUT_CAP_CHARS // 2
-# A UTF-8 character is at most 4 bytes, so these always hold a full half.
-HEAD_BYTES = 4 * _HALF + 16
-TAIL_BYTES = 4 * _HALF + 16
+# Kept beyond each half, so secrets are redacted in whole before the cut: a secret of up to
+# REDACT_MARGIN_BYTES / 4 characters that straddles a cut is never shown in part.
+REDACT_MARGIN_BYTES = 16 * 1024
+# A UTF-8 character is at most 4 bytes, so these always hold a full half (and the margin).
+HEAD_BYTES = 4 * _HALF + 16 + REDACT_MARGIN_BYTES
+TAIL_BYTES = 4 * _HALF + 16 + REDACT_MARGIN_BYTES
+PROGRESS_CHARS = 2000  # the output tail a heartbeat carries, for a retry after a crash
 READ_CHUNK = 64 * 1024
 HEARTBEAT_INTERVAL_S = 2.0
 # After bash exits, how long to wait for background children to close the pipe.
@@ -46,7 +54,9 @@ Run a bash command in the workspace (the working directory) and return its outpu
 - Output over {OUTPUT_CAP_CHARS} characters keeps only its start and end;
   filter long output (grep, head, tail).
 - A nonzero exit code is reported, not an error: read it.
-- To leave a process running in the background, redirect its output: `nohup cmd > log 2>&1 &`.
+- Commands run in a sandbox: only the workspace and /tmp (private, empty) are writable,
+  the network is off unless the task allows it, and processes started in the background
+  end when the command ends (start a server and use it in the same command).
 """
 
 
@@ -113,15 +123,20 @@ class _Capture:
             del self.tail[:excess]
             self.dropped += excess
 
-    def render(self) -> tuple[str, bool]:
-        """The output as text within OUTPUT_CAP_CHARS, and whether it was cut."""
+    def tail_text(self, chars: int = PROGRESS_CHARS) -> str:
+        kept = self.tail if self.tail else self.head
+        return bytes(kept[-4 * chars:]).decode("utf-8", errors="replace")[-chars:]
+
+    def render(self, redact: Callable[[str], str] = lambda text: text) -> tuple[str, bool]:
+        """The output as text within OUTPUT_CAP_CHARS, and whether it was cut. Secrets are
+        redacted before the cut."""
         if not self.dropped:
-            text = (self.head + self.tail).decode("utf-8", errors="replace")
+            text = redact((self.head + self.tail).decode("utf-8", errors="replace"))
             if len(text) <= OUTPUT_CAP_CHARS:
                 return text, False
             return _join(text[:_HALF], len(text) - 2 * _HALF, text[-_HALF:]), True
-        head = self.head.decode("utf-8", errors="replace")
-        tail = self.tail.decode("utf-8", errors="replace")
+        head = redact(self.head.decode("utf-8", errors="replace"))
+        tail = redact(self.tail.decode("utf-8", errors="replace"))
         # The dropped middle is counted in bytes: exact for ASCII, close enough otherwise.
         cut = len(head) - _HALF + self.dropped + len(tail) - _HALF
         return _join(head[:_HALF], cut, tail[-_HALF:]), True
@@ -143,7 +158,9 @@ async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
         capture.feed(chunk)
 
 
-async def _wait(proc: asyncio.subprocess.Process, timeout_s: int, ctx: ToolContext) -> int | None:
+async def _wait(
+    proc: asyncio.subprocess.Process, timeout_s: int, ctx: ToolContext, capture: _Capture | None = None
+) -> int | None:
     """The exit code, heartbeating meanwhile; None if the group was killed at the timeout."""
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -158,6 +175,8 @@ async def _wait(proc: asyncio.subprocess.Process, timeout_s: int, ctx: ToolConte
             await asyncio.wait({exited}, timeout=min(HEARTBEAT_INTERVAL_S, remaining))
             if exited.done():
                 return exited.result()
+            if capture is not None:
+                ctx.progress(ctx.redact(capture.tail_text()))
             ctx.heartbeat(f"shell running {int(loop.time() - started)}s")
     finally:
         exited.cancel()
@@ -173,26 +192,43 @@ async def _supervise(
     capture = _Capture()
     reader = asyncio.create_task(_drain(stream, capture))
     try:
-        code = await _wait(proc, timeout_s, ctx)
+        code = await _wait(proc, timeout_s, ctx, capture)
         # Background children may still hold the pipe: read what is there, then stop.
         await asyncio.wait({reader}, timeout=DRAIN_GRACE_S)
     finally:
         reader.cancel()
         transport.close()  # stops reading at once, but closes the pipe only later...
         pipe.close()  # ...so close it now: a background writer gets SIGPIPE instead of blocking
-    return code, *capture.render()
+    return code, *capture.render(ctx.redact)
+
+
+def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus) -> list[str]:
+    """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox."""
+    argv = ["/bin/bash", "-c", command]
+    if not box.active:
+        return argv
+    assert box.bwrap is not None
+    return sandbox.command_line(box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden)
+
+
+def command_env(box: sandbox.SandboxStatus) -> dict[str, str]:
+    env = scrubbed_env(os.environ, env_allow_list(os.environ))
+    if box.active:  # HOME is read-only in the sandbox: caches go to the private /tmp
+        env.update(TMPDIR="/tmp", XDG_CACHE_HOME="/tmp/.cache")
+    return env
 
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
+    box = sandbox.status()
+    if box.refuses_unsafe and not shell_policy.is_read_only(args.command):
+        return ToolOutcome(status="error", content=box.refusal())
     # Our own pipe, so we can close the read end even if a background child keeps it open.
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash",
-            "-c",
-            args.command,
+            *command_argv(args.command, ctx, box),
             cwd=ctx.workspace,
-            env=scrubbed_env(os.environ, env_allow_list(os.environ)),
+            env=command_env(box),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=write_fd,
             stderr=asyncio.subprocess.STDOUT,
@@ -236,6 +272,8 @@ TOOL = ToolDefinition(
     handler=run_shell,
     danger=Danger.MODERATE,
     classify=lambda args: shell_policy.classify_command(args.command),
+    # A read-only command may run again after a crash; anything else is not rerun blindly.
+    idempotent=lambda args: shell_policy.is_read_only(args.command),
     compact_keys=("command",),
     summary_keys=("command",),
     untrusted_source=lambda args: f"shell: {str(args.get('command', ''))[:120]}",

@@ -238,6 +238,7 @@ TOOL = ToolDefinition(
     args_model=LoadSkillArgs,
     handler=load_skill,
     danger=Danger.SAFE,
+    idempotent=True,
     compact_keys=("name", "file"),
     for_subagents=False,
 )

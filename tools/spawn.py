@@ -35,6 +35,7 @@ TOOL = ToolDefinition(
     args_model=SpawnArgs,
     handler=refuse,
     danger=Danger.SAFE,
+    idempotent=True,
     compact_keys=("task",),
     runs_in="child_workflow",
 )

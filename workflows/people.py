@@ -13,6 +13,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.activities import REDACT_ACTIVITY
     from contracts.task import ApprovalDecision, PendingApproval, TaskState
     from core.entries import StatusNotice, UserMessage
     from core.messages import ToolCallRequest
@@ -34,6 +35,7 @@ class PeopleMixin(LoopBase):
             reason=call.danger_reason or f"approval mode is {self.task.approval.value}",
             turn=state.turn,
             requested_at=workflow.now(),
+            digest=call.digest,
         )
         state.decision = None
         self._set_state(TaskState.WAITING_APPROVAL, f"waiting for approval: {policy.tool_summary(call)}")
@@ -74,11 +76,26 @@ class PeopleMixin(LoopBase):
             return "no tool call is waiting for approval"
         if decision.call_id is not None and decision.call_id != pending.call_id:
             return f"call {decision.call_id} is not pending (pending: {pending.call_id})"
+        if decision.digest is not None and decision.digest != pending.digest:
+            return (
+                f"the pending call changed since it was shown: now {pending.tool} "
+                f"{policy.shorten(str(pending.arguments), 200)}; look again and decide on that call"
+            )
         if self.state.decision is not None:
             return "the pending call has already been decided"
         return None
 
-    def _deliver_interjections(self) -> None:
+    async def _deliver_interjections(self) -> None:
         while self.state.inbox:
             message = self.state.inbox.pop(0)
-            self._append(UserMessage(text=message.text))
+            text = message.text
+            # patched(): tasks that took interjections before this release replay without it.
+            if workflow.patched("redact-interjections"):
+                # A raw `temporal workflow signal` may carry a secret in clear: it is redacted
+                # before it enters the context, the store or the event stream. A local
+                # activity, so the history records only the redacted text.
+                text = await workflow.execute_local_activity(
+                    REDACT_ACTIVITY, text, result_type=str, start_to_close_timeout=policy.REDACT_TIMEOUT,
+                    summary="redact · a person's message",
+                )
+            self._append(UserMessage(text=text))

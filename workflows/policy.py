@@ -20,6 +20,7 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 LLM_TIMEOUT = timedelta(minutes=10)
 TOOL_TIMEOUT = timedelta(hours=1, minutes=5)  # the shell tool caps commands at one hour
 STORE_TIMEOUT = timedelta(minutes=1)
+REDACT_TIMEOUT = timedelta(seconds=30)
 # How long a call waits for the worker whose cache is warm before going to any worker.
 AFFINITY_WAIT = timedelta(seconds=5)
 

@@ -152,7 +152,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             while True:
                 if self._should_continue_as_new():
                     await self._continue_as_new()
-                self._preflight()  # stop, interjections, plan reminder
+                await self._preflight()  # stop, interjections, plan reminder
                 self._check_limits()  # turns and spend
                 thought = await self._think()  # context delta -> model -> a tool call, or not
                 if isinstance(thought, ToolCall):
@@ -209,10 +209,10 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
                 self._append(entry)
         self._append(UserMessage(text=task.instruction))
 
-    def _preflight(self) -> None:
+    async def _preflight(self) -> None:
         if self.state.stop_reason is not None:
             raise self._fail(f"stopped: {self.state.stop_reason}", "stopped")
-        self._deliver_interjections()
+        await self._deliver_interjections()
         self._remind_of_plan()
 
     async def _act(self, entry: ToolCall) -> None:
@@ -241,19 +241,21 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             await self._wait_for_reply(result.ask)
 
     async def _approved_execute(self, call: ToolCallRequest) -> ToolOutcome:
+        approved = None
         if self.task.approval.requires(call.danger):
             denial = await self._wait_for_approval(call)
             if denial is not None:
                 return denial
+            approved = call.digest  # the tool activity runs this exact call and no other
         if call.runs_in == "child_workflow":
             return await self._run_child(call)
-        return await self._execute(call)
+        return await self._execute(call, approved)
 
-    async def _execute(self, call: ToolCallRequest) -> ToolOutcome:
+    async def _execute(self, call: ToolCallRequest, approved: str | None = None) -> ToolOutcome:
         self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call))
         while True:
             try:
-                result = await self._run_tool(call)
+                result = await self._run_tool(call, approved)
                 break
             except ActivityError as err:
                 if self._lost_affinity(err):
@@ -264,7 +266,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             return ToolOutcome(status="error", content=text)
         return result
 
-    async def _run_tool(self, call: ToolCallRequest) -> ToolOutcome | None:
+    async def _run_tool(self, call: ToolCallRequest, approved: str | None) -> ToolOutcome | None:
         handle = workflow.start_activity(
             TOOL_ACTIVITY,
             ToolCallInput(
@@ -274,6 +276,9 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
                 call=call,
                 context_id=self.state.context_id,
                 result_seq=self.transcript.total,
+                approval=self.task.approval.value,
+                approved=approved,
+                network=self.task.network,
             ),
             result_type=ToolOutcome,
             start_to_close_timeout=policy.TOOL_TIMEOUT,

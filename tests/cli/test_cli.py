@@ -15,6 +15,7 @@ from contracts.task import TaskState
 from fakes.scripted import Step, tool
 from tests.workflows.harness import scripted_worker, wait_for_state
 from workflows.search_attributes import AGENT_STATE
+from workflows.task import AgentTaskWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,8 +64,11 @@ async def test_start_prints_the_id_last_and_status_json_reports_the_state(client
         code, _, err = await cli(client, "approve", workflow_id, "--call", "nope")
         assert code == 2 and err.strip().startswith("error: decision rejected") and "\n" not in err.strip()
 
-        code, out, _ = await cli(client, "approve", workflow_id, "--deny", "--reason", "no root")
-        assert code == 0 and "denied: shell call" in out
+        # Without --call, the pending call is shown; a script must confirm it with --yes.
+        code, out, err = await cli(client, "approve", workflow_id, "--deny", "--reason", "no root")
+        assert code == 2 and "sudo true" in out and f"--call {status['pending_approval']['call_id']}" in err
+        code, out, _ = await cli(client, "approve", workflow_id, "--deny", "--yes", "--reason", "no root")
+        assert code == 0 and "sudo true" in out and "denied: shell call" in out
         outcome = await client.get_workflow_handle(workflow_id).result()
         assert outcome["status"] == "DONE"
         assert "no root" in model.requests[1]["messages"][-1]["content"]
@@ -167,9 +171,12 @@ async def test_approve_without_a_worker_says_so_quickly_and_takes_effect_when_on
         workflow_id = out.strip().splitlines()[-1]
         handle = client.get_workflow_handle(workflow_id)
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)
-    # No worker polls the task's queue now.
-    began = asyncio.get_running_loop().time()
+        call_id = (await handle.query(AgentTaskWorkflow.status)).pending_approval.call_id
+    # No worker polls the task's queue now: the call can't be shown, so it must be named.
     code, out, err = await cli(client, "approve", workflow_id, "--reason", "go ahead")
+    assert code == 2 and "--call CALL_ID" in err and "Traceback" not in err
+    began = asyncio.get_running_loop().time()
+    code, out, err = await cli(client, "approve", workflow_id, "--call", call_id, "--reason", "go ahead")
     assert asyncio.get_running_loop().time() - began < 10
     assert code == 0, err
     assert "no worker answered" in out and "python worker.py" in out and "Traceback" not in err

@@ -211,7 +211,7 @@ async def test_cli_schedule_create_list_trigger_and_delete(client, task_queue, w
             return code == 0 and workflow_id in out
 
         await poll(waiting)
-        code, out, err = await cli(client, "approve", workflow_id)
+        code, out, err = await cli(client, "approve", workflow_id, "--yes")
         assert code == 0 and "approved: shell call" in out, err
         outcome = await client.get_workflow_handle(workflow_id).result()
         assert outcome["status"] == "DONE" and outcome["final_text"] == "from the cli"

@@ -188,7 +188,7 @@ async def test_a_broken_provider_fails_one_task_clearly_while_the_worker_serves_
         tools_ = ToolActivities(store)
         sessions = SessionActivities(store)
         async with Worker(client, task_queue=task_queue, workflows=[AgentTaskWorkflow],
-                          activities=[llm.call_llm, tools_.run_tool, sessions.load_session, sessions.record_session,
+                          activities=[llm.call_llm, tools_.run_tool, tools_.redact_text, sessions.load_session, sessions.record_session,
                                       PromptActivities(store).prompt_context]):
             bad = await client.start_workflow(
                 AgentTaskWorkflow.run, make_input(workspace, "broken task", provider="broken"),
