@@ -47,6 +47,23 @@ def workspace(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sandbox_or_say_why() -> Iterator[None]:
+    """Without bubblewrap, commands run unsandboxed (workers started by tests inherit it)."""
+    from tests import sandboxing
+
+    status = sandboxing.probe()
+    if status.active or os.environ.get(sandboxing.REQUIRE_ENV):
+        yield
+        return
+    print(f"\n{status.notice()}; the suite runs commands unsandboxed", file=sys.stderr)
+    os.environ["AGENT_SANDBOX"] = "off"
+    try:
+        yield
+    finally:
+        os.environ.pop("AGENT_SANDBOX", None)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_DATA_DIR", str(tmp_path / "data"))

@@ -204,7 +204,7 @@ def _list(root: Path, path: Path, raw: str) -> ToolOutcome:
     fd = _open_beneath(root, path, raw, DIR_FLAGS)
     try:
         with os.scandir(fd) as it:
-            entries = sorted(e.name + ("/" if e.is_dir() else "") for e in it)
+            entries = sorted(printable(e.name) + ("/" if e.is_dir() else "") for e in it)
     finally:
         os.close(fd)
     if not entries:
@@ -263,9 +263,15 @@ def _grep(root: Path, path: Path, raw: str, pattern: str) -> ToolOutcome:
 
 def _shown(path: Path, root: Path) -> str:
     try:
-        return str(path.relative_to(root))
+        return printable(str(path.relative_to(root)))
     except ValueError:
-        return str(path)
+        return printable(str(path))
+
+
+def printable(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (kept by Python as lone surrogates, which
+    no JSON payload can carry) are shown escaped, e.g. ``bad\\xff.txt``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _clip(line: str) -> str:

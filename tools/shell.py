@@ -25,6 +25,7 @@ decides which commands wait for approval.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ REDACT_MARGIN_BYTES = 16 * 1024
 HEAD_BYTES = 4 * _HALF + 16 + REDACT_MARGIN_BYTES
 TAIL_BYTES = 4 * _HALF + 16 + REDACT_MARGIN_BYTES
 PROGRESS_CHARS = 2000  # the output tail a heartbeat carries, for a retry after a crash
+PR_SET_PDEATHSIG = 1
 READ_CHUNK = 64 * 1024
 HEARTBEAT_INTERVAL_S = 2.0
 # After bash exits, how long to wait for background children to close the pipe.
@@ -211,6 +213,16 @@ def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus) -> 
     return sandbox.command_line(box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden)
 
 
+def _die_with_worker() -> None:
+    """In the child before exec (unsandboxed): SIGKILL when the worker dies, as bubblewrap's
+    --die-with-parent does for sandboxed commands, so a command never outlives its worker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the process group kill still applies
+        pass
+
+
 def command_env(box: sandbox.SandboxStatus) -> dict[str, str]:
     env = scrubbed_env(os.environ, env_allow_list(os.environ))
     if box.active:  # HOME is read-only in the sandbox: caches go to the private /tmp
@@ -233,6 +245,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
             stdout=write_fd,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=None if box.active else _die_with_worker,
         )
     except BaseException:
         os.close(read_fd)

@@ -254,3 +254,17 @@ def test_file_classifies_writes_as_moderate_and_reads_as_safe(action, danger):
 
 def test_file_compacts_on_action_and_path():
     assert file_tool.TOOL.compact_keys == ("action", "path")
+
+
+async def test_file_names_that_are_not_utf8_are_listed_and_grepped_escaped(ws):
+    import os
+
+    (Path(os.fsdecode(bytes(ws) + b"/bad\xff\xfe.txt"))).write_bytes(b"needle\n")
+    os.mkdir(bytes(ws) + b"/dir\xff")
+    (Path(os.fsdecode(bytes(ws) + b"/dir\xff/x.txt"))).write_text("needle\n")
+    listed = await _file(ws, action="list")
+    grepped = await _file(ws, action="grep", pattern="needle")
+    assert listed.status == "ok" and listed.content == "bad\\xff\\xfe.txt\ndir\\xff/"
+    assert grepped.status == "ok" and grepped.content == "bad\\xff\\xfe.txt:1:needle\ndir\\xff/x.txt:1:needle"
+    listed.model_dump_json()  # a payload Temporal can carry: no lone surrogates
+    grepped.model_dump_json()

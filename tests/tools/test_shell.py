@@ -1,11 +1,11 @@
 import asyncio
-import os
 import resource
 import time
 from pathlib import Path
 
 import pytest
 
+from tests import sandboxing
 from tools import shell
 from tools.base import Danger, ToolContext
 from tools.shell import OUTPUT_CAP_CHARS, ShellArgs, classify_command, run_shell
@@ -20,29 +20,11 @@ async def _run(ctx: ToolContext, command: str, timeout_s: int = 30):
     return await run_shell(ShellArgs(command=command, timeout_s=timeout_s), ctx)
 
 
-def _alive(pid: int) -> bool:
-    """Running and not a zombie (nobody may reap orphans in a container)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-async def _gone(pid: int, within_s: float = 3.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        await asyncio.sleep(0.05)
-    return False
-
-
-async def _read_pid(path: Path, within_s: float = 5.0) -> int:
+async def _read_text(path: Path, within_s: float = 5.0) -> str:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         if path.exists() and path.read_text().strip():
-            return int(path.read_text())
+            return path.read_text()
         await asyncio.sleep(0.02)
     raise AssertionError(f"{path} was never written")
 
@@ -113,36 +95,43 @@ async def test_shell_survives_output_that_is_not_utf8(ctx):
     assert result.content.startswith("ok \ufffd\ufffd end\n")
 
 
-async def test_shell_timeout_kills_the_whole_process_group(ctx, tmp_path):
+@pytest.fixture(params=["off", "required"])
+def box(request, monkeypatch):
+    """The process-handling tests, run both unsandboxed and in bubblewrap."""
+    if request.param == "off":
+        return sandboxing.unsandboxed(monkeypatch)
+    return sandboxing.require(monkeypatch)
+
+
+async def test_shell_timeout_kills_the_whole_process_group(box, ctx, tmp_path):
     started = time.monotonic()
-    result = await _run(ctx, "echo started; sleep 30 & echo $! > bg.pid; sleep 30", timeout_s=1)
+    result = await _run(ctx, "echo started; (sleep 2; echo late > late.txt) & sleep 30", timeout_s=1)
     assert time.monotonic() - started < 5
     assert result.status == "error"
     assert "timed out after 1 s" in result.content
     assert result.content.startswith("started\n")
-    assert await _gone(int((tmp_path / "bg.pid").read_text()))
+    await asyncio.sleep(2.5)
+    assert not (tmp_path / "late.txt").exists()  # the background child died with the command
 
 
-async def test_shell_cancellation_kills_the_process_group_and_propagates(ctx, tmp_path):
-    task = asyncio.create_task(_run(ctx, "sleep 30 & echo $! > bg.pid; echo $$ > main.pid; wait"))
-    main_pid = await _read_pid(tmp_path / "main.pid")
-    bg_pid = await _read_pid(tmp_path / "bg.pid")
-    assert _alive(main_pid) and _alive(bg_pid)
+async def test_shell_cancellation_kills_the_process_group_and_propagates(box, ctx, tmp_path):
+    task = asyncio.create_task(_run(ctx, "(sleep 2; echo late > late.txt) & echo up > up.txt; sleep 2; echo main > main.txt"))
+    await _read_text(tmp_path / "up.txt")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await _gone(main_pid)
-    assert await _gone(bg_pid)
+    await asyncio.sleep(2.5)
+    assert not (tmp_path / "late.txt").exists() and not (tmp_path / "main.txt").exists()
 
 
-async def test_shell_returns_when_a_background_child_keeps_the_output_open(ctx, tmp_path):
+async def test_shell_returns_when_a_background_child_keeps_the_output_open(box, ctx, tmp_path):
     started = time.monotonic()
-    result = await _run(ctx, "sleep 30 & echo $! > bg.pid; echo launched")
-    try:
-        assert time.monotonic() - started < shell.DRAIN_GRACE_S + 3
-        assert result.content == "launched\n[exit code: 0]"
-    finally:
-        os.kill(int((tmp_path / "bg.pid").read_text()), 9)
+    result = await _run(ctx, "(sleep 3; echo late > late.txt) & echo launched")
+    assert time.monotonic() - started < shell.DRAIN_GRACE_S + 3
+    assert result.content == "launched\n[exit code: 0]"
+    if box.active:  # in the sandbox, what a command started ends with it
+        await asyncio.sleep(3.5)
+        assert not (tmp_path / "late.txt").exists()
 
 
 async def test_shell_heartbeats_while_the_command_runs(tmp_path, monkeypatch):

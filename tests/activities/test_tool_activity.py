@@ -1,0 +1,117 @@
+"""The tool activity's guarantees: no call runs unapproved, none runs twice.
+
+The activity runs in Temporal's ActivityEnvironment with a real store (SQLite here; the
+Postgres store implements the same calls and is exercised at the end); retries are
+simulated as Temporal makes them: same input, a later attempt, the last heartbeat's details.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from temporalio.testing import ActivityEnvironment
+
+from activities.tools import ToolActivities
+from contracts.activities import ToolCallInput, ToolProgress
+from core.messages import ToolCallRequest, call_digest
+from runtime.secrets import SecretStore
+from runtime.store import ContextStore, open_store
+
+APPEND = "echo ran >> runs.txt"
+
+
+def call_input(workspace, command: str = APPEND, **fields) -> ToolCallInput:
+    call = ToolCallRequest(id="call_1", name="shell", arguments={"command": command})
+    values = dict(task_id="t1", turn=1, workspace=str(workspace), call=call, context_id="ctx-1", result_seq=3)
+    values.update(fields)
+    return ToolCallInput(**values)
+
+
+def activities(tmp_path, store=None) -> ToolActivities:
+    return ToolActivities(store or ContextStore(tmp_path / "store.db"), SecretStore({}))
+
+
+def retry_env(attempt: int = 2, details: list | None = None) -> ActivityEnvironment:
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=attempt, heartbeat_details=details or [])
+    return env
+
+
+async def test_a_retry_of_a_finished_call_returns_its_recorded_result_without_running_it(tmp_path, workspace):
+    acts = activities(tmp_path)
+    first = await ActivityEnvironment().run(acts.run_tool, call_input(workspace))
+    again = await retry_env().run(acts.run_tool, call_input(workspace))  # e.g. its completion was lost
+    assert (workspace / "runs.txt").read_text() == "ran\n"
+    assert again == first and first.exit_code == 0
+
+
+async def test_a_retry_of_a_call_that_started_and_never_finished_is_not_run_again(tmp_path, workspace):
+    acts = activities(tmp_path)
+    store = acts.store
+    await store.put_call("ctx-1", "3:call_1", "started")  # the worker died while it ran
+    details = [ToolProgress(output="step 1 done\nstep 2").model_dump()]
+    result = await retry_env(details=details).run(acts.run_tool, call_input(workspace))
+    assert not (workspace / "runs.txt").exists()
+    assert result.status == "error" and result.content.startswith("[interrupted]")
+    assert "may have partly run" in result.content and "step 1 done\nstep 2" in result.content
+    # What the model was told is recorded as the call's result: a further retry says the same.
+    assert await retry_env(attempt=3).run(acts.run_tool, call_input(workspace)) == result
+
+
+async def test_heartbeat_details_alone_tell_a_retry_the_call_had_started(tmp_path, workspace):
+    acts = activities(tmp_path)  # e.g. the store write of "started" is what was lost
+    result = await retry_env(details=[{"started": True, "output": "partial"}]).run(acts.run_tool, call_input(workspace))
+    assert "[interrupted]" in result.content and "partial" in result.content
+    assert not (workspace / "runs.txt").exists()
+
+
+async def test_an_idempotent_call_that_was_cut_off_simply_runs_again(tmp_path, workspace):
+    acts = activities(tmp_path)
+    (workspace / "a.txt").write_text("hello")
+    await acts.store.put_call("ctx-1", "3:call_1", "started")
+    result = await retry_env().run(acts.run_tool, call_input(workspace, "cat a.txt"))
+    assert result.status == "ok" and "hello" in result.content
+
+
+async def test_a_call_that_needs_approval_runs_only_with_the_digest_of_that_exact_call(tmp_path, workspace):
+    acts = activities(tmp_path)
+    (workspace / "build").mkdir()
+    (workspace / "important_data").mkdir()
+    approved_a = call_digest("shell", {"command": "rm -rf build"})
+    # Arguments B under an approval of arguments A: refused, nothing deleted.
+    refused = await ActivityEnvironment().run(
+        acts.run_tool,
+        call_input(workspace, "rm -rf important_data", approval="dangerous", approved=approved_a, result_seq=5),
+    )
+    assert refused.status == "error" and refused.content.startswith("[refused]")
+    assert "not approved" in refused.content and (workspace / "important_data").is_dir()
+    # No approval at all (a reset, a bug): refused too.
+    unapproved = await ActivityEnvironment().run(
+        acts.run_tool, call_input(workspace, "rm -rf build", approval="dangerous", result_seq=6)
+    )
+    assert unapproved.content.startswith("[refused]") and (workspace / "build").is_dir()
+    # The approved call itself runs.
+    ran = await ActivityEnvironment().run(
+        acts.run_tool, call_input(workspace, "rm -rf build", approval="dangerous", approved=approved_a, result_seq=7)
+    )
+    assert ran.status == "ok" and not (workspace / "build").exists()
+    # A moderate command needs no approval in the default mode; under "always" it does.
+    assert (await ActivityEnvironment().run(
+        acts.run_tool, call_input(workspace, "echo hi", approval="dangerous", result_seq=8)
+    )).status == "ok"
+    assert (await ActivityEnvironment().run(
+        acts.run_tool, call_input(workspace, "echo hi", approval="always", result_seq=9)
+    )).content.startswith("[refused]")
+
+
+async def test_call_records_in_postgres(postgres_url, tmp_path, workspace):
+    store = open_store(postgres_url)
+    try:
+        acts = activities(tmp_path, store)
+        key = f"t-{workspace.name}-{id(store)}"
+        first = await ActivityEnvironment().run(acts.run_tool, call_input(workspace, context_id=key))
+        again = await retry_env().run(acts.run_tool, call_input(workspace, context_id=key))
+        assert again == first and (workspace / "runs.txt").read_text() == "ran\n"
+        assert await store.get_call(key, "3:call_1") == ("finished", first.model_dump_json())
+    finally:
+        await store.close()

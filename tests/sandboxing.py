@@ -1,0 +1,39 @@
+"""The sandbox in tests: bubblewrap is a Debian package (``.ci/run`` installs it).
+
+On a machine without it, the suite runs commands unsandboxed (``AGENT_SANDBOX=off``, said
+in one line) and the tests of the sandbox itself are skipped with the line that says how to
+install it, except under ``AGENT_TEST_REQUIRE_SANDBOX=1`` (set by ``.ci/run``), where they
+fail instead: CI never hides a missing sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tools import sandbox
+
+REQUIRE_ENV = "AGENT_TEST_REQUIRE_SANDBOX"
+
+
+def probe() -> sandbox.SandboxStatus:
+    return sandbox.status({"AGENT_SANDBOX": "auto", "PATH": os.environ.get("PATH", "")})
+
+
+def require(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
+    """The sandbox, made this process's choice for the test; skipped (or failed in CI) without it."""
+    status = probe()
+    if not status.active:
+        message = f"no sandbox: {status.problem}; {sandbox.INSTALL_HINT}"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(message)
+        pytest.skip(message)
+    monkeypatch.setattr(sandbox, "_STATUS", status)
+    return status
+
+
+def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
+    status = sandbox.status({"AGENT_SANDBOX": "off"})
+    monkeypatch.setattr(sandbox, "_STATUS", status)
+    return status

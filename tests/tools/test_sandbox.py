@@ -1,0 +1,157 @@
+"""The shell tool's sandbox (bubblewrap): what a command can and cannot touch.
+
+These run the real ``bwrap`` (``.ci/run`` installs the Debian package; see
+``tests/sandboxing.py`` for a machine without it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests import sandboxing
+from tools import sandbox, shell
+from tools.base import ToolContext
+from tools.shell import ShellArgs, run_shell
+
+
+@pytest.fixture
+def box(monkeypatch) -> sandbox.SandboxStatus:
+    return sandboxing.require(monkeypatch)
+
+
+async def _run(ctx: ToolContext, command: str, timeout_s: int = 30):
+    return await run_shell(ShellArgs(command=command, timeout_s=timeout_s), ctx)
+
+
+async def test_the_workspace_is_writable_and_nothing_outside_it_is(box, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside = Path.home() / f".sandbox-probe-{uuid.uuid4().hex[:8]}"
+    sibling = tmp_path / "outside.txt"
+    ctx = ToolContext(workspace=workspace)
+    result = await _run(ctx, "; ".join([
+        "echo inside > in.txt",
+        f"touch {outside} 2>&1 || echo touch-refused",
+        f"echo x > {outside}.redirect 2>&1 || echo redirect-refused",
+        f"python3 -c \"open('{outside}.py', 'w')\" 2>&1 | tail -1",
+        f"echo x > {sibling}; cat {sibling}",  # /tmp is private: the host's file is not written
+        "echo tmp > /tmp/scratch && cat /tmp/scratch",
+    ]))
+    try:
+        assert (workspace / "in.txt").read_text() == "inside\n"
+        assert "touch-refused" in result.content and "redirect-refused" in result.content
+        assert "Read-only file system" in result.content
+        for path in (outside, Path(f"{outside}.redirect"), Path(f"{outside}.py")):
+            assert not path.exists(), f"{path} was written outside the workspace"
+        assert not sibling.exists()
+        assert "tmp" in result.content
+    finally:
+        for path in (outside, Path(f"{outside}.redirect"), Path(f"{outside}.py")):
+            path.unlink(missing_ok=True)
+
+
+async def _connections(count: list[int]):
+    async def handle(reader, writer):
+        count.append(1)
+        writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_the_network_is_off_unless_the_task_allows_it(box, tmp_path, network):
+    count: list[int] = []
+    server = await _connections(count)
+    port = server.sockets[0].getsockname()[1]
+    ctx = ToolContext(workspace=tmp_path, network=network)
+    code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
+    try:
+        result = await _run(ctx, f'python3 -c "{code}" 2>&1 | tail -1')
+        await asyncio.sleep(0.2)
+    finally:
+        server.close()
+    if network:
+        assert "connected" in result.content and count == [1]
+    else:
+        assert "connected" not in result.content and "refused" in result.content.lower() and count == []
+
+
+async def test_the_worker_and_its_files_are_out_of_sight(box, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "context.db").write_text("private")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    ctx = ToolContext(workspace=workspace, hidden=(data,))
+    result = await _run(ctx, f"ls -A {data}; cat {data}/context.db 2>&1; ls /proc | grep -c '^[0-9]'; id -u")
+    lines = result.content.splitlines()
+    assert "private" not in result.content and "No such file" in result.content
+    assert int(lines[-3]) < 10  # only the sandbox's own processes, not the worker's
+    # No capability survives, even as root: nothing can be remounted writable.
+    remount = await _run(ctx, "mount -o remount,rw / 2>&1; touch /etc/sandbox-probe 2>&1")
+    assert not Path("/etc/sandbox-probe").exists()
+    assert "denied" in remount.content.lower() or "read-only" in remount.content.lower()
+
+
+async def test_background_processes_end_with_the_command(box, tmp_path):
+    ctx = ToolContext(workspace=tmp_path)
+    result = await _run(ctx, "(sleep 1; echo late > late.txt) & echo launched")
+    assert result.content.startswith("launched")
+    await asyncio.sleep(1.5)
+    assert not (tmp_path / "late.txt").exists()
+
+
+def test_without_bubblewrap_only_read_only_commands_run(tmp_path, monkeypatch):
+    status = sandbox.status({"AGENT_SANDBOX": "auto", "PATH": str(tmp_path)})
+    assert not status.active and status.refuses_unsafe
+    assert "apt-get install bubblewrap" in status.notice() and "AGENT_SANDBOX=off" in status.notice()
+    assert len(status.notice().splitlines()) == 1
+    monkeypatch.setattr(sandbox, "_STATUS", status)
+    ctx = ToolContext(workspace=tmp_path)
+    (tmp_path / "a.txt").write_text("hello")
+    read = asyncio.run(_run(ctx, "cat a.txt"))
+    write = asyncio.run(_run(ctx, "echo x > b.txt"))
+    assert read.status == "ok" and "hello" in read.content
+    assert write.status == "error" and "[refused]" in write.content and "bubblewrap" in write.content
+    assert not (tmp_path / "b.txt").exists()
+
+
+def test_sandbox_modes(tmp_path):
+    off = sandbox.status({"AGENT_SANDBOX": "off", "PATH": ""})
+    assert not off.active and not off.refuses_unsafe and "unsandboxed" in off.notice()
+    with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install bubblewrap"):
+        sandbox.status({"AGENT_SANDBOX": "required", "PATH": str(tmp_path)})
+    with pytest.raises(ValueError, match="AGENT_SANDBOX"):
+        sandbox.status({"AGENT_SANDBOX": "maybe"})
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    refused = sandbox.status({"AGENT_SANDBOX": "auto", "AGENT_BWRAP": str(broken)})
+    assert not refused.active and "No permissions to create new namespace" in refused.notice()
+
+
+def test_a_command_line_hides_paths_around_the_workspace_in_order(tmp_path):
+    workspace = tmp_path / "data" / "ws"
+    workspace.mkdir(parents=True)
+    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, network=False, hidden=(tmp_path / "data",))
+    assert argv.index("--tmpfs", argv.index("--cap-drop")) < argv.index("--bind")  # parent hidden first
+    assert "--unshare-net" in argv and "--die-with-parent" in argv
+    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, network=True, hidden=())
+    assert "--unshare-net" not in argv
+
+
+async def test_secrets_are_redacted_before_the_output_is_cut(box, tmp_path):
+    secret = "sk-live-" + "s3cr3t" * 8
+    redact = lambda text: text.replace(secret, "{{secret:KEY}}")  # noqa: E731
+    ctx = ToolContext(workspace=tmp_path, redact=redact)
+    half = shell.OUTPUT_CAP_CHARS // 2
+    # The secret straddles the head's cut, then the tail's, of a flood the middle of which is dropped.
+    (tmp_path / "out.txt").write_text("a" * (half - 10) + secret + "b" * 300_000 + secret + "c" * (half - 20))
+    result = await _run(ctx, "cat out.txt")
+    assert result.truncated
+    for part in (secret[:10], secret[-20:], secret[10:30]):
+        assert part not in result.content
