@@ -22,6 +22,7 @@ No call runs twice and no call runs unapproved:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -36,6 +37,7 @@ from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
 from core.messages import call_digest
 from core.untrusted import wrap_untrusted
+from runtime import checkpoints
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
 from runtime.paths import data_dir
@@ -72,8 +74,10 @@ class ToolActivities:
         store: Store | ContextStore,
         secrets: SecretStore | None = None,
         audit: AuditLog | None = None,
+        workspace_checkpoints: checkpoints.Checkpoints | None = None,
     ) -> None:
         self.store = as_store(store)
+        self._checkpoints = workspace_checkpoints
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
         self._audit = audit
 
@@ -136,6 +140,7 @@ class ToolActivities:
         def keep_output(output: str) -> None:
             progress.output = output
 
+        await self._checkpoint(inp, workspace)
         if inp.context_id and key:
             await self.store.put_call(inp.context_id, key, STARTED)
         beat("started")
@@ -154,6 +159,20 @@ class ToolActivities:
             if source:
                 result = result.model_copy(update={"content": wrap_untrusted(result.content, source)})
         return result
+
+    async def _checkpoint(self, inp: ToolCallInput, workspace: Path) -> None:
+        """Record the workspace before a call that may change it, so a rewind can restore it."""
+        if not checkpoints.enabled() or inp.call.runs_in != "activity" or inp.call.name not in REGISTRY:
+            return
+        if classify_call(inp.call.name, inp.call.arguments)[0].value == "safe":
+            return  # reads change nothing
+        if self._checkpoints is None:
+            self._checkpoints = checkpoints.Checkpoints()
+        try:
+            await asyncio.to_thread(self._checkpoints.save, workspace, inp.task_id, inp.turn)
+        except checkpoints.CheckpointError as err:  # a missing checkpoint never stops the work
+            get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY).warning(
+                "workspace checkpoint failed: rewind cannot restore this turn", error=str(err))
 
     async def _store_result(self, inp: ToolCallInput, result: ToolOutcome) -> ToolOutcome:
         if len(result.content) > BLOB_CAP_CHARS:
@@ -174,8 +193,11 @@ class ToolActivities:
 
 
 def _call_key(inp: ToolCallInput) -> str | None:
-    """A call's key in the store: its seq and id (ids alone may repeat across turns)."""
-    return f"{inp.result_seq}:{inp.call.id}" if inp.result_seq is not None else None
+    """A call's key in the store: the workflow run, the result's seq and the call's id (ids
+    alone may repeat across turns; a rewind (reset) starts a new run that reuses seqs)."""
+    if inp.result_seq is None:
+        return None
+    return f"{activity.info().workflow_run_id}:{inp.result_seq}:{inp.call.id}"
 
 
 def _gate(inp: ToolCallInput) -> ToolOutcome | None:

@@ -18,6 +18,7 @@ from runtime.secrets import SecretStore
 from runtime.store import ContextStore, open_store
 
 APPEND = "echo ran >> runs.txt"
+KEY = f"{ActivityEnvironment().info.workflow_run_id}:3:call_1"  # run, result seq, call id
 
 
 def call_input(workspace, command: str = APPEND, **fields) -> ToolCallInput:
@@ -48,7 +49,7 @@ async def test_a_retry_of_a_finished_call_returns_its_recorded_result_without_ru
 async def test_a_retry_of_a_call_that_started_and_never_finished_is_not_run_again(tmp_path, workspace):
     acts = activities(tmp_path)
     store = acts.store
-    await store.put_call("ctx-1", "3:call_1", "started")  # the worker died while it ran
+    await store.put_call("ctx-1", KEY, "started")  # the worker died while it ran
     details = [ToolProgress(output="step 1 done\nstep 2").model_dump()]
     result = await retry_env(details=details).run(acts.run_tool, call_input(workspace))
     assert not (workspace / "runs.txt").exists()
@@ -68,7 +69,7 @@ async def test_heartbeat_details_alone_tell_a_retry_the_call_had_started(tmp_pat
 async def test_an_idempotent_call_that_was_cut_off_simply_runs_again(tmp_path, workspace):
     acts = activities(tmp_path)
     (workspace / "a.txt").write_text("hello")
-    await acts.store.put_call("ctx-1", "3:call_1", "started")
+    await acts.store.put_call("ctx-1", KEY, "started")
     result = await retry_env().run(acts.run_tool, call_input(workspace, "cat a.txt"))
     assert result.status == "ok" and "hello" in result.content
 
@@ -112,6 +113,6 @@ async def test_call_records_in_postgres(postgres_url, tmp_path, workspace):
         first = await ActivityEnvironment().run(acts.run_tool, call_input(workspace, context_id=key))
         again = await retry_env().run(acts.run_tool, call_input(workspace, context_id=key))
         assert again == first and (workspace / "runs.txt").read_text() == "ran\n"
-        assert await store.get_call(key, "3:call_1") == ("finished", first.model_dump_json())
+        assert await store.get_call(key, KEY) == ("finished", first.model_dump_json())
     finally:
         await store.close()
