@@ -65,6 +65,15 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("list", help="list tasks")
     s.add_argument("--limit", type=int, default=50)
     s.add_argument("--waiting", action="store_true", help="only tasks waiting for a person")
+    for name, help_text in (
+        ("rewind", "take a task back to the end of a turn: its workspace restored, later turns undone"),
+        ("fork", "start a new task from the end of a turn of this one, in a copy of its workspace"),
+    ):
+        s = sub.add_parser(name, help=help_text)
+        s.add_argument("id")
+        s.add_argument("--to-turn", type=int, required=True, metavar="N", help="keep turns 1..N")
+        if name == "fork":
+            s.add_argument("--workspace", help="where the copy goes (default: beside the original)")
     schedule.register(sub)
     return p
 

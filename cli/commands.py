@@ -21,7 +21,7 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
-from cli import schedule
+from cli import rewind, schedule
 from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
 from cli.render import make_console, safe, status_lines
 from cli.tasks import (
@@ -269,4 +269,5 @@ COMMANDS = {
     "watch": cmd_watch, "stop": cmd_stop, "list": cmd_list,
     "approve": cmd_approve, "interject": cmd_interject, "reply": cmd_interject,
     "schedule": schedule.cmd_schedule,
+    "rewind": rewind.cmd_rewind, "fork": rewind.cmd_fork,
 }
