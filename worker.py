@@ -70,6 +70,7 @@ def build_worker(
     settings: ProviderSettings | None = None,
     max_concurrent_activities: int = 200,
     store: Store | ContextStore | None = None,
+    shutdown_grace: timedelta = timedelta(0),
 ) -> AgentWorker:
     # The composition root: stores, secrets and settings are built once here and injected.
     store = as_store(store) if store is not None else open_store()
@@ -89,8 +90,9 @@ def build_worker(
         # default 80% of the heartbeat timeout. Tools beat once a second; a streaming model
         # call up to every LIVE_HEARTBEAT_S.
         max_heartbeat_throttle_interval=LIVE_HEARTBEAT,
-        # On shutdown running activities are cancelled at once, so shell commands are killed.
-        graceful_shutdown_timeout=timedelta(seconds=0),
+        # On shutdown, running activities get this long to finish before they are cancelled
+        # (a cancelled command is killed; a retry reports it as interrupted, never reruns it).
+        graceful_shutdown_timeout=shutdown_grace,
         identity=identity,
     )
     return AgentWorker(
@@ -143,20 +145,45 @@ async def main() -> int:
         return 2
     if not box.active:
         print(box.notice(), file=sys.stderr)
-    worker = build_worker(client, store=store)
+    grace = shutdown_grace()
+    worker = build_worker(client, store=store, shutdown_grace=grace)
     loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Future[None]] = []
+
+    def stop(signame: str) -> None:
+        if stopping:  # a second signal: stop waiting (commands die with the process)
+            log.warning("second signal: exiting now; cut-off tool calls are reported as interrupted",
+                        signal=signame)
+            sys.stderr.flush()
+            os._exit(130)
+        log.info("worker stopping: new work is no longer taken; running activities get time to finish",
+                 signal=signame, grace_s=grace.total_seconds())
+        stopping.append(asyncio.ensure_future(worker.shutdown()))
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, lambda: asyncio.ensure_future(worker.shutdown()))
+        loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
     log.info("worker started", task_queue=task_queue(), sandbox=box.notice())
     await worker.run()
+    if stopping:
+        await stopping[0]
     await store.close()
     log.info("worker stopped")
     shutdown_tracing()
     return 0
 
 
+def shutdown_grace() -> timedelta:
+    """How long a stopping worker lets running activities finish (``AGENT_SHUTDOWN_GRACE_S``)."""
+    return timedelta(seconds=float(os.environ.get("AGENT_SHUTDOWN_GRACE_S", "30")))
+
+
 if __name__ == "__main__":
     try:
-        sys.exit(asyncio.run(main()))
+        code = asyncio.run(main())
     except KeyboardInterrupt:
-        sys.exit(130)
+        code = 130
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter finalization: the SDK's native runtime threads can race it and abort
+    # ("Fatal Python error: PyGILState_Release"); everything is flushed and closed by now.
+    os._exit(code)

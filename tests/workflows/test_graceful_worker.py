@@ -1,0 +1,88 @@
+"""A worker stopped with SIGTERM or SIGINT drains: it takes no new work, lets the running
+tool call finish and report, and exits 0 without a fatal error at interpreter exit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+from contracts.task import TaskState
+from fakes.scripted import ScriptedModelServer, tool
+from tests.workflows.harness import make_input, outcome_of, start, tool_messages, wait_for_state
+from tests.workflows.test_crash_resume import ROOT, spawn_worker
+
+
+def worker_process(target: str, task_queue: str, model_url: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.update(TEMPORAL_ADDRESS=target, TEMPORAL_NAMESPACE="default", AGENT_TASK_QUEUE=task_queue,
+               OPENAI_BASE_URL=model_url, OPENAI_API_KEY="test-key", AGENT_SHUTDOWN_GRACE_S="20")
+    return subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+async def exited(proc: subprocess.Popen, timeout_s: float) -> tuple[int, str]:
+    code = await asyncio.to_thread(proc.wait, timeout_s)
+    assert proc.stderr is not None
+    return code, proc.stderr.read().decode()
+
+
+async def test_sigterm_lets_the_running_tool_finish_and_exits_cleanly(client, task_queue, workspace):
+    target = client.service_client.config.target_host
+    steps = [tool("shell", command="sleep 2; echo done > done.txt"), tool("message", type="result", text="ok")]
+    with ScriptedModelServer(steps) as model:
+        first = worker_process(target, task_queue, model.url)
+        second = None
+        try:
+            handle = await start(client, task_queue, make_input(workspace))
+            await wait_for_state(handle, TaskState.EXECUTING_TOOL, timeout_s=30)
+            first.send_signal(signal.SIGTERM)
+            code, err = await exited(first, 30)
+            assert code == 0, err
+            assert "Fatal Python error" not in err and "Traceback" not in err
+            assert (workspace / "done.txt").read_text() == "done\n"  # drained, not killed
+            second = spawn_worker(target, task_queue, model.url)
+            outcome = await asyncio.wait_for(outcome_of(handle), 60)
+        finally:
+            for proc in (first, second):
+                if proc and proc.poll() is None:
+                    proc.kill()
+                    proc.wait(10)
+    assert outcome.status == TaskState.DONE
+    told = tool_messages(model.requests[1])[0]["content"]
+    assert "[exit code: 0]" in told and "[interrupted]" not in told
+
+
+async def polling(client, queue: str) -> bool:
+    reply = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace=client.namespace, task_queue=TaskQueue(name=queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    ))
+    return bool(reply.pollers)
+
+
+async def test_an_idle_worker_stops_cleanly_every_time(client):
+    target = client.service_client.config.target_host
+    for signum in [signal.SIGTERM, signal.SIGINT] * 3:
+        queue = f"idle-{uuid.uuid4().hex[:8]}"
+        proc = worker_process(target, queue, "http://127.0.0.1:9/v1")
+        try:
+            for _ in range(300):  # up once it polls its task queue
+                if await polling(client, queue):
+                    break
+                await asyncio.sleep(0.1)
+            proc.send_signal(signum)
+            code, err = await exited(proc, 30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        assert code == 0, err
+        assert "Fatal Python error" not in err and "Traceback" not in err
