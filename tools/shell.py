@@ -274,7 +274,8 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 def classify_command(command: str) -> Danger:
-    """DANGEROUS or MODERATE: the rules, with their reasons, are in ``tools/shell_policy.py``."""
+    """SAFE (plainly read-only), MODERATE or DANGEROUS: the rules, with their reasons, are in
+    ``tools/shell_policy.py``."""
     return shell_policy.classify_command(command)[0]
 
 

@@ -176,14 +176,14 @@ def test_classify_command_flags_destructive_commands(command):
 @pytest.mark.parametrize(
     "command",
     [
-        "ls -la",
+        "ls -la > listing.txt",
         "rm notes.txt",
-        "git status && git diff",
+        "git status && git add -A",
         "git commit -am 'fix push handling'",
         "chmod 644 a.txt",
         "curl -o page.html https://example.com",
-        "echo 'rm -rf /'",
-        "grep -rf patterns.txt src",
+        "echo 'rm -rf /' > notes.txt",
+        "grep -rf patterns.txt src > hits.txt",
         "python -m pytest -x",
     ],
 )
