@@ -18,7 +18,7 @@ filesystem but the workspace and a private ``/tmp``, no network unless the task
 allows it, and they die with the worker. Secrets are redacted from the output
 before it is cut, so a secret straddling the cut does not leak in part.
 
-``classify_command`` (rules in ``tools/shell_policy.py``, on a real bash parser)
+``classify_command`` (rules in ``tools/shell_policy/``, on a real bash parser)
 decides which commands wait for approval.
 """
 
@@ -275,7 +275,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
 
 def classify_command(command: str) -> Danger:
     """SAFE (plainly read-only), MODERATE or DANGEROUS: the rules, with their reasons, are in
-    ``tools/shell_policy.py``."""
+    ``tools/shell_policy/``."""
     return shell_policy.classify_command(command)[0]
 
 

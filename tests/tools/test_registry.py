@@ -192,7 +192,8 @@ def test_registry_holds_each_tool_under_its_own_name():
     "name, arguments, expected",
     [
         ("shell", {"command": "rm -rf build"}, Danger.DANGEROUS),
-        ("shell", {"command": "ls -la"}, Danger.MODERATE),
+        ("shell", {"command": "ls -la"}, Danger.SAFE),  # plainly read-only
+        ("shell", {"command": "make test"}, Danger.MODERATE),
         ("shell", {}, Danger.MODERATE),  # invalid: the tool's default
         ("file", {"action": "read", "path": "a"}, Danger.SAFE),
         ("file", {"action": "edit", "path": "a", "old": "x", "new": "y"}, Danger.MODERATE),

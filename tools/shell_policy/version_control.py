@@ -1,0 +1,127 @@
+"""Version control: pushing, rewriting or discarding history, forcing, and git config that runs
+commands (``git``, ``hg``, ``svn``)."""
+
+from __future__ import annotations
+
+import re
+
+from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _show
+from tools.shell_policy.walk import _Call
+from tools.shell_policy.words import _Opts, _opts
+
+_GIT_SAFE = frozenset(
+    """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file grep
+    rev-list name-rev merge-base show-ref for-each-ref whatchanged count-objects help version var check-ignore
+    check-attr verify-commit verify-tag show-branch cherry range-diff fsck""".split()
+)
+_GIT_FORCE_LETTER = frozenset(
+    {"checkout", "switch", "branch", "tag", "rm", "mv", "add", "worktree", "submodule", "fetch", "pull", "clean",
+     "update-ref", "symbolic-ref", "remote", "stash", "filter-branch", "notes", "replace", "clone"}
+)
+_GIT_COMMAND_CONFIG = re.compile(
+    r"^(alias\.[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass|credential\.helper"
+    r"|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.program|core\.gitproxy))", re.I,
+)
+
+
+def _git(c: _Call) -> Verdict:
+    top = _opts(c.args, "Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"),
+                posix=True)
+    for setting in top.values("-c", "--config-env"):
+        if setting.text is None or _GIT_COMMAND_CONFIG.match(setting.text):
+            return _bad(f"runs a command set through git config (git -c {setting.show})")
+    if not top.pos:
+        return SAFE
+    sub, args = top.pos[0].text or "", top.pos[1:]
+    raw = [w.text or "" for w in args]
+    o = _opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
+    words = o.texts()
+    force = any(a.startswith("--force") for a in raw)
+    if sub == "push":
+        return _bad("pushes to a remote (git push)")
+    if force or (sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean"):
+        return _bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
+    match sub:
+        case "reset" if o.has("--hard"):
+            return _bad("discards work (git reset --hard)")
+        case "rebase":
+            return MODERATE if o.has("--abort", "--quit") else _bad("rewrites history (git rebase)")
+        case "filter-branch" | "filter-repo":
+            return _bad(f"rewrites history (git {sub})")
+        case "clean":
+            if o.has("-f"):
+                return _bad("deletes untracked files (git clean -f)")
+            return SAFE if o.has("-n", "--dry-run") else MODERATE
+        case "branch":
+            if o.has("-D"):
+                return _bad("deletes a branch (git branch -D)")
+            writes = o.has("-d", "--delete", "-m", "-M", "-c", "-C", "--move", "--copy", "-u", "--set-upstream-to",
+                           "--unset-upstream", "--edit-description")
+            return MODERATE if writes or (words and not o.has("--list", "-l")) else SAFE
+        case "tag":
+            if o.has("-d", "--delete"):
+                return _bad("deletes a tag (git tag -d)")
+            return SAFE if not words or o.has("-l", "--list") else MODERATE
+        case "stash":
+            if words[:1] in (["drop"], ["clear"]):
+                return _bad(f"drops stashed work (git stash {words[0]})")
+            return SAFE if words[:1] in (["list"], ["show"]) else MODERATE
+        case "checkout" if "--" in raw or "." in words:
+            return _bad("discards uncommitted changes (git checkout -- ...)")
+        case "restore" if not o.has("--staged", "-S") or o.has("--worktree", "-W"):
+            return _bad("discards uncommitted changes (git restore)")
+        case "update-ref" if o.has("-d"):
+            return _bad("deletes a ref (git update-ref -d)")
+        case "reflog":
+            if words[:1] in (["expire"], ["delete"]):
+                return _bad(f"expires history (git reflog {words[0]})")
+            return SAFE
+        case "gc" if any(a in ("--prune=now", "--prune=all") for a in raw) or "--prune" in raw and "now" in raw:
+            return _bad("prunes unreachable commits (git gc --prune=now)")
+        case "prune":
+            return _bad("prunes unreachable commits (git prune)")
+        case "send-email":
+            return _bad("sends email (git send-email)")
+        case "config":
+            return _git_config(o)
+        case "remote":
+            return SAFE if not words or words[0] in ("show", "get-url", "-v") else MODERATE
+        case "clone" if len(o.pos) >= 2:
+            return c.targets_outside(o.pos[1:2], "git clone")
+        case "worktree" | "submodule" | "notes" if words[:1] in (["list"], ["status"], ["show"]):
+            return SAFE
+    if sub in _GIT_SAFE:
+        outputs = [a for a in raw if a.startswith("--output")]
+        return MODERATE if outputs else SAFE
+    return MODERATE
+
+
+def _git_config(o: _Opts) -> Verdict:
+    reads = o.has("--get", "--get-all", "--get-regexp", "--list", "-l", "--get-urlmatch", "--show-origin")
+    words = o.texts()
+    if reads or (len(words) == 1 and not o.has("--unset", "--unset-all", "--add", "-e", "--edit")):
+        return SAFE
+    if words and _GIT_COMMAND_CONFIG.match(words[0] + "="):
+        return _bad(f"sets a command git will run (git config {_show(words[0])})")
+    if o.has("--global", "--system"):
+        return _bad("writes outside the workspace (git config --global)")
+    return MODERATE
+
+
+def _hg(c: _Call) -> Verdict:
+    sub = _opts(c.args, "R", ("--repository", "--cwd"), posix=True).texts()[:1]
+    if sub == ["push"]:
+        return _bad("pushes to a remote (hg push)")
+    if sub and sub[0] in ("strip", "rollback", "histedit", "prune"):
+        return _bad(f"rewrites history (hg {sub[0]})")
+    return MODERATE
+
+
+def _svn(c: _Call) -> Verdict:
+    words = _opts(c.args, "mF", ("--message", "--file", "--username", "--password")).texts()
+    if words and words[0] in ("commit", "ci", "import"):
+        return _bad(f"commits to a remote (svn {words[0]})")
+    remote_edit = ("delete", "del", "remove", "rm", "mkdir", "move", "mv", "copy", "cp", "lock", "propset")
+    if words and words[0] in remote_edit and any("://" in w for w in words[1:]):
+        return _bad(f"changes a remote repository (svn {words[0]})")
+    return MODERATE
