@@ -30,9 +30,10 @@ from core.heartbeat import with_heartbeats
 from core.messages import ContextReport, LlmRequest, TurnResult
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
-from providers.errors import ProviderError
+from providers.errors import CONTEXT_OVERFLOW, ProviderError, stated_context_window
 from providers.factory import Provider, make_provider
-from providers.pricing import cost_usd, load_prices
+from providers.models import load_models, model_spec, reply_budget
+from providers.pricing import cost_usd, is_priced, load_prices
 from providers.settings import ProviderSettings
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore
@@ -47,6 +48,9 @@ ContextSource = Callable[[str, str | None, int], Awaitable[ContextPage]]
 
 CIRCUIT_OPEN = "circuit_open"
 MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
+# A server's Retry-After is honoured up to this; a longer outage is waited out by the task
+# itself (WAITING_PROVIDER), visibly, instead of one activity sleeping for an hour.
+RETRY_AFTER_CAP = timedelta(minutes=2)
 
 
 class LlmActivities:
@@ -63,6 +67,7 @@ class LlmActivities:
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
         self.breaker = breaker or CircuitBreaker()
         self.prices = load_prices()
+        self.models = load_models()
         self._providers: dict[str, Provider] = {}
         self.store = as_store(store)
         # Where entries this worker's store lacks are read from: the task's workflow (a query,
@@ -108,6 +113,9 @@ class LlmActivities:
             messages=self.secrets.redact_obj(to_chat_messages(view)),
             tools=specs,
             stream=inp.stream,
+            # The model's longest reply, within what the window leaves after the prompt.
+            max_tokens=reply_budget(model_spec(inp.model, self.models), inp.context_window,
+                                    system_tokens + report.tokens_after),
         )
         provider, endpoint = self._provider(inp.provider), self._endpoint(inp.provider)
         if not self.breaker.allow(endpoint):
@@ -133,6 +141,7 @@ class LlmActivities:
         result.provider = inp.provider
         result.worker_queue = self.own_queue
         result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
+        result.cost_estimated = bool(getattr(result.usage, "estimated", False)) or not is_priced(inp.model, self.prices)
         for call in result.tool_calls:  # what the tools declare, recorded with the call
             danger, reason = classify_call(call.name, call.arguments)
             call.danger, call.danger_reason = danger.value, reason or None
@@ -273,9 +282,12 @@ def bounded(result: TurnResult) -> TurnResult:
 
 
 def to_application_error(err: ProviderError) -> ApplicationError:
-    delay = timedelta(seconds=err.retry_after_s) if err.retry_after_s else None
+    delay = min(timedelta(seconds=err.retry_after_s), RETRY_AFTER_CAP) if err.retry_after_s else None
+    # An overflow names the window the server has, when it says: the task compacts to it.
+    details = [{"context_window": stated_context_window(err.message)}] if err.kind == CONTEXT_OVERFLOW else []
     return ApplicationError(
         str(err),
+        *details,
         type=err.kind,
         non_retryable=not err.retryable,
         next_retry_delay=delay if err.retryable else None,

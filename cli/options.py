@@ -7,6 +7,8 @@ import argparse
 from contracts.task import ApprovalMode, TaskInput
 from providers.factory import MODES
 
+MIN_THINKING_BUDGET = 1024  # Anthropic's minimum budget_tokens
+
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", help="directory the task works in (default: current directory)")
@@ -21,13 +23,27 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
     parser.add_argument("--network", action="store_true",
                         help="let shell commands reach the network (the sandbox cuts it off by default)")
+    parser.add_argument("--context-window", type=positive_int, metavar="TOKENS",
+                        help="the model's context window (default: from the model table, see README)")
+    parser.add_argument("--provider-wait", type=float, default=1800.0, metavar="SECONDS",
+                        help="how long a task waits out a model that is down before failing (default: 1800)")
     parser.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
+    parser.add_argument("--thinking-budget", type=thinking_budget, metavar="TOKENS",
+                        help="extended thinking (anthropic): tokens the model may think per answer, "
+                        f"at least {MIN_THINKING_BUDGET} (default: off)")
     parser.add_argument("--continue-as-new-after", type=positive_int, default=TaskInput.model_fields[
                         "continue_as_new_after"].default, metavar="TURNS",
                         help="turns per workflow run before it continues as new (default: %(default)s; "
                         "sooner when Temporal suggests it)")
     parser.add_argument("--failover-after", type=int, default=3, metavar="N",
                         help="failed attempts on one model before the next in the chain (default: 3)")
+
+
+def thinking_budget(text: str) -> int:
+    value = int(text)
+    if value < MIN_THINKING_BUDGET:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_THINKING_BUDGET} tokens (the API's minimum), got {value}")
+    return value
 
 
 def positive_int(text: str) -> int:

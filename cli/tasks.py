@@ -8,17 +8,22 @@ import argparse
 import getpass
 import os
 import re
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeout
 from temporalio.service import RPCError, RPCStatusCode
 
-from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState
+from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from providers.factory import MODES
+from providers.models import model_spec
 from runtime.secrets import SecretStore
 from temporal.client import ensure_search_attributes, ui_base_url
 from workflows.policy import failed_outcome
@@ -28,6 +33,11 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 # Temporal refuses payloads over 2 MB: a longer instruction is handed over as a file.
 MAX_INLINE_INSTRUCTION = 64 * 1024
 MAX_INTERJECTION = 64 * 1024
+# A live worker renews its long poll of the task queue at least about once a minute; Temporal
+# keeps listing a poller for minutes after its last poll.
+POLLED_WITHIN_S = 75.0
+ANSWER_WAIT = timedelta(seconds=3)  # a worker answers a status query in milliseconds; this is "none answers"
+CLOSED_BY_TEMPORAL = (TaskState.CANCELLED, TaskState.TERMINATED, TaskState.TIMED_OUT)  # no outcome of the task's
 
 
 class UserError(Exception):
@@ -97,7 +107,17 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         approval_timeout_s=args.approval_timeout,
         session=args.session,
         network=bool(getattr(args, "network", False)),
+        thinking_budget=getattr(args, "thinking_budget", None),
+        context_window=getattr(args, "context_window", None) or model_window(model),
+        provider_wait_s=getattr(args, "provider_wait", TaskInput.model_fields["provider_wait_s"].default),
     )
+
+
+def model_window(model: str) -> int:
+    try:
+        return model_spec(model).context_window
+    except ValueError as err:  # a bad AGENT_MODELS_FILE
+        raise UserError(str(err)) from None
 
 
 def provider_mode(args: argparse.Namespace) -> str:
@@ -177,3 +197,83 @@ def closing_outcome(err: WorkflowFailureError) -> TaskOutcome:
     if isinstance(cause, WorkflowTimeout):
         return TaskOutcome(status=TaskState.TIMED_OUT, error="timed out: the workflow's execution timeout passed")
     return TaskOutcome(status=TaskState.FAILED, error=f"workflow failed: {cause}")
+
+
+# ---- is a worker there? ---------------------------------------------------------
+
+
+async def queue_polled(client: Client, queue: str) -> bool:
+    """Whether a worker polled ``queue`` for workflow tasks lately (Temporal's list of the
+    queue's pollers, with the time of each one's last poll). True when it cannot be told."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    try:
+        pollers = (await client.workflow_service.describe_task_queue(request, timeout=QUERY_TIMEOUT)).pollers
+    except RPCError:
+        return True
+    now = time.time()
+    return any(now - poller.last_access_time.ToMicroseconds() / 1e6 < POLLED_WITHIN_S for poller in pollers)
+
+
+async def worker_absence(client: Client, workflow_id: str, queue: str, wait: timedelta = ANSWER_WAIT) -> str | None:
+    """Why no worker serves the task now, in words; None when one does. A worker has polled
+    its task queue lately (cheap, and says at once when none has) and one answers the task's
+    status query within ``wait`` (so one that died a moment ago does not count)."""
+    if not await queue_polled(client, queue):
+        return f"no worker is polling task queue {queue}"
+    try:
+        await client.get_workflow_handle(workflow_id).query(AgentTaskWorkflow.status, rpc_timeout=wait)
+    except WorkflowQueryFailedError:
+        return None  # a worker answered, with an error
+    except RPCError:
+        return f"no worker answered for task {workflow_id} within {wait.total_seconds():g} s (task queue {queue})"
+    return None
+
+
+# ---- a finished task ------------------------------------------------------------------
+
+
+async def finished_status(client: Client, desc: WorkflowExecutionDescription, outcome: TaskOutcome) -> TaskStatus:
+    """A closed task's last state. Its outcome says how it ended (turns, usage, cost, final
+    text or error) and its input what it was (model, provider, approval mode, session,
+    depth); a worker polling its queue replays it for the rest (the plan, the entries, and
+    for a task cancelled, terminated or timed out by Temporal, which leaves no outcome of its
+    own, its turns, tokens and cost)."""
+    status = TaskStatus(state=outcome.status, turn=outcome.turns)
+    if await queue_polled(client, desc.task_queue):
+        try:
+            status = await client.get_workflow_handle(desc.id, run_id=desc.run_id).query(
+                AgentTaskWorkflow.status, rpc_timeout=ANSWER_WAIT
+            )
+        except (RPCError, WorkflowQueryFailedError):
+            pass
+    if not status.model:
+        inp = await started_input(client, desc)
+        if inp is not None:
+            status = status.model_copy(update={
+                "model": inp.model, "provider": inp.provider, "approval": inp.approval,
+                "session": inp.session, "depth": inp.depth,
+            })
+        else:
+            status = status.model_copy(update={"model": await memo_model(desc)})
+    ended = {"state": outcome.status, "error": outcome.error, "pending_approval": None, "question": None}
+    if outcome.status not in CLOSED_BY_TEMPORAL:  # the task's own outcome: its last word on what it did
+        ended.update(turn=outcome.turns, usage=outcome.usage, cost_usd=outcome.cost_usd, run=outcome.runs,
+                     final_text=outcome.final_text or None)
+    return status.model_copy(update=ended)
+
+
+async def started_input(client: Client, desc: WorkflowExecutionDescription) -> TaskInput | None:
+    """The input the task's last run started with (the first event of its history)."""
+    handle = client.get_workflow_handle(desc.id, run_id=desc.run_id)
+    try:
+        async for event in handle.fetch_history_events(page_size=1):
+            payloads = list(event.workflow_execution_started_event_attributes.input.payloads)
+            (inp,) = await client.data_converter.decode(payloads, [TaskInput])
+            return inp if isinstance(inp, TaskInput) else None
+    except (RPCError, ValueError, TypeError):
+        return None
+    return None

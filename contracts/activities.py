@@ -18,6 +18,8 @@ RECORD_SESSION_ACTIVITY = "session_record"
 # recorded in the history, only its redacted result.
 REDACT_ACTIVITY = "redact_text"
 CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; resend in full
+# ApplicationError type: the request exceeds the model's window (details: {"context_window": N|None})
+CONTEXT_OVERFLOW = "context_overflow"
 CONTEXT_QUERY = "model_context"  # the workflow query a worker repairs its store from
 
 
@@ -80,6 +82,7 @@ class LlmCallInput(BaseModel):
     # the model's view of every entry before ``base``, which then stands in for them.
     prefix: list[Entry] | None = None
     base: int = 0
+    thinking_budget: int | None = None  # extended thinking's token budget per answer (Anthropic); None: off
 
 
 class ToolCallInput(BaseModel):

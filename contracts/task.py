@@ -34,6 +34,7 @@ class TaskState(str, Enum):
     EXECUTING_TOOL = "EXECUTING_TOOL"
     WAITING_APPROVAL = "WAITING_APPROVAL"
     WAITING_REPLY = "WAITING_REPLY"
+    WAITING_PROVIDER = "WAITING_PROVIDER"  # the model (and its failover chain) is down: waited out
     FINALIZING = "FINALIZING"
     DONE = "DONE"
     FAILED = "FAILED"
@@ -141,6 +142,11 @@ class LoopState(BaseModel):
     # warm: later calls go there first and fall back to the shared queue when it is gone.
     affinity_queue: str | None = None
     cost_usd: float = 0.0
+    cost_estimated: bool = False
+    # The window the model's server said it has, learned from a context overflow: compaction
+    # aims at it from then on (None: the task's context_window).
+    context_window: int | None = None
+    provider_down_since: datetime | None = None  # the first failure of the current outage
     # -- this run only ----------------------------------------------------------------
     phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)
     last_activity: str = Field(default="", exclude=True)
@@ -180,6 +186,14 @@ class TaskInput(BaseModel):
     failover_after: int = 3  # failed attempts on one model before moving to the next
     cost_limit_usd: float | None = None  # fail the task when its spend passes this
     network: bool = False  # shell commands may reach the network (the sandbox cuts it off by default)
+    # Extended thinking: the model's thinking budget in tokens per answer (Anthropic, at least
+    # 1024); None: no extended thinking.
+    thinking_budget: int | None = None
+    # A model that stays down (the whole failover chain) is waited out this long, in
+    # WAITING_PROVIDER, trying again every provider_pause_s, before the task fails.
+    provider_wait_s: float = 1800.0
+    provider_pause_s: float = 60.0
+    llm_attempts: int = 8  # attempts of one model call (Temporal retries) before the above applies
 
     def offered_tools(self) -> list[str]:
         """The tools offered to the model: the task's list minus what its place hides. It
@@ -194,7 +208,7 @@ class TaskInput(BaseModel):
 
 # Why a task failed: the type of the ApplicationError its workflow execution fails with, so
 # the Temporal UI, `temporal workflow list` and the failure filter see it.
-FailureKind = Literal["max_iterations", "cost_limit", "stopped", "provider", "no_tool_call"]
+FailureKind = Literal["max_iterations", "cost_limit", "stopped", "provider", "no_tool_call", "context_overflow"]
 
 
 class TaskOutcome(BaseModel):
@@ -207,6 +221,7 @@ class TaskOutcome(BaseModel):
     failure: FailureKind | None = None  # set when status is FAILED
     runs: int = 1  # workflow runs the task took (continue-as-new)
     cost_usd: float = 0.0
+    cost_estimated: bool = False  # a model without a price row, or usage the server did not report
 
 
 class TaskStatus(BaseModel):
@@ -229,6 +244,7 @@ class TaskStatus(BaseModel):
     plan: list[dict] = Field(default_factory=list)
     depth: int = 0
     cost_usd: float = 0.0
+    cost_estimated: bool = False
     provider: str = ""
 
 

@@ -68,17 +68,22 @@ def call_digest(name: str, arguments: dict[str, Any]) -> str:
 class ThinkingPart(BaseModel):
     """One piece of the model's reasoning, as the provider sent it.
 
-    ``text`` is the readable reasoning ("" for a redacted part). ``signature`` is the
-    signature Anthropic puts on a thinking block; ``redacted_data`` the encrypted payload of
-    an Anthropic ``redacted_thinking`` block. Both must go back to Anthropic unchanged, so
-    they are kept as they came. ``provider`` is the wire the part came from ("anthropic",
-    "openai"; None when unknown): a provider sends back only its own signed parts.
+    ``text`` is the readable reasoning ("" for a redacted part). ``signature`` is the opaque
+    token the provider wants back with it: the signature Anthropic puts on a thinking block,
+    or the ``encrypted_content`` of an OpenAI Responses reasoning item. ``redacted_data`` is
+    the encrypted payload of an Anthropic ``redacted_thinking`` block. These go back to the
+    provider unchanged, so they are kept as they came. ``id`` is the provider's id of the item
+    the part belongs to (a Responses reasoning item: its summary parts share the id, the
+    first one carries the signature). ``provider`` is the wire the part came from
+    ("anthropic", "openai", "openai_responses"; None when unknown): a provider sends back
+    only its own signed parts.
     """
 
     text: str = ""
     signature: str | None = None
     redacted_data: str | None = None
     provider: str | None = None
+    id: str | None = None  # added with the Responses wire; parts recorded before have None
 
     @property
     def redacted(self) -> bool:
@@ -149,6 +154,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # True when some of these counts are our estimate (providers/usage.py), not the server's:
+    # it reported no usage. Usage recorded before this field existed reads as reported.
+    estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -156,6 +164,7 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            estimated=self.estimated or other.estimated,
         )
 
     @property
@@ -186,6 +195,7 @@ class TurnResult(BaseModel):
     model: str | None = None
     provider: str | None = None  # which configured provider answered
     cost_usd: float = 0.0  # priced by the activity from the price table
+    cost_estimated: bool = False  # the model has no price row, or the usage was estimated
     context: ContextReport | None = None  # set by the LLM activity
     worker_queue: str | None = None  # set by the LLM activity: the task queue of its worker alone
 
@@ -215,6 +225,8 @@ class LlmRequest(BaseModel):
     max_tokens: int | None = None
     temperature: float | None = None
     stream: bool = False
+    # Extended thinking (Anthropic): the token budget of each answer's thinking; None: off.
+    thinking_budget: int | None = None
 
     @model_validator(mode="before")
     @classmethod

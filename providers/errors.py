@@ -12,6 +12,7 @@ visible in the workflow history.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -19,9 +20,50 @@ from email.utils import parsedate_to_datetime
 from core.text import shorten
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+CONTEXT_OVERFLOW = "context_overflow"  # the request is longer than the model's window
+
+# How servers say the request does not fit the model's context window:
+_OVERFLOW = re.compile(
+    r"context_length_exceeded"  # OpenAI's error code
+    r"|maximum context length is \d+"  # OpenAI, vLLM: "This model's maximum context length is 4096 tokens"
+    r"|prompt is too long"  # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    r"|exceed(?:s|ed)? (?:the )?context (?:limit|window)"  # Anthropic: "... exceed context limit"
+    r"|exceed_context_size_error|exceeds the available context size"  # llama.cpp server
+    r"|context size has been exceeded"  # older llama.cpp
+    r"|longer than the maximum model length"  # vLLM: "The decoder prompt (length N) is longer than ..."
+    # Ollama: "the input length exceeds the context length" (older: "... maximum context length")
+    r"|input length exceeds (?:the )?(?:maximum )?context length",
+    re.IGNORECASE,
+)
+
+
+_STATED_WINDOW = re.compile(
+    r"maximum context length is (\d+)"  # OpenAI, vLLM
+    r"|> (\d+) maximum"  # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    r"|maximum model length of (\d+)"  # vLLM
+    r"|\bn_ctx\W+(\d+)"  # llama.cpp's error body: "n_ctx": 4096
+    r"|context (?:size|length|window) (?:of |is )?(\d+)",
+    re.IGNORECASE,
+)
+
+
+def stated_context_window(text: str) -> int | None:
+    """The window a server's overflow error names, in tokens, if it names one."""
+    match = _STATED_WINDOW.search(text)
+    if match is None:
+        return None
+    return int(next(group for group in match.groups() if group))
+
+
+def is_context_overflow(text: str) -> bool:
+    """Whether an error text (message, code or body) says the request exceeds the window."""
+    return bool(_OVERFLOW.search(text))
 
 
 class ProviderError(Exception):
+    """``message`` is one line of at most ``SUMMARY_LIMIT`` characters (it is shown on every
+    retry); ``body`` is the server's whole answer, for the worker log."""
+
     def __init__(
         self,
         message: str,
@@ -31,6 +73,7 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after_s: float | None = None,
         kind: str = "provider_error",
+        body: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -39,6 +82,7 @@ class ProviderError(Exception):
         self.status = status
         self.retry_after_s = retry_after_s
         self.kind = kind
+        self.body = body
 
     def __str__(self) -> str:
         status = f" {self.status}" if self.status is not None else ""
@@ -80,6 +124,48 @@ def error_message(body: object) -> str | None:
         return error
     message = body.get("message")
     return message if isinstance(message, str) else None
+
+
+# The HTTP status an error object in a body means, by its ``type`` or string ``code``, for
+# errors that come without one (in a stream, or in a 200 answer): OpenAI, vLLM, llama.cpp
+# and Ollama names. An integer ``code`` (vLLM, llama.cpp) is the status itself.
+_STATUS_OF = {
+    "invalid_request_error": 400, "BadRequestError": 400, "exceed_context_size_error": 400,
+    "context_length_exceeded": 400, "invalid_value": 400, "missing_required_parameter": 400,
+    "authentication_error": 401, "invalid_api_key": 401, "AuthenticationError": 401,
+    "permission_error": 403, "PermissionDeniedError": 403,
+    "not_found_error": 404, "NotFoundError": 404, "model_not_found": 404,
+    "rate_limit_error": 429, "rate_limit_exceeded": 429, "RateLimitError": 429, "tokens": 429, "requests": 429,
+    "server_error": 500, "api_error": 500, "InternalServerError": 500, "internal_error": 500,
+    "not_supported_error": 501,
+    "unavailable_error": 503, "ServiceUnavailableError": 503, "service_unavailable": 503,
+    "timeout_error": 504, "overloaded_error": 529,
+}
+
+
+def status_in_body(error: object) -> int | None:
+    """The HTTP status an error object names: its integer ``code`` (vLLM, llama.cpp), else
+    what its ``code`` or ``type`` string means (OpenAI, Ollama); None when unknown."""
+    if not isinstance(error, dict):
+        return None
+    code = error.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+        return code
+    if isinstance(code, str) and code.isdigit() and 100 <= int(code) <= 599:
+        return int(code)
+    for name in (code, error.get("type")):
+        if isinstance(name, str) and name in _STATUS_OF:
+            return _STATUS_OF[name]
+    return None
+
+
+SUMMARY_LIMIT = 300  # characters of a server's message kept in a ProviderError
+
+
+def summary(text: str) -> str:
+    """One line of at most ``SUMMARY_LIMIT`` characters: servers put whole tracebacks and
+    template dumps in their messages, and the message is shown on every retry."""
+    return shorten(text, SUMMARY_LIMIT)
 
 
 def snippet(text: str, limit: int = 200) -> str:

@@ -1,17 +1,37 @@
 """What every HTTP provider adapter shares: one POST (plain or streamed), transport errors
 mapped to ProviderError, the key kept out of error messages. Subclasses supply the three
-parts that differ: ``to_wire``/``parse_response``, ``_complete_stream`` and ``_status_error``."""
+parts that differ: ``to_wire``/``parse_response``, ``_read_stream`` and ``_status_error``.
+
+Shared rules, streamed or not:
+    empty 200 body               empty_response (retryable: a proxy or server glitch)
+    truncated JSON 200 body      truncated_response (retryable)
+    other unparseable 200 body   bad_response (not retryable)
+    a server that ignores        its JSON answer is read as if not streamed
+      ``stream``
+    no usage reported            estimated from the text (providers/usage.py), marked so
+    every error                  a one-line message of at most 300 characters; the whole
+                                 body goes to the worker log once, at warning level
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+import structlog
 from httpx_sse import EventSource, aconnect_sse
 
 from core.messages import LlmRequest, TurnResult
-from providers.errors import ProviderError, snippet
+from providers.errors import CONTEXT_OVERFLOW, ProviderError, is_context_overflow, snippet, summary
+from providers.usage import with_estimate
+
+# Bodies longer than this are cut in the log line (a server can answer with megabytes).
+LOGGED_BODY_LIMIT = 20_000
+# structlog as runtime.logs configures it (providers may not import runtime): the worker's
+# processors, secret redaction included, apply to this logger too.
+_log = structlog.get_logger("providers")
 
 
 class HttpProvider:
@@ -59,8 +79,12 @@ class HttpProvider:
         body = self.to_wire(req)
         try:
             if req.stream:
-                return await self._complete_stream(body, on_text)
-            return await self._complete_once(body)
+                result = await self._complete_stream(body, on_text)
+            else:
+                result = await self._complete_once(body)
+            if not (result.usage.input_tokens and result.usage.output_tokens):  # the server did not say
+                result = with_estimate(result, json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+            return result
         except ProviderError:
             raise
         except httpx.TimeoutException as exc:
@@ -80,8 +104,8 @@ class HttpProvider:
     async def _complete_once(self, body: dict[str, Any]) -> TurnResult:
         response = await self._client.post(self._url, json=body, headers=self._headers(), timeout=self._timeout)
         if response.status_code >= 400:
-            raise self._status_error(response)
-        return self.parse_response(self._json_body(response))
+            raise self._failed(response)
+        return self._parse_body(response.text, response.status_code)
 
     async def _complete_stream(self, body: dict[str, Any], on_text: Callable[[str], None] | None) -> TurnResult:
         async with aconnect_sse(
@@ -90,28 +114,65 @@ class HttpProvider:
             response = source.response
             if response.status_code >= 400:
                 await response.aread()
-                raise self._status_error(response)
+                raise self._failed(response)
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 # A server that ignores `stream`: take the whole answer, show its text at once.
                 await response.aread()
-                result = self.parse_response(self._json_body(response))
-                if on_text is not None and result.content:
-                    on_text(result.content)
-                return result
+                return self._whole_answer(response.text, response.status_code, on_text)
             return await self._read_stream(source, on_text)
 
-    def _json_body(self, response: httpx.Response) -> Any:
+    def _whole_answer(self, text: str, status: int, on_text: Callable[[str], None] | None) -> TurnResult:
+        """A streamed request answered in one piece: read as if it had not been streamed."""
+        result = self._parse_body(text, status)
+        if on_text is not None and result.content:
+            on_text(result.content)
+        return result
+
+    def _parse_body(self, text: str, status: int = 200) -> TurnResult:
+        """A 2xx answer's body. Empty or cut short is transient (a proxy glitch, a server
+        restarting): retryable. Anything else that is not JSON is not."""
+        if not text.strip():
+            raise self._error(f"empty response body (HTTP {status})", retryable=True, kind="empty_response")
         try:
-            return response.json()
+            data = json.loads(text)
         except ValueError:
-            raise self._bad_response(
-                f"response body is not valid JSON (HTTP {response.status_code}): {snippet(response.text)}"
-            ) from None
+            if text.lstrip()[:1] in ("{", "["):
+                message = f"response body cut short (HTTP {status}, {len(text)} characters): {snippet(text)}"
+                raise self._error(message, retryable=True, kind="truncated_response", body=text) from None
+            message = f"response body is not valid JSON (HTTP {status}): {snippet(text)}"
+            raise self._error(message, retryable=False, kind="bad_response", body=text) from None
+        return self.parse_response(data)
+
+    def _failed(self, response: httpx.Response) -> ProviderError:
+        """An HTTP error status, classified by the subclass; its whole body is logged."""
+        err = self._status_error(response)
+        err.body = self._redacted(response.text)
+        self._log_body(err)
+        return err
 
     def _bad_response(self, message: str) -> ProviderError:
         return self._error(message, retryable=False, kind="bad_response")
 
-    def _error(self, message: str, **kwargs: Any) -> ProviderError:
+    def _error(self, message: str, *, body: str | None = None, **kwargs: Any) -> ProviderError:
+        """Every ProviderError of an adapter: the key redacted, a context overflow recognised
+        in the full text, the message cut to one line; ``body`` (the server's answer) logged."""
         if self._api_key:
             message = message.replace(self._api_key, "***")
-        return ProviderError(message, provider=self.name, **kwargs)
+        if is_context_overflow(message):  # in any shape, streamed or not: the engine compacts
+            kwargs.update(kind=CONTEXT_OVERFLOW, retryable=False)
+        err = ProviderError(summary(message), provider=self.name, body=self._redacted(body), **kwargs)
+        if body is not None:
+            self._log_body(err)
+        return err
+
+    def _redacted(self, text: str | None) -> str | None:
+        if text is None or not self._api_key:
+            return text
+        return text.replace(self._api_key, "***")
+
+    def _log_body(self, err: ProviderError) -> None:
+        body = err.body or ""
+        if len(body) > LOGGED_BODY_LIMIT:
+            body = body[:LOGGED_BODY_LIMIT] + f"... [{len(body) - LOGGED_BODY_LIMIT} more characters]"
+        _log.warning("provider error body", provider=self.name, url=self._url, status=err.status, kind=err.kind,
+                     retryable=err.retryable, error=err.message, body=body)

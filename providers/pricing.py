@@ -13,7 +13,13 @@ extend or override the table with a JSON file named by ``AGENT_PRICES_FILE``:
 ``input``. Model names match exactly first, then by the longest table name that is
 a prefix followed by "-", ":" or "@" (so "claude-sonnet-4-20250514" and
 "gpt-4o-mini-2024-07-18" find their rows), then the same again after any
-"vendor/" prefix ("anthropic/claude-sonnet-4"). Unknown models cost 0.0.
+"vendor/" prefix ("anthropic/claude-sonnet-4"). Prices may also come from the models
+file (``AGENT_MODELS_FILE``, providers/models.py).
+
+A model in no table is priced at the ``"*"`` row if the files give one, else at
+``FALLBACK_PRICE`` ($1 input, $4 output per million tokens: a deliberate middle guess),
+and the cost is marked estimated: a cost limit must still stop a task on a model nobody
+priced. For a local model that really costs nothing, give it (or ``"*"``) zero prices.
 
 ``Usage.input_tokens`` counts every prompt token including the cached ones (see
 providers/anthropic.py), so the uncached part is input - cache_read - cache_write.
@@ -26,12 +32,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.messages import Usage
 
 PRICES_FILE_ENV = "AGENT_PRICES_FILE"
+MODELS_FILE_ENV = "AGENT_MODELS_FILE"  # read here for prices, in providers/models.py for limits
+PRICE_FIELDS = ("input", "output", "cache_read", "cache_write")
+WILDCARD = "*"
 _SEPARATORS = ("-", ":", "@")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -63,16 +73,30 @@ BUILTIN_PRICES: dict[str, Price] = {
     "claude-3-7-sonnet": Price(3.00, 15.00, 0.30, 3.75),
     "claude-haiku-4-5": Price(1.00, 5.00, 0.10, 1.25),
     "claude-3-5-haiku": Price(0.80, 4.00, 0.08, 1.00),
+    # Offline: the demo model and the tests' scripted model cost nothing
+    "demo-scripted": Price(0.0, 0.0, 0.0, 0.0),
+    "scripted-model": Price(0.0, 0.0, 0.0, 0.0),
 }
 
 
+FALLBACK_PRICE = Price(1.00, 4.00, 1.00, 1.00)
+
+
 def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, Price]:
-    """The built-in table with the user's file (``AGENT_PRICES_FILE``) merged over it.
+    """The built-in table with the models file's prices and the prices file merged over it.
 
     A missing or malformed file raises ValueError naming the file: a price table
     that silently fails to load would report every call as free.
     """
     prices = dict(BUILTIN_PRICES)
+    models_path = env.get(MODELS_FILE_ENV)
+    if models_path:
+        from providers.models import read_models_file
+
+        for model, entry in read_models_file(models_path).items():
+            priced = {k: v for k, v in entry.items() if k in PRICE_FIELDS}
+            if priced:
+                prices[model] = _price(priced, f"{models_path}: {model}")
     path = env.get(PRICES_FILE_ENV)
     if not path:
         return prices
@@ -87,22 +111,29 @@ def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, Price]:
     return prices
 
 
-def find_price(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price row for a model name (exact, then longest prefix, then without vendor/)."""
+def lookup(model: str, table: Mapping[str, T]) -> T | None:
+    """A model's row (exact, then longest prefix, then without vendor/); None if none."""
     for name in (model, model.rsplit("/", 1)[-1]):
-        if name in prices:
-            return prices[name]
-        matches = [k for k in prices if name.startswith(k) and name[len(k):len(k) + 1] in _SEPARATORS]
+        if name in table:
+            return table[name]
+        matches = [k for k in table if name.startswith(k) and name[len(k):len(k) + 1] in _SEPARATORS]
         if matches:
-            return prices[max(matches, key=len)]
+            return table[max(matches, key=len)]
     return None
 
 
+def find_price(model: str, prices: Mapping[str, Price]) -> Price | None:
+    """The price row for a model name (exact, then longest prefix, then without vendor/)."""
+    return lookup(model, prices)
+
+
+def is_priced(model: str, prices: Mapping[str, Price]) -> bool:
+    return find_price(model, prices) is not None
+
+
 def cost_usd(model: str, usage: Usage, prices: Mapping[str, Price]) -> float:
-    """The call's estimated cost in USD; 0.0 for a model not in the table."""
-    price = find_price(model, prices)
-    if price is None:
-        return 0.0
+    """The call's cost in USD; a model in no table at the ``"*"`` row or FALLBACK_PRICE."""
+    price = find_price(model, prices) or prices.get(WILDCARD) or FALLBACK_PRICE
     uncached = max(0, usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens)
     total = (
         uncached * price.input
@@ -116,7 +147,7 @@ def cost_usd(model: str, usage: Usage, prices: Mapping[str, Price]) -> float:
 def _price(entry: Any, where: str) -> Price:
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected an object with input and output prices")
-    unknown = set(entry) - {"input", "output", "cache_read", "cache_write"}
+    unknown = set(entry) - set(PRICE_FIELDS)
     if unknown:
         raise ValueError(f"{where}: unknown fields {sorted(unknown)}")
     values: dict[str, float] = {}

@@ -77,7 +77,8 @@ class LoopBase:
         """The task's outcome, as the exception that ends the loop."""
         s = self.state
         return TaskEnded(TaskOutcome(
-            status=status, turns=s.turn, usage=s.usage, runs=s.runs, cost_usd=s.cost_usd, **fields,
+            status=status, turns=s.turn, usage=s.usage, runs=s.runs, cost_usd=s.cost_usd,
+            cost_estimated=s.cost_estimated, **fields,
         ))
 
     def _fail(self, reason: str, kind: FailureKind) -> TaskEnded:

@@ -106,6 +106,15 @@ def failed_outcome(err: Exception) -> TaskOutcome | None:
     return None
 
 
+def stated_window(err: ActivityError) -> int | None:
+    """The window a context-overflow failure says the server has (its details), if any."""
+    cause = _root_cause(err)
+    if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
+        value = cause.details[0].get("context_window")
+        return value if isinstance(value, int) and value > 0 else None
+    return None
+
+
 def error_type(err: ActivityError) -> str | None:
     cause = _root_cause(err)
     return cause.type if isinstance(cause, ApplicationError) else None

@@ -110,6 +110,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             model=self._model.model,
             provider=self._model.provider,
             cost_usd=state.cost_usd,
+            cost_estimated=state.cost_estimated,
             error=outcome.error if outcome else None,
             final_text=outcome.final_text if outcome else None,
             pending_approval=state.pending,

@@ -9,12 +9,13 @@ the LLM activity rebuilds the rest, compacts it to fit the window and reports wh
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, LlmCallInput, PromptParams
+    from contracts.activities import CONTEXT_GAP, CONTEXT_OVERFLOW, LLM_ACTIVITY, LlmCallInput, PromptParams
     from contracts.task import TaskState
     from core.entries import AiMessage, StatusNotice, SystemReminder, ToolCall
     from core.messages import ContextReport, TurnResult
@@ -43,6 +44,7 @@ class ThinkingMixin(LoopBase):
         self._report_context(result.context)
         state.usage = state.usage + result.usage
         state.cost_usd += result.cost_usd
+        state.cost_estimated = state.cost_estimated or result.cost_estimated
         self._check_limits(after_call=True)
         if not result.tool_calls:
             return self._no_tool_call(result)
@@ -60,20 +62,84 @@ class ThinkingMixin(LoopBase):
             raise self._fail(f"reached the maximum of {task.max_iterations} iterations", "max_iterations")
 
     async def _call_with_failover(self) -> TurnResult | None:
-        full = False
+        full = overflowed = False
         while True:
             self._set_state(TaskState.THINKING, f"llm · {self._model.model} · turn {self.state.turn}")
             try:
-                return await self._call_llm(full=full)
+                result = await self._call_llm(full=full)
             except ActivityError as err:
                 if self._lost_affinity(err):
                     continue  # the warm worker is gone: the call never ran, any worker may take it
                 if policy.error_type(err) == CONTEXT_GAP and not full:
                     full = True  # the store lacks entries (a lost file, another host): resend in full
                     continue
+                # patched(): tasks whose calls failed this way before this release failed at once.
+                if policy.error_type(err) == CONTEXT_OVERFLOW and workflow.patched("context-overflow-compacts"):
+                    if overflowed:
+                        raise self._fail(
+                            f"the context does not fit the model's window even compacted to ~{self._window()} "
+                            f"tokens ({self._model}): {policy.cause_message(err)}", "context_overflow") from None
+                    overflowed = True
+                    self._shrink_window(err)
+                    continue
                 if policy.retryable_failure(err) and self._fail_over(err):
                     continue
+                if policy.retryable_failure(err) and workflow.patched("provider-outage-waited-out"):
+                    if await self._wait_for_provider(err):
+                        if self._interrupted():
+                            return None  # a stop or a message came while waiting: the loop takes it
+                        continue
                 raise self._fail(f"LLM call failed ({self._model}): {policy.cause_message(err)}", "provider") from None
+            if self.state.provider_down_since is not None:
+                down = (workflow.now() - self.state.provider_down_since).total_seconds()
+                self.state.provider_down_since = None
+                self._append(StatusNotice(reason="provider", text=f"{self._model} answered again after {down:.0f} s"))
+            return result
+
+    def _window(self) -> int:
+        """The window compaction aims at: what the server said it has, else the task's."""
+        return self.state.context_window or self.task.context_window
+
+    def _shrink_window(self, err: ActivityError) -> None:
+        """After a context overflow: aim at the window the server named (less a margin), or
+        at half the current one, from now on; say so in the history."""
+        current = self._window()
+        stated = policy.stated_window(err)
+        target = int(stated * 0.9) if stated and stated < current else current // 2
+        self.state.context_window = max(1024, target)
+        said = f"the server's window is {stated} tokens" if stated else "the server named no window"
+        self._append(StatusNotice(
+            reason="context_overflow",
+            text=f"the request did not fit {self._model}'s context window ({said}): compacting to "
+                 f"~{self.state.context_window} tokens and trying again",
+        ))
+
+    async def _wait_for_provider(self, err: ActivityError) -> bool:
+        """The model and its whole failover chain are down: wait, visibly (WAITING_PROVIDER),
+        and try again from the first model, until ``provider_wait_s`` has passed. False when
+        the horizon is reached (the task then fails)."""
+        state, task = self.state, self.task
+        now = workflow.now()
+        if state.provider_down_since is None:
+            state.provider_down_since = now
+            self._append(StatusNotice(
+                reason="provider",
+                text=f"{self._model} is not answering ({policy.cause_message(err)}): waiting up to "
+                     f"{task.provider_wait_s:.0f} s for it, trying again every {task.provider_pause_s:.0f} s",
+            ))
+        waited = (now - state.provider_down_since).total_seconds()
+        if waited >= task.provider_wait_s:
+            return False
+        pause = min(task.provider_pause_s, task.provider_wait_s - waited)
+        at = (now + timedelta(seconds=pause)).strftime("%H:%M:%S")
+        self._set_state(TaskState.WAITING_PROVIDER, f"{self._model} down for {waited:.0f} s: next attempt at {at} UTC")
+        try:
+            await workflow.wait_condition(self._interrupted, timeout=timedelta(seconds=pause),
+                                          timeout_summary="waiting for the model's provider")
+        except TimeoutError:
+            pass
+        state.model_index = 0  # the whole chain again, from the first model
+        return True
 
     def _fail_over(self, err: ActivityError) -> bool:
         """Move to the next model of the chain after repeated retryable failures, visibly."""
@@ -109,7 +175,7 @@ class ThinkingMixin(LoopBase):
                 total=total,
                 new_entries=new,
                 expect=expect,
-                context_window=task.context_window,
+                context_window=self._window(),
                 # A full resend also carries what stands in for the earlier runs' entries.
                 prefix=state.prefix if full else None,
                 base=self.transcript.base,
@@ -119,7 +185,7 @@ class ThinkingMixin(LoopBase):
             heartbeat_timeout=policy.HEARTBEAT_TIMEOUT,
             retry_policy=(
                 policy.failover_retry(task.failover_after)
-                if state.model_index + 1 < len(self.chain) else policy.LLM_RETRY
+                if state.model_index + 1 < len(self.chain) else policy.failover_retry(task.llm_attempts)
             ),
             summary=state.last_activity,
             **self._placement(),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.messages import Usage
-from providers.pricing import BUILTIN_PRICES, Price, cost_usd, find_price, load_prices
+from providers.pricing import BUILTIN_PRICES, FALLBACK_PRICE, Price, cost_usd, find_price, load_prices
 
 
 @pytest.mark.parametrize(
@@ -35,8 +35,29 @@ def test_find_price_needs_a_separator_after_the_prefix(model: str):
     assert find_price(model, BUILTIN_PRICES) is None
 
 
-def test_cost_of_an_unknown_model_is_zero():
-    assert cost_usd("my-local-model", Usage(input_tokens=10**6, output_tokens=10**6), BUILTIN_PRICES) == 0.0
+def test_an_unknown_model_is_priced_at_the_fallback_so_cost_limits_still_apply():
+    usage = Usage(input_tokens=10**6, output_tokens=10**6)
+    assert cost_usd("my-local-model", usage, BUILTIN_PRICES) == pytest.approx(
+        FALLBACK_PRICE.input + FALLBACK_PRICE.output)
+    free = {**BUILTIN_PRICES, "*": Price(0.0, 0.0, 0.0, 0.0)}  # "this server costs nothing"
+    assert cost_usd("my-local-model", usage, free) == 0.0
+    assert cost_usd("demo-scripted", usage, BUILTIN_PRICES) == 0.0  # the offline demo is free
+
+
+def test_the_models_file_gives_limits_and_prices(tmp_path):
+    from providers.models import load_models, model_spec, reply_budget
+
+    path = tmp_path / "models.json"
+    path.write_text('{"tiny-7b": {"context_window": 4096, "max_output": 1024, "input": 0.5, "output": 1.5}}')
+    env = {"AGENT_MODELS_FILE": str(path)}
+    spec = model_spec("tiny-7b-q4", load_models(env))
+    assert (spec.context_window, spec.max_output) == (4096, 1024)
+    assert find_price("tiny-7b", load_prices(env)) == Price(0.5, 1.5, 0.5, 0.5)
+    assert reply_budget(spec, 4096, 3500) == 596 and reply_budget(spec, 4096, 100) == 1024
+    assert model_spec("unheard-of").context_window == 32_768
+    path.write_text('{"tiny-7b": {"context_window": "big"}}')
+    with pytest.raises(ValueError, match="context_window must be a positive integer"):
+        load_models(env)
 
 
 def test_cost_prices_input_and_output_per_million_tokens():

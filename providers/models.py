@@ -1,0 +1,107 @@
+"""What a model can take: its context window and its longest reply, from a table.
+
+``BUILTIN_MODELS`` holds the published limits of well-known models (context window and
+maximum output tokens, from the vendors' model pages, 2026). Extend or override it with a
+JSON file named by ``AGENT_MODELS_FILE``; an entry may also carry prices (the fields of
+``AGENT_PRICES_FILE``, see providers/pricing.py), so one file describes a model:
+
+    {"qwen2.5-7b-instruct": {"context_window": 8192, "max_output": 2048,
+                             "input": 0, "output": 0}}
+
+Names match as prices do: exactly, then by the longest table name that is a prefix
+followed by "-", ":" or "@", then the same after any "vendor/" prefix. A model in no
+table gets ``DEFAULT_MODEL``: a 32K window (a guess that small local models overflow; the
+task then learns the real window from the server's error and compacts to it) and
+``DEFAULT_MAX_OUTPUT`` reply tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from providers.pricing import PRICE_FIELDS, lookup
+
+MODELS_FILE_ENV = "AGENT_MODELS_FILE"
+DEFAULT_MAX_OUTPUT = 8192
+MIN_OUTPUT = 256  # a reply never gets fewer tokens than this, however full the window
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    context_window: int
+    max_output: int
+
+
+DEFAULT_MODEL = ModelSpec(context_window=32_768, max_output=DEFAULT_MAX_OUTPUT)
+
+BUILTIN_MODELS: dict[str, ModelSpec] = {
+    # OpenAI
+    "gpt-4o": ModelSpec(128_000, 16_384),
+    "gpt-4o-mini": ModelSpec(128_000, 16_384),
+    "gpt-4.1": ModelSpec(1_047_576, 32_768),
+    "gpt-4.1-mini": ModelSpec(1_047_576, 32_768),
+    "gpt-4.1-nano": ModelSpec(1_047_576, 32_768),
+    "o3": ModelSpec(200_000, 100_000),
+    "o4-mini": ModelSpec(200_000, 100_000),
+    # Anthropic
+    "claude-opus-4": ModelSpec(200_000, 32_000),
+    "claude-opus-4-1": ModelSpec(200_000, 32_000),
+    "claude-opus-4-5": ModelSpec(200_000, 64_000),
+    "claude-opus-4-6": ModelSpec(200_000, 64_000),
+    "claude-opus-4-7": ModelSpec(200_000, 64_000),
+    "claude-sonnet-4": ModelSpec(200_000, 64_000),
+    "claude-3-7-sonnet": ModelSpec(200_000, 64_000),
+    "claude-haiku-4-5": ModelSpec(200_000, 64_000),
+    "claude-3-5-haiku": ModelSpec(200_000, 8_192),
+    # The offline demo and the tests' scripted model
+    "demo-scripted": ModelSpec(128_000, 4_096),
+    "scripted-model": ModelSpec(128_000, 4_096),
+}
+
+
+def load_models(env: Mapping[str, str] = os.environ) -> dict[str, ModelSpec]:
+    """The built-in table with the user's file merged over it; a bad file raises ValueError."""
+    models = dict(BUILTIN_MODELS)
+    path = env.get(MODELS_FILE_ENV)
+    if not path:
+        return models
+    for model, entry in read_models_file(path).items():
+        known = models.get(model, DEFAULT_MODEL)
+        window = entry.get("context_window", known.context_window)
+        output = entry.get("max_output", known.max_output)
+        for key, value in (("context_window", window), ("max_output", output)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{MODELS_FILE_ENV}={path}: {model}: {key} must be a positive integer, got {value!r}")
+        models[model] = ModelSpec(context_window=window, max_output=output)
+    return models
+
+
+def read_models_file(path: str) -> dict[str, dict[str, Any]]:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{MODELS_FILE_ENV}={path}: cannot read models: {exc}") from exc
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise ValueError(f"{MODELS_FILE_ENV}={path}: expected a JSON object of models, each an object")
+    for model, entry in raw.items():
+        unknown = set(entry) - {"context_window", "max_output", *PRICE_FIELDS}
+        if unknown:
+            raise ValueError(f"{MODELS_FILE_ENV}={path}: {model}: unknown fields {sorted(unknown)}")
+    return raw
+
+
+def model_spec(model: str, models: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
+    found = lookup(model, models if models is not None else load_models())
+    return found if found is not None else DEFAULT_MODEL
+
+
+def reply_budget(spec: ModelSpec, window: int, prompt_tokens: int) -> int:
+    """Tokens to ask for the reply: the model's maximum, but never more than the window
+    leaves after the prompt (servers such as vLLM refuse prompt + max_tokens > window)."""
+    room = window - prompt_tokens
+    return max(MIN_OUTPUT, min(spec.max_output, room))
