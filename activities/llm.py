@@ -97,15 +97,18 @@ class LlmActivities:
         info = activity.info()
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
+        live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
+        # Beating while the store is read: a locked or slow store delays this call only.
+        context = await with_heartbeats(self._prompt_context(inp), live.beat)
         system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
-                                     tool_names=inp.tool_names, context=await self._prompt_context(inp))
+                                     tool_names=inp.tool_names, context=context)
         try:
             specs = tools.specs(inp.tool_names)
         except KeyError as err:
             raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
                                    non_retryable=True) from None
         system_tokens = (len(system.text()) + sum(len(s.model_dump_json()) for s in specs)) // 4
-        view, report = await self._context(inp, system_tokens)
+        view, report = await with_heartbeats(self._context(inp, system_tokens), live.beat)
         request = LlmRequest(
             model=inp.model,
             system=system,
@@ -125,7 +128,6 @@ class LlmActivities:
                 f"{inp.provider}: circuit open after repeated failures; next probe in {wait:.0f}s",
                 type=CIRCUIT_OPEN, next_retry_delay=timedelta(seconds=max(wait, 1.0)),
             )
-        live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
         try:
             with chat_span(inp.provider, inp.model, inp.task_id, inp.turn) as span:
                 result = await with_heartbeats(provider.complete(request, on_text=live), live.beat)

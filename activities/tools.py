@@ -94,6 +94,12 @@ class ToolActivities:
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, inp: ToolCallInput) -> ToolOutcome:
+        # Heartbeats go on through every step, store calls included: a store that is locked or
+        # slow delays this call only, and Temporal never takes it for a dead worker's.
+        progress = ToolProgress(started=False)
+        return await with_heartbeats(self._run_tool(inp, progress), lambda _detail: activity.heartbeat(progress))
+
+    async def _run_tool(self, inp: ToolCallInput, progress: ToolProgress) -> ToolOutcome:
         info = activity.info()
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
@@ -106,7 +112,7 @@ class ToolActivities:
         started_before = record is not None or _started(info.heartbeat_details)
         started = time.monotonic()
         with tool_span(inp.call.name, inp.call.id, inp.task_id, inp.turn) as span:
-            result = await self._execute(inp, key, started_before)
+            result = await self._execute(inp, key, started_before, progress)
             span.record(result.status)
         # Nothing leaves this activity (history, store, model) with a secret in clear.
         result = self.secrets.redact_obj(result)
@@ -121,7 +127,9 @@ class ToolActivities:
         log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
         return result
 
-    async def _execute(self, inp: ToolCallInput, key: str | None, started_before: bool) -> ToolOutcome:
+    async def _execute(
+        self, inp: ToolCallInput, key: str | None, started_before: bool, progress: ToolProgress
+    ) -> ToolOutcome:
         workspace = Path(inp.workspace)
         if not workspace.is_dir():
             return ToolOutcome(status="error", content=f"the workspace {inp.workspace} does not exist")
@@ -131,8 +139,6 @@ class ToolActivities:
         if started_before and not is_idempotent(inp.call.name, inp.call.arguments):
             output = _output_so_far(activity.info().heartbeat_details)
             return ToolOutcome(status="error", content=INTERRUPTED.format(output=output or "(none recorded)"))
-        progress = ToolProgress()
-
         def beat(note: str = "") -> None:
             progress.note = note
             activity.heartbeat(progress)
@@ -143,6 +149,7 @@ class ToolActivities:
         await self._checkpoint(inp, workspace)
         if inp.context_id and key:
             await self.store.put_call(inp.context_id, key, STARTED)
+        progress.started = True
         beat("started")
         ctx = ToolContext(
             workspace=workspace, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
