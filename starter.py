@@ -7,7 +7,7 @@
     python starter.py stop ID [--reason TEXT]
     python starter.py approve ID [--deny] [--reason TEXT] [--call CALL_ID | --yes]
     python starter.py interject ID "TEXT"        (also: reply ID "TEXT")
-    python starter.py list [--waiting]
+    python starter.py list [--pending]
     python starter.py schedule create|list|trigger|delete ...
 
 The commands live in ``cli/``; this file only parses arguments and reports errors.
@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stop", help="stop a task (it ends as FAILED, stopped)")
     s.add_argument("id")
     s.add_argument("--reason", default="stopped by user")
-    s = sub.add_parser("approve", help="approve (or --deny) the pending tool call")
+    s = sub.add_parser("approve", help="approve (or --deny) the pending tool call (the task's, or its sub-agent's)")
     s.add_argument("id")
     s.add_argument("--deny", action="store_true")
     s.add_argument("--reason", default="")
@@ -64,7 +64,8 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("text")
     s = sub.add_parser("list", help="list tasks")
     s.add_argument("--limit", type=int, default=50)
-    s.add_argument("--waiting", action="store_true", help="only tasks waiting for a person")
+    s.add_argument("--pending", "--waiting", dest="pending", action="store_true",
+                   help="only tasks waiting for a person (sub-agents too, with whose they are)")
     for name, help_text in (
         ("rewind", "take a task back to the end of a turn: its workspace restored, later turns undone"),
         ("fork", "start a new task from the end of a turn of this one, in a copy of its workspace"),

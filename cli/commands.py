@@ -10,11 +10,12 @@ import time
 import uuid
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import Any
 
 from temporalio.client import (
     Client,
+    WorkflowExecution,
     WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -22,8 +23,11 @@ from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
 from cli import rewind, schedule
-from cli.follow import ConsoleSink, Follower, JsonSink, ask_person
-from cli.render import make_console, safe, status_lines
+from cli.follow import Follower, ask_person
+from cli.render import make_console, safe, shorten, status_lines
+from cli.screen import ConsoleSink
+from cli.sinks import JsonSink
+from cli.subagents import approval_holder, subagent_call
 from cli.tasks import (
     MAX_INTERJECTION,
     QUERY_TIMEOUT,
@@ -31,12 +35,15 @@ from cli.tasks import (
     closed_outcome,
     configured_model,
     describe,
-    memo_model,
+    finished_status,
+    queue_polled,
     start_task,
     task_input,
     ui_link,
     who,
+    worker_absence,
 )
+from cli.usage import HistoryUsage
 from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, PendingApproval, TaskState, TaskStatus
 from runtime.secrets import SecretStore
 from runtime.store import open_store
@@ -50,12 +57,14 @@ CONFIRM_WAIT_S = 5.0  # how long `approve` waits for a worker to confirm a decis
 
 def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
     console = make_console()
-    sink = JsonSink(workflow_id) if json_mode else ConsoleSink(console)
+    sink = JsonSink(workflow_id, usage=HistoryUsage(client, workflow_id)) if json_mode else ConsoleSink(console)
     interactive = sys.stdin.isatty() and not json_mode
+    followed = workflow_id
 
     async def ask(client: Client, workflow_id: str, status: TaskStatus, interactive: bool) -> None:
-        if not json_mode:
-            await ask_person(client, workflow_id, status, console, interactive, who())
+        if not json_mode:  # workflow_id: the task followed, or one of its sub-agents
+            parent = followed if workflow_id != followed else None
+            await ask_person(client, workflow_id, status, console, interactive, who(), parent)
 
     return Follower(client, workflow_id, sink, interactive=interactive, ask=ask)
 
@@ -125,11 +134,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         except RPCError:
             raise UserError(f"task {args.id} is running but no worker answers its status query") from None
     else:
-        outcome = await closed_outcome(client, args.id)
-        status = TaskStatus(
-            state=outcome.status, turn=outcome.turns, usage=outcome.usage, model=await memo_model(desc),
-            error=outcome.error, final_text=outcome.final_text or None,
-        )
+        status = await finished_status(client, desc, await closed_outcome(client, args.id))
     if args.json:
         payload = status.model_dump(mode="json")
         payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id))
@@ -167,12 +172,12 @@ async def cmd_approve(args: argparse.Namespace) -> int:
     changed in the meantime is refused rather than approved."""
     client = await connect()
     await describe(client, args.id)
-    handle = client.get_workflow_handle(args.id)
     verdict = "deny" if args.deny else "approve"
     call_id, digest = args.call, None
     if call_id is None:
-        pending = await pending_call(handle, args.id)
-        print(f"pending: {pending.tool} call {pending.call_id}: {safe(approval_text(pending))}\n"
+        target, pending = await pending_call(client, args.id)
+        whose = f" (sub-agent {safe(target)} of {safe(args.id)})" if target != args.id else ""
+        print(f"pending{whose}: {pending.tool} call {pending.call_id}: {safe(approval_text(pending))}\n"
               f"  ({safe(pending.danger)}: {safe(pending.reason)})")
         if not args.yes:
             if not sys.stdin.isatty():
@@ -183,12 +188,15 @@ async def cmd_approve(args: argparse.Namespace) -> int:
                 print("nothing sent")
                 return 1
         call_id, digest = pending.call_id, pending.digest or None
+    else:  # a sub-agent's call, named by the parent's id, is decided in the sub-agent
+        target = await approval_holder(client, args.id, call_id, timedelta(seconds=CONFIRM_WAIT_S / 2))
+    handle = client.get_workflow_handle(target)
     decision = ApprovalDecision(
         approved=not args.deny, call_id=call_id, digest=digest, reason=args.reason, decided_by=who()
     )
     if args.signal:
         await handle.signal(AgentTaskWorkflow.approve, decision)
-        print(f"decision sent to {args.id} (as a signal: not confirmed)")
+        print(f"decision sent to {target} (as a signal: not confirmed)")
         return 0
     try:
         # An update is confirmed by a worker; with none polling it would wait forever.
@@ -199,17 +207,19 @@ async def cmd_approve(args: argparse.Namespace) -> int:
         raise UserError(f"decision rejected: {getattr(err.cause, 'message', err.cause)}") from None
     except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
         await handle.signal(AgentTaskWorkflow.approve, decision)  # durable: applied when a worker comes
-        print(f"no worker answered within {CONFIRM_WAIT_S:g} s: the decision was sent to {args.id} as a signal "
+        print(f"no worker answered within {CONFIRM_WAIT_S:g} s: the decision was sent to {target} as a signal "
               "and takes effect when a worker runs the task (start one with `python worker.py`)")
         return 0
-    print(f"{'denied' if args.deny else 'approved'}: {decided.tool} call {decided.call_id} of {args.id}")
+    print(f"{'denied' if args.deny else 'approved'}: {decided.tool} call {decided.call_id} of {target}")
     return 0
 
 
-async def pending_call(handle: Any, workflow_id: str) -> PendingApproval:
-    """The call waiting for approval, read from the task (so what is shown is what is decided)."""
+async def pending_call(client: Client, workflow_id: str) -> tuple[str, PendingApproval]:
+    """The call waiting for approval, read from the task (so what is shown is what is decided):
+    the task's own or, when it has none, one of its sub-agents'; with the id of the workflow
+    that holds it."""
     try:
-        status: TaskStatus = await handle.query(
+        status: TaskStatus = await client.get_workflow_handle(workflow_id).query(
             AgentTaskWorkflow.status, rpc_timeout=timedelta(seconds=CONFIRM_WAIT_S)
         )
     except RPCError:
@@ -217,9 +227,12 @@ async def pending_call(handle: Any, workflow_id: str) -> PendingApproval:
             f"no worker answered within {CONFIRM_WAIT_S:g} s, so the pending call cannot be shown: "
             f"name it with --call CALL_ID (shown by `watch` and `status` when the task asked)"
         ) from None
-    if status.pending_approval is None:
-        raise UserError(f"task {workflow_id} has no tool call waiting for approval")
-    return status.pending_approval
+    if status.pending_approval is not None:
+        return workflow_id, status.pending_approval
+    found = await subagent_call(client, workflow_id)
+    if found is None:
+        raise UserError(f"task {workflow_id} has no tool call waiting for approval (nor have its sub-agents)")
+    return found
 
 
 def approval_text(pending: PendingApproval) -> str:
@@ -237,28 +250,58 @@ async def cmd_interject(args: argparse.Namespace) -> int:
         raise UserError(f"the message is {len(args.text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}: "
                         "save it in a file in the workspace and point the task at it")
     text = SecretStore.from_env().redact(args.text)
-    await client.get_workflow_handle(args.id).signal(
+    await client.get_workflow_handle(args.id).signal(  # durable: it waits in the history for a worker
         AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who())
     )
-    print(f"message delivered to {args.id}")
+    absent = await worker_absence(client, args.id, desc.task_queue)
+    if absent:
+        print(f"{absent}: the message was delivered to {args.id} and takes effect when a worker starts "
+              "(python worker.py)")
+    else:
+        print(f"message delivered to {args.id}")
     return 0
 
 
 async def cmd_list(args: argparse.Namespace) -> int:
     client = await connect()
+    console = make_console()
     query = f"WorkflowType = '{TASK_WORKFLOW}'"
-    if args.waiting:
+    if args.pending:
         query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
-    rows = 0
-    async for wf in client.list_workflows(query, limit=args.limit):
+    found = [wf async for wf in client.list_workflows(query, limit=args.limit)]
+    waits = await asyncio.gather(*(waiting_for(client, wf) for wf in found)) if args.pending else [None] * len(found)
+    for wf, wait in zip(found, waits):
         started = wf.start_time.strftime("%Y-%m-%d %H:%M:%S") if wf.start_time else "-"
         status = wf.status.name if wf.status else "-"
         state = wf.typed_search_attributes.get(AGENT_STATE) or "-"
-        print(f"{wf.id:<50} {status:<10} {state:<17} {started}")
-        rows += 1
-    if rows == 0:
-        print("no tasks waiting for a person" if args.waiting else "no tasks yet")
+        whose = f"  sub-agent of {safe(wf.parent_id)}" if wf.parent_id else ""
+        console.print(f"{safe(wf.id):<50} {status:<10} {safe(state):<17} {started}{whose}")
+        if wait:
+            console.print(f"    {wait}")
+    if not found:
+        console.print("no tasks waiting for a person" if args.pending else "no tasks yet")
     return 0
+
+
+async def waiting_for(client: Client, wf: WorkflowExecution) -> str | None:
+    """What a waiting task waits for, as one line (from its status query, when a worker
+    answers within a moment), and the command that answers it."""
+    if not await queue_polled(client, wf.task_queue):
+        return None
+    try:
+        status: TaskStatus = await client.get_workflow_handle(wf.id).query(
+            AgentTaskWorkflow.status, rpc_timeout=timedelta(seconds=2)
+        )
+    except (RPCError, WorkflowQueryFailedError):
+        return None
+    root = wf.root_id or wf.parent_id or wf.id
+    if status.pending_approval is not None:
+        p = status.pending_approval
+        return (f"{safe(p.tool)}: {safe(shorten(approval_text(p), 100))} ({safe(p.danger)}) · "
+                f"python starter.py approve {safe(root)}")
+    if status.question is not None:
+        return f"asks: {safe(shorten(status.question, 100))} · python starter.py reply {safe(wf.id)} \"TEXT\""
+    return None
 
 
 # ---- entry -----------------------------------------------------------------------

@@ -9,27 +9,40 @@ Every event has a stable ``type``, in the spirit of seed 001:
 | ``item.started`` | the model called a tool | ``turn``, ``item`` {``id``, ``type``: ``tool_call``, ``tool``, ``arguments``, ``deferred``} |
 | ``item.completed`` | an entry was appended | ``turn``, ``item`` {``id``, ``type``, ...}; ``type`` is one of ``user_message``, ``agent_message``, ``tool_result``, ``system_reminder``, ``status_notice`` |
 | ``text.delta`` | streamed model text (from the model call's heartbeat) | ``turn``, ``text`` |
-| ``approval.requested`` | a call waits for a person | ``call_id``, ``tool``, ``arguments``, ``danger``, ``reason`` |
-| ``reply.requested`` | the task asked a question | ``question`` |
+| ``text.reset`` | the model call was retried: the turn's streamed text so far is void | ``turn`` |
+| ``approval.requested`` | a call waits for a person, in the task or one of its sub-agents | ``workflow_id`` (who waits: decide there), ``subagent``, ``call_id``, ``tool``, ``arguments``, ``danger``, ``reason`` |
+| ``reply.requested`` | the task (or a sub-agent) asked a question | ``workflow_id``, ``subagent``, ``question`` |
 | ``retry`` | an activity attempt failed and will be retried | ``activity``, ``attempt``, ``reason``, ``next_in_s`` |
-| ``turn.completed`` | a turn ended | ``turn``, ``usage`` (so far) |
+| ``turn.completed`` | a turn ended | ``turn``, ``usage`` and ``cost_usd`` of that turn alone |
 | ``turn.failed`` | the task failed in this turn | ``turn``, ``error`` |
-| ``task.completed`` | last event | ``status``, ``final_text``, ``error``, ``stopped``, ``turns``, ``usage``, ``cost_usd`` |
+| ``task.completed`` | last event | ``status``, ``final_text``, ``error``, ``stopped``, ``turns``, ``usage``, ``cost_usd`` (the task's totals) |
+
+A turn's usage is what its model call used (as the history records it), plus what a sub-agent it
+started used; it comes from ``turn_usage``, so the mapper itself stays pure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from contracts.task import TaskOutcome, TaskStatus
 from core.entries import AiMessage, Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage
+from core.messages import Usage
+
+TurnUsage = Callable[[int], tuple[Usage, float]]  # turn -> (its usage, its cost in USD)
+
+
+def no_usage(turn: int) -> tuple[Usage, float]:
+    return Usage(), 0.0
 
 
 class EventMapper:
     """Turns entries, status changes and the outcome into the JSON event stream."""
 
-    def __init__(self, workflow_id: str) -> None:
+    def __init__(self, workflow_id: str, turn_usage: TurnUsage = no_usage) -> None:
         self.workflow_id = workflow_id
+        self.turn_usage = turn_usage
         self.turn = 0
         self.started = False
 
@@ -39,8 +52,8 @@ class EventMapper:
         self.started = True
         return [{"type": "thread.started", "thread_id": self.workflow_id}]
 
-    def entry(self, entry: Entry, usage: dict[str, int]) -> list[dict[str, Any]]:
-        events = self._turn_boundary(entry.turn, usage)
+    def entry(self, entry: Entry) -> list[dict[str, Any]]:
+        events = self._turn_boundary(entry.turn)
         item_id = f"item_{entry.seq}"
         match entry:
             case ToolCall():
@@ -71,38 +84,43 @@ class EventMapper:
                 events.append(self._completed({"id": item_id, "type": "status_notice", "reason": entry.reason, "text": entry.text}))
         return events
 
-    def waiting(self, status: TaskStatus) -> list[dict[str, Any]]:
+    def waiting(self, status: TaskStatus, workflow_id: str | None = None) -> list[dict[str, Any]]:
+        """What the task, or its sub-agent ``workflow_id``, waits for."""
+        who = {"workflow_id": workflow_id or self.workflow_id, "subagent": workflow_id not in (None, self.workflow_id)}
         if status.pending_approval is not None:
             p = status.pending_approval
-            return [{"type": "approval.requested", "call_id": p.call_id, "tool": p.tool,
+            return [{"type": "approval.requested", **who, "call_id": p.call_id, "tool": p.tool,
                      "arguments": p.arguments, "danger": p.danger, "reason": p.reason}]
         if status.question is not None:
-            return [{"type": "reply.requested", "question": status.question}]
+            return [{"type": "reply.requested", **who, "question": status.question}]
         return []
 
     def finish(self, outcome: TaskOutcome) -> list[dict[str, Any]]:
-        usage = outcome.usage.model_dump()
         events: list[dict[str, Any]] = []
         if self.turn:
             if outcome.status.value != "DONE":
                 events.append({"type": "turn.failed", "turn": self.turn, "error": outcome.error})
             else:
-                events.append({"type": "turn.completed", "turn": self.turn, "usage": usage})
+                events.append(self._turn_completed(self.turn))
         events.append({
             "type": "task.completed", "status": outcome.status.value, "final_text": outcome.final_text,
-            "error": outcome.error, "stopped": outcome.stopped, "turns": outcome.turns, "usage": usage,
-            "cost_usd": getattr(outcome, "cost_usd", 0.0),
+            "error": outcome.error, "stopped": outcome.stopped, "turns": outcome.turns,
+            "usage": outcome.usage.model_dump(), "cost_usd": outcome.cost_usd,
         })
         return events
 
-    def _turn_boundary(self, turn: int, usage: dict[str, int]) -> list[dict[str, Any]]:
+    def _turn_boundary(self, turn: int) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         while turn > self.turn:
             if self.turn:
-                events.append({"type": "turn.completed", "turn": self.turn, "usage": usage})
+                events.append(self._turn_completed(self.turn))
             self.turn += 1
             events.append({"type": "turn.started", "turn": self.turn})
         return events
+
+    def _turn_completed(self, turn: int) -> dict[str, Any]:
+        usage, cost = self.turn_usage(turn)
+        return {"type": "turn.completed", "turn": turn, "usage": usage.model_dump(), "cost_usd": cost}
 
     def _completed(self, item: dict[str, Any]) -> dict[str, Any]:
         return {"type": "item.completed", "turn": self.turn, "item": item}

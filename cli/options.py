@@ -21,6 +21,9 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", help="start from the history of this session's earlier tasks")
     parser.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
     parser.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="ask the model for whole answers (stream: false), for servers that fail "
+                        "when streaming (default: stream, unless AGENT_STREAM=0)")
     parser.add_argument("--network", action="store_true",
                         help="let shell commands reach the network (the sandbox cuts it off by default)")
     parser.add_argument("--context-window", type=positive_int, metavar="TOKENS",
@@ -37,6 +40,15 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                         "sooner when Temporal suggests it)")
     parser.add_argument("--failover-after", type=int, default=3, metavar="N",
                         help="failed attempts on one model before the next in the chain (default: 3)")
+    parser.add_argument("--mcp-config", metavar="FILE",
+                        help="MCP servers whose tools the task may use, in the mcpServers JSON format (see README)")
+    parser.add_argument("--tools", type=name_list, metavar="NAMES",
+                        help="the tools offered: comma-separated names or globs, built-in or mcp__SERVER__TOOL "
+                        "(default: the default tools and every MCP tool)")
+    parser.add_argument("--allow-tools", type=name_list, default=[], metavar="NAMES",
+                        help="offer only tools matching these names or globs")
+    parser.add_argument("--deny-tools", type=name_list, default=[], metavar="NAMES",
+                        help="never offer tools matching these names or globs")
 
 
 def thinking_budget(text: str) -> int:
@@ -51,3 +63,11 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def name_list(text: str) -> list[str]:
+    """``a,b,mcp__git__*``: names or globs, comma-separated."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated tool names or globs")
+    return names

@@ -107,6 +107,7 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         approval_timeout_s=args.approval_timeout,
         session=args.session,
         network=bool(getattr(args, "network", False)),
+        stream=streaming(args),
         thinking_budget=getattr(args, "thinking_budget", None),
         context_window=getattr(args, "context_window", None) or model_window(model),
         provider_wait_s=getattr(args, "provider_wait", TaskInput.model_fields["provider_wait_s"].default),
@@ -118,6 +119,14 @@ def model_window(model: str) -> int:
         return model_spec(model).context_window
     except ValueError as err:  # a bad AGENT_MODELS_FILE
         raise UserError(str(err)) from None
+
+
+def streaming(args: argparse.Namespace) -> bool:
+    """Whether the model streams its answers: yes, unless --no-stream or AGENT_STREAM=0
+    (also false, no, off)."""
+    if getattr(args, "no_stream", False):
+        return False
+    return os.environ.get("AGENT_STREAM", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def provider_mode(args: argparse.Namespace) -> str:
