@@ -23,7 +23,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
+from activities.mcp import McpCatalog
 from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LiveText, LlmCallInput
+from contracts.mcp import MCP_PREFIX
 from core.compaction import CompactionPolicy, compact
 from core.entries import Entry, ToolResult, to_chat_messages
 from core.heartbeat import with_heartbeats
@@ -39,6 +41,7 @@ from runtime.logs import get_logger
 from runtime.secrets import SecretStore
 from runtime.store import ContextGap, ContextStore, Store, as_store
 from temporal.tracing import chat_span
+from tools.base import Danger
 from tools.registry import classify_call
 
 __all__ = ["ContextSource", "LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
@@ -62,6 +65,7 @@ class LlmActivities:
         breaker: CircuitBreaker | None = None,
         history: ContextSource | None = None,
         own_queue: str | None = None,
+        mcp: McpCatalog | None = None,
     ) -> None:
         self.settings = settings or ProviderSettings.from_env()
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
@@ -76,6 +80,7 @@ class LlmActivities:
         # This worker's own task queue, named in each result so the task's next calls come back
         # here, where its entries are cached (None: no preference).
         self.own_queue = own_queue
+        self.mcp = mcp or McpCatalog()  # the MCP tools each task listed
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
 
@@ -103,7 +108,10 @@ class LlmActivities:
         system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
                                      tool_names=inp.tool_names, context=context)
         try:
-            specs = tools.specs(inp.tool_names)
+            mcp = await self.mcp.tools(inp.context_id, inp.task_id, info.workflow_run_id,
+                                       [n for n in inp.tool_names if n.startswith(MCP_PREFIX)])
+            builtin = iter(tools.specs([n for n in inp.tool_names if n not in mcp]))
+            specs = [mcp[n].spec() if n in mcp else next(builtin) for n in inp.tool_names]
         except KeyError as err:
             raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
                                    non_retryable=True) from None
@@ -145,11 +153,14 @@ class LlmActivities:
         result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
         result.cost_estimated = bool(getattr(result.usage, "estimated", False)) or not is_priced(inp.model, self.prices)
         for call in result.tool_calls:  # what the tools declare, recorded with the call
-            danger, reason = classify_call(call.name, call.arguments)
+            listed = mcp.get(call.name)
+            danger, reason = (Danger(listed.danger), listed.reason) if listed else classify_call(call.name, call.arguments)
             call.danger, call.danger_reason = danger.value, reason or None
             tool = tools.REGISTRY.get(call.name)
             if tool is not None:
                 call.runs_in, call.summary = tool.runs_in, tool.summarize(call.arguments)
+            elif listed is not None:
+                call.summary = " ".join(str(v) for v in call.arguments.values())
         log.info("llm call done", tool_calls=len(result.tool_calls), input_tokens=result.usage.input_tokens,
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
@@ -286,7 +297,8 @@ def bounded(result: TurnResult) -> TurnResult:
 def to_application_error(err: ProviderError) -> ApplicationError:
     delay = min(timedelta(seconds=err.retry_after_s), RETRY_AFTER_CAP) if err.retry_after_s else None
     # An overflow names the window the server has, when it says: the task compacts to it.
-    details = [{"context_window": stated_context_window(err.message)}] if err.kind == CONTEXT_OVERFLOW else []
+    # (llama.cpp names its window in the body, as n_ctx, not in the message)
+    details = [{"context_window": stated_context_window(err.body or err.message)}] if err.kind == CONTEXT_OVERFLOW else []
     return ApplicationError(
         str(err),
         *details,

@@ -7,9 +7,21 @@ Tests, benchmarks and the offline demo point an ``OpenAIProvider`` at
 request asks for ``stream: true``. An ``AnthropicProvider`` pointed at
 ``ScriptedModelServer.anthropic_url`` gets the same steps from
 ``POST /v1/messages`` as Anthropic messages or named stream events (rendered by
-fakes/scripted_anthropic.py). A call beyond the script is recorded in
+fakes/scripted_anthropic.py), a ``ResponsesProvider`` on ``url`` from
+``POST /v1/responses`` as OpenAI Responses (fakes/scripted_responses.py). A call
+beyond the script is recorded in
 ``unexpected`` and answered 400, so ``assert_consumed()`` catches both a
 script that ran short and one that was not used up.
+
+Strict by default: a chat completions request that the strictest real server would
+refuse (``content: null``, tools without ``tool_choice``, arguments that are not a JSON
+object, a tool message answering no call, ...; fakes/scripted_strict.py) is answered
+with that server's error instead of the next step, and recorded in ``rejected``, which
+``assert_consumed()`` reports too; the Anthropic and Responses wires have their own
+rules (``check`` in their modules). ``strict=False`` turns this off.
+
+A step can also answer with an exact body (``raw``): recorded fixtures, an empty or
+truncated 200 answer.
 
 Stdlib only: a ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread.
 """
@@ -28,10 +40,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from fakes import scripted_anthropic
+from fakes import scripted_anthropic, scripted_responses, scripted_strict
 
 CHAT_PATH = "/v1/chat/completions"
 MESSAGES_PATH = scripted_anthropic.MESSAGES_PATH
+RESPONSES_PATH = scripted_responses.RESPONSES_PATH  # the OpenAI Responses wire (fakes/scripted_responses.py)
+# Each wire's strict mode: what the real server refuses, refused here too.
+STRICT = {CHAT_PATH: scripted_strict.check, MESSAGES_PATH: scripted_anthropic.check,
+          RESPONSES_PATH: scripted_responses.check}
 
 
 class Step(BaseModel):
@@ -50,6 +66,10 @@ class Step(BaseModel):
     cut_stream: bool = False  # streaming: send some chunks, then close without [DONE]
     stream_error: str | None = None  # streaming: send some chunks, then this error type
     usage: tuple[int, int] = (10, 5)  # (prompt_tokens, completion_tokens)
+    report_usage: bool = True  # OpenAI wire: False sends no usage object, streamed or not
+    # Answer with exactly this body and ``status`` (content type from ``headers``, else JSON,
+    # or SSE for a streaming request): replayed fixtures, an empty or cut-off answer.
+    raw: str | None = None
     cache: tuple[int, int] = (0, 0)  # (cache read, cache write) tokens, part of prompt_tokens
 
 
@@ -83,22 +103,26 @@ def demo_steps(instruction: str) -> list[Step]:
         "3. Reported the result.\n"
     )
     summary = "Listed the working directory and wrote AGENT_DEMO.md, a short note quoting the instruction."
+    pieces, pause = 12, 0.03  # the text arrives as a model's would, a few words at a time
     return [
         Step(
             text="Let me look at the working directory first.",
-            tool_calls=[("shell", {"command": "ls -la"})],
+            tool_calls=[("shell", {"command": "ls -la"})], text_pieces=pieces, frame_delay_s=pause,
         ),
         Step(
             text="Now I'll write a short note about the task.",
             tool_calls=[("file", {"action": "write", "path": "AGENT_DEMO.md", "content": note})],
+            text_pieces=pieces, frame_delay_s=pause,
         ),
         tool("message", type="result", text=summary),
     ]
 
 
 class ScriptedModelServer:
-    def __init__(self, steps: Sequence[Step] = (), *, name: str = "scripted") -> None:
+    def __init__(self, steps: Sequence[Step] = (), *, name: str = "scripted", strict: bool = True) -> None:
         self.name = name
+        self.strict = strict
+        self.rejected: list[str] = []  # strict mode: the rule each refused request broke
         self.url = ""  # OpenAI base URL: http://127.0.0.1:PORT/v1
         self.anthropic_url = ""  # Anthropic base URL: http://127.0.0.1:PORT
         self.requests: list[dict[str, Any]] = []
@@ -182,6 +206,8 @@ class ScriptedModelServer:
             problems.append(f"{remaining} scripted step(s) never requested")
         if unexpected:
             problems.append("unexpected calls: " + "; ".join(unexpected))
+        if self.rejected:
+            problems.append("requests a strict server refuses: " + "; ".join(self.rejected))
         if problems:
             raise AssertionError(f"{self.name}: " + ", ".join(problems))
 
@@ -210,6 +236,15 @@ class ScriptedModelServer:
                 self._held += 1
                 ticket = self._held
             return self._served, step, ticket, ""
+
+    def _reject(self, body: dict[str, Any], headers: dict[str, str], rule: str) -> None:
+        """Record a request strict mode refused (it uses no step)."""
+        with self._cond:
+            self._calls += 1
+            self.request_times.append(time.monotonic())
+            self.request_headers.append(dict(headers))
+            self.requests.append(body)
+            self.rejected.append(rule)
 
     def _wait(self, step: Step, ticket: int) -> bool:
         """Apply the step's delay and hold; False when the server is stopping."""
@@ -274,13 +309,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = self.path.split("?", 1)[0]
-        if path not in (CHAT_PATH, MESSAGES_PATH):
+        if path not in STRICT:
             self._send_json(404, _error_body(f"no route for POST {self.path}", "not_found"))
             return
         anthropic = path == MESSAGES_PATH
         owner = self.server.owner
         body, problem = _decode(raw)
         headers = {key.lower(): value for key, value in self.headers.items()}
+        rejection = STRICT[path](body) if owner.strict and body is not None else None
+        if rejection is not None:
+            owner._reject(body or {}, headers, rejection.rule)
+            self._send_json(rejection.status, rejection.body)
+            return
         number, step, ticket, problem = owner._take(body, problem, headers)
         if step is None:
             error = _error_body(problem, "invalid_request_error")
@@ -290,8 +330,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # stopping: drop the call like a dead server would
             return
         try:
-            if step.status != 200:
+            if step.raw is not None:
+                streaming = "text/event-stream" if body and body.get("stream") else "application/json"
+                self._send(step.status, step.raw.encode(), streaming, step.headers)
+            elif step.status != 200:
                 self._send_error_step(step, anthropic)
+            elif path == RESPONSES_PATH and body and body.get("stream"):
+                self._send_events(scripted_responses.frames(step, number, owner.name, body), step)
+            elif path == RESPONSES_PATH:
+                self._send_json(200, scripted_responses.response(step, number, owner.name, body or {}), step.headers)
             elif anthropic and body and body.get("stream"):
                 self._send_events(scripted_anthropic.frames(step, number, owner.name), step)
             elif anthropic:
@@ -391,7 +438,9 @@ def _calls(step: Step, number: int) -> list[tuple[str, str, str]]:
     ]
 
 
-def _usage(step: Step) -> dict[str, Any]:
+def _usage(step: Step) -> dict[str, Any] | None:
+    if not step.report_usage:
+        return None
     prompt, completion = step.usage
     return {
         "prompt_tokens": prompt,
@@ -414,7 +463,7 @@ def _completion(step: Step, number: int, model: str, created: float) -> dict[str
             {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
             for cid, name, args in _calls(step, number)
         ]
-    return {
+    completion = {
         "id": f"chatcmpl-scripted-{number}",
         "object": "chat.completion",
         "created": int(created),
@@ -423,6 +472,9 @@ def _completion(step: Step, number: int, model: str, created: float) -> dict[str
         "usage": _usage(step),
         "system_fingerprint": None,
     }
+    if not step.report_usage:
+        del completion["usage"]
+    return completion
 
 
 def _chunks(step: Step, number: int, model: str, include_usage: bool, created: float) -> list[dict[str, Any]]:
@@ -435,7 +487,7 @@ def _chunks(step: Step, number: int, model: str, include_usage: bool, created: f
             "system_fingerprint": None,
             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
         }
-        if include_usage:
+        if include_usage and step.report_usage:
             out["usage"] = None
         return out
 
@@ -447,7 +499,7 @@ def _chunks(step: Step, number: int, model: str, include_usage: bool, created: f
         chunks.append(chunk({"tool_calls": [opening]}))
         chunks += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in _pieces(args)]
     chunks.append(chunk({}, _finish(step)))
-    if include_usage:
+    if include_usage and step.report_usage:
         chunks.append({**chunk({}), "choices": [], "usage": _usage(step)})
     return chunks
 

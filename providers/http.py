@@ -135,8 +135,8 @@ class HttpProvider:
             raise self._error(f"empty response body (HTTP {status})", retryable=True, kind="empty_response")
         try:
             data = json.loads(text)
-        except ValueError:
-            if text.lstrip()[:1] in ("{", "["):
+        except json.JSONDecodeError as exc:
+            if _cut_short(text, exc):
                 message = f"response body cut short (HTTP {status}, {len(text)} characters): {snippet(text)}"
                 raise self._error(message, retryable=True, kind="truncated_response", body=text) from None
             message = f"response body is not valid JSON (HTTP {status}): {snippet(text)}"
@@ -176,3 +176,9 @@ class HttpProvider:
             body = body[:LOGGED_BODY_LIMIT] + f"... [{len(body) - LOGGED_BODY_LIMIT} more characters]"
         _log.warning("provider error body", provider=self.name, url=self._url, status=err.status, kind=err.kind,
                      retryable=err.retryable, error=err.message, body=body)
+
+
+def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether JSON failed to parse only because it ends too early: the parser ran out of
+    text (inside a string, or where more was expected), as when an answer is cut off."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip())

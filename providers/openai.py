@@ -1,4 +1,5 @@
 """OpenAI chat completions over httpx: map to the wire, map back, classify errors.
+The same wire serves OpenAI, vLLM, Ollama (``/v1``) and llama.cpp's server.
 
     complete(req)
       to_wire(req)               LlmRequest -> request body
@@ -7,13 +8,30 @@
         SSE answer (req.stream)  _StreamState folds chunks -> TurnResult
       every failure              ProviderError (see providers/errors.py)
 
-Failures and their kinds:
+What goes on the wire, accepted by all four servers:
+    stream                       always sent, ``false`` too (``--no-stream``)
+    tool_choice: "auto"          whenever tools are sent (and never without tools: vLLM and
+                                 OpenAI refuse that); llama.cpp's ``--jinja`` templates and
+                                 vLLM's auto tool choice read it, the others default to it
+    assistant content            a string, "" when the message only calls tools: llama.cpp
+                                 needs the key, and its Jinja templates fail (500) on null
+    earlier tool arguments       always a JSON object string (providers/arguments.py)
+
+Failures and their kinds, the same whether the answer was streamed or not:
     HTTP status >= 400           kind_for_status(): rate_limited, auth, not_found,
                                  bad_request, server_error, ...; retryable per status
+    an error object in the body  classified by the status it names (``code`` 400, ``type``
+      (200 JSON, a ``data:``     "server_error", ...) exactly as that HTTP status would be;
+      chunk, llama.cpp's         unknown errors are retryable (kind api_error)
+      ``error:`` line)
+    "maximum context length" &c  context_overflow (not retryable; providers/http.py)
     httpx.TimeoutException       timeout (retryable)
     httpx.TransportError         connection (retryable); stream_cut once events arrived
+    empty body, or a stream      empty_response (retryable)
+      without a single chunk
     stream ends early            stream_cut (retryable)
-    unparseable 2xx body         bad_response (not retryable)
+    truncated JSON body          truncated_response (retryable)
+    other unparseable 2xx body   bad_response (not retryable)
 
 The adapter never retries: Temporal owns retries so every attempt is visible
 in the workflow history.
@@ -29,10 +47,12 @@ import httpx
 from httpx_sse import EventSource
 
 from core.messages import ChatMessage, LlmRequest, ThinkingPart, ToolCallRequest, TurnResult, Usage
-from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after
+from providers.arguments import history_arguments
+from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after, status_in_body
 from providers.errors import error_message as _error_message
 from providers.errors import snippet as _snippet
 from providers.http import HttpProvider
+from providers.sse import Events
 
 
 class OpenAIProvider(HttpProvider):
@@ -54,12 +74,13 @@ class OpenAIProvider(HttpProvider):
                 }
                 for t in req.tools
             ]
+            body["tool_choice"] = "auto"
         if req.max_tokens is not None:
             body["max_tokens"] = req.max_tokens
         if req.temperature is not None:
             body["temperature"] = req.temperature
+        body["stream"] = req.stream
         if req.stream:
-            body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         return body
 
@@ -69,6 +90,8 @@ class OpenAIProvider(HttpProvider):
         if not isinstance(body, dict):
             raise self._bad_response(f"expected a JSON object, got {type(body).__name__}")
         choices = body.get("choices")
+        if not choices and (body.get("error") or body.get("object") == "error"):  # an error, answered 200
+            raise self._body_error(body, json.dumps(body))
         if not isinstance(choices, list) or not choices:
             detail = _error_message(body)
             raise self._bad_response("response has no choices" + (f": {detail}" if detail else ""))
@@ -97,12 +120,16 @@ class OpenAIProvider(HttpProvider):
 
     async def _read_stream(self, source: EventSource, on_text: Callable[[str], None] | None) -> TurnResult:
         state = _StreamState()
+        events = Events(source.response)
         try:
-            async for event in source.aiter_sse():
-                if event.data.strip() == "[DONE]":
+            async for event in events:
+                data = event.data.strip()
+                if event.event == "error":  # llama.cpp: "error: {...}", then "data: [DONE]"
+                    raise self._body_error(self._event_json(event.data), event.data)
+                if data == "[DONE]":
                     state.done = True
                     break
-                if not event.data.strip():
+                if not data:
                     continue
                 delta = state.feed(self._chunk(event.data))
                 if delta and on_text is not None:
@@ -113,6 +140,8 @@ class OpenAIProvider(HttpProvider):
             raise self._error(
                 f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
             ) from exc
+        if not state.started:  # no chunk at all: whatever came is read as a plain answer
+            return self._whole_answer("\n".join(events.stray), source.response.status_code, on_text)
         if not state.done and state.finish_reason is None:
             raise self._error(
                 "stream ended without [DONE] or a finish_reason", retryable=True, kind="stream_cut"
@@ -125,24 +154,36 @@ class OpenAIProvider(HttpProvider):
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def _chunk(self, data: str) -> dict[str, Any]:
+        chunk = self._event_json(data)
+        if chunk.get("error") or chunk.get("object") == "error":
+            raise self._body_error(chunk, data)
+        return chunk
+
+    def _event_json(self, data: str) -> dict[str, Any]:
         try:
             chunk = json.loads(data)
         except ValueError:
             raise self._bad_response(f"stream chunk is not valid JSON: {_snippet(data)}") from None
         if not isinstance(chunk, dict):
             raise self._bad_response(f"stream chunk is not a JSON object: {_snippet(data)}")
-        if chunk.get("error"):
-            error = chunk["error"]
-            code = error.get("code") if isinstance(error, dict) else None
-            retryable = is_retryable_status(code) if isinstance(code, int) else True
-            message = f"error in stream: {_error_message(chunk) or _snippet(data)}"
-            raise self._error(message, retryable=retryable, kind="stream_error")
         return chunk
+
+    def _body_error(self, body: dict[str, Any], raw: str) -> ProviderError:
+        """An error object in a 200 answer or in a stream, classified like the HTTP status it
+        names: ``{"error": {...}}`` (OpenAI, vLLM, Ollama), ``{"object": "error", ...}``
+        (older vLLM) or llama.cpp's bare ``{"code": 400, "message": ..., "type": ...}``."""
+        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        status = status_in_body(error)
+        message = _message(body) or _snippet(raw)
+        if status is None:  # nothing says what it is: most likely the server's own trouble
+            return self._error(message, retryable=True, kind="api_error", body=raw)
+        return self._error(message, retryable=is_retryable_status(status), kind=kind_for_status(status),
+                           status=status, body=raw)
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
         try:
-            detail = _error_message(response.json())
+            detail = _message(response.json())
         except ValueError:
             detail = None
         message = detail or _snippet(response.text) or f"HTTP {status} {response.reason_phrase}".strip()
@@ -153,6 +194,17 @@ class OpenAIProvider(HttpProvider):
             status=status,
             retry_after_s=parse_retry_after(response.headers),
         )
+
+
+def _message(body: Any) -> str | None:
+    """The server's message, with OpenAI's string error code when it adds something
+    (``context_length_exceeded``, ``rate_limit_exceeded``)."""
+    message = _error_message(body)
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if message and isinstance(code, str) and not code.isdigit() and code not in message:
+        message = f"{message} ({code})"
+    return message
 
 
 class _StreamState:
@@ -233,10 +285,8 @@ def _message_to_wire(message: ChatMessage) -> dict[str, Any]:
         case "tool":
             return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
         case "assistant":
-            wire: dict[str, Any] = {
-                "role": "assistant",
-                "content": message.content if message.content or not message.tool_calls else None,
-            }
+            # Never null: llama.cpp's templates fail on it (500); "" is accepted everywhere.
+            wire: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
                 wire["tool_calls"] = [
                     {
@@ -252,9 +302,8 @@ def _message_to_wire(message: ChatMessage) -> dict[str, Any]:
 
 
 def _arguments_to_wire(call: ToolCallRequest) -> str:
-    if call.parse_error and call.arguments_raw is not None:
-        return call.arguments_raw
-    return json.dumps(call.arguments, ensure_ascii=False)
+    """Always a JSON object: arguments that did not parse go back as a placeholder."""
+    return json.dumps(history_arguments(call), ensure_ascii=False)
 
 
 def _tool_call(call_id: Any, name: Any, arguments: Any, index: int) -> ToolCallRequest:

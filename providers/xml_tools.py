@@ -55,6 +55,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ToolCallRequest, ToolSpec, TurnResult
+from providers.arguments import history_arguments
 
 _BLOCK_TAG = "<function_calls>"
 _BLOCK_OPEN = re.compile(r"<function_calls\s*>")
@@ -113,10 +114,10 @@ def render_tool_call(call: ToolCallRequest) -> str:
     raw = call.arguments_raw or ""
     if call.parse_error and raw.lstrip().startswith("<invoke"):
         invoke = raw.strip()  # what the model wrote, so it sees its own mistake
-    else:
+    else:  # arguments that were not JSON (a native call, before a failover): the placeholder
         params = "".join(
             f'<parameter name="{key}">{_render_value(value)}</parameter>\n'
-            for key, value in call.arguments.items()
+            for key, value in history_arguments(call).items()
         )
         invoke = f'<invoke name="{call.name}">\n{params}</invoke>'
     return f"{_BLOCK_TAG}\n{invoke}\n{_BLOCK_CLOSE}"

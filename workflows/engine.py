@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from core.entries import Entry, StatusNotice, Transcript
     from core.loop_detect import LoopDetector
     from workflows import policy
-    from workflows.search_attributes import state_updates
+    from workflows.search_attributes import searchable_values, state_updates
     from workflows.sync import ContextSync
 
 
@@ -40,6 +40,7 @@ class LoopBase:
     loops: LoopDetector
     chain: list[ModelRef]
     tool_names: list[str]
+    _searchable: tuple | None = None  # the search attribute values last upserted by this run
 
     def _load(self, task: TaskInput) -> None:
         """The loop's state at the start of a run: fresh, or carried over by continue-as-new."""
@@ -51,7 +52,7 @@ class LoopBase:
         self.sync = ContextSync(self.state)
         self.loops = LoopDetector(self.state.loop_recent)
         self.chain = [ModelRef(provider=task.provider, model=task.model), *task.fallbacks]
-        self.tool_names = task.offered_tools()
+        self.tool_names = task.offered_tools([t.name for t in self.state.mcp_tools])
 
     @property
     def _model(self) -> ModelRef:
@@ -68,7 +69,18 @@ class LoopBase:
             self.state.last_activity = activity
         last = self.state.last_activity
         workflow.set_current_details(f"{phase.value.lower()}: {last}" if last else phase.value.lower())
-        if changed and self.task.search_attributes:
+        if not self.task.search_attributes:
+            return
+        # patched(): tasks started before this release upsert on every change of phase.
+        if workflow.patched("lean-search-attributes"):
+            # When the state or the turn changes: the phases of a working loop are all RUNNING
+            # (the fine phase is in the current details, which cost no event), so a turn costs
+            # one upsert; the model and the spend so far go along with it.
+            values = searchable_values(phase, self.state.turn, self._model.model, self.state.cost_usd)
+            if values[:2] != self._searchable:
+                self._searchable = values[:2]
+                workflow.upsert_search_attributes(state_updates(*values))
+        elif changed:
             workflow.upsert_search_attributes(
                 state_updates(phase, self.state.turn, self._model.model, self.state.cost_usd)
             )

@@ -14,9 +14,19 @@ AGENT_SESSION = SearchAttributeKey.for_keyword("AgentSession")
 AGENT_COST = SearchAttributeKey.for_float("AgentCostUsd")
 
 
-def state_updates(state: TaskState, turns: int, model: str, cost_usd: float = 0.0) -> list[SearchAttributeUpdate]:
+# The loop's working phases, as AgentState shows them: one value, so a turn (thinking, then
+# running a tool) changes it at most once. Waiting and final states keep their own names.
+RUNNING = "RUNNING"
+_WORKING = frozenset({TaskState.INITIALIZING, TaskState.THINKING, TaskState.EXECUTING_TOOL, TaskState.FINALIZING})
+
+
+def searchable_values(state: TaskState, turns: int, model: str, cost_usd: float) -> tuple[str, int, str, float]:
+    return (RUNNING if state in _WORKING else state.value, turns, model, round(cost_usd, 6))
+
+
+def state_updates(state: TaskState | str, turns: int, model: str, cost_usd: float = 0.0) -> list[SearchAttributeUpdate]:
     return [
-        AGENT_STATE.value_set(state.value),
+        AGENT_STATE.value_set(state.value if isinstance(state, TaskState) else state),
         AGENT_TURNS.value_set(turns),
         AGENT_MODEL.value_set(model),
         AGENT_COST.value_set(round(cost_usd, 6)),

@@ -90,10 +90,11 @@ def test_to_wire_maps_assistant_tool_calls_and_tool_results():
     messages = OpenAIProvider(BASE).to_wire(request(messages=history))["messages"]
     assert messages[2] == {
         "role": "assistant",
-        "content": None,
+        "content": "",  # never null: llama.cpp answers 500
         "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "ls"}'}},
-            {"id": "c2", "type": "function", "function": {"name": "file", "arguments": "{oops"}},
+            {"id": "c2", "type": "function",
+             "function": {"name": "file", "arguments": '{"_invalid_arguments": "{oops"}'}},
         ],
     }
     assert messages[3] == {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
@@ -109,9 +110,10 @@ def test_to_wire_keeps_assistant_text_alongside_tool_calls():
     assert wire["tool_calls"][0]["function"]["arguments"] == "{}"
 
 
-def test_to_wire_omits_tools_sampling_and_stream_when_unset():
+def test_to_wire_omits_tools_and_sampling_when_unset_and_says_stream_false():
     body = OpenAIProvider(BASE).to_wire(request())
-    assert set(body) == {"model", "messages"}
+    assert set(body) == {"model", "messages", "stream"}
+    assert body["stream"] is False
 
 
 def test_to_wire_includes_tools_sampling_and_stream_flags_when_set():
@@ -119,6 +121,7 @@ def test_to_wire_includes_tools_sampling_and_stream_flags_when_set():
     body = OpenAIProvider(BASE).to_wire(request(tools=[spec], max_tokens=64, temperature=0.0, stream=True))
     function = {"name": "shell", "description": "Run a command", "parameters": {"type": "object"}}
     assert body["tools"] == [{"type": "function", "function": function}]
+    assert body["tool_choice"] == "auto"
     assert body["max_tokens"] == 64
     assert body["temperature"] == 0.0
     assert body["stream"] is True
@@ -436,12 +439,12 @@ async def test_stream_broken_mid_body_raises_retryable_stream_cut():
     assert (err.kind, err.retryable) == ("stream_cut", True)
 
 
-async def test_stream_error_event_raises_provider_error():
+async def test_stream_error_event_raises_provider_error_classified_by_its_code():
     body = sse(delta({"content": "a"}), {"error": {"message": "overloaded", "code": 503}})
     provider, _ = mock_provider(streamed(body))
     err = await raises(provider, request(stream=True))
-    assert (err.kind, err.retryable) == ("stream_error", True)
-    assert "overloaded" in err.message
+    assert (err.kind, err.retryable, err.status) == ("server_error", True, 503)
+    assert err.message == "overloaded"
 
 
 async def test_stream_falls_back_to_json_body_when_server_does_not_stream():

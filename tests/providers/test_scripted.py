@@ -14,10 +14,11 @@ import pytest
 from fakes.scripted import ScriptedModelServer, Step, demo_steps, error, text, tool
 
 CHAT = "/chat/completions"
+HI = [{"role": "user", "content": "hi"}]  # strict mode refuses an empty message list, as OpenAI does
 
 
 def post(server: ScriptedModelServer, body: dict[str, Any] | None = None) -> httpx.Response:
-    payload = body if body is not None else {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    payload = body if body is not None else {"model": "m", "messages": HI}
     return httpx.post(server.url + CHAT, json=payload, timeout=5.0)
 
 
@@ -131,7 +132,7 @@ def test_json_responses_keep_the_connection_alive_with_content_length():
         conn = http.client.HTTPConnection(host, int(port), timeout=5)
         bodies = []
         for _ in range(2):  # the same connection serves both
-            conn.request("POST", "/v1/chat/completions", body=json.dumps({"model": "m", "messages": []}))
+            conn.request("POST", "/v1/chat/completions", body=json.dumps({"model": "m", "messages": HI}))
             response = conn.getresponse()
             raw = response.read()
             assert int(response.getheader("Content-Length")) == len(raw)
@@ -143,7 +144,7 @@ def test_json_responses_keep_the_connection_alive_with_content_length():
 def test_stream_chunks_follow_openai_chunk_shape():
     arguments = {"path": "a.txt", "action": "read"}
     step = Step(text="Hello streaming world", reasoning="think", tool_calls=[("file", arguments)])
-    body = {"model": "m", "messages": [], "stream": True, "stream_options": {"include_usage": True}}
+    body = {"model": "m", "messages": HI, "stream": True, "stream_options": {"include_usage": True}}
     with ScriptedModelServer([step], name="gpt-scripted") as server:
         response = post(server, body)
     assert response.headers["content-type"].startswith("text/event-stream")
@@ -172,7 +173,7 @@ def test_stream_chunks_follow_openai_chunk_shape():
 
 def test_stream_without_include_usage_sends_no_usage_chunk():
     with ScriptedModelServer([text("hi")]) as server:
-        response = post(server, {"model": "m", "messages": [], "stream": True})
+        response = post(server, {"model": "m", "messages": HI, "stream": True})
     chunks = [json.loads(d) for d in events(response)[:-1]]
     assert all(c["choices"] for c in chunks)
     assert "usage" not in chunks[-1]
@@ -180,7 +181,7 @@ def test_stream_without_include_usage_sends_no_usage_chunk():
 
 def test_cut_stream_closes_without_finish_reason_or_done():
     with ScriptedModelServer([Step(text="a long answer that gets cut", cut_stream=True)]) as server:
-        response = post(server, {"model": "m", "messages": [], "stream": True})
+        response = post(server, {"model": "m", "messages": HI, "stream": True})
     data = events(response)
     assert data and "[DONE]" not in data
     assert all(json.loads(d)["choices"][0]["finish_reason"] is None for d in data)

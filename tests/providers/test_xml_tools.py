@@ -382,6 +382,6 @@ async def test_xml_mode_passes_a_stream_error_from_the_openai_wire_through():
         with pytest.raises(ProviderError) as info:
             await provider.complete(xml_request(stream=True), deltas.append)
         await provider.aclose()
-    assert (info.value.kind, info.value.retryable, info.value.provider) == ("stream_error", True, "openai")
+    assert (info.value.kind, info.value.retryable, info.value.provider) == ("overloaded", True, "openai")
     assert "Overloaded" in info.value.message
     assert deltas and "".join(deltas) != REPLY

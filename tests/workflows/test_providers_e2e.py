@@ -8,6 +8,7 @@ import time
 import pytest
 
 from cli.follow import Follower
+from cli.sinks import Sink
 from contracts.task import ModelRef, TaskState
 from core.messages import ToolCallRequest
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
@@ -117,7 +118,7 @@ async def test_streamed_text_reaches_watchers_but_not_the_history_twice(client, 
     assert history.count(said.encode()) == 1  # the final turn result only: live text costs no event
 
 
-class RecordingSink:
+class RecordingSink(Sink):
     def __init__(self) -> None:
         self.deltas: list[tuple[float, str]] = []
         self.entries: list = []

@@ -1,0 +1,71 @@
+"""Server-sent events as OpenAI-compatible servers really send them.
+
+The SSE rules (https://html.spec.whatwg.org/multipage/server-sent-events.html), with two
+additions the spec would drop silently:
+
+  * ``error: {...}`` is an event named ``error``: llama.cpp's server writes a failure in a
+    stream as that line (``server_sent_event(sink, "error", ...)``), then ``data: [DONE]``;
+    a spec parser ignores the unknown field and the stream looks like an empty success.
+  * Lines that are no SSE field at all (a JSON error body sent as ``text/event-stream``)
+    are collected in ``Events.stray``, so the caller can read the body as a plain answer.
+
+An event is dispatched at a blank line; an event still open when the body ends (cut off
+mid-line) is dropped, as the spec says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_FIELDS = ("event", "data", "id", "retry")
+
+
+class Events:
+    """``async for event in Events(response)``; afterwards ``stray`` holds the other lines."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self.stray: list[str] = []
+        self._event = ""
+        self._data: list[str] = []
+
+    async def __aiter__(self) -> AsyncIterator[ServerSentEvent]:
+        pending = ""
+        async for text in self._response.aiter_text():
+            pending += text
+            held = pending.endswith("\r")  # maybe the first half of \r\n: wait for the rest
+            *lines, pending = _LINE_END.split(pending[:-1] if held else pending)
+            pending += "\r" if held else ""
+            for line in lines:
+                event = self._line(line)
+                if event is not None:
+                    yield event
+        if pending:
+            self._line(pending.rstrip("\r"))  # a last line without a line end: never an event
+
+    def _line(self, line: str) -> ServerSentEvent | None:
+        if not line:
+            if not self._data and not self._event:
+                return None
+            event = ServerSentEvent(event=self._event or "message", data="\n".join(self._data))
+            self._event, self._data = "", []
+            return event
+        if line.startswith(":"):  # a comment (keep-alive)
+            return None
+        name, colon, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if colon and name == "error":  # llama.cpp
+            self._event = "error"
+            self._data.append(value)
+        elif colon and name == "data":
+            self._data.append(value)
+        elif colon and name == "event":
+            self._event = value
+        elif not (colon and name in _FIELDS):
+            self.stray.append(line)
+        return None

@@ -1,0 +1,62 @@
+"""Token counts for a call whose server reported none, so cost limits still see it.
+
+Some OpenAI-compatible servers ignore ``stream_options.include_usage`` or send no
+``usage`` object at all; their calls would count as 0 tokens and a cost limit would
+never trigger. ``with_estimate`` fills in what the server left out and marks the usage
+``estimated``.
+
+The estimate is characters / 4, rounded up: the usual rule of thumb for English text and
+code with BPE tokenizers (about 4 characters per token), slightly high for JSON-heavy
+text, which errs on the safe side for a cost limit. A real tokenizer would be closer, but
+``tiktoken`` downloads its BPE files at run time, which workers here may not do, and
+local models use tokenizers of their own anyway.
+"""
+
+from __future__ import annotations
+
+import json
+
+from core.messages import ToolCallRequest, TurnResult, Usage
+
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """Characters / 4, rounded up (0 for no text)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def estimate_usage(request_body_text: str, reply_text: str) -> Usage:
+    """Both counts estimated: input from the request body as sent, output from the reply."""
+    return Usage(input_tokens=estimate_tokens(request_body_text), output_tokens=estimate_tokens(reply_text),
+                 estimated=True)
+
+
+def reply_text(result: TurnResult) -> str:
+    """What the model generated, as text: its reasoning, its text and its tool calls."""
+    calls = "".join(call.name + _arguments_text(call) for call in result.tool_calls)
+    return "".join(part.text for part in result.thinking) + result.content + calls
+
+
+def with_estimate(result: TurnResult, request_body_text: str) -> TurnResult:
+    """``result`` with each count the server did not report (0) estimated; unchanged when it
+    reported both."""
+    usage = result.usage
+    if usage.input_tokens and usage.output_tokens:
+        return result
+    reply = reply_text(result)
+    if usage.input_tokens and not reply:
+        return result  # nothing generated: 0 output tokens is the truth
+    guess = estimate_usage(request_body_text if not usage.input_tokens else "", reply)
+    filled = usage.model_copy(update={
+        "input_tokens": usage.input_tokens or guess.input_tokens,
+        "output_tokens": usage.output_tokens or guess.output_tokens,
+        "estimated": True,
+    })
+    return result.model_copy(update={"usage": filled})
+
+
+def _arguments_text(call: ToolCallRequest) -> str:
+    if call.arguments_raw is not None:
+        return call.arguments_raw
+    return json.dumps(call.arguments, ensure_ascii=False)
