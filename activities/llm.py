@@ -54,6 +54,8 @@ MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatev
 # A server's Retry-After is honoured up to this; a longer outage is waited out by the task
 # itself (WAITING_PROVIDER), visibly, instead of one activity sleeping for an hour.
 RETRY_AFTER_CAP = timedelta(minutes=2)
+# At or under this window (tokens) the system prompt and the XML tool descriptions are compact.
+COMPACT_WINDOW = 16_384
 
 
 class LlmActivities:
@@ -93,7 +95,7 @@ class LlmActivities:
         return self._providers[mode]
 
     def _endpoint(self, mode: str) -> str:
-        if mode == "openai" or (mode == "anthropic_xml" and self.settings.xml_wire == "openai"):
+        if mode in ("openai", "openai_responses") or (mode == "anthropic_xml" and self.settings.xml_wire == "openai"):
             return endpoint_key(mode, self.settings.openai_base_url)
         return endpoint_key(mode, self.settings.anthropic_base_url)
 
@@ -105,8 +107,9 @@ class LlmActivities:
         live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
         # Beating while the store is read: a locked or slow store delays this call only.
         context = await with_heartbeats(self._prompt_context(inp), live.beat)
+        compact = inp.context_window <= COMPACT_WINDOW  # a small model: the shortest prompt that works
         system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
-                                     tool_names=inp.tool_names, context=context)
+                                     tool_names=inp.tool_names, context=context, compact=compact)
         try:
             mcp = await self.mcp.tools(inp.context_id, inp.task_id, info.workflow_run_id,
                                        [n for n in inp.tool_names if n.startswith(MCP_PREFIX)])
@@ -124,6 +127,8 @@ class LlmActivities:
             messages=self.secrets.redact_obj(to_chat_messages(view)),
             tools=specs,
             stream=inp.stream,
+            compact=compact,
+            thinking_budget=inp.thinking_budget,
             # The model's longest reply, within what the window leaves after the prompt.
             max_tokens=reply_budget(model_spec(inp.model, self.models), inp.context_window,
                                     system_tokens + report.tokens_after),

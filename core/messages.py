@@ -223,6 +223,8 @@ class LlmRequest(BaseModel):
     messages: list[ChatMessage]
     tools: list[ToolSpec] = Field(default_factory=list)
     max_tokens: int | None = None
+    # A small window: the shortest system prompt and tool descriptions (XML tool calling).
+    compact: bool = False
     temperature: float | None = None
     stream: bool = False
     # Extended thinking (Anthropic): the token budget of each answer's thinking; None: off.

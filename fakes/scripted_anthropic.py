@@ -9,6 +9,17 @@ The server in fakes/scripted.py answers ``POST /v1/messages`` with these:
                        message_stop; cut short (``cut_stream``) or broken off by an
                        ``event: error`` (``stream_error``) half-way through the deltas
     error_body(...)    an error step's body in Anthropic's ``{"type": "error"}`` shape
+    violation(body)    what the real API would reject in a request (None if nothing), with
+                       its words; the server answers 400 with it instead of the next step:
+                       more than 4 cache_control breakpoints; empty or whitespace-only
+                       text blocks; a message with no content (but a final assistant one);
+                       a tool_use input that is not an object; tool_result blocks without
+                       a matching tool_use in the message before, tool_use blocks without
+                       their tool_result in the message after; with thinking enabled, a
+                       budget under 1024 or not under max_tokens, a temperature other than
+                       1, a tool_choice that forces a tool, a thinking block without its
+                       signature, and a final assistant turn (still in its tool-use loop)
+                       whose first message does not start with its thinking block
 
 Usage: ``Step.usage`` is (prompt, completion) tokens with the cached part of the
 prompt in ``Step.cache`` (read, write), so the uncached ``input_tokens`` here is
@@ -20,6 +31,8 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+
+from fakes.scripted_strict import Rejection
 
 if TYPE_CHECKING:
     from fakes.scripted import Step
@@ -61,6 +74,106 @@ def error_body(status: int, body: dict[str, Any]) -> dict[str, Any]:
     message = error.get("message") if isinstance(error, dict) else None
     kind = error_type_for(status)
     return {"type": "error", "error": {"type": kind, "message": message or error_text(kind)}}
+
+
+def check(body: dict[str, Any]) -> Rejection | None:
+    """Strict mode (fakes/scripted_strict.py) on this wire: the API's 400 for a violation."""
+    problem = violation(body)
+    if problem is None:
+        return None
+    error = {"type": "error", "error": {"type": "invalid_request_error", "message": problem},
+             "request_id": "req_scripted_strict"}
+    return Rejection(400, error, problem)
+
+
+def violation(body: dict[str, Any]) -> str | None:
+    """The first thing in a Messages request the real API answers 400 for, in its words."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return "messages: Field required"
+    system = body.get("system")
+    blocks = [(f"tools.{j}", b) for j, b in enumerate(body.get("tools") or [])]
+    blocks += [(f"system.{j}", b) for j, b in enumerate(system)] if isinstance(system, list) else []
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        final_assistant = i == len(messages) - 1 and message.get("role") == "assistant"
+        if not (content.strip() if isinstance(content, str) else content) and not final_assistant:
+            return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+        if isinstance(content, list):
+            blocks += [(f"messages.{i}.content.{j}", b) for j, b in enumerate(content)]
+    marks = sum(1 for _, b in blocks if isinstance(b, dict) and "cache_control" in b)
+    if marks > 4:
+        return f"A maximum of 4 blocks with cache_control may be provided. Found {marks}."
+    for where, block in blocks:
+        if not isinstance(block, dict):
+            return f"{where}: Input should be a valid dictionary"
+        if block.get("type") == "text" and not str(block.get("text") or "").strip():
+            return f"{where}: text content blocks must contain non-whitespace text"
+        if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+            return f"{where}.tool_use.input: Input should be a valid dictionary"
+        if block.get("type") == "thinking" and not block.get("signature"):
+            return f"{where}.thinking.signature: Field required"
+    for i in range(len(messages)):
+        problem = _pairing(messages, i)
+        if problem:
+            return problem
+    return _thinking_violation(body, messages)
+
+
+def _blocks_of(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict) and b.get("type") == kind] if isinstance(content, list) else []
+
+
+def _pairing(messages: list[dict[str, Any]], i: int) -> str | None:
+    """tool_use ids answered in the next message, tool_result ids asked in the one before."""
+    asked = [b.get("id") for b in _blocks_of(messages[i], "tool_use")]
+    if asked and i + 1 < len(messages):
+        answered = {b.get("tool_use_id") for b in _blocks_of(messages[i + 1], "tool_result")}
+        missing = [a for a in asked if a not in answered]
+        if missing:
+            return (f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                    f"{', '.join(map(str, missing))}. Each `tool_use` block must have a corresponding `tool_result` "
+                    "block in the next message.")
+    before = {b.get("id") for b in _blocks_of(messages[i - 1], "tool_use")} if i else set()
+    for j, block in enumerate(messages[i]["content"] if isinstance(messages[i]["content"], list) else []):
+        if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") not in before:
+            return (f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` "
+                    "block in the previous message.")
+    return None
+
+
+def _thinking_violation(body: dict[str, Any], messages: list[dict[str, Any]]) -> str | None:
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or max_tokens <= budget:
+        return "`max_tokens` must be greater than `thinking.budget_tokens`."
+    if body.get("temperature", 1) != 1:
+        return "`temperature` may only be set to 1 when thinking is enabled."
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    # The final assistant turn: the messages after the last user message without tool results.
+    start = max((i for i, m in enumerate(messages)
+                 if m.get("role") == "user" and not _blocks_of(m, "tool_result")), default=-1)
+    for i in range(start + 1, len(messages)):
+        if messages[i].get("role") != "assistant":
+            continue
+        content = messages[i].get("content")
+        first = content[0].get("type") if isinstance(content, list) and content else "text"
+        if first not in ("thinking", "redacted_thinking"):
+            return (f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. "
+                    "When `thinking` is enabled, a final `assistant` message must start with a thinking block "
+                    "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you "
+                    "include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.")
+        break
+    return None
 
 
 def message(step: Step, number: int, model: str) -> dict[str, Any]:

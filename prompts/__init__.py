@@ -74,14 +74,23 @@ def stable_prompt() -> str:
     return "\n\n".join(segment_text(name) for name in STABLE_SEGMENTS)
 
 
+COMPACT_SEGMENT = "compact"
+
+
 def build_system_prompt(
-    *, workspace: str, date: str, tool_names: list[str], context: PromptContext | None = None
+    *, workspace: str, date: str, tool_names: list[str], context: PromptContext | None = None,
+    compact: bool = False,
 ) -> SystemPrompt:
     """The whole system prompt: the stable part and the dynamic part.
 
     ``context=None`` gives the minimal prompt (no preferences, memory, project
-    conventions or skills), e.g. for a sub-agent.
+    conventions or skills), e.g. for a sub-agent. ``compact`` gives the smallest prompt
+    that still runs the loop (one short segment and the environment), for models whose
+    window is a few thousand tokens: the project's memory and conventions are left out.
     """
+    if compact:
+        environment = render_segment("environment", workspace=workspace, date=date, tools=", ".join(tool_names))
+        return SystemPrompt(stable=f"{segment_text(COMPACT_SEGMENT)}\n", dynamic=f"\n{environment}\n")
     ctx = context or PromptContext()
     tools = ", ".join(tool_names) or "none"
     dynamic = [render_segment("environment", workspace=workspace, date=date, tools=tools)]

@@ -11,15 +11,33 @@ The mapping:
     system prompt   top-level ``system`` text blocks from the two parts of the typed
                     ``SystemPrompt``: the stable part carries ``cache_control: ephemeral``,
                     the dynamic part does not; empty blocks are left out.
+    tools           ``name``, ``description``, ``input_schema``; the last one cached.
     user / tool     ``user`` messages; a tool result is a ``tool_result`` block, and a
                     user message that holds tool results lists them first.
     assistant       signed thinking blocks, then the text, then ``tool_use`` blocks.
     consecutive messages of one role are merged into one message.
 
-Thinking: Anthropic's thinking blocks carry a signature that must come back unchanged
-in the next request. Each ``thinking`` block becomes a ``ThinkingPart`` with its text and
-signature, each ``redacted_thinking`` block one with its ``redacted_data``, both marked
-``provider="anthropic"``; ``to_wire`` turns them back into the same blocks. Other thinking
+Prompt caching: the API caches the prefix up to each ``cache_control`` block, in the order
+tools, system, messages, and allows four such breakpoints. They go on the last tool, the
+stable system block, and the last block of the two latest user messages (tool results or
+words), so they move with the conversation: each call reads what the previous one wrote
+and writes the new part.
+
+Extended thinking (``LlmRequest.thinking_budget``): ``thinking: {"type": "enabled",
+"budget_tokens": N}`` (N at least 1024, and below ``max_tokens`` as the API wants): without
+a ``max_tokens`` of the caller's, the default is raised to leave ``ANSWER_ROOM`` tokens after
+the budget; a ``max_tokens`` the caller set (the model's longest reply) stays, and the budget
+shrinks to leave the answer room, or thinking is off for a call with too little room. No
+temperature is sent with thinking (the API refuses one), and ``tool_choice`` never is, so it
+stays ``auto`` as thinking requires. The API wants a whole assistant turn in one mode, so
+a tool-use loop that began without a thinking block (before the budget was set, or on
+another provider before a failover) finishes without thinking; the next turn thinks again.
+
+Thinking blocks carry a signature that must come back unchanged in the next request. Each
+``thinking`` block becomes a ``ThinkingPart`` with its text and signature, each
+``redacted_thinking`` block one with its ``redacted_data``, both marked
+``provider="anthropic"``; ``to_wire`` turns them back into the same blocks, in their order,
+first in the assistant message, before its text and ``tool_use`` blocks. Other thinking
 (unsigned, e.g. from an OpenAI-compatible model) is not sent: the API rejects it.
 ``core.messages.thinking_text()`` gives the readable text for logs and UIs.
 
@@ -28,9 +46,12 @@ Anthropic's ``input_tokens`` (the uncached part) plus ``cache_read_input_tokens`
 ``cache_creation_input_tokens``; the two cache counts are also kept on their own.
 
 Failures: HTTP status as in providers/errors.py, with 529 and ``overloaded_error``
-retryable (kind ``overloaded``); ``event: error`` in a stream raises a ProviderError
-classified by its error type; a stream that ends before ``message_stop`` is a
-retryable ``stream_cut``. The adapter never retries.
+retryable (kind ``overloaded``); an error object in a 200 answer or an ``event: error`` in
+a stream is classified by its error type like the same error as an HTTP status
+(``rate_limit_error`` as 429, ``invalid_request_error`` as 400, ...); "prompt is too long"
+in any of them is a ``context_overflow`` (providers/http.py); a stream that ends before
+``message_stop`` is a retryable ``stream_cut`` (``empty_response`` if it sent no event at
+all). The adapter never retries.
 """
 
 from __future__ import annotations
@@ -42,8 +63,17 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from core.messages import LlmRequest, ThinkingPart, ToolCallRequest, TurnResult, Usage
-from providers.anthropic_wire import messages_to_wire, system_blocks, thinking_part
+from core.messages import LlmRequest, TurnResult
+from providers.anthropic_wire import (
+    MAX_BREAKPOINTS,
+    count_breakpoints,
+    mark_latest_turns,
+    messages_to_wire,
+    system_blocks,
+    tools_to_wire,
+    turn_began_without_thinking,
+    turn_result,
+)
 from providers.errors import (
     ProviderError,
     error_message,
@@ -55,10 +85,12 @@ from providers.errors import (
 from providers.http import HttpProvider
 
 DEFAULT_MAX_TOKENS = 8192
+MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
+ANSWER_ROOM = 4096  # tokens max_tokens leaves for the answer after the thinking budget
+LATEST_TURN_BREAKPOINTS = 2  # cache breakpoints on the newest user messages
 # From this API version on the Messages API rejects temperature/top_p/top_k.
 SAMPLING_REMOVED_IN = "2026-10-21"
 
-_STOP_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 _ERROR_STATUS = {
     "invalid_request_error": 400,
     "authentication_error": 401,
@@ -98,13 +130,18 @@ class AnthropicProvider(HttpProvider):
         system = system_blocks(req.system)
         if system:
             body["system"] = system
-        body["messages"] = messages_to_wire(req.messages)
+        messages = messages_to_wire(req.messages)
+        body["messages"] = messages
         if req.tools:
-            body["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in req.tools
-            ]
-        if req.temperature is not None and self._version < SAMPLING_REMOVED_IN:
+            body["tools"] = tools_to_wire(req.tools)
+        budget = thinking_budget(req.thinking_budget, req.max_tokens)
+        if budget and not turn_began_without_thinking(messages):
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            if req.max_tokens is None:
+                body["max_tokens"] = max(max_tokens, budget + ANSWER_ROOM)
+        elif req.temperature is not None and self._version < SAMPLING_REMOVED_IN:
             body["temperature"] = req.temperature
+        mark_latest_turns(messages, min(LATEST_TURN_BREAKPOINTS, MAX_BREAKPOINTS - count_breakpoints(body)))
         if req.stream:
             body["stream"] = True
         return body
@@ -121,7 +158,7 @@ class AnthropicProvider(HttpProvider):
             detail = error_message(body)
             raise self._bad_response("response has no content list" + (f": {detail}" if detail else ""))
         usage = body.get("usage")
-        return _result(
+        return turn_result(
             [b for b in content if isinstance(b, dict)],
             {},
             _str(body.get("stop_reason")),
@@ -151,6 +188,8 @@ class AnthropicProvider(HttpProvider):
             raise self._error(
                 f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
             ) from exc
+        if not state.started:
+            raise self._error("empty stream: it ended before its first event", retryable=True, kind="empty_response")
         if not state.done:
             raise self._error("stream ended without message_stop", retryable=True, kind="stream_cut")
         return state.result()
@@ -190,15 +229,34 @@ class AnthropicProvider(HttpProvider):
         )
 
     def _api_error(self, body: dict[str, Any], *, stream: bool) -> ProviderError:
-        """An error object in a 200 answer or an ``event: error`` in a stream."""
+        """An error object in a 200 answer or an ``event: error`` in a stream, classified like
+        the same error type as an HTTP status."""
         error_type = _error_type(body)
         status = _ERROR_STATUS.get(error_type or "")
+        if error_type == "overloaded_error":
+            kind = "overloaded"
+        elif status is not None:
+            kind = kind_for_status(status)
+        else:
+            kind = "stream_error" if stream else "api_error"
         # An unknown error type mid-stream is most likely the server's trouble.
         retryable = is_retryable_status(status) if status is not None else stream
-        kind = "overloaded" if error_type == "overloaded_error" else ("stream_error" if stream else "api_error")
         where = "error in stream" if stream else "error in response"
         message = f"{where}: {error_message(body) or error_type or snippet(json.dumps(body))}"
         return self._error(message, retryable=retryable, kind=kind)
+
+
+def thinking_budget(wanted: int | None, max_tokens: int | None) -> int | None:
+    """The budget_tokens to send (None: no thinking): at least the API's minimum, and under a
+    max_tokens the caller set (the model's longest reply) small enough to leave the answer
+    ANSWER_ROOM tokens, or half of max_tokens if that is less; None when that leaves the
+    budget under the minimum."""
+    if not wanted:
+        return None
+    budget = max(MIN_THINKING_BUDGET, wanted)
+    if max_tokens is not None:
+        budget = min(budget, max_tokens - min(ANSWER_ROOM, max_tokens // 2))
+    return budget if budget >= MIN_THINKING_BUDGET else None
 
 
 class _StreamState:
@@ -256,68 +314,7 @@ class _StreamState:
         order = sorted(self._blocks)
         raw_json = {position: "".join(self._json[i]) for position, i in enumerate(order) if i in self._json}
         blocks = [self._blocks[i] for i in order]
-        return _result(blocks, raw_json, self.stop_reason, self.usage, self.model)
-
-
-def _result(
-    blocks: list[dict[str, Any]],
-    raw_json: dict[int, str],
-    stop_reason: str | None,
-    usage: dict[str, Any],
-    model: str | None,
-) -> TurnResult:
-    text: list[str] = []
-    calls: list[ToolCallRequest] = []
-    thinking: list[ThinkingPart] = []
-    for position, block in enumerate(blocks):
-        match block.get("type"):
-            case "text":
-                text.append(_str(block.get("text")) or "")
-            case "thinking" | "redacted_thinking":
-                part = thinking_part(block)
-                if part is not None:
-                    thinking.append(part)
-            case "tool_use":
-                calls.append(_tool_call(block, raw_json.get(position), len(calls)))
-    return TurnResult(
-        content="".join(text),
-        tool_calls=calls,
-        thinking=thinking,
-        usage=_usage(usage),
-        finish_reason=_STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None,
-        model=model,
-    )
-
-
-def _tool_call(block: dict[str, Any], raw_json: str | None, index: int) -> ToolCallRequest:
-    """One tool_use block; input that is not a JSON object becomes a parse_error."""
-    call_id = _str(block.get("id")) or f"toolu_{index}"
-    name = _str(block.get("name")) or ""
-    value: Any = block.get("input", {})
-    if raw_json is not None and raw_json.strip():  # streamed: the input arrived as JSON text
-        try:
-            value = json.loads(raw_json)
-        except ValueError as exc:
-            error = f"tool input is not valid JSON: {exc}"
-            return ToolCallRequest(id=call_id, name=name, arguments_raw=raw_json, parse_error=error)
-    if isinstance(value, dict):
-        return ToolCallRequest(id=call_id, name=name, arguments=value)
-    error = f"tool input must be a JSON object, got {type(value).__name__}"
-    return ToolCallRequest(id=call_id, name=name, arguments_raw=json.dumps(value), parse_error=error)
-
-
-def _usage(raw: dict[str, Any]) -> Usage:
-    def count(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and value > 0 else 0
-
-    read, write = count("cache_read_input_tokens"), count("cache_creation_input_tokens")
-    return Usage(
-        input_tokens=count("input_tokens") + read + write,
-        output_tokens=count("output_tokens"),
-        cache_read_tokens=read,
-        cache_write_tokens=write,
-    )
+        return turn_result(blocks, raw_json, self.stop_reason, self.usage, self.model)
 
 
 def _error_type(body: Any) -> str | None:

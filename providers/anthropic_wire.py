@@ -1,24 +1,31 @@
 """The Anthropic Messages wire format for our message model: the system prompt as cached
-and uncached text blocks, messages with tool_use / tool_result blocks where the API wants
-them, and signed thinking blocks carried losslessly as ``ThinkingPart``s.
-See ``providers/anthropic.py`` for the mapping rules."""
+and uncached text blocks, tools, messages with tool_use / tool_result blocks where the API
+wants them, signed thinking blocks carried losslessly as ``ThinkingPart``s, the cache
+breakpoints that move with the conversation; and an answer's content blocks back as one
+TurnResult. See ``providers/anthropic.py`` for the rules."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, assert_never
 
-from core.messages import ChatMessage, SystemPrompt, ThinkingPart
+from core.messages import ChatMessage, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec, TurnResult, Usage
+from providers.arguments import history_arguments
 
 WIRE = "anthropic"  # ThinkingPart.provider of the parts this wire produces
+CACHED = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4  # cache_control blocks the API accepts in one request
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+_STOP_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 
 
 def thinking_part(block: dict[str, Any]) -> ThinkingPart | None:
     """A ``thinking`` or ``redacted_thinking`` block of a response as a part (None for others)."""
     match block.get("type"):
-        case "thinking":
+        case "thinking":  # a streamed block opens with "signature": "" and may never get one
             signature = block.get("signature")
             return ThinkingPart(text=str(block.get("thinking") or ""), provider=WIRE,
-                                signature=signature if isinstance(signature, str) else None)
+                                signature=signature if isinstance(signature, str) and signature else None)
         case "redacted_thinking":
             return ThinkingPart(redacted_data=str(block.get("data") or ""), provider=WIRE)
     return None
@@ -43,10 +50,50 @@ def system_blocks(system: SystemPrompt) -> list[dict[str, Any]]:
     """The system prompt as text blocks: the stable part cached, the dynamic part not."""
     blocks: list[dict[str, Any]] = []
     if system.stable.strip():
-        blocks.append({"type": "text", "text": system.stable, "cache_control": {"type": "ephemeral"}})
+        blocks.append({"type": "text", "text": system.stable, "cache_control": dict(CACHED)})
     if system.dynamic.strip():
         blocks.append({"type": "text", "text": system.dynamic})
     return blocks
+
+
+def tools_to_wire(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """The tool definitions, the last one a cache breakpoint: the prefix up to it (tools come
+    first in the API's cache order) is the same on every call of a task."""
+    wire = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+    if wire:
+        wire[-1]["cache_control"] = dict(CACHED)
+    return wire
+
+
+def mark_latest_turns(messages: list[dict[str, Any]], breakpoints: int) -> None:
+    """Put cache breakpoints on the last block of the latest user messages (the newest tool
+    results or words), newest first, up to ``breakpoints``: the newest makes the cache write
+    the conversation so far, the one before reads what the previous call wrote, even when
+    more blocks than the API looks back over were added since."""
+    users = [m for m in reversed(messages) if m["role"] == "user" and m["content"]]
+    for message in users[: max(0, breakpoints)]:
+        message["content"][-1]["cache_control"] = dict(CACHED)
+
+
+def count_breakpoints(body: dict[str, Any]) -> int:
+    """The cache_control marks in a request body (the API allows MAX_BREAKPOINTS)."""
+    blocks = [*body.get("tools", []), *(body.get("system") or [])]
+    blocks += [b for m in body.get("messages", []) for b in m["content"]]
+    return sum(1 for b in blocks if isinstance(b, dict) and "cache_control" in b)
+
+
+def turn_began_without_thinking(messages: list[dict[str, Any]]) -> bool:
+    """Whether the final assistant turn, still in its tool-use loop, began without a thinking
+    block. The API wants a whole assistant turn in one mode: a turn is the assistant messages
+    after the last user message that holds no tool results, and with thinking on its first
+    message must start with a thinking or redacted_thinking block."""
+    start = max((i for i, m in enumerate(messages) if m["role"] == "user" and not _has_tool_results(m)), default=-1)
+    first = next((m for m in messages[start + 1:] if m["role"] == "assistant"), None)
+    return first is not None and (not first["content"] or first["content"][0]["type"] not in THINKING_BLOCKS)
+
+
+def _has_tool_results(message: dict[str, Any]) -> bool:
+    return any(b.get("type") == "tool_result" for b in message["content"] if isinstance(b, dict))
 
 
 def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
@@ -81,7 +128,7 @@ def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
         case "assistant":
             blocks = thinking_blocks(message.thinking) + _text_blocks(message.content)
             blocks += [
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": history_arguments(call)}
                 for call in message.tool_calls
             ]
             return "assistant", blocks
@@ -91,3 +138,71 @@ def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
 
 def _text_blocks(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}] if text.strip() else []
+
+
+# -- content blocks -> TurnResult ---------------------------------------------------
+
+
+def turn_result(
+    blocks: list[dict[str, Any]],
+    raw_json: dict[int, str],
+    stop_reason: str | None,
+    usage: dict[str, Any],
+    model: str | None,
+) -> TurnResult:
+    text: list[str] = []
+    calls: list[ToolCallRequest] = []
+    thinking: list[ThinkingPart] = []
+    for position, block in enumerate(blocks):
+        match block.get("type"):
+            case "text":
+                text.append(_str(block.get("text")) or "")
+            case "thinking" | "redacted_thinking":
+                part = thinking_part(block)
+                if part is not None:
+                    thinking.append(part)
+            case "tool_use":
+                calls.append(_tool_call(block, raw_json.get(position), len(calls)))
+    return TurnResult(
+        content="".join(text),
+        tool_calls=calls,
+        thinking=thinking,
+        usage=_usage(usage),
+        finish_reason=_STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None,
+        model=model,
+    )
+
+
+def _tool_call(block: dict[str, Any], raw_json: str | None, index: int) -> ToolCallRequest:
+    """One tool_use block; input that is not a JSON object becomes a parse_error."""
+    call_id = _str(block.get("id")) or f"toolu_{index}"
+    name = _str(block.get("name")) or ""
+    value: Any = block.get("input", {})
+    if raw_json is not None and raw_json.strip():  # streamed: the input arrived as JSON text
+        try:
+            value = json.loads(raw_json)
+        except ValueError as exc:
+            error = f"tool input is not valid JSON: {exc}"
+            return ToolCallRequest(id=call_id, name=name, arguments_raw=raw_json, parse_error=error)
+    if isinstance(value, dict):
+        return ToolCallRequest(id=call_id, name=name, arguments=value)
+    error = f"tool input must be a JSON object, got {type(value).__name__}"
+    return ToolCallRequest(id=call_id, name=name, arguments_raw=json.dumps(value), parse_error=error)
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    read, write = count("cache_read_input_tokens"), count("cache_creation_input_tokens")
+    return Usage(
+        input_tokens=count("input_tokens") + read + write,
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

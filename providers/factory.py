@@ -1,6 +1,9 @@
-"""One provider per tool-calling mode (seed 000): openai, anthropic, anthropic_xml.
+"""One provider per tool-calling mode (seed 000): openai, anthropic, anthropic_xml,
+openai_responses.
 
     make_provider("openai", settings)         OpenAIProvider on OPENAI_BASE_URL
+    make_provider("openai_responses", ...)    ResponsesProvider (the Responses API) on
+                                              OPENAI_BASE_URL
     make_provider("anthropic", settings)      AnthropicProvider on ANTHROPIC_BASE_URL
     make_provider("anthropic_xml", settings)  XmlToolsProvider over the wire named by
                                               settings.xml_wire (anthropic or openai)
@@ -19,10 +22,11 @@ import httpx
 from core.messages import LlmRequest, TurnResult
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
+from providers.responses import ResponsesProvider
 from providers.settings import ProviderSettings
 from providers.xml_tools import XmlToolsProvider
 
-MODES = ("openai", "anthropic", "anthropic_xml")
+MODES = ("openai", "anthropic", "anthropic_xml", "openai_responses")
 
 
 class Provider(Protocol):
@@ -41,6 +45,8 @@ def make_provider(
             return _openai(settings, client)
         case "anthropic":
             return _anthropic(settings, client)
+        case "openai_responses":
+            return ResponsesProvider(settings.openai_base_url, settings.openai_api_key, client=client)
         case "anthropic_xml":
             wire = _openai(settings, client) if settings.xml_wire == "openai" else _anthropic(settings, client)
             return XmlToolsProvider(wire)

@@ -95,8 +95,45 @@ Example (get_weather is an illustration, not one of your tools): to ask for a 3-
 </tool_calling>"""
 
 
-def tools_prompt(tools: list[ToolSpec]) -> str:
-    """The ``<functions>`` block and the rules for calling them."""
+_COMPACT_RULES = """\
+<tool_calling>
+Call one tool per reply, in exactly this form, then stop:
+<function_calls>
+<invoke name="TOOL"><parameter name="NAME">VALUE</parameter></invoke>
+</function_calls>
+Strings as plain text; numbers, booleans, arrays and objects as JSON. Results come back in <function_results>.
+</tool_calling>"""
+
+
+def compact_tools_prompt(tools: list[ToolSpec]) -> str:
+    """The tools as one line each (``name(param: type, optional?: type) - what it does``)
+    and the calling rules in brief: about a fifth of ``tools_prompt``, for small windows."""
+    lines = [f"- {_signature(t)} - {_first_sentence(t.description)}" for t in tools]
+    return "Tools:\n" + "\n".join(lines) + "\n\n" + _COMPACT_RULES
+
+
+def _signature(tool: ToolSpec) -> str:
+    props = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", ()))
+    params = []
+    for name, schema in props.items():
+        kind = "|".join(map(str, schema["enum"])) if "enum" in schema else schema.get("type", "any")
+        if isinstance(kind, list):
+            kind = "|".join(kind)
+        params.append(f"{name}: {kind}" if name in required else f"{name}?: {kind}")
+    return f"{tool.name}({', '.join(params)})"
+
+
+def _first_sentence(description: str) -> str:
+    text = " ".join(description.split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
+def tools_prompt(tools: list[ToolSpec], *, compact: bool = False) -> str:
+    """The ``<functions>`` block and the rules for calling them (``compact``: one line a tool)."""
+    if compact:
+        return compact_tools_prompt(tools)
     functions = [
         "<function>"
         + json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters},
@@ -300,7 +337,7 @@ class XmlToolsProvider:
 
     def to_request(self, req: LlmRequest) -> LlmRequest:
         """The request the wire sees: tools in the system prompt, calls and results as text."""
-        system = _with_tools(req.system, req.tools)
+        system = _with_tools(req.system, req.tools, compact=req.compact)
         return req.model_copy(update={"system": system, "messages": _as_text(req.messages), "tools": []})
 
     def to_wire(self, req: LlmRequest) -> dict[str, Any]:
@@ -320,11 +357,11 @@ class XmlToolsProvider:
         await self.inner.aclose()
 
 
-def _with_tools(system: SystemPrompt, tools: list[ToolSpec]) -> SystemPrompt:
+def _with_tools(system: SystemPrompt, tools: list[ToolSpec], *, compact: bool = False) -> SystemPrompt:
     """The tools block at the end of the stable part, so it is cached with it."""
     if not tools:
         return system
-    block = tools_prompt(tools)
+    block = tools_prompt(tools, compact=compact)
     stable = system.stable
     if not system.dynamic:  # all stable: the block is the end of the prompt
         return SystemPrompt(stable=f"{stable.rstrip()}\n\n{block}" if stable.strip() else block)

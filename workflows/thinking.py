@@ -171,6 +171,7 @@ class ThinkingMixin(LoopBase):
                 ),
                 tool_names=self.tool_names,
                 stream=task.stream,
+                thinking_budget=task.thinking_budget,
                 context_id=state.context_id,
                 total=total,
                 new_entries=new,

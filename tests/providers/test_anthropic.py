@@ -50,6 +50,11 @@ def user(content: str) -> dict[str, Any]:
     return {"type": "text", "text": content}
 
 
+def cached(block: dict[str, Any]) -> dict[str, Any]:
+    """A block that is a cache breakpoint (the latest user messages carry one)."""
+    return {**block, "cache_control": CACHED}
+
+
 def mock_provider(
     respond: Callable[[httpx.Request], httpx.Response], api_key: str | None = "sk-ant-test", **kwargs: Any
 ) -> tuple[AnthropicProvider, Recorder]:
@@ -146,14 +151,16 @@ def test_to_wire_defaults_max_tokens_and_omits_unset_fields():
         "model": "claude-test",
         "max_tokens": 8192,
         "system": [{"type": "text", "text": "You are terse.", "cache_control": CACHED}],
-        "messages": [{"role": "user", "content": [user("hi")]}],
+        "messages": [{"role": "user", "content": [cached(user("hi"))]}],
     }
 
 
 def test_to_wire_includes_tools_max_tokens_temperature_and_stream_when_set():
     spec = ToolSpec(name="shell", description="Run a command", parameters={"type": "object"})
     body = AnthropicProvider(BASE).to_wire(request(tools=[spec], max_tokens=64, temperature=0.0, stream=True))
-    assert body["tools"] == [{"name": "shell", "description": "Run a command", "input_schema": {"type": "object"}}]
+    assert body["tools"] == [
+        {"name": "shell", "description": "Run a command", "input_schema": {"type": "object"}, "cache_control": CACHED}
+    ]
     assert (body["max_tokens"], body["temperature"], body["stream"]) == (64, 0.0, True)
 
 
@@ -179,7 +186,7 @@ def test_to_wire_pairs_tool_use_with_results_first_in_the_next_user_message():
         ChatMessage(role="assistant", content="Done."),
     ]
     assert AnthropicProvider(BASE).to_wire(request(messages=history))["messages"] == [
-        {"role": "user", "content": [user("list and read")]},
+        {"role": "user", "content": [cached(user("list and read"))]},
         {
             "role": "assistant",
             "content": [
@@ -193,7 +200,7 @@ def test_to_wire_pairs_tool_use_with_results_first_in_the_next_user_message():
             "content": [
                 {"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"},
                 {"type": "tool_result", "tool_use_id": "t2", "content": "deferred"},
-                user("<system-reminder>one call per turn</system-reminder>"),
+                cached(user("<system-reminder>one call per turn</system-reminder>")),
             ],
         },
         {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
@@ -209,7 +216,7 @@ def test_to_wire_moves_tool_results_before_user_text_that_came_first():
     messages = AnthropicProvider(BASE).to_wire(request(messages=history))["messages"]
     assert messages[1] == {
         "role": "user",
-        "content": [{"type": "tool_result", "tool_use_id": "t1"}, user("also, hurry")],
+        "content": [{"type": "tool_result", "tool_use_id": "t1"}, cached(user("also, hurry"))],
     }
 
 
@@ -222,15 +229,16 @@ def test_to_wire_merges_same_role_neighbours_and_skips_empty_messages():
         ChatMessage(role="assistant", content="b"),
     ]
     assert AnthropicProvider(BASE).to_wire(request(messages=history))["messages"] == [
-        {"role": "user", "content": [user("one"), user("two")]},
+        {"role": "user", "content": [user("one"), cached(user("two"))]},
         {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
     ]
 
 
-def test_to_wire_sends_empty_input_for_a_call_whose_arguments_did_not_parse():
+def test_to_wire_sends_a_placeholder_object_for_a_call_whose_arguments_did_not_parse():
     bad = ToolCallRequest(id="t1", name="file", arguments_raw="[1]", parse_error="not an object")
     messages = AnthropicProvider(BASE).to_wire(request(messages=[ChatMessage(role="assistant", tool_calls=[bad])]))
-    assert messages["messages"][0]["content"] == [{"type": "tool_use", "id": "t1", "name": "file", "input": {}}]
+    assert messages["messages"][0]["content"] == [
+        {"type": "tool_use", "id": "t1", "name": "file", "input": {"_invalid_arguments": "[1]"}}]
 
 
 @pytest.mark.parametrize(
@@ -276,8 +284,8 @@ def test_typed_thinking_is_json_safe_with_a_readable_view():
     parts = [signed("step 1", "s"), ThinkingPart(redacted_data="d", provider="anthropic")]
     said = ChatMessage(role="assistant", thinking=parts)
     assert json.loads(said.model_dump_json())["thinking"] == [
-        {"text": "step 1", "signature": "s", "redacted_data": None, "provider": "anthropic"},
-        {"text": "", "signature": None, "redacted_data": "d", "provider": "anthropic"},
+        {"text": "step 1", "signature": "s", "redacted_data": None, "provider": "anthropic", "id": None},
+        {"text": "", "signature": None, "redacted_data": "d", "provider": "anthropic", "id": None},
     ]
     assert ChatMessage.model_validate_json(said.model_dump_json()) == said
     assert thinking_text(parts) == "step 1\n\n[redacted thinking]"
@@ -326,7 +334,7 @@ async def test_complete_posts_to_v1_messages_with_key_and_version_headers():
     assert sent.headers["anthropic-version"] == "2026-10-21"
     assert sent.headers["content-type"] == "application/json"
     assert "authorization" not in sent.headers
-    assert recorder.body["messages"] == [{"role": "user", "content": [user("hi")]}]
+    assert recorder.body["messages"] == [{"role": "user", "content": [cached(user("hi"))]}]
 
 
 async def test_complete_sends_no_key_header_without_key():
@@ -520,8 +528,9 @@ async def test_stream_broken_mid_body_is_a_retryable_stream_cut():
 
 @pytest.mark.parametrize(
     ("error_type", "kind", "retryable"),
-    [("overloaded_error", "overloaded", True), ("api_error", "stream_error", True),
-     ("invalid_request_error", "stream_error", False)],
+    [("overloaded_error", "overloaded", True), ("api_error", "server_error", True),
+     ("rate_limit_error", "rate_limited", True), ("invalid_request_error", "bad_request", False),
+     ("some_future_error", "stream_error", True)],
 )
 async def test_stream_error_event_is_classified_by_its_type(error_type: str, kind: str, retryable: bool):
     error_event = {"type": "error", "error": {"type": error_type, "message": "Overloaded"}}
@@ -590,7 +599,7 @@ async def test_thinking_round_trips_over_http_into_the_next_request_first():
     assert assistant["content"][1] == {"type": "tool_use", "id": "toolu_scripted_1_0", "name": "shell",
                                        "input": {"command": "pwd"}}
     assert answer == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_scripted_1_0", "content": "/tmp"}]}
+        cached({"type": "tool_result", "tool_use_id": "toolu_scripted_1_0", "content": "/tmp"})]}
 
 
 async def test_scripted_errors_over_http_are_classified():

@@ -10,6 +10,7 @@ from fakes.scripted import ScriptedModelServer, text
 from providers.anthropic import AnthropicProvider
 from providers.factory import MODES, Provider, make_provider
 from providers.openai import OpenAIProvider
+from providers.responses import ResponsesProvider
 from providers.settings import ProviderSettings
 from providers.xml_tools import XmlToolsProvider
 
@@ -60,6 +61,7 @@ def test_settings_reject_an_unknown_xml_wire():
         ("anthropic", "anthropic", AnthropicProvider, None),
         ("anthropic_xml", "anthropic", XmlToolsProvider, AnthropicProvider),
         ("anthropic_xml", "openai", XmlToolsProvider, OpenAIProvider),
+        ("openai_responses", "anthropic", ResponsesProvider, None),
     ],
 )
 def test_make_provider_builds_the_provider_for_each_mode(mode: str, wire: str, kind: type, inner: type | None):
@@ -67,17 +69,17 @@ def test_make_provider_builds_the_provider_for_each_mode(mode: str, wire: str, k
     assert isinstance(provider, kind) and provider.name == mode
     if inner is not None:
         assert isinstance(provider, XmlToolsProvider) and isinstance(provider.inner, inner)
-    assert set(MODES) == {"openai", "anthropic", "anthropic_xml"}
+    assert set(MODES) == {"openai", "anthropic", "anthropic_xml", "openai_responses"}
 
 
 def test_make_provider_rejects_an_unknown_mode_naming_the_supported_ones():
-    with pytest.raises(ValueError, match="'gemini'.*openai, anthropic, anthropic_xml"):
+    with pytest.raises(ValueError, match="'gemini'.*openai, anthropic, anthropic_xml, openai_responses"):
         make_provider("gemini", ProviderSettings())
 
 
 async def test_made_providers_reach_their_endpoints_with_the_configured_keys():
     call = '<function_calls><invoke name="shell"><parameter name="command">ls</parameter></invoke></function_calls>'
-    with ScriptedModelServer([text("a"), text("b"), text(call)]) as server:
+    with ScriptedModelServer([text("a"), text("b"), text(call), text("d")]) as server:
         settings = ProviderSettings(
             openai_base_url=server.url,
             openai_api_key="sk-o",
@@ -94,9 +96,10 @@ async def test_made_providers_reach_their_endpoints_with_the_configured_keys():
                 await provider.aclose()
             assert not client.is_closed  # a shared client is the caller's to close
         server.assert_consumed()
-    assert [(r.content, r.source) for r in results] == [("a", "native"), ("b", "native"), ("", "xml")]
+    assert [(r.content, r.source) for r in results] == [("a", "native"), ("b", "native"), ("", "xml"), ("d", "native")]
     assert [(c.name, c.arguments) for c in results[2].tool_calls] == [("shell", {"command": "ls"})]
     assert server.request_headers[0]["authorization"] == "Bearer sk-o"
     assert server.request_headers[1]["x-api-key"] == "sk-a"
     assert server.request_headers[1]["anthropic-version"] == "2026-10-21"
     assert server.request_headers[2]["x-api-key"] == "sk-a"
+    assert server.request_headers[3]["authorization"] == "Bearer sk-o"
