@@ -9,6 +9,7 @@
     python starter.py interject ID "TEXT"        (also: reply ID "TEXT")
     python starter.py list [--pending]
     python starter.py schedule create|list|trigger|delete ...
+    python starter.py mcp-serve [--http PORT] [--worker]
 
 The commands live in ``cli/``; this file only parses arguments and reports errors.
 """
@@ -22,7 +23,7 @@ import sys
 
 from temporalio.service import RPCError
 
-from cli import schedule
+from cli import mcp_serve, schedule
 from cli.commands import COMMANDS
 from cli.options import add_task_options
 from cli.tasks import UserError
@@ -76,6 +77,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "fork":
             s.add_argument("--workspace", help="where the copy goes (default: beside the original)")
     schedule.register(sub)
+    mcp_serve.register(sub)
     return p
 
 

@@ -20,10 +20,13 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.llm import ContextSource, LlmActivities, ProviderSettings
+from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
+from activities.mcp_sessions import McpSessions, load_worker_config
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
+from contracts.mcp import MCP_TOOLS_QUERY, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
@@ -63,6 +66,16 @@ def workflow_context(client: Client) -> ContextSource:
     return fetch
 
 
+def workflow_mcp_tools(client: Client) -> ToolsSource:
+    """How a worker reads the MCP tools a task listed on another worker: its ``mcp_tools`` query."""
+
+    async def fetch(workflow_id: str, run_id: str | None) -> list[McpTool]:
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+        return await handle.query(MCP_TOOLS_QUERY, result_type=list[McpTool])
+
+    return fetch
+
+
 def build_worker(
     client: Client,
     *,
@@ -78,11 +91,16 @@ def build_worker(
     shared = queue or task_queue()
     identity = f"agent-worker-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     own = f"{shared}@{identity}"  # this worker alone: a task's later calls prefer it (warm cache)
-    llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own)
-    tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets))
+    # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
+    mcp = McpSessions(secrets, load_worker_config())
+    catalog = McpCatalog(workflow_mcp_tools(client))
+    llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog)
+    tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets), mcp=McpToolRunner(mcp))
+    mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets)
-    activities = [llm.call_llm, tools.run_tool, tools.redact_text, sessions.load_session, sessions.record_session, prompt.prompt_context]
+    activities = [llm.call_llm, tools.run_tool, tools.redact_text, sessions.load_session, sessions.record_session, prompt.prompt_context,
+                  mcp_listing.list_tools]
     options: dict[str, Any] = dict(
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities, and the
@@ -99,6 +117,7 @@ def build_worker(
         Worker(client, task_queue=shared, workflows=[AgentTaskWorkflow], workflow_runner=WORKFLOW_RUNNER,
                activities=activities, **options),
         Worker(client, task_queue=own, activities=activities, **options),
+        mcp,
     )
 
 
@@ -107,11 +126,19 @@ class AgentWorker:
     this worker's own queue (activities only), which the calls of a task it has served go to
     first: Temporal's worker-specific task queues, for a warm context cache."""
 
-    def __init__(self, shared: Worker, own: Worker) -> None:
-        self.shared, self.own = shared, own
+    def __init__(self, shared: Worker, own: Worker, mcp: McpSessions | None = None) -> None:
+        self.shared, self.own, self.mcp = shared, own, mcp
 
     async def run(self) -> None:
-        await asyncio.gather(self.shared.run(), self.own.run())
+        try:
+            await asyncio.gather(self.shared.run(), self.own.run())
+        finally:
+            await self._stop_mcp()
+
+    async def _stop_mcp(self) -> None:
+        """Stop this worker's MCP servers, once nothing runs that could call them."""
+        if self.mcp is not None:
+            await self.mcp.close()
 
     async def shutdown(self) -> None:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
@@ -122,8 +149,11 @@ class AgentWorker:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        await self.own.__aexit__(*exc)
-        await self.shared.__aexit__(*exc)
+        try:
+            await self.own.__aexit__(*exc)
+            await self.shared.__aexit__(*exc)
+        finally:
+            await self._stop_mcp()
 
 
 def check_sandbox() -> sandbox.SandboxStatus:
@@ -137,6 +167,7 @@ async def main() -> int:
     log = get_logger(component="worker")
     try:
         box = check_sandbox()
+        load_worker_config()  # a bad AGENT_MCP_CONFIG refuses to start, in one line
         store = open_store()  # checked before anything else: a bad store refuses to start
         await store.check()
         client = await connect()

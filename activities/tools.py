@@ -31,6 +31,7 @@ from typing import Any
 from temporalio import activity
 
 import tools
+from activities.mcp import McpToolRunner
 from contracts.activities import REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
 from contracts.task import ApprovalMode
 from core.entries import entry_digest, result_entry
@@ -44,7 +45,7 @@ from runtime.paths import data_dir
 from runtime.secrets import FILE_ENV, SecretStore
 from runtime.store import ContextStore, Store, as_store
 from temporal.tracing import tool_span
-from tools.base import ToolContext, ToolOutcome
+from tools.base import Danger, ToolContext, ToolOutcome
 from tools.registry import REGISTRY, classify_call, is_idempotent
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
@@ -75,8 +76,10 @@ class ToolActivities:
         secrets: SecretStore | None = None,
         audit: AuditLog | None = None,
         workspace_checkpoints: checkpoints.Checkpoints | None = None,
+        mcp: McpToolRunner | None = None,
     ) -> None:
         self.store = as_store(store)
+        self.mcp = mcp  # runs calls of MCP tools (None: such calls fail)
         self._checkpoints = workspace_checkpoints
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
         self._audit = audit
@@ -133,10 +136,10 @@ class ToolActivities:
         workspace = Path(inp.workspace)
         if not workspace.is_dir():
             return ToolOutcome(status="error", content=f"the workspace {inp.workspace} does not exist")
-        refusal = _gate(inp)
+        refusal = _gate(inp) if inp.mcp is None else await self._mcp_gate(inp)
         if refusal is not None:
             return refusal
-        if started_before and not is_idempotent(inp.call.name, inp.call.arguments):
+        if started_before and not await self._idempotent(inp):
             output = _output_so_far(activity.info().heartbeat_details)
             return ToolOutcome(status="error", content=INTERRUPTED.format(output=output or "(none recorded)"))
         def beat(note: str = "") -> None:
@@ -157,15 +160,33 @@ class ToolActivities:
         )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)
-        result = await with_heartbeats(
-            tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error), beat
-        )
+        work = (tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error) if inp.mcp is None
+                else self._mcp_run(inp, arguments))
+        result = await with_heartbeats(work, beat)
         tool = REGISTRY.get(inp.call.name)
         if tool is not None and tool.untrusted_source is not None and result.status == "ok":
             source = tool.untrusted_source(inp.call.arguments)
             if source:
                 result = result.model_copy(update={"content": wrap_untrusted(result.content, source)})
         return result
+
+    async def _mcp_gate(self, inp: ToolCallInput) -> ToolOutcome | None:
+        """The gate for an MCP call, classified from the server's annotations as they are now."""
+        if self.mcp is None or inp.mcp is None:
+            return ToolOutcome(status="error", content="[mcp error] this worker does not run MCP tools")
+        return _gate(inp, await self.mcp.classify(inp.mcp))
+
+    async def _idempotent(self, inp: ToolCallInput) -> bool:
+        if inp.mcp is None:
+            return is_idempotent(inp.call.name, inp.call.arguments)
+        return self.mcp is None or await self.mcp.idempotent(inp.mcp)
+
+    async def _mcp_run(self, inp: ToolCallInput, arguments: dict[str, Any]) -> ToolOutcome:
+        assert self.mcp is not None and inp.mcp is not None  # checked by the gate
+        if inp.call.parse_error is not None:
+            return ToolOutcome(status="retry", content=f"The arguments for {inp.call.name!r} were not valid JSON "
+                               f"({inp.call.parse_error}). Send the arguments again as one JSON object.")
+        return await self.mcp.run(inp.mcp, arguments, self.secrets.redact)
 
     async def _checkpoint(self, inp: ToolCallInput, workspace: Path) -> None:
         """Record the workspace before a call that may change it, so a rewind can restore it."""
@@ -207,12 +228,13 @@ def _call_key(inp: ToolCallInput) -> str | None:
     return f"{activity.info().workflow_run_id}:{inp.result_seq}:{inp.call.id}"
 
 
-def _gate(inp: ToolCallInput) -> ToolOutcome | None:
+def _gate(inp: ToolCallInput, verdict: tuple[Danger, str] | None = None) -> ToolOutcome | None:
     """A refusal when the call needs approval under the task's mode and this exact call
-    was not approved; None when it may run."""
+    was not approved; None when it may run. ``verdict``: the call's classification when the
+    registry cannot give it (an MCP tool's)."""
     if inp.approval is None:
         return None
-    danger, reason = classify_call(inp.call.name, inp.call.arguments)
+    danger, reason = verdict or classify_call(inp.call.name, inp.call.arguments)
     if not ApprovalMode(inp.approval).requires(danger.value):
         return None
     if inp.approved == call_digest(inp.call.name, inp.call.arguments):

@@ -22,7 +22,8 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
-from cli import rewind, schedule
+from activities.mcp_sessions import load_worker_config
+from cli import mcp_serve, rewind, schedule
 from cli.follow import Follower, ask_person
 from cli.render import make_console, safe, shorten, status_lines
 from cli.screen import ConsoleSink
@@ -72,6 +73,7 @@ def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False):
 async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
     try:
         box = check_sandbox()
+        load_worker_config()  # a bad AGENT_MCP_CONFIG is one line, not a traceback
     except (sandbox.SandboxUnavailable, ValueError) as err:
         raise UserError(str(err)) from None
     if not box.active:
@@ -313,4 +315,5 @@ COMMANDS = {
     "approve": cmd_approve, "interject": cmd_interject, "reply": cmd_interject,
     "schedule": schedule.cmd_schedule,
     "rewind": rewind.cmd_rewind, "fork": rewind.cmd_fork,
+    "mcp-serve": mcp_serve.cmd_mcp_serve,
 }

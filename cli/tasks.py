@@ -21,6 +21,7 @@ from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeout
 from temporalio.service import RPCError, RPCStatusCode
 
+from cli.tool_selection import SelectionError, tool_fields
 from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from providers.factory import MODES
 from providers.models import model_spec
@@ -102,7 +103,7 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         cost_limit_usd=getattr(args, "cost_limit", None),
         failover_after=getattr(args, "failover_after", 3),
         continue_as_new_after=getattr(args, "continue_as_new_after", TaskInput.model_fields["continue_as_new_after"].default),
-        tools=default_tools(),
+        **selected_tools(args),
         approval=ApprovalMode(args.approval),
         approval_timeout_s=args.approval_timeout,
         session=args.session,
@@ -112,6 +113,14 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         context_window=getattr(args, "context_window", None) or model_window(model),
         provider_wait_s=getattr(args, "provider_wait", TaskInput.model_fields["provider_wait_s"].default),
     )
+
+
+def selected_tools(args: argparse.Namespace) -> dict:
+    """The task's tools and MCP servers (cli/tool_selection.py)."""
+    try:
+        return tool_fields(args, default_tools())
+    except SelectionError as err:
+        raise UserError(str(err)) from None
 
 
 def model_window(model: str) -> int:

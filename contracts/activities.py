@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from contracts.mcp import McpCall
 from core.entries import Entry
 from core.messages import ToolCallRequest, TurnResult
 from core.tool_outcome import ToolOutcome
@@ -99,6 +100,7 @@ class ToolCallInput(BaseModel):
     approval: str | None = None
     approved: str | None = None
     network: bool = False  # shell commands may reach the network
+    mcp: McpCall | None = None  # set for a call of an MCP tool: which server and tool run it
 
 
 __all__ = [

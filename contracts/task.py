@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.mcp import MCP_PREFIX, McpServerConfig, McpTool, matches
 from core.entries import Entry
 from core.messages import Usage
 from core.tool_args import PlanItem
@@ -147,6 +148,8 @@ class LoopState(BaseModel):
     # aims at it from then on (None: the task's context_window).
     context_window: int | None = None
     provider_down_since: datetime | None = None  # the first failure of the current outage
+    mcp_tools: list[McpTool] = Field(default_factory=list)  # listed from the task's MCP servers at start
+    mcp_digests: dict[str, str] = Field(default_factory=dict)  # server -> digest of the tools it listed
     # -- this run only ----------------------------------------------------------------
     phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)
     last_activity: str = Field(default="", exclude=True)
@@ -178,7 +181,10 @@ class TaskInput(BaseModel):
     session: str | None = None  # start from the compacted history of this session's tasks
     context_id: str | None = None  # set by the workflow; stable across continue-as-new
     carry: LoopState | None = None  # set on continue-as-new: the loop's state, carried over
-    deny_tools: list[str] = Field(default_factory=list)  # never offered to the model
+    deny_tools: list[str] = Field(default_factory=list)  # never offered to the model (names or globs)
+    allow_tools: list[str] = Field(default_factory=list)  # when set, only these are offered (names or globs)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)  # the task's MCP servers
+    worker_mcp: bool = False  # also the servers of the worker's AGENT_MCP_CONFIG
     depth: int = 0  # 0 for a task a person started; sub-agents are one deeper than their parent
     max_depth: int = 2  # sub-agents may not spawn below this depth
     minimal_prompt: bool = False  # sub-agents: tools, workspace and runtime only
@@ -195,15 +201,35 @@ class TaskInput(BaseModel):
     provider_pause_s: float = 60.0
     llm_attempts: int = 8  # attempts of one model call (Temporal retries) before the above applies
 
-    def offered_tools(self) -> list[str]:
-        """The tools offered to the model: the task's list minus what its place hides. It
-        depends only on the input, so it is the same every turn and the prompt cache holds."""
-        names = [n for n in (self.tools or DEFAULT_TOOLS) if n not in self.deny_tools]
+    @property
+    def uses_mcp(self) -> bool:
+        return bool(self.mcp_servers) or self.worker_mcp
+
+    def offered_tools(self, mcp: list[str] | tuple[str, ...] = ()) -> list[str]:
+        """The tools offered to the model: the task's list (plus ``mcp``, the MCP tools listed
+        at its start) minus what its place hides. It depends only on the input and that
+        recorded listing, so it is the same every turn and the prompt cache holds.
+
+        No ``tools``: the default tools and every MCP tool. Otherwise its plain names, and
+        the MCP tools its names or globs match. ``allow_tools`` narrows, ``deny_tools`` removes
+        (names or globs)."""
+        if not self.tools:
+            names = [*DEFAULT_TOOLS, *mcp]
+        else:
+            plain = [n for n in self.tools if not n.startswith(MCP_PREFIX) and not _is_glob(n)]
+            names = plain + [n for n in mcp if matches(n, self.tools)]
+        if self.allow_tools:
+            names = [n for n in names if matches(n, self.allow_tools)]
+        names = [n for n in names if not matches(n, self.deny_tools)]
         if self.depth >= self.max_depth:
             names = [n for n in names if n not in CHILD_WORKFLOW_TOOLS]
         if self.minimal_prompt:
             names = [n for n in names if n not in NOT_FOR_SUBAGENTS]
         return ["message"] + [n for n in names if n != "message"]  # message first: the only way to finish
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
 
 
 # Why a task failed: the type of the ApplicationError its workflow execution fails with, so

@@ -46,3 +46,6 @@ class ToolOutcome(BaseModel):
     stored_digest: str | None = None
     blob: str | None = None
     full_chars: int | None = None
+    # Set by the tool activity after an MCP call when the server's tool list is no longer the
+    # one the task listed (it said tools/list_changed, or came back different): list again.
+    tools_changed: bool = False

@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.continuation import ContinuationMixin
 from workflows.delegation import DelegationMixin
+from workflows.mcp import McpMixin
 from workflows.people import PeopleMixin
 from workflows.thinking import ThinkingMixin
 
@@ -62,7 +63,7 @@ INTERRUPTED_BY_STOP = "[interrupted] The task was stopped while this ran."
 
 
 @workflow.defn(name=TASK_WORKFLOW)
-class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, ContinuationMixin):
+class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, ContinuationMixin, McpMixin):
     @workflow.init
     def __init__(self, task: TaskInput) -> None:
         self._load(task)
@@ -196,6 +197,9 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
                 start_to_close_timeout=policy.STORE_TIMEOUT,
                 summary="prompt · memory, conventions, skills",
             )
+        # patched(): only tasks with MCP servers list them, so every other task's commands are as before.
+        if task.uses_mcp and workflow.patched("mcp-tools"):
+            await self._list_mcp_tools()
         if task.session:
             if task.search_attributes:
                 workflow.upsert_search_attributes([session_update(task.session)])
@@ -229,6 +233,8 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             self._append(
                 ToolResult(call_id=extra.id, name=extra.name, content=policy.DEFERRED_RESULT, status="deferred")
             )
+        if result.tools_changed:  # an MCP server's tool list changed: offer what it has now
+            await self._list_mcp_tools(again=True)
         if looping:
             count = self.loops.recent.count(self.loops.recent[-1])
             self._append(SystemReminder(text=LOOP_REMINDER.format(name=call.name, count=count), reason="loop"))
@@ -280,6 +286,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
                 approval=self.task.approval.value,
                 approved=approved,
                 network=self.task.network,
+                mcp=self._mcp_call(call),
             ),
             result_type=ToolOutcome,
             start_to_close_timeout=policy.TOOL_TIMEOUT,

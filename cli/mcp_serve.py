@@ -1,0 +1,163 @@
+"""``starter.py mcp-serve``: the agent as an MCP server, so any MCP client (an IDE, another
+agent) can hand off durable work and come back for it later.
+
+    python starter.py mcp-serve [--http PORT [--host HOST]] [--worker] [task options]
+
+Tools: ``start_task``, ``task_status``, ``approve``, ``interject``, ``list_tasks``. stdio by
+default (the client starts this process), or streamable HTTP at ``http://HOST:PORT/mcp``.
+The task options (``--model``, ``--approval``, ``--mcp-config``, ...) are the defaults of the
+tasks it starts. With ``--worker`` (and always on the embedded dev server) a worker runs in
+this process while it serves; otherwise run ``python worker.py``.
+
+Nothing here writes to stdout but the protocol: logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+
+from cli import tasks
+from cli.options import add_task_options
+from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskStatus
+from runtime.secrets import SecretStore
+from temporal.client import connect, is_embedded
+from worker import task_queue
+from workflows.search_attributes import AGENT_STATE
+from workflows.task import AgentTaskWorkflow
+
+ANSWER_WAIT = timedelta(seconds=5)
+INSTRUCTIONS = (
+    "Durable agent tasks on Temporal. start_task hands off work and returns its id at once; the task "
+    "runs on even if this connection ends. Poll task_status for its state, its result, or a tool call "
+    "waiting for approval (decide it with approve); interject sends the task a message."
+)
+
+
+def register(subparsers: Any) -> None:
+    s = subparsers.add_parser("mcp-serve", help="serve the agent over MCP (stdio, or streamable HTTP with --http)")
+    s.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
+    s.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on (default: 127.0.0.1)")
+    s.add_argument("--worker", action="store_true", help="run a worker in this process while serving")
+    add_task_options(s)
+
+
+async def cmd_mcp_serve(args: argparse.Namespace) -> int:
+    from cli.commands import local_worker  # here: the commands module registers this one
+
+    client = await connect()
+    async with AsyncExitStack() as stack:
+        if args.worker or is_embedded():
+            await local_worker(stack, client, task_queue(), None)
+        server = build_server(client, args)
+        if args.http:
+            await server.run_streamable_http_async(host=args.host, port=args.http)
+        else:
+            await server.run_stdio_async()
+    return 0
+
+
+def build_server(client: Client, defaults: argparse.Namespace) -> Any:
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+
+    server = MCPServer("durable-agent", instructions=INSTRUCTIONS)
+    reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True))
+    async def start_task(instruction: str, workspace: str | None = None, model: str | None = None,
+                         approval: str | None = None) -> dict[str, str]:
+        """Start a durable agent task and return its id at once (it runs on after this call).
+        workspace: the directory it works in; model and approval ("dangerous", "always",
+        "never") default to the server's."""
+        args = copy.copy(defaults)
+        args.task = instruction
+        args.workspace = workspace or defaults.workspace
+        args.model = model or defaults.model
+        args.approval = approval or defaults.approval
+        try:
+            inp = tasks.task_input(args, tasks.configured_model(args))
+        except tasks.UserError as err:
+            raise refusal(str(err)) from None
+        workflow_id = await tasks.start_task(client, inp, task_queue())
+        return {"workflow_id": workflow_id, "ui": tasks.ui_link(client, workflow_id)}
+
+    @server.tool(annotations=reads)
+    async def task_status(workflow_id: str) -> dict[str, Any]:
+        """A task's state, turn, cost, the tool call waiting for approval or the question it
+        asks, and its final text or error once it has ended."""
+        status = await _status(client, workflow_id)
+        return status.model_dump(mode="json", include={
+            "state", "turn", "last_activity", "model", "cost_usd", "error", "final_text", "pending_approval",
+            "question", "plan", "approval"})
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    async def approve(workflow_id: str, approved: bool = True, call_id: str | None = None,
+                      reason: str = "") -> str:
+        """Approve (or, with approved=false, deny) the tool call the task waits for. call_id
+        names the call seen in task_status; without it, whichever call is pending now."""
+        status = await _status(client, workflow_id)
+        pending = status.pending_approval
+        if pending is None:
+            raise refusal(f"task {workflow_id} has no tool call waiting for approval")
+        if call_id is not None and call_id != pending.call_id:
+            raise refusal(f"the pending call is {pending.call_id}, not {call_id}")
+        decision = ApprovalDecision(approved=approved, call_id=pending.call_id, digest=pending.digest or None,
+                                    reason=reason, decided_by="mcp client")
+        try:
+            decided = await client.get_workflow_handle(workflow_id).execute_update(
+                AgentTaskWorkflow.decide, decision, rpc_timeout=ANSWER_WAIT)
+        except WorkflowUpdateFailedError as err:
+            raise refusal(f"decision rejected: {getattr(err.cause, 'message', err.cause)}") from None
+        return f"{'approved' if approved else 'denied'}: {decided.tool} call {decided.call_id}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    async def interject(workflow_id: str, text: str) -> str:
+        """Send a running task a message: it cuts off what runs, answers a question the task
+        asked, or supersedes a pending approval."""
+        desc = await tasks.describe(client, workflow_id)
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            raise refusal(f"task {workflow_id} is not running")
+        text = SecretStore.from_env().redact(text)
+        await client.get_workflow_handle(workflow_id).signal(
+            AgentTaskWorkflow.interject, Interjection(text=text, sent_by="mcp client"))
+        return f"message delivered to {workflow_id}"
+
+    @server.tool(annotations=reads)
+    async def list_tasks(waiting: bool = False, limit: int = 20) -> list[dict[str, str]]:
+        """Recent tasks, newest first; waiting=true: only those waiting for a person."""
+        query = f"WorkflowType = '{TASK_WORKFLOW}'"
+        if waiting:
+            query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
+        found = []
+        async for wf in client.list_workflows(query, limit=max(1, min(limit, 200))):
+            found.append({
+                "workflow_id": wf.id, "status": wf.status.name if wf.status else "",
+                "state": str(wf.typed_search_attributes.get(AGENT_STATE) or ""),
+                "started": wf.start_time.isoformat() if wf.start_time else "",
+            })
+        return found
+
+    return server
+
+
+def refusal(message: str) -> Exception:
+    """An error the client reads as it is (the SDK hides the text of any other exception)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    return ToolError(message)
+
+
+async def _status(client: Client, workflow_id: str) -> TaskStatus:
+    try:
+        desc = await tasks.describe(client, workflow_id)
+    except tasks.UserError as err:
+        raise refusal(str(err)) from None
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        return await client.get_workflow_handle(workflow_id).query(AgentTaskWorkflow.status, rpc_timeout=ANSWER_WAIT)
+    return await tasks.finished_status(client, desc, await tasks.closed_outcome(client, workflow_id))
