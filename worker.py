@@ -6,10 +6,13 @@ and keys are read from this process's environment (see README).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import ctypes
 import os
 import signal
 import socket
+import subprocess
 import sys
 import uuid
 from datetime import timedelta
@@ -162,7 +165,9 @@ def check_sandbox() -> sandbox.SandboxStatus:
     return sandbox.status()
 
 
-async def main() -> int:
+async def main(stop_requested: list[int] | None = None) -> int:
+    """One worker process. ``stop_requested``: signals that arrived before the worker could
+    handle them (a supervised child starting up), acted on as soon as it can."""
     configure_logging()
     log = get_logger(component="worker")
     try:
@@ -193,6 +198,8 @@ async def main() -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
+    for signum in stop_requested or ():
+        stop(signal.Signals(signum).name)
     log.info("worker started", task_queue=task_queue(), sandbox=box.notice())
     await worker.run()
     if stopping:
@@ -208,9 +215,66 @@ def shutdown_grace() -> timedelta:
     return timedelta(seconds=float(os.environ.get("AGENT_SHUTDOWN_GRACE_S", "30")))
 
 
-if __name__ == "__main__":
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="worker.py", description="A worker for the agent's task queue.")
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="worker processes, each with its own event loop, sharing the store "
+                             "(default: the number of cores)")
+    return parser.parse_args(argv)
+
+
+def supervise(processes: int) -> int:
+    """Run ``processes`` worker processes; SIGTERM/SIGINT go to each, which drains and exits.
+    Each child dies with this process (a parent-death signal), so none outlives it."""
+    children = [
+        subprocess.Popen([sys.executable, "-c", _CHILD], cwd=os.path.dirname(os.path.abspath(__file__)),
+                         preexec_fn=_die_with_parent)
+        for _ in range(processes)
+    ]
+
+    def forward(signum: int, _frame: Any) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, forward)
+    codes = [child.wait() for child in children]
+    return max(codes, key=abs)
+
+
+# A supervised child notes SIGTERM/SIGINT from its first instant (before the imports, which
+# take a while), and its worker acts on them as soon as it runs: a stop is never lost.
+_CHILD = (
+    "import signal, sys\n"
+    "stop = []\n"
+    "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, lambda n, f: stop.append(n))\n"
+    "import worker\n"
+    "worker.run_child(stop)\n"
+)
+
+
+def run_child(stop_requested: list[int]) -> None:
     try:
-        code = asyncio.run(main())
+        code = asyncio.run(main(stop_requested))
+    except KeyboardInterrupt:
+        code = 130
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux
+        pass
+
+
+if __name__ == "__main__":
+    options = parse_args(sys.argv[1:])
+    try:
+        code = supervise(options.processes) if options.processes > 1 else asyncio.run(main())
     except KeyboardInterrupt:
         code = 130
     sys.stdout.flush()

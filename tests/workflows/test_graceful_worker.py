@@ -60,24 +60,28 @@ async def test_sigterm_lets_the_running_tool_finish_and_exits_cleanly(client, ta
     assert "[exit code: 0]" in told and "[interrupted]" not in told
 
 
-async def polling(client, queue: str) -> bool:
+async def pollers(client, queue: str) -> int:
+    """How many worker processes poll the queue (each has an identity of its own)."""
     reply = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
         namespace=client.namespace, task_queue=TaskQueue(name=queue),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
     ))
-    return bool(reply.pollers)
+    return len({p.identity for p in reply.pollers})
 
 
 async def test_an_idle_worker_stops_cleanly_every_time(client):
+    """`worker.py` runs one process per core (`--processes`); a stop reaches every one."""
     target = client.service_client.config.target_host
+    processes = os.cpu_count() or 1
     for signum in [signal.SIGTERM, signal.SIGINT] * 3:
         queue = f"idle-{uuid.uuid4().hex[:8]}"
         proc = worker_process(target, queue, "http://127.0.0.1:9/v1")
         try:
-            for _ in range(300):  # up once it polls its task queue
-                if await polling(client, queue):
+            for _ in range(300):  # up once every process polls its task queue
+                if await pollers(client, queue) >= processes:
                     break
                 await asyncio.sleep(0.1)
+            assert await pollers(client, queue) == processes
             proc.send_signal(signum)
             code, err = await exited(proc, 30)
         finally:
