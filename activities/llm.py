@@ -29,7 +29,7 @@ from contracts.mcp import MCP_PREFIX
 from core.compaction import CompactionPolicy, compact
 from core.entries import Entry, ToolResult, to_chat_messages
 from core.heartbeat import with_heartbeats
-from core.messages import ContextReport, LlmRequest, TurnResult
+from core.messages import ContextReport, LlmRequest, SystemPrompt, TurnResult
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import CONTEXT_OVERFLOW, ProviderError, stated_context_window
@@ -85,6 +85,7 @@ class LlmActivities:
         self.mcp = mcp or McpCatalog()  # the MCP tools each task listed
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
+        self._prompts: dict[tuple, SystemPrompt] = {}  # system prompts by what they are built from
 
     def _provider(self, mode: str) -> Provider:
         if mode not in self._providers:
@@ -106,10 +107,18 @@ class LlmActivities:
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
         live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
         # Beating while the store is read: a locked or slow store delays this call only.
-        context = await with_heartbeats(self._prompt_context(inp), live.beat)
         compact = inp.context_window <= COMPACT_WINDOW  # a small model: the shortest prompt that works
-        system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
-                                     tool_names=inp.tool_names, context=context, compact=compact)
+        # Built once per task (per prompt inputs) on this worker, then reused every turn.
+        key = (inp.prompt.workspace, inp.prompt.date, tuple(inp.tool_names), inp.prompt.context,
+               inp.prompt.minimal, compact)
+        system = self._prompts.get(key)
+        if system is None:
+            context = await with_heartbeats(self._prompt_context(inp), live.beat)
+            system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
+                                         tool_names=inp.tool_names, context=context, compact=compact)
+            self._prompts[key] = system
+            if len(self._prompts) > 256:  # the most recent tasks only
+                self._prompts.pop(next(iter(self._prompts)))
         try:
             mcp = await self.mcp.tools(inp.context_id, inp.task_id, info.workflow_run_id,
                                        [n for n in inp.tool_names if n.startswith(MCP_PREFIX)])
