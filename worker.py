@@ -165,6 +165,25 @@ def check_sandbox() -> sandbox.SandboxStatus:
     return sandbox.status()
 
 
+async def preflight() -> int:
+    """The checks every worker process makes at start, made once by a supervisor before it
+    starts its processes: a bad configuration is one line, not one per process."""
+    configure_logging()
+    try:
+        check_sandbox()
+        load_worker_config()
+        store = open_store()
+        try:
+            await store.check()
+        finally:
+            await store.close()
+        await connect()
+    except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 async def main(stop_requested: list[int] | None = None) -> int:
     """One worker process. ``stop_requested``: signals that arrived before the worker could
     handle them (a supervised child starting up), acted on as soon as it can."""
@@ -274,7 +293,10 @@ def _die_with_parent() -> None:
 if __name__ == "__main__":
     options = parse_args(sys.argv[1:])
     try:
-        code = supervise(options.processes) if options.processes > 1 else asyncio.run(main())
+        if options.processes > 1:
+            code = asyncio.run(preflight()) or supervise(options.processes)
+        else:
+            code = asyncio.run(main())
     except KeyboardInterrupt:
         code = 130
     sys.stdout.flush()
