@@ -84,6 +84,8 @@ async def test_a_real_llama_cpp_server_completes_a_tool_call_round_trip(client, 
         server.wait(30)
     calls = [e for e in page.entries if isinstance(e, ToolCall)]
     results = [e for e in page.entries if isinstance(e, ToolResult)]
+    for call in calls:  # shown with -s: what the real model asked for
+        print("call:", [(c.name, c.arguments) for c in call.calls])
     # The model called a tool through the real server, the tool ran, and its result went back
     # to the model in the next request (a later turn exists, or the task ended on the call).
     assert calls and results, [type(e).__name__ for e in page.entries]
