@@ -10,7 +10,7 @@ from activities.llm import RETRY_AFTER_CAP, to_application_error
 from contracts.activities import CONTEXT_OVERFLOW
 from contracts.task import TaskState
 from core.entries import StatusNotice
-from fakes.scripted import error, tool
+from fakes.scripted import Step, error, tool
 from providers import errors
 from providers.errors import ProviderError
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
@@ -84,3 +84,13 @@ def test_the_overflow_type_is_the_same_on_both_sides_of_the_activity():
     assert errors.CONTEXT_OVERFLOW == CONTEXT_OVERFLOW
     failure = to_application_error(ProviderError(OVERFLOW, provider="vllm", retryable=False, kind=CONTEXT_OVERFLOW))
     assert failure.type == CONTEXT_OVERFLOW and failure.details == ({"context_window": 4096},)
+
+
+async def test_an_unknown_model_with_no_usage_is_still_stopped_by_the_cost_limit(client, task_queue, workspace):
+    steps = [Step(tool_calls=[("shell", {"command": f"echo {i}"})], report_usage=False) for i in range(30)]
+    inp = make_input(workspace, model="mystery-model-7b", cost_limit_usd=0.001, max_iterations=40)
+    async with scripted_worker(client, task_queue, steps):
+        outcome = await outcome_of(await start(client, task_queue, inp))
+    assert outcome.status == TaskState.FAILED and outcome.failure == "cost_limit"
+    assert outcome.usage.estimated and outcome.cost_estimated and outcome.cost_usd > 0.001
+    assert outcome.turns < 30
