@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,8 +26,9 @@ def git_server(repo: Path) -> McpServerConfig:
     return McpServerConfig(command=str(BIN / "mcp-server-git"), args=["--repository", str(repo)])
 
 
-def kit_stdio(marker: Path | None = None, **fields) -> McpServerConfig:
-    args = [str(TEST_SERVER)] + (["--marker", str(marker)] if marker else [])
+def kit_stdio(marker: Path | None = None, *, flags: Sequence[str] = (), **fields) -> McpServerConfig:
+    """The test server over stdio; ``flags``: more of its options (``--legacy``)."""
+    args = [str(TEST_SERVER)] + (["--marker", str(marker)] if marker else []) + list(flags)
     return McpServerConfig(command=sys.executable, args=args, **fields)
 
 
@@ -38,10 +39,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def kit_http(marker: Path | None = None, transport: str = "http") -> Iterator[str]:
-    """The test server on streamable HTTP (or ``transport="sse"``); yields its URL."""
+def kit_http(marker: Path | None = None, transport: str = "http", flags: Sequence[str] = ()) -> Iterator[str]:
+    """The test server on streamable HTTP (or ``transport="sse"``); yields its URL. ``flags``: more
+    of its options (``--auth TOKEN``)."""
     port = free_port()
     args = [sys.executable, str(TEST_SERVER), f"--{transport}", str(port)] + (["--marker", str(marker)] if marker else [])
+    args += list(flags)
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner
 from activities.mcp_sessions import McpSessions, load_worker_config
@@ -95,6 +98,20 @@ async def test_the_listing_names_schemas_and_dangers_with_worker_servers_and_con
     assert by_name["mcp__kit__echo"].parameters["properties"]["text"]["type"] == "string"
     assert "broken" in listing.errors and set(listing.digests) == {"kit", "time"}
     assert set(await catalog.tools("c", "t", None, ["mcp__kit__echo"])) == {"mcp__kit__echo"}
+
+
+async def test_a_handshake_era_server_says_its_list_changed_with_the_legacy_notification(sessions):
+    conn = await sessions.connection("kit", kit_stdio(flags=["--legacy"]))
+    assert conn._require().protocol_version in HANDSHAKE_PROTOCOL_VERSIONS  # no subscriptions/listen there
+    before = conn.digest
+    await conn.call("grow_legacy", {}, 30)  # the call alone: no listing after it
+    for _ in range(100):  # the notification came before the result; its handler may run just after
+        if conn.changed:
+            break
+        await asyncio.sleep(0.05)
+    assert conn.changed
+    await conn.refresh()
+    assert "extra_legacy" in conn.tools and conn.digest != before
 
 
 def test_a_bad_worker_config_is_refused_in_one_line(tmp_path):

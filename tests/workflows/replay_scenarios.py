@@ -1,13 +1,15 @@
 """Scripted scenarios whose histories are recorded and replayed on every change.
 
 Record (or re-record after an intended workflow change):
-    python -m tests.workflows.replay_scenarios
+    python -m tests.workflows.replay_scenarios [--only NAME ...]
+``--only`` records just the named scenarios (a new one) and leaves the others' files alone.
 Each run of a task (continue-as-new starts a new one) is saved as its own file,
 named ``<scenario>.<VERSION>.run<N>.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import tempfile
 import uuid
@@ -20,6 +22,7 @@ from temporalio.client import Client, WorkflowHandle
 from contracts.task import ApprovalDecision, Interjection, TaskState
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from temporal.server import start_local_env
+from tests.mcp_support import kit_stdio
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, wait_for_state, wait_until
 from workflows.task import AgentTaskWorkflow
 
@@ -82,6 +85,16 @@ SCENARIOS: dict[str, Scenario] = {
         + [tool("message", type="result", text="done")],
         {"continue_as_new_after": 2, "context_window": 2000},
     ),
+    # The test MCP server over stdio (tests/mcp_test_server.py, run by this venv's Python): the
+    # listing activity at the start, then a call through the tool activity. Replay reruns no
+    # activity, so the paths recorded in the task's configuration need not exist elsewhere.
+    "mcp": Scenario(
+        [
+            tool("mcp__kit__echo", text="replayed"),
+            tool("message", type="result", text="done"),
+        ],
+        {"mcp_servers": {"kit": kit_stdio()}},
+    ),
 }
 
 
@@ -103,13 +116,21 @@ async def record_histories(client: Client, task_queue: str, workspace: Path, sce
     return bodies
 
 
-async def main() -> None:
+async def main(only: list[str] | None = None) -> None:
+    """Record every scenario, or only those named (their files alone are replaced)."""
+    names = only or list(SCENARIOS)
+    unknown = sorted(set(names) - set(SCENARIOS))
+    if unknown:
+        raise SystemExit(f"no such scenario: {', '.join(unknown)} (known: {', '.join(SCENARIOS)})")
     HISTORIES.mkdir(exist_ok=True)
-    for old in HISTORIES.glob(f"*.{VERSION}.*.json"):
+    stale = [HISTORIES.glob(f"{name}.{VERSION}.*.json") for name in names] if only else [
+        HISTORIES.glob(f"*.{VERSION}.*.json")]
+    for old in [path for found in stale for path in found]:
         old.unlink()
     env = await start_local_env()
     try:
-        for name, scenario in SCENARIOS.items():
+        for name in names:
+            scenario = SCENARIOS[name]
             with tempfile.TemporaryDirectory() as ws:
                 bodies = await record_histories(env.client, f"record-{name}", Path(ws), scenario)
             for index, body in enumerate(bodies, 1):
@@ -120,4 +141,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description="Record the replay scenarios' histories.")
+    parser.add_argument("--only", nargs="+", metavar="NAME", choices=list(SCENARIOS),
+                        help="record only these scenarios")
+    asyncio.run(main(parser.parse_args().only))

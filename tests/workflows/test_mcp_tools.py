@@ -116,6 +116,26 @@ async def test_tools_are_listed_again_when_a_server_says_its_list_changed(client
     assert "extra here" in tool_messages(model.requests[2])[-1]["content"]
 
 
+async def test_tools_are_listed_again_when_a_handshake_era_server_sends_tools_list_changed(
+    client, task_queue, workspace
+):
+    """The legacy ``notifications/tools/list_changed`` (no ``subscriptions/listen`` before the
+    2026 protocol): the test server in ``--legacy`` speaks only the handshake era."""
+    steps = [
+        tool("mcp__kit__grow_legacy"),
+        tool("mcp__kit__extra_legacy"),
+        tool("message", type="result", text="grew"),
+    ]
+    kit = kit_stdio(flags=["--legacy"])
+    async with scripted_worker(client, task_queue, steps) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, mcp_servers={"kit": kit}, approval="never"))
+    model.assert_consumed()
+    assert outcome.status == TaskState.DONE, outcome.error
+    assert "mcp__kit__extra_legacy" not in offered(model.requests[0])
+    assert "mcp__kit__extra_legacy" in offered(model.requests[1])
+    assert "extra legacy here" in tool_messages(model.requests[2])[-1]["content"]
+
+
 async def test_tool_selection_narrows_built_in_and_mcp_tools(client, task_queue, workspace):
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     steps = [tool("message", type="result", text="ok")]
