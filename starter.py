@@ -10,6 +10,8 @@
     python starter.py list [--pending]
     python starter.py schedule create|list|trigger|delete ...
     python starter.py mcp-serve [--http PORT] [--worker]
+    python starter.py eval SUITE --trials K [--demo | --replay] [--json FILE] [--min-pass X]
+    python starter.py record ID --into SUITE
 
 The commands live in ``cli/``; this file only parses arguments and reports errors.
 """
@@ -23,7 +25,7 @@ import sys
 
 from temporalio.service import RPCError
 
-from cli import mcp_serve, schedule
+from cli import evals, mcp_serve, schedule
 from cli.commands import COMMANDS
 from cli.options import add_task_options
 from cli.tasks import UserError
@@ -77,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "fork":
             s.add_argument("--workspace", help="where the copy goes (default: beside the original)")
     schedule.register(sub)
+    evals.register(sub)
     mcp_serve.register(sub)
     return p
 

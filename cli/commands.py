@@ -23,7 +23,7 @@ from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
 from activities.mcp_sessions import load_worker_config
-from cli import mcp_serve, rewind, schedule
+from cli import evals, mcp_serve, rewind, schedule
 from cli.follow import Follower, ask_person
 from cli.render import make_console, safe, shorten, status_lines
 from cli.screen import ConsoleSink
@@ -315,5 +315,6 @@ COMMANDS = {
     "approve": cmd_approve, "interject": cmd_interject, "reply": cmd_interject,
     "schedule": schedule.cmd_schedule,
     "rewind": rewind.cmd_rewind, "fork": rewind.cmd_fork,
+    "eval": evals.cmd_eval, "record": evals.cmd_record,
     "mcp-serve": mcp_serve.cmd_mcp_serve,
 }

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, ...]] = [
     ("starter",),
     ("cli", "benchmarks"),
+    ("evals",),
     ("worker",),
     ("activities",),
     ("prompts", "temporal", "workflows"),
