@@ -30,8 +30,10 @@ def spawn_worker(
         OPENAI_API_KEY="test-key",
     )
     env.update(env_overrides)
+    # One process per worker here (worker.py's default is one per core): a "host" is one process.
+    args = ["--processes", "1"] if module == "worker" else []
     return subprocess.Popen(
-        [sys.executable, "-m", module], cwd=ROOT, env=env,
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 
