@@ -1,0 +1,301 @@
+"""Lean turns: the project against Temporal's own floor, in the same run (issue 17, item 5).
+
+    python -m benchmarks.lean_turns [--tasks 50] [--turns 10] [--long-turns 150]
+                                    [--repeat 3] [--file-bytes 2048] [--quick]
+
+One embedded dev server (in memory, eager activity dispatch off as on production
+clusters) and, in this one process, one worker at a time:
+- floor: a workflow with no agent logic making 2 activity calls per turn, a trivial
+  "model" activity and a "tool" activity that reads a file of ``--file-bytes`` (2 KB)
+  and returns it (plain temporalio Worker, same sandbox as the project's)
+- project: the real AgentTaskWorkflow on ``worker.build_worker``, its model a local
+  OpenAI-compatible server (in a process of its own, answering at once) whose tool
+  calls read a different 2 KB file each turn, then finish with ``message result``
+
+Prints, each for floor and project and their ratio:
+- turns/s for ``--tasks`` tasks x ``--turns`` turns started at once
+- ms per turn of a single ``--turns`` task (median of ``--repeat`` runs after a
+  warm-up) and of a single ``--long-turns`` task
+- history bytes / content bytes of the ``--long-turns`` task (content: what was said,
+  the model's calls and the tool results; the floor's: its calls and 2 KB results)
+then a summary block of the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import re
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import TypeAdapter
+
+    from activities.llm import ProviderSettings
+    from benchmarks.common import run_stats, said_bytes, workspace_with_files
+    from contracts.task import TaskInput
+    from core.entries import Entry, ToolResult
+    from runtime.logs import configure_logging
+    from runtime.store import ContextStore
+    from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
+    from worker import WORKFLOW_RUNNER, build_worker
+    from workflows.task import AgentTaskWorkflow
+
+TIMEOUT = timedelta(seconds=60)
+MAX_ACTIVITIES = 200  # build_worker's default, for both
+
+
+# --- the floor ------------------------------------------------------------------------
+
+
+@activity.defn(name="floor_model")
+async def floor_model(turn: int) -> str:
+    """A trivial model: the next tool call, as a small JSON text."""
+    return json.dumps({"name": "file", "arguments": {"action": "read", "path": f"f{turn}.txt"}})
+
+
+@activity.defn(name="floor_tool")
+async def floor_tool(args: tuple[str, str, int]) -> str:
+    """Read the file the call names: the 2 KB result."""
+    workspace, call, files = args
+    path = json.loads(call)["arguments"]["path"]
+    index = int(path[1:-4]) % files
+    return Path(workspace, f"f{index}.txt").read_text()
+
+
+@workflow.defn
+class LeanFloorWorkflow:
+    """2 activity calls per turn and nothing else; returns the bytes of content said."""
+
+    @workflow.run
+    async def run(self, args: tuple[str, int, int]) -> int:
+        workspace, turns, files = args
+        said = 0
+        for turn in range(turns):
+            call = await workflow.execute_activity(floor_model, turn, start_to_close_timeout=TIMEOUT)
+            result = await workflow.execute_activity(floor_tool, (workspace, call, files), start_to_close_timeout=TIMEOUT)
+            said += len(call.encode()) + len(result.encode())
+        return said
+
+
+# --- the project's model ----------------------------------------------------------------
+
+TASK_RE = re.compile(r"turns=(\d+) task=(\w+)")
+
+
+def serve_model(files: int, port: Any) -> None:  # port: a multiprocessing.Value('i')
+    """The model, in a process of its own so it does not share the worker's interpreter.
+
+    The task's turn count and a tag are in its instruction ("... turns=N task=T"); it
+    counts each task's calls (the prompt it is sent may be compacted, so the conversation
+    cannot be counted) and answers ``file read`` of the next file N - 1 times, then
+    ``message result``."""
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            messages = body["messages"]
+            asked = next(m for m in messages if m["role"] == "user")
+            found = TASK_RE.search(json.dumps(asked.get("content")))
+            turns, tag = (int(found.group(1)), found.group(2)) if found else (1, "")
+            with lock:
+                done = calls.get(tag, 0)
+                calls[tag] = done + 1
+            if done < turns - 1:
+                call = {"name": "file", "arguments": json.dumps({"action": "read", "path": f"f{done % files}.txt"})}
+            else:
+                call = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
+            reply = json.dumps({
+                "id": "x", "object": "chat.completion", "model": "bench",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": None,
+                    "tool_calls": [{"id": f"call_{done}", "type": "function", "function": call}]}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    port.value = server.server_address[1]
+    server.serve_forever()
+
+
+# --- the measurements ---------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    turns_per_s: float = 0.0
+    short_ms: float = 0.0  # ms per turn, single short task (median)
+    long_ms: float = 0.0  # ms per turn, single long task
+    history: int = 0  # history bytes of the long task
+    content: int = 0  # content bytes of the long task
+
+    @property
+    def ratio(self) -> float:
+        return self.history / self.content if self.content else float("nan")
+
+
+# One task of n turns: returns (workflow id, content bytes or 0).
+RunOne = Callable[[int], Awaitable[tuple[str, int]]]
+
+
+async def measure(client: Client, run_one: RunOne, tasks: int, turns: int, long_turns: int, repeat: int) -> tuple[Figures, str]:
+    figures = Figures()
+    await run_one(turns)  # warm-up, discarded
+    short = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        await run_one(turns)
+        short.append(time.perf_counter() - started)
+    figures.short_ms = statistics.median(short) / turns * 1000
+    started = time.perf_counter()
+    await asyncio.gather(*(run_one(turns) for _ in range(tasks)))
+    figures.turns_per_s = tasks * turns / (time.perf_counter() - started)
+    started = time.perf_counter()
+    long_id, figures.content = await run_one(long_turns)
+    figures.long_ms = (time.perf_counter() - started) / long_turns * 1000
+    figures.history = sum(s.history_bytes for s in await run_stats(client, long_id))
+    return figures, long_id
+
+
+async def floor(client: Client, workspace: str, files: int, sizes: tuple[int, int, int, int]) -> Figures:
+    queue = f"lean-floor-{uuid.uuid4().hex[:8]}"
+
+    async def run_one(turns: int) -> tuple[str, int]:
+        workflow_id = f"lean-floor-{uuid.uuid4().hex[:8]}"
+        said = await client.execute_workflow(
+            LeanFloorWorkflow.run, (workspace, turns, files), id=workflow_id, task_queue=queue)
+        return workflow_id, said
+
+    async with Worker(client, task_queue=queue, workflows=[LeanFloorWorkflow], workflow_runner=WORKFLOW_RUNNER,
+                      activities=[floor_model, floor_tool], max_concurrent_activities=MAX_ACTIVITIES):
+        figures, _ = await measure(client, run_one, *sizes)
+    return figures
+
+
+def task_entries(store: ContextStore) -> list[Entry]:
+    """The entries of the store's longest context (the long task), large outputs expanded."""
+    adapter = TypeAdapter(Entry)
+    conn = store._conn()
+    (context_id,) = conn.execute(
+        "SELECT context_id FROM entries GROUP BY context_id ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
+    rows = conn.execute("SELECT body FROM entries WHERE context_id = ? ORDER BY seq", (context_id,)).fetchall()
+    entries = [adapter.validate_json(body) for (body,) in rows]
+    return [
+        e.model_copy(update={"content": store.get_blob(e.blob) or e.content})
+        if isinstance(e, ToolResult) and e.blob else e
+        for e in entries
+    ]
+
+
+async def project(client: Client, workspace: str, root: Path, model_url: str, sizes: tuple[int, int, int, int]) -> Figures:
+    queue = f"lean-project-{uuid.uuid4().hex[:8]}"
+    store = ContextStore(root / ".store" / "context.db")
+
+    async def run_one(turns: int) -> tuple[str, int]:
+        workflow_id = f"lean-project-{uuid.uuid4().hex[:8]}"
+        outcome = await client.execute_workflow(
+            AgentTaskWorkflow.run,
+            TaskInput(instruction=f"read the files, turns={turns} task={uuid.uuid4().hex}", workspace=workspace, model="bench", stream=False,
+                      max_iterations=turns + 5, search_attributes=True),
+            id=workflow_id, task_queue=queue,
+        )
+        assert outcome.turns == turns, outcome
+        return workflow_id, 0
+
+    settings = ProviderSettings(openai_base_url=model_url)
+    async with build_worker(client, queue=queue, settings=settings, store=store, max_concurrent_activities=MAX_ACTIVITIES):
+        figures, _ = await measure(client, run_one, *sizes)
+    figures.content = said_bytes(task_entries(store))
+    return figures
+
+
+async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes: int) -> None:
+    configure_logging("WARNING")
+    files = max(turns, long_turns)
+    port = multiprocessing.Value("i", 0)
+    model = multiprocessing.Process(target=serve_model, args=(files, port), daemon=True)
+    model.start()
+    env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
+    sizes = (tasks, turns, long_turns, repeat)
+    wall = time.perf_counter()
+    try:
+        while not port.value:
+            await asyncio.sleep(0.05)
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            workspace = root / "ws"
+            workspace.mkdir()
+            workspace_with_files(workspace, files, file_bytes)
+            f = await floor(env.client, str(workspace), files, sizes)
+            p = await project(env.client, str(workspace), root, f"http://127.0.0.1:{port.value}/v1", sizes)
+    finally:
+        model.terminate()
+        await env.shutdown()
+    wall = time.perf_counter() - wall
+
+    print(f"lean turns: floor vs project, one dev server (in memory), one in-process worker, {file_bytes:,} B tool result per turn")
+    print(f"{'':<40} {'floor':>10} {'project':>10} {'ratio':>7}")
+
+    def row(label: str, a: float, b: float, fmt: str) -> None:
+        print(f"{label:<40} {a:>10{fmt}} {b:>10{fmt}} {b / a:>7.2f}")
+
+    row(f"turns/s, {tasks} tasks x {turns} turns at once", f.turns_per_s, p.turns_per_s, ".1f")
+    row(f"ms/turn, one {turns}-turn task (median of {repeat})", f.short_ms, p.short_ms, ".1f")
+    row(f"ms/turn, one {long_turns}-turn task", f.long_ms, p.long_ms, ".1f")
+    row(f"history B, {long_turns}-turn task", f.history, p.history, ",.0f")
+    row(f"content B, {long_turns}-turn task", f.content, p.content, ",.0f")
+    row(f"history / content, {long_turns} turns", f.ratio, p.ratio, ".2f")
+    print()
+    print("summary (project / floor; issue 17 targets in brackets)")
+    summary = [
+        ("concurrent throughput", f"{p.turns_per_s / f.turns_per_s:.2f}x  [>= 0.80]"),
+        (f"ms/turn, {turns}-turn task", f"{p.short_ms / f.short_ms:.2f}x  [<= 1.15]"),
+        (f"ms/turn, {long_turns}-turn task", f"{p.long_ms / f.long_ms:.2f}x  [<= 1.05]"),
+        ("history / content", f"{p.ratio:.2f}   [<= 2.0; floor {f.ratio:.2f}]"),
+        ("benchmark wall time", f"{wall:.0f} s"),
+    ]
+    for label, value in summary:
+        print(f"  {label + ':':<28}{value}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", type=int, default=50, help="concurrent tasks")
+    parser.add_argument("--turns", type=int, default=10, help="turns of each concurrent and short task")
+    parser.add_argument("--long-turns", type=int, default=150, help="turns of the long task")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the short task (median)")
+    parser.add_argument("--file-bytes", type=int, default=2048, help="bytes of each tool result")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 x 3 turns, a 20-turn long task, 1 repeat")
+    opts = parser.parse_args()
+    if opts.quick:
+        opts.tasks, opts.turns, opts.long_turns, opts.repeat = 5, 3, 20, 1
+    asyncio.run(main(opts.tasks, opts.turns, opts.long_turns, opts.repeat, opts.file_bytes))
