@@ -27,6 +27,7 @@ from providers.factory import MODES
 from providers.models import model_spec
 from runtime.secrets import SecretStore
 from temporal.client import ensure_search_attributes, ui_base_url
+from tools.search import search_configured
 from workflows.policy import failed_outcome
 from workflows.task import AgentTaskWorkflow
 
@@ -84,7 +85,7 @@ def fallback_chain(spec: str | None) -> list[ModelRef]:
 
 def default_tools() -> list[str] | None:
     """The engine's default tools, plus web search when a search backend is configured."""
-    if os.environ.get("TAVILY_API_KEY"):
+    if search_configured():
         return [*DEFAULT_TOOLS, "search"]
     return None
 

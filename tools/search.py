@@ -9,14 +9,18 @@ what it is after, and shapes the query (``QUERY_SUFFIX``): "news" appends
 Backends are pluggable. A backend is any object with
 ``async search(query, max_results, *, topic) -> list[SearchHit]`` that raises
 ``SearchError`` (phrased for the model, marked retryable or not) for every
-failure it knows. ``AGENT_SEARCH_BACKEND`` names one in ``BACKENDS`` (default
-"tavily"), each built from the environment. To add Brave Search, write one
-class: ``BraveBackend.from_env`` reads ``BRAVE_API_KEY``, ``search`` sends
-``GET https://api.search.brave.com/res/v1/web/search?q=...&count=...`` with
-the ``X-Subscription-Token`` header and maps ``web.results[]`` (title, url,
-description, age) to ``SearchHit``, with
-``raise_for_status(response, key_variable="BRAVE_API_KEY")`` for its errors;
-then add ``"brave": BraveBackend.from_env`` to ``BACKENDS``.
+failure it knows. ``AGENT_SEARCH_BACKEND`` names one in ``BACKENDS``, each
+built from the environment:
+
+- ``tavily``: ``POST {TAVILY_BASE_URL}/search`` with ``TAVILY_API_KEY``;
+- ``brave``: ``GET {BRAVE_BASE_URL}/res/v1/web/search?q=...&count=...`` with
+  ``BRAVE_API_KEY`` in ``X-Subscription-Token``, hits from ``web.results[]``;
+- ``searxng``: ``GET {SEARXNG_URL}/search?q=...&format=json`` on a
+  self-hosted instance, hits from ``results[]``.
+
+When ``AGENT_SEARCH_BACKEND`` is unset, the first backend in ``AUTO_DETECT``
+whose variable is set is used, Tavily first; with none set it is Tavily, whose
+error says how to configure it.
 
 The backends never retry: a 429, a 5xx or a timeout becomes an error result
 that says the search may be tried again later, and the model decides.
@@ -28,7 +32,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -41,6 +45,7 @@ from tools.web import new_client
 
 SearchType = Literal["info", "news", "research", "api", "data", "image", "tool"]
 Topic = Literal["general", "news"]
+_M = TypeVar("_M", bound=BaseModel)
 
 QUERY_SUFFIX: dict[str, str] = {
     "info": "",
@@ -55,6 +60,7 @@ SNIPPET_CHARS = 300
 SEARCH_TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_S = 10.0
 TAVILY_URL = "https://api.tavily.com"
+BRAVE_URL = "https://api.search.brave.com"
 FETCH_NOTE = (
     "These are search summaries, not the pages themselves. Before relying on a result, "
     "read its source with fetch_url(url=...) to get the full text."
@@ -147,37 +153,178 @@ class TavilyBackend:
         }
         headers = {"Authorization": f"Bearer {self.api_key}"}
         url = f"{self.base_url}/search"
-        try:
-            if self.client is not None:
-                response = await self.client.post(url, json=body, headers=headers)
-            else:
-                async with new_client(
-                    timeout_s=self.timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S
-                ) as client:
-                    response = await client.post(url, json=body, headers=headers)
-        except httpx.TimeoutException:
-            raise SearchError(
-                "The search service did not answer in time; the search may be retried later.",
-                retryable=True,
-            ) from None
-        except httpx.TransportError as exc:
-            raise SearchError(
-                f"Could not reach the search service ({type(exc).__name__}); "
-                "the search may be retried later.",
-                retryable=True,
-            ) from None
+        response = await _send(
+            self.client, self.timeout_s, "POST", url, json=body, headers=headers
+        )
         raise_for_status(response, key_variable="TAVILY_API_KEY")
-        try:
-            parsed = _TavilyResponse.model_validate_json(response.content)
-        except ValidationError:
-            raise SearchError(
-                "The search service sent a response that could not be read."
-            ) from None
+        parsed = _parse(_TavilyResponse, response)
         return [
             SearchHit(r.title, r.url, r.content, published=r.published_date, score=r.score)
             for r in parsed.results
             if r.url
         ]
+
+
+# --- Brave --------------------------------------------------------------------
+
+
+class _BraveResult(BaseModel):
+    title: str = ""
+    url: str = ""
+    description: str = ""
+    age: str | None = None
+
+
+class _BraveWeb(BaseModel):
+    results: list[_BraveResult] = []
+
+
+class _BraveResponse(BaseModel):
+    web: _BraveWeb = _BraveWeb()  # absent when nothing was found
+
+
+class BraveBackend:
+    """Brave's Search API: ``GET {base_url}/res/v1/web/search`` with a subscription token."""
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str = BRAVE_URL,
+        client: httpx.AsyncClient | None = None,
+        *,
+        timeout_s: float = SEARCH_TIMEOUT_S,
+    ) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.timeout_s = timeout_s
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> BraveBackend:
+        key = env.get("BRAVE_API_KEY", "").strip()
+        if not key:
+            raise SearchError(
+                "Web search is not configured: set BRAVE_API_KEY to a Brave Search API key "
+                "(https://brave.com/search/api) in the worker's environment, then try again."
+            )
+        return cls(key, env.get("BRAVE_BASE_URL") or BRAVE_URL)
+
+    async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]:
+        headers = {"X-Subscription-Token": self.api_key, "Accept": "application/json"}
+        response = await _send(
+            self.client,
+            self.timeout_s,
+            "GET",
+            f"{self.base_url}/res/v1/web/search",
+            params={"q": query, "count": max_results},
+            headers=headers,
+        )
+        raise_for_status(response, key_variable="BRAVE_API_KEY")
+        parsed = _parse(_BraveResponse, response)
+        return [
+            SearchHit(r.title, r.url, _unhighlight(r.description), published=r.age)
+            for r in parsed.web.results
+            if r.url
+        ]
+
+
+def _unhighlight(text: str) -> str:
+    """Brave marks the query's words in descriptions with ``<strong>``; the model needs plain text."""
+    return re.sub(r"</?strong>", "", text)
+
+
+# --- SearXNG ------------------------------------------------------------------
+
+
+class _SearxngResult(BaseModel):
+    title: str = ""
+    url: str = ""
+    content: str = ""
+    score: float | None = None
+    publishedDate: str | None = None  # noqa: N815 (SearXNG's name)
+
+
+class _SearxngResponse(BaseModel):
+    results: list[_SearxngResult] = []
+
+
+class SearxngBackend:
+    """A self-hosted SearXNG: ``GET {base_url}/search?format=json``, no key."""
+
+    def __init__(
+        self,
+        base_url: str,
+        client: httpx.AsyncClient | None = None,
+        *,
+        timeout_s: float = SEARCH_TIMEOUT_S,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.timeout_s = timeout_s
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SearxngBackend:
+        url = env.get("SEARXNG_URL", "").strip()
+        if not url:
+            raise SearchError(
+                "Web search is not configured: set SEARXNG_URL to the address of a SearXNG "
+                "instance (such as http://127.0.0.1:8888) in the worker's environment, "
+                "then try again."
+            )
+        return cls(url)
+
+    async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]:
+        params = {"q": query, "format": "json"}
+        if topic == "news":
+            params["categories"] = "news"
+        response = await _send(
+            self.client, self.timeout_s, "GET", f"{self.base_url}/search", params=params
+        )
+        if response.status_code == 403:
+            raise SearchError(
+                "The SearXNG instance refused format=json (HTTP 403): its JSON API is off. "
+                "Add json to search.formats in the instance's settings.yml "
+                "(formats: [html, json]) and restart it."
+            )
+        raise_for_status(response, key_variable="SEARXNG_URL")
+        parsed = _parse(_SearxngResponse, response)
+        return [
+            SearchHit(r.title, r.url, r.content, published=r.publishedDate, score=r.score)
+            for r in parsed.results
+            if r.url
+        ][:max_results]
+
+
+# --- HTTP, shared -------------------------------------------------------------
+
+
+async def _send(
+    client: httpx.AsyncClient | None, timeout_s: float, method: str, url: str, **kwargs: Any
+) -> httpx.Response:
+    """One request, on ``client`` or a fresh one; transport failures as retryable SearchErrors."""
+    try:
+        if client is not None:
+            return await client.request(method, url, **kwargs)
+        async with new_client(timeout_s=timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S) as fresh:
+            return await fresh.request(method, url, **kwargs)
+    except httpx.TimeoutException:
+        raise SearchError(
+            "The search service did not answer in time; the search may be retried later.",
+            retryable=True,
+        ) from None
+    except httpx.TransportError as exc:
+        raise SearchError(
+            f"Could not reach the search service ({type(exc).__name__}); "
+            "the search may be retried later.",
+            retryable=True,
+        ) from None
+
+
+def _parse(model: type[_M], response: httpx.Response) -> _M:
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError:
+        raise SearchError("The search service sent a response that could not be read.") from None
 
 
 def raise_for_status(response: httpx.Response, *, key_variable: str) -> None:
@@ -198,7 +345,8 @@ def raise_for_status(response: httpx.Response, *, key_variable: str) -> None:
 
 
 def _detail(response: httpx.Response) -> str:
-    """A short reason from a JSON error body: Tavily's ``{"detail": {"error": "..."}}`` and kin."""
+    """A short reason from a JSON error body: Tavily's ``{"detail": {"error": "..."}}``,
+    Brave's ``{"type": "ErrorResponse", "error": {"code": ..., "detail": "..."}}`` and kin."""
     try:
         body = response.json()
     except ValueError:
@@ -207,7 +355,7 @@ def _detail(response: httpx.Response) -> str:
         return ""
     detail = body.get("detail") or body.get("error") or body.get("message")
     if isinstance(detail, dict):
-        detail = detail.get("error") or detail.get("message")
+        detail = detail.get("error") or detail.get("message") or detail.get("detail")
     return f": {_clip(str(detail), 200)}" if detail else ""
 
 
@@ -215,13 +363,38 @@ def _detail(response: httpx.Response) -> str:
 
 BACKENDS: dict[str, Callable[[Mapping[str, str]], SearchBackend]] = {
     "tavily": TavilyBackend.from_env,
+    "brave": BraveBackend.from_env,
+    "searxng": SearxngBackend.from_env,
 }
+# Without AGENT_SEARCH_BACKEND: the first backend whose variable is set, else Tavily.
+AUTO_DETECT: tuple[tuple[str, str], ...] = (
+    ("tavily", "TAVILY_API_KEY"),
+    ("brave", "BRAVE_API_KEY"),
+    ("searxng", "SEARXNG_URL"),
+)
+
+
+def backend_name(env: Mapping[str, str] | None = None) -> str:
+    """The backend ``AGENT_SEARCH_BACKEND`` names, or the one ``AUTO_DETECT`` finds."""
+    env = os.environ if env is None else env
+    if name := env.get("AGENT_SEARCH_BACKEND", "").strip().lower():
+        return name
+    return next((name for name, var in AUTO_DETECT if env.get(var, "").strip()), "tavily")
+
+
+def search_configured(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a search backend can be built from ``env`` (to offer the tool at all)."""
+    try:
+        backend_from_env(env)
+    except SearchError:
+        return False
+    return True
 
 
 def backend_from_env(env: Mapping[str, str] | None = None) -> SearchBackend:
     """The backend ``AGENT_SEARCH_BACKEND`` names; SearchError if it cannot be built."""
     env = os.environ if env is None else env
-    name = env.get("AGENT_SEARCH_BACKEND", "").strip().lower() or "tavily"
+    name = backend_name(env)
     factory = BACKENDS.get(name)
     if factory is None:
         raise SearchError(

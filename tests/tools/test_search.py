@@ -1,6 +1,7 @@
 import json
 import re
 import socket
+from typing import get_args
 
 import httpx
 import pytest
@@ -15,6 +16,7 @@ from tools.search import (
     SearchArgs,
     SearchError,
     SearchHit,
+    SearchType,
     TavilyBackend,
     backend_from_env,
 )
@@ -29,7 +31,8 @@ def tavily(monkeypatch):
     with LocalWebServer({"/search": _json_reply(tavily_results())}) as server:
         monkeypatch.setenv("TAVILY_API_KEY", KEY)
         monkeypatch.setenv("TAVILY_BASE_URL", server.base_url)
-        monkeypatch.delenv("AGENT_SEARCH_BACKEND", raising=False)
+        for other in ("AGENT_SEARCH_BACKEND", "BRAVE_API_KEY", "SEARXNG_URL"):
+            monkeypatch.delenv(other, raising=False)
         yield server
 
 
@@ -89,7 +92,7 @@ async def test_search_type_shapes_the_query(tavily, ctx, kind, sent):
 
 
 def test_search_query_suffix_table_covers_every_type():
-    assert set(QUERY_SUFFIX) == set(SearchArgs.model_fields["type"].annotation.__args__)
+    assert set(QUERY_SUFFIX) == set(get_args(SearchType))
 
 
 async def test_search_uses_the_default_base_url_when_none_is_set(monkeypatch):

@@ -275,3 +275,94 @@ def tavily_results(n: int = 2) -> dict[str, Any]:
         "results": (results * 5)[:n],
         "response_time": 0.42,
     }
+
+
+def brave_results(n: int = 2) -> dict[str, Any]:
+    """A response shaped like Brave's ``GET /res/v1/web/search`` (trimmed to what is read)."""
+    results = [
+        {
+            "type": "search_result",
+            "title": "Temporal: durable execution",
+            "url": "https://temporal.io/blog/durable-execution",
+            "description": "Durable <strong>execution</strong> means code that survives failures.",
+            "age": "February 11, 2025",
+            "page_age": "2025-02-11T09:00:00",
+            "language": "en",
+            "family_friendly": True,
+            "profile": {"name": "Temporal", "url": "https://temporal.io"},
+            "meta_url": {"scheme": "https", "hostname": "temporal.io", "path": "› blog"},
+        },
+        {
+            "type": "search_result",
+            "title": "Workflows | Temporal docs",
+            "url": "https://docs.temporal.io/workflows",
+            "description": "A Workflow is a sequence of steps.",
+            "language": "en",
+        },
+    ]
+    return {
+        "type": "search",
+        "query": {"original": "temporal", "more_results_available": True},
+        "mixed": {"type": "mixed", "main": [{"type": "web", "index": 0, "all": False}]},
+        "web": {"type": "search", "results": (results * 5)[:n], "family_friendly": True},
+    }
+
+
+def brave_error(status: int, code: str, detail: str) -> dict[str, Any]:
+    """Brave's error body: ``{"type": "ErrorResponse", "error": {...}, "time": ...}``."""
+    return {
+        "type": "ErrorResponse",
+        "error": {
+            "id": "2b9a3e0c-0000-4000-8000-000000000000",
+            "status": status,
+            "code": code,
+            "detail": detail,
+            "meta": {"component": "rate_limiter"} if status == 429 else {},
+        },
+        "time": 1754364294,
+    }
+
+
+def searxng_results(n: int = 2) -> dict[str, Any]:
+    """A response shaped like SearXNG's ``GET /search?format=json``."""
+    results = [
+        {
+            "url": "https://temporal.io/blog/durable-execution",
+            "title": "Temporal: durable execution",
+            "content": "Durable execution means code that survives failures.",
+            "engine": "duckduckgo",
+            "engines": ["duckduckgo", "brave"],
+            "positions": [1, 2],
+            "score": 4.0,
+            "category": "general",
+            "publishedDate": "2025-02-11T00:00:00",
+        },
+        {
+            "url": "https://docs.temporal.io/workflows",
+            "title": "Workflows | Temporal docs",
+            "content": "A Workflow is a sequence of steps.",
+            "engine": "google",
+            "engines": ["google"],
+            "positions": [3],
+            "score": 0.33,
+            "category": "general",
+            "publishedDate": None,
+        },
+    ]
+    return {
+        "query": "temporal",
+        "number_of_results": 0,
+        "results": (results * 5)[:n],
+        "answers": [],
+        "corrections": [],
+        "infoboxes": [],
+        "suggestions": ["temporal io"],
+        "unresponsive_engines": [],
+    }
+
+
+SEARXNG_FORBIDDEN_HTML = b"""<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">
+<title>403 Forbidden</title>
+<h1>Forbidden</h1>
+<p>You don't have the permission to access the requested resource.</p>
+"""
