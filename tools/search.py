@@ -117,30 +117,42 @@ class _TavilyResponse(BaseModel):
     results: list[_TavilyResult] = []
 
 
-class TavilyBackend:
-    """Tavily's search API: ``POST {base_url}/search`` with a bearer key."""
+class _KeyedBackend:
+    """A search API reached with an API key at a base URL."""
+
+    DEFAULT_URL = ""
 
     def __init__(
         self,
         api_key: str,
-        base_url: str = TAVILY_URL,
+        base_url: str | None = None,
         client: httpx.AsyncClient | None = None,
         *,
         timeout_s: float = SEARCH_TIMEOUT_S,
     ) -> None:
         self.api_key = api_key
-        self.base_url = base_url.rstrip("/")
+        self.base_url = (base_url or self.DEFAULT_URL).rstrip("/")
         self.client = client
         self.timeout_s = timeout_s
 
+
+def _api_key(env: Mapping[str, str], variable: str, what: str) -> str:
+    key = env.get(variable, "").strip()
+    if not key:
+        raise SearchError(
+            f"Web search is not configured: set {variable} to {what} in the worker's environment, then try again."
+        )
+    return key
+
+
+class TavilyBackend(_KeyedBackend):
+    """Tavily's search API: ``POST {base_url}/search`` with a bearer key."""
+
+    DEFAULT_URL = TAVILY_URL
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> TavilyBackend:
-        key = env.get("TAVILY_API_KEY", "").strip()
-        if not key:
-            raise SearchError(
-                "Web search is not configured: set TAVILY_API_KEY to a Tavily API key "
-                "(https://tavily.com) in the worker's environment, then try again."
-            )
+        key = _api_key(env, "TAVILY_API_KEY", "a Tavily API key (https://tavily.com)")
         return cls(key, env.get("TAVILY_BASE_URL") or TAVILY_URL)
 
     async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]:
@@ -183,30 +195,14 @@ class _BraveResponse(BaseModel):
     web: _BraveWeb = _BraveWeb()  # absent when nothing was found
 
 
-class BraveBackend:
+class BraveBackend(_KeyedBackend):
     """Brave's Search API: ``GET {base_url}/res/v1/web/search`` with a subscription token."""
 
-    def __init__(
-        self,
-        api_key: str,
-        base_url: str = BRAVE_URL,
-        client: httpx.AsyncClient | None = None,
-        *,
-        timeout_s: float = SEARCH_TIMEOUT_S,
-    ) -> None:
-        self.api_key = api_key
-        self.base_url = base_url.rstrip("/")
-        self.client = client
-        self.timeout_s = timeout_s
+    DEFAULT_URL = BRAVE_URL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> BraveBackend:
-        key = env.get("BRAVE_API_KEY", "").strip()
-        if not key:
-            raise SearchError(
-                "Web search is not configured: set BRAVE_API_KEY to a Brave Search API key "
-                "(https://brave.com/search/api) in the worker's environment, then try again."
-            )
+        key = _api_key(env, "BRAVE_API_KEY", "a Brave Search API key (https://brave.com/search/api)")
         return cls(key, env.get("BRAVE_BASE_URL") or BRAVE_URL)
 
     async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]:
