@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -96,3 +99,20 @@ def workspace_with_files(root: Path, count: int, size: int) -> None:
     for i in range(count):
         line = f"file {i}: the quick brown fox jumps over the lazy dog {i * 7919 % 10007}\n"
         (root / f"f{i}.txt").write_text((line * (size // len(line) + 1))[:size])
+
+
+def answer_tool_call(handler: BaseHTTPRequestHandler, call: dict[str, Any], index: int) -> None:
+    """Answer a chat-completions request with one tool call (``{"name", "arguments"}``), as the
+    benchmarks' own model servers do."""
+    reply = json.dumps({
+        "id": "x", "object": "chat.completion", "model": "bench",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "",
+            "tool_calls": [{"id": f"call_{index}", "type": "function", "function": call}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+    }).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(reply)))
+    handler.end_headers()
+    handler.wfile.write(reply)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.llm import ProviderSettings
-from benchmarks.common import start_env
+from benchmarks.common import answer_tool_call, start_env
 from contracts.task import TaskInput
 from runtime.store import ContextStore
 from worker import build_worker
@@ -54,18 +54,7 @@ def model_server(turns: int, latency_s: float) -> ThreadingHTTPServer:
                 call = {"name": "file", "arguments": json.dumps({"action": "list", "path": "."})}
             else:
                 call = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
-            reply = json.dumps({
-                "id": "x", "object": "chat.completion", "model": "bench",
-                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                    "role": "assistant", "content": None,
-                    "tool_calls": [{"id": f"call_{done}", "type": "function", "function": call}]}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-            }).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+            answer_tool_call(self, call, done)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -48,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import TypeAdapter
 
     from activities.llm import ProviderSettings
-    from benchmarks.common import run_stats, said_bytes, workspace_with_files
+    from benchmarks.common import answer_tool_call, run_stats, said_bytes, workspace_with_files
     from contracts.task import TaskInput
     from core.entries import Entry, ToolResult
     from runtime.logs import configure_logging
@@ -128,18 +128,7 @@ def serve_model(files: int, port: Any) -> None:  # port: a multiprocessing.Value
                 call = {"name": "file", "arguments": json.dumps({"action": "read", "path": f"f{done % files}.txt"})}
             else:
                 call = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
-            reply = json.dumps({
-                "id": "x", "object": "chat.completion", "model": "bench",
-                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                    "role": "assistant", "content": None,
-                    "tool_calls": [{"id": f"call_{done}", "type": "function", "function": call}]}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-            }).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+            answer_tool_call(self, call, done)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
