@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from core.messages import ChatMessage, Thinking, ToolCallRequest
-from core.tool_outcome import ToolOutcome
+from core.tool_outcome import ImageRef, ToolOutcome
 
 
 class _Entry(BaseModel):
@@ -63,6 +63,9 @@ class ToolResult(_Entry):
     # A large output lives in the context store as a blob; ``content`` is then a preview.
     blob: str | None = None
     full_chars: int | None = None
+    # An image the call produced: its blob digest and size, never the bytes (see ImageRef).
+    # Left out of the JSON when None, so the digests of entries stored before it are unchanged.
+    image: ImageRef | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SystemReminder(_Entry):
@@ -176,4 +179,5 @@ def result_entry(call_id: str, name: str, result: ToolOutcome, *, seq: int, turn
         ask=result.ask,
         blob=result.blob,
         full_chars=result.full_chars,
+        image=result.image,
     )

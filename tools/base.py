@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from core.coerce import schema_of
 from core.messages import ToolSpec
 from core.tool_args import StrictArgs
-from core.tool_outcome import Danger, ToolOutcome
+from core.tool_outcome import BrowserState, Danger, ToolOutcome
 
 
 @dataclass
@@ -37,6 +37,9 @@ class ToolContext:
     network: bool = False
     # Paths a sandboxed command must not see (the worker's data, secrets, store).
     hidden: tuple[Path, ...] = ()
+    # The task's browser as the workflow recorded it (tabs, active tab); None: never opened.
+    # A browser tool on a worker that does not hold this task's pages reopens these.
+    browser: BrowserState | None = None
 
 
 BULKY_KEYS = frozenset({"content", "new", "old"})  # file contents: never in a summary line
