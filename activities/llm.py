@@ -7,6 +7,19 @@ native, Anthropic native, or XML tool calling over either wire), streams text
 to watchers on this host, and returns one typed TurnResult: bounded in size,
 redacted, priced, with each tool call classified for approval.
 
+Images: a tool result that produced an image (a screenshot, an image file read) holds only
+its reference (``ImageRef``: media type, size, the digest of the blob in the context store
+that holds it as base64). Building the request, the activity loads the blobs of the latest
+``MAX_IMAGES_SENT`` such results and gives their tool messages the images
+(``ChatMessage.images``), for a model that takes images (``"vision"`` in the model table,
+providers/models.py); each wire puts them where its API takes them. Older images are
+described by their text only, with a note saying so (each image costs up to
+``IMAGE_TOKENS`` tokens, and a long browsing task takes hundreds of screenshots); a text-only
+model gets a note saying why it sees no image and how to mark a model that does; a blob
+that is gone, or holds no image, gets a note too, never a failed call. An image is sent as
+the type its bytes are (the APIs check), whatever its reference says. The bytes are loaded
+per request, after redaction, and never cached with the entries nor recorded anywhere.
+
 A circuit breaker per provider endpoint lives in the worker: while an
 endpoint is open the call fails at once (retryable, with the time until the
 next probe), so a down provider is skipped instead of waited on.
@@ -14,6 +27,8 @@ next probe), so a down provider is skipped instead of waited on.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -29,14 +44,16 @@ from contracts.mcp import MCP_PREFIX
 from core.compaction import CompactionPolicy, compact
 from core.entries import Entry, ToolResult, to_chat_messages
 from core.heartbeat import with_heartbeats
-from core.messages import ContextReport, LlmRequest, SystemPrompt, TurnResult
+from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, TurnResult, sniff_image_type
+from core.tool_outcome import MAX_IMAGE_BYTES
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import CONTEXT_OVERFLOW, ProviderError, stated_context_window
 from providers.factory import Provider, make_provider
-from providers.models import load_models, model_spec, reply_budget
+from providers.models import MODELS_FILE_ENV, accepts_images, load_models, model_spec, reply_budget
 from providers.pricing import cost_usd, is_priced, load_prices
 from providers.settings import ProviderSettings
+from providers.usage import IMAGE_TOKENS
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore
 from runtime.store import ContextGap, ContextStore, Store, as_store
@@ -56,6 +73,12 @@ MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatev
 RETRY_AFTER_CAP = timedelta(minutes=2)
 # At or under this window (tokens) the system prompt and the XML tool descriptions are compact.
 COMPACT_WINDOW = 16_384
+# Images sent in one request: those of the latest tool results with one; older ones are
+# described by their text (a browsing task takes hundreds of screenshots, each up to
+# IMAGE_TOKENS tokens, and the newest show the page as it is now).
+MAX_IMAGES_SENT = 3
+IMAGE_OMITTED_NOTE = f"[image omitted: only the latest {MAX_IMAGES_SENT} images are sent]"
+IMAGE_MISSING_NOTE = "[image not shown: its stored copy is gone; call the tool again to see it]"
 
 
 class LlmActivities:
@@ -128,19 +151,20 @@ class LlmActivities:
             raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
                                    non_retryable=True) from None
         system_tokens = (len(system.text()) + sum(len(s.model_dump_json()) for s in specs)) // 4
-        view, report = await with_heartbeats(self._context(inp, system_tokens), live.beat)
+        vision = accepts_images(inp.model, self.models)
+        view, report, image_tokens = await with_heartbeats(self._context(inp, system_tokens, vision), live.beat)
+        messages = await with_heartbeats(self._messages(view, inp.model, vision), live.beat)
         request = LlmRequest(
             model=inp.model,
             system=system,
-            # Entries were redacted where they entered; this is the last line of defence.
-            messages=self.secrets.redact_obj(to_chat_messages(view)),
+            messages=messages,
             tools=specs,
             stream=inp.stream,
             compact=compact,
             thinking_budget=inp.thinking_budget,
             # The model's longest reply, within what the window leaves after the prompt.
             max_tokens=reply_budget(model_spec(inp.model, self.models), inp.context_window,
-                                    system_tokens + report.tokens_after),
+                                    system_tokens + report.tokens_after + image_tokens),
         )
         provider, endpoint = self._provider(inp.provider), self._endpoint(inp.provider)
         if not self.breaker.allow(endpoint):
@@ -186,8 +210,12 @@ class LlmActivities:
         raw = await self.store.get_blob(inp.prompt.context)
         return PromptContext.model_validate_json(raw) if raw else None
 
-    async def _context(self, inp: LlmCallInput, system_tokens: int) -> tuple[list[Entry], ContextReport]:
-        """The model's view: stored entries (large outputs expanded), compacted to fit."""
+    async def _context(
+        self, inp: LlmCallInput, system_tokens: int, vision: bool = False
+    ) -> tuple[list[Entry], ContextReport, int]:
+        """The model's view: stored entries (large outputs expanded), compacted to fit, and the
+        tokens its images will take (``vision``: the model is sent them), which the window
+        must leave room for beside the text."""
         if inp.prefix is not None:
             await self.store.put_prefix(inp.context_id, inp.base, inp.prefix)
         if inp.new_entries:
@@ -203,8 +231,11 @@ class LlmActivities:
         except ContextGap as gap:
             self._cache.pop(inp.context_id, None)
             raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=CONTEXT_GAP, non_retryable=True) from None
+        shown = sum(1 for e in entries if isinstance(e, ToolResult) and e.image is not None) if vision else 0
+        image_tokens = min(shown, MAX_IMAGES_SENT) * IMAGE_TOKENS
         view = compact(entries, CompactionPolicy(
-            context_window=inp.context_window, system_tokens=system_tokens, compact_keys=tools.COMPACT_KEYS,
+            context_window=inp.context_window, system_tokens=system_tokens + image_tokens,
+            compact_keys=tools.COMPACT_KEYS,
         ))
         return view.entries, ContextReport(
             entries=len(entries),
@@ -213,7 +244,48 @@ class LlmActivities:
             truncated_results=view.truncated_results,
             tokens_before=view.tokens_before,
             tokens_after=view.tokens_after,
-        )
+        ), image_tokens
+
+    async def _messages(self, view: list[Entry], model: str, vision: bool) -> list[ChatMessage]:
+        """The view as the model's messages, redacted (entries were redacted where they entered;
+        this is the last line of defence), and the images of the latest ``MAX_IMAGES_SENT`` tool
+        results with one attached to their tool messages. The images are attached after the
+        redaction: base64 is not text a secret could be read in, and rewriting it would break
+        the image."""
+        with_image = [i for i, e in enumerate(view) if isinstance(e, ToolResult) and e.image is not None]
+        latest = set(with_image[-MAX_IMAGES_SENT:])
+        messages: list[ChatMessage] = []
+        for index, entry in enumerate(view):
+            converted = self.secrets.redact_obj(to_chat_messages([entry]))  # a ToolResult: one message
+            if isinstance(entry, ToolResult) and entry.image is not None and converted:
+                converted[0] = await self._with_image(converted[0], entry, model, vision, index in latest)
+            messages += converted
+        return messages
+
+    async def _with_image(
+        self, message: ChatMessage, entry: ToolResult, model: str, vision: bool, latest: bool
+    ) -> ChatMessage:
+        """The tool message of a result with an image: the image attached, or the note that says
+        why it is not."""
+        image = entry.image
+        assert image is not None
+        if not vision:
+            note = (f'[image not shown: the model {model} does not take images; mark it "vision": true '
+                    f"in {MODELS_FILE_ENV} if it does]")
+        elif not latest:
+            note = IMAGE_OMITTED_NOTE
+        else:
+            data = await self.store.get_blob(image.digest) if image.digest else None
+            if data is None:
+                note = IMAGE_MISSING_NOTE
+            elif len(data) > _base64_length(MAX_IMAGE_BYTES):
+                note = "[image not shown: it is over the size limit]"
+            elif (media_type := _image_type(data)) is None:
+                note = "[image not shown: its stored data is not a PNG, JPEG, GIF or WebP image]"
+            else:
+                return message.model_copy(update={"images": [ImagePart(media_type=media_type, data=data)]})
+        content = f"{message.content}\n{note}" if message.content else note
+        return message.model_copy(update={"content": content})
 
     async def _repair(self, inp: LlmCallInput, gap: ContextGap) -> bool:
         """Fill the store from the workflow's own state (another worker served the task, or this
@@ -282,6 +354,23 @@ class LiveBeat:
         text = self.redact("".join(self._parts))
         offset = max(0, len(text) - self.MAX_CHARS)
         activity.heartbeat(LiveText(turn=self.turn, attempt=self.attempt, offset=offset, text=text[offset:]))
+
+
+def _image_type(data: str) -> str | None:
+    """The type of the image in ``data`` (base64) by its bytes, None when it is no base64 or
+    no image of the four types. A server refuses the whole request for a broken image (and
+    Anthropic for one sent as another type than its bytes are), and the image would be in
+    every request after: checked here, it is a note instead and the task goes on."""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return sniff_image_type(raw[:16])
+
+
+def _base64_length(size: int) -> int:
+    """Characters of base64 for ``size`` bytes."""
+    return -(-size // 3) * 4
 
 
 def bounded(result: TurnResult) -> TurnResult:

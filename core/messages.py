@@ -130,8 +130,39 @@ def _recorded_thinking(value: Any) -> Any:
 Thinking = Annotated[list[ThinkingPart], BeforeValidator(_recorded_thinking)]
 
 
+class ImagePart(BaseModel):
+    """An image shown to the model with a message: the bytes themselves, base64, as every wire
+    that takes images wants them. Only the LLM activity makes these, from the context store's
+    blob of a tool result's image (``core.tool_outcome.ImageRef``), and only for a model that
+    takes images; they live as long as one request and never enter the workflow history."""
+
+    media_type: str  # image/png, image/jpeg, image/gif or image/webp (core.tool_outcome.IMAGE_TYPES)
+    data: str  # base64, no ``data:`` prefix
+
+
+def sniff_image_type(head: bytes) -> str | None:
+    """The type of an image by its first bytes (12 are enough): image/png, image/jpeg,
+    image/gif, image/webp, or None for anything else. The model APIs look at the bytes, not
+    at a name or a declared type (Anthropic refuses an image whose bytes are not of the
+    media type it is sent as), so this is what decides."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
 class ChatMessage(BaseModel):
-    """A message in the LLM's view of the conversation (system prompt excluded)."""
+    """A message in the LLM's view of the conversation (system prompt excluded).
+
+    ``images`` go with a ``tool`` message (the images its call produced) or a ``user`` message
+    (tool results as text, on the XML path); each wire puts them where its API accepts images.
+    Left out of the JSON when empty, so a message without images serializes as it always did.
+    """
 
     role: Literal["user", "assistant", "tool"]
     content: str = ""
@@ -139,6 +170,7 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None  # tool name, on role == "tool"
     thinking: Thinking = Field(default_factory=list)
+    images: list[ImagePart] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 class ToolSpec(BaseModel):

@@ -18,7 +18,13 @@ refuse (``content: null``, tools without ``tool_choice``, arguments that are not
 object, a tool message answering no call, ...; fakes/scripted_strict.py) is answered
 with that server's error instead of the next step, and recorded in ``rejected``, which
 ``assert_consumed()`` reports too; the Anthropic and Responses wires have their own
-rules (``check`` in their modules). ``strict=False`` turns this off.
+rules (``check`` in their modules). ``strict=False`` turns this off. Images are checked
+as the real servers check them (where a role may carry them, the data URL or base64
+source, the media type against the bytes); ``multimodal=False`` makes the chat wire a
+llama.cpp server without a multimodal projector, which refuses every image.
+
+``requests`` holds every request body received, in order (refused ones too), for tests to
+read what was sent.
 
 A step can also answer with an exact body (``raw``): recorded fixtures, an empty or
 truncated 200 answer.
@@ -119,9 +125,12 @@ def demo_steps(instruction: str) -> list[Step]:
 
 
 class ScriptedModelServer:
-    def __init__(self, steps: Sequence[Step] = (), *, name: str = "scripted", strict: bool = True) -> None:
+    def __init__(
+        self, steps: Sequence[Step] = (), *, name: str = "scripted", strict: bool = True, multimodal: bool = True
+    ) -> None:
         self.name = name
         self.strict = strict
+        self.multimodal = multimodal  # False: the chat wire refuses images as llama.cpp without --mmproj does
         self.rejected: list[str] = []  # strict mode: the rule each refused request broke
         self.url = ""  # OpenAI base URL: http://127.0.0.1:PORT/v1
         self.anthropic_url = ""  # Anthropic base URL: http://127.0.0.1:PORT
@@ -237,6 +246,12 @@ class ScriptedModelServer:
                 ticket = self._held
             return self._served, step, ticket, ""
 
+    def _check(self, path: str, body: dict[str, Any]) -> scripted_strict.Rejection | None:
+        """Strict mode: what the server this wire mirrors refuses in ``body`` (None if nothing)."""
+        if path == CHAT_PATH:
+            return scripted_strict.check(body, multimodal=self.multimodal)
+        return STRICT[path](body)
+
     def _reject(self, body: dict[str, Any], headers: dict[str, str], rule: str) -> None:
         """Record a request strict mode refused (it uses no step)."""
         with self._cond:
@@ -316,7 +331,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         body, problem = _decode(raw)
         headers = {key.lower(): value for key, value in self.headers.items()}
-        rejection = STRICT[path](body) if owner.strict and body is not None else None
+        rejection = owner._check(path, body) if owner.strict and body is not None else None
         if rejection is not None:
             owner._reject(body or {}, headers, rejection.rule)
             self._send_json(rejection.status, rejection.body)

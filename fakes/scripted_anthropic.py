@@ -19,7 +19,13 @@ The server in fakes/scripted.py answers ``POST /v1/messages`` with these:
                        budget under 1024 or not under max_tokens, a temperature other than
                        1, a tool_choice that forces a tool, a thinking block without its
                        signature, and a final assistant turn (still in its tool-use loop)
-                       whose first message does not start with its thinking block
+                       whose first message does not start with its thinking block;
+                       images: an image block anywhere but in user content or inside a
+                       tool_result's content, a source other than base64 or an http(s)
+                       url, a media_type not one of the four, data that is not base64 or
+                       not an image of that type (the bytes are sniffed, as the API does);
+                       a tool_result content block of a type it does not take;
+                       cache_control marks inside a tool_result count toward the four
 
 Usage: ``Step.usage`` is (prompt, completion) tokens with the cached part of the
 prompt in ``Step.cache`` (read, write), so the uncached ``input_tokens`` here is
@@ -29,15 +35,19 @@ prompt count from either wire.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
-from fakes.scripted_strict import Rejection
+from fakes.scripted_strict import IMAGE_FORMATS, Rejection, image_format
 
 if TYPE_CHECKING:
     from fakes.scripted import Step
 
 MESSAGES_PATH = "/v1/messages"
+# The blocks a tool_result's content list may hold (the SDK's ToolResultBlockParam).
+TOOL_RESULT_BLOCKS = ("text", "image", "search_result", "document", "tool_reference", "browser_state")
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -94,19 +104,36 @@ def violation(body: dict[str, Any]) -> str | None:
     system = body.get("system")
     blocks = [(f"tools.{j}", b) for j, b in enumerate(body.get("tools") or [])]
     blocks += [(f"system.{j}", b) for j, b in enumerate(system)] if isinstance(system, list) else []
+    images_allowed = set()  # where an image block may be: user content, a tool_result's content
     for i, message in enumerate(messages):
         content = message.get("content")
         final_assistant = i == len(messages) - 1 and message.get("role") == "assistant"
         if not (content.strip() if isinstance(content, str) else content) and not final_assistant:
             return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
         if isinstance(content, list):
-            blocks += [(f"messages.{i}.content.{j}", b) for j, b in enumerate(content)]
+            for j, block in enumerate(content):
+                where = f"messages.{i}.content.{j}"
+                blocks.append((where, block))
+                if message.get("role") == "user":
+                    images_allowed.add(where)
+                inner = block.get("content") if isinstance(block, dict) and block.get("type") == "tool_result" else None
+                for k, nested in enumerate(inner if isinstance(inner, list) else []):
+                    if isinstance(nested, dict) and nested.get("type") not in TOOL_RESULT_BLOCKS:
+                        return (f"{where}.tool_result.content.{k}: Input tag '{nested.get('type')}' found using "
+                                "'type' does not match any of the expected tags: "
+                                + ", ".join(f"'{t}'" for t in TOOL_RESULT_BLOCKS))
+                    blocks.append((f"{where}.tool_result.content.{k}", nested))
+                    images_allowed.add(f"{where}.tool_result.content.{k}")
     marks = sum(1 for _, b in blocks if isinstance(b, dict) and "cache_control" in b)
     if marks > 4:
         return f"A maximum of 4 blocks with cache_control may be provided. Found {marks}."
     for where, block in blocks:
         if not isinstance(block, dict):
             return f"{where}: Input should be a valid dictionary"
+        if block.get("type") == "image":
+            problem = _image_violation(where, block, where in images_allowed)
+            if problem:
+                return problem
         if block.get("type") == "text" and not str(block.get("text") or "").strip():
             return f"{where}: text content blocks must contain non-whitespace text"
         if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
@@ -118,6 +145,43 @@ def violation(body: dict[str, Any]) -> str | None:
         if problem:
             return problem
     return _thinking_violation(body, messages)
+
+
+def _image_violation(where: str, block: dict[str, Any], allowed: bool) -> str | None:
+    """An image block: in user content or a tool_result only; an http(s) url, or base64 data
+    that decodes to an image of the media type it names (the API's words)."""
+    if not allowed:
+        return (f"{where}: Input tag 'image' found using 'type' does not match any of the expected tags "
+                "of this message's content")
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if not isinstance(source, dict) or kind not in ("base64", "url"):
+        return (f"{where}.image.source: Input tag '{kind}' found using 'type' does not match any of the expected "
+                "tags: 'base64', 'url', 'file'")
+    if kind == "url":
+        url = source.get("url")
+        return None if isinstance(url, str) and url.startswith(("http://", "https://")) else (
+            f"{where}.image.source.url.url: Only HTTP and HTTPS URLs are supported")
+    media_type = source.get("media_type")
+    if media_type not in IMAGE_FORMATS:
+        return (f"{where}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' "
+                "or 'image/webp'")
+    data = source.get("data")
+    try:
+        raw = base64.b64decode(data, validate=True) if isinstance(data, str) and data else b""
+    except (binascii.Error, ValueError):
+        raw = b""
+    if not raw:
+        return f"{where}.image.source.base64.data: invalid base64 data"
+    found = image_format(raw)
+    if found is None:
+        return (f"{where}.image.source.base64.data: The image data you provided does not represent a valid image. "
+                "Please check your input and try again with one of the supported image formats: "
+                "['image/jpeg', 'image/png', 'image/gif', 'image/webp'].")
+    if found != media_type:
+        return (f"{where}.image.source.base64: The image was specified using the {media_type} media type, "
+                f"but the image appears to be a {found} image")
+    return None
 
 
 def _blocks_of(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:

@@ -18,7 +18,11 @@ The server in fakes/scripted.py answers ``POST /v1/responses`` with these:
                           its ``call_id`` before it, a ``function_call`` never answered, a
                           ``reasoning`` item without the encrypted content this server
                           issued for it (``store: false`` keeps nothing) or without an
-                          item after it, ``max_output_tokens`` under 16
+                          item after it, ``max_output_tokens`` under 16; in a message's
+                          content, a part its role does not take (``input_image`` only in
+                          user, system and developer messages), an ``input_image`` whose
+                          ``image_url`` is neither http(s) nor a base64 data URL of a png,
+                          jpeg, gif or webp image, or whose ``detail`` is unknown
 
 Error steps answer in OpenAI's ``{"error": {...}}`` shape (the chat wire's, in scripted.py).
 Usage: ``Step.usage`` is (input, output) tokens with the cached part in ``Step.cache``
@@ -28,17 +32,27 @@ Usage: ``Step.usage`` is (input, output) tokens with the cached part in ``Step.c
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from fakes.scripted_strict import Rejection
+from fakes.scripted_strict import IMAGE_FORMATS, Rejection, image_format
 
 if TYPE_CHECKING:
     from fakes.scripted import Step
 
 RESPONSES_PATH = "/v1/responses"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+# The content part types a message item of each role takes.
+_PART_TYPES = {"user": ("input_text", "input_image", "input_file"),
+               "system": ("input_text", "input_image", "input_file"),
+               "developer": ("input_text", "input_image", "input_file"),
+               "assistant": ("output_text", "refusal")}
+_DETAILS = ("low", "high", "auto", "original")
+_DATA_URL = re.compile(r"data:([^;,]*);base64,(.*)", re.S)
 _ERROR_CODES = {"rate_limit_error": "rate_limit_exceeded", "overloaded_error": "server_error", "api_error": "server_error"}
 
 
@@ -109,6 +123,54 @@ def violation(body: dict[str, Any]) -> str | None:
             problem = _reasoning_violation(items, index)
             if problem:
                 return problem
+        elif kind in (None, "message") and isinstance(item.get("content"), list):
+            problem = _content_violation(index, item)
+            if problem:
+                return problem
+    return None
+
+
+def _content_violation(index: int, item: dict[str, Any]) -> str | None:
+    """A message item's content parts: types its role takes, well-formed images."""
+    allowed = _PART_TYPES.get(str(item.get("role")), ())
+    for position, part in enumerate(item["content"]):
+        where = f"input[{index}].content[{position}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in allowed:
+            supported = ", ".join(f"'{t}'" for t in allowed)
+            return f"Invalid value: '{kind}'. Supported values are: {supported}. (at '{where}.type')"
+        if kind == "input_image":
+            problem = _input_image_violation(where, part)
+            if problem:
+                return problem
+    return None
+
+
+def _input_image_violation(where: str, part: dict[str, Any]) -> str | None:
+    detail = part.get("detail", "auto")
+    if detail not in _DETAILS:
+        return f"Invalid value: '{detail}'. Supported values are: 'low', 'high', 'auto', and 'original'. (at '{where}.detail')"
+    url = part.get("image_url")
+    if url is None and part.get("file_id"):
+        return None
+    if not isinstance(url, str):
+        return f"Invalid type for '{where}.image_url': expected a string, but got {type(url).__name__} instead."
+    if url.startswith(("http://", "https://")):
+        return None
+    expected = (f"Invalid '{where}.image_url'. Expected a base64-encoded data URL with an image MIME type "
+                "(e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got ")
+    match = _DATA_URL.fullmatch(url)
+    if match is None:
+        return expected + "a value without the 'data:' prefix."
+    if not match.group(2):
+        return expected + "empty base64-encoded bytes."
+    try:
+        data = base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return expected + "an invalid base64-encoded value."
+    if match.group(1) not in IMAGE_FORMATS or image_format(data) is None:
+        return ("You uploaded an unsupported image. Please make sure your image has of one the following formats: "
+                "['png', 'jpeg', 'gif', 'webp'].")
     return None
 
 

@@ -14,13 +14,19 @@ The mapping:
     tools           ``name``, ``description``, ``input_schema``; the last one cached.
     user / tool     ``user`` messages; a tool result is a ``tool_result`` block, and a
                     user message that holds tool results lists them first.
+    images          inside the ``tool_result`` block of the call that produced them: its
+                    ``content`` is then a list, a text block (unless the text is empty) and
+                    ``{"type": "image", "source": {"type": "base64", "media_type": ...,
+                    "data": ...}}`` per image; a user message's images (the XML path) are
+                    image blocks after its text.
     assistant       signed thinking blocks, then the text, then ``tool_use`` blocks.
     consecutive messages of one role are merged into one message.
 
 Prompt caching: the API caches the prefix up to each ``cache_control`` block, in the order
 tools, system, messages, and allows four such breakpoints. They go on the last tool, the
-stable system block, and the last block of the two latest user messages (tool results or
-words), so they move with the conversation: each call reads what the previous one wrote
+stable system block, and the last block of the two latest user messages (tool results,
+images or words; a tool_result holding images is marked as a whole, never inside), so
+they move with the conversation: each call reads what the previous one wrote
 and writes the new part.
 
 Extended thinking (``LlmRequest.thinking_budget``): ``thinking: {"type": "enabled",

@@ -9,7 +9,16 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
-from core.messages import ChatMessage, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec, TurnResult, Usage
+from core.messages import (
+    ChatMessage,
+    ImagePart,
+    SystemPrompt,
+    ThinkingPart,
+    ToolCallRequest,
+    ToolSpec,
+    TurnResult,
+    Usage,
+)
 from providers.arguments import history_arguments
 
 WIRE = "anthropic"  # ThinkingPart.provider of the parts this wire produces
@@ -76,9 +85,12 @@ def mark_latest_turns(messages: list[dict[str, Any]], breakpoints: int) -> None:
 
 
 def count_breakpoints(body: dict[str, Any]) -> int:
-    """The cache_control marks in a request body (the API allows MAX_BREAKPOINTS)."""
+    """The cache_control marks in a request body (the API allows MAX_BREAKPOINTS), the blocks
+    inside a tool_result's content (its text and images) counted too, as the API counts them."""
     blocks = [*body.get("tools", []), *(body.get("system") or [])]
     blocks += [b for m in body.get("messages", []) for b in m["content"]]
+    blocks += [inner for b in blocks if isinstance(b, dict) and isinstance(b.get("content"), list)
+               for inner in b["content"]]
     return sum(1 for b in blocks if isinstance(b, dict) and "cache_control" in b)
 
 
@@ -118,11 +130,13 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     match message.role:
-        case "user":
-            return "user", _text_blocks(message.content)
+        case "user":  # images here are tool results' (the XML path): after the text
+            return "user", _text_blocks(message.content) + [image_block(i) for i in message.images]
         case "tool":
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
-            if message.content:
+            if message.images:  # a list of blocks: the text (if any: an empty one is refused), the images
+                result["content"] = _text_blocks(message.content) + [image_block(i) for i in message.images]
+            elif message.content:
                 result["content"] = message.content
             return "user", [result]
         case "assistant":
@@ -134,6 +148,12 @@ def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
             return "assistant", blocks
         case _:
             assert_never(message.role)
+
+
+def image_block(image: ImagePart) -> dict[str, Any]:
+    """An ``image`` block holding the image inline (base64), as the API takes it in user content
+    and inside a tool_result's content."""
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
 
 
 def _text_blocks(text: str) -> list[dict[str, Any]]:

@@ -3,7 +3,10 @@
     ProviderError                 every failure a provider adapter raises
       retryable=True              429, 408, 409, 5xx, 529 (overloaded), timeouts,
                                   connection errors, a stream cut off mid-way
-      retryable=False             400, 401, 403, 404, 422, and responses we cannot parse
+      retryable=False             400, 401, 403, 404, 422, and responses we cannot parse;
+                                  a context overflow, and a model that takes no images
+                                  refusing them (llama.cpp says so with a 500), whatever
+                                  the status
 
 Adapters never retry: the LLM activity turns a ProviderError into an
 ``ApplicationError`` and Temporal owns the retries, so every attempt is
@@ -58,6 +61,22 @@ def stated_context_window(text: str) -> int | None:
 def is_context_overflow(text: str) -> bool:
     """Whether an error text (message, code or body) says the request exceeds the window."""
     return bool(_OVERFLOW.search(text))
+
+
+IMAGES_REFUSED = "images_refused"  # the model takes no images, but was sent some
+# How servers say the model takes no images. llama.cpp answers 500 (retryable by status),
+# so without this a model wrongly marked "vision" would be retried until the task gave up.
+_NO_IMAGES = re.compile(
+    r"image input is not supported"  # llama.cpp without --mmproj
+    r"|image_url is only supported by certain models",  # OpenAI, a text-only model
+    re.IGNORECASE,
+)
+NO_IMAGES_HINT = ' (this model takes no images: set "vision": false for it in AGENT_MODELS_FILE)'
+
+
+def refuses_images(text: str) -> bool:
+    """Whether an error text says the model cannot take the images it was sent."""
+    return bool(_NO_IMAGES.search(text))
 
 
 class ProviderError(Exception):

@@ -9,6 +9,8 @@ Shared rules, streamed or not:
     a server that ignores        its JSON answer is read as if not streamed
       ``stream``
     no usage reported            estimated from the text (providers/usage.py), marked so
+    a model refusing images      images_refused, not retryable, with a hint to fix the model
+                                 table (llama.cpp answers it with a 500)
     every error                  a one-line message of at most 300 characters; the whole
                                  body goes to the worker log once, at warning level
 """
@@ -24,8 +26,17 @@ import structlog
 from httpx_sse import EventSource, aconnect_sse
 
 from core.messages import LlmRequest, TurnResult
-from providers.errors import CONTEXT_OVERFLOW, ProviderError, is_context_overflow, snippet, summary
-from providers.usage import with_estimate
+from providers.errors import (
+    CONTEXT_OVERFLOW,
+    IMAGES_REFUSED,
+    NO_IMAGES_HINT,
+    ProviderError,
+    is_context_overflow,
+    refuses_images,
+    snippet,
+    summary,
+)
+from providers.usage import request_text, with_estimate
 
 # Bodies longer than this are cut in the log line (a server can answer with megabytes).
 LOGGED_BODY_LIMIT = 20_000
@@ -83,7 +94,7 @@ class HttpProvider:
             else:
                 result = await self._complete_once(body)
             if not (result.usage.input_tokens and result.usage.output_tokens):  # the server did not say
-                result = with_estimate(result, json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+                result = with_estimate(result, request_text(body))
             return result
         except ProviderError:
             raise
@@ -160,6 +171,9 @@ class HttpProvider:
             message = message.replace(self._api_key, "***")
         if is_context_overflow(message):  # in any shape, streamed or not: the engine compacts
             kwargs.update(kind=CONTEXT_OVERFLOW, retryable=False)
+        elif refuses_images(message):  # retrying cannot help: the model table is wrong
+            kwargs.update(kind=IMAGES_REFUSED, retryable=False)
+            message += NO_IMAGES_HINT
         err = ProviderError(summary(message), provider=self.name, body=self._redacted(body), **kwargs)
         if body is not None:
             self._log_body(err)

@@ -1,4 +1,4 @@
-"""What a model can take: its context window and its longest reply, from a table.
+"""What a model can take: its context window, its longest reply and whether it takes images, from a table.
 
 ``BUILTIN_MODELS`` holds the published limits of well-known models (context window and
 maximum output tokens, from the vendors' model pages, 2026). Extend or override it with a
@@ -6,7 +6,15 @@ JSON file named by ``AGENT_MODELS_FILE``; an entry may also carry prices (the fi
 ``AGENT_PRICES_FILE``, see providers/pricing.py), so one file describes a model:
 
     {"qwen2.5-7b-instruct": {"context_window": 8192, "max_output": 2048,
-                             "input": 0, "output": 0}}
+                             "input": 0, "output": 0},
+     "qwen2.5-vl-7b-instruct": {"vision": true}}
+
+``vision`` says whether the model takes images (tool results such as screenshots and image
+files are then shown to it as images; see activities/llm.py). It is False unless the table
+says so: an image sent to a text-only model fails the whole call (llama.cpp without a
+multimodal projector answers 500; providers/errors.py makes that a failure with a hint,
+not a retry), while a vision model wrongly marked text-only only gets a note instead of
+the image.
 
 Names match as prices do: exactly, then by the longest table name that is a prefix
 followed by "-", ":" or "@", then the same after any "vendor/" prefix. A model in no
@@ -35,29 +43,30 @@ MIN_OUTPUT = 256  # a reply never gets fewer tokens than this, however full the 
 class ModelSpec:
     context_window: int
     max_output: int
+    vision: bool = False  # takes images (see the module docstring)
 
 
 DEFAULT_MODEL = ModelSpec(context_window=32_768, max_output=DEFAULT_MAX_OUTPUT)
 
 BUILTIN_MODELS: dict[str, ModelSpec] = {
     # OpenAI
-    "gpt-4o": ModelSpec(128_000, 16_384),
-    "gpt-4o-mini": ModelSpec(128_000, 16_384),
-    "gpt-4.1": ModelSpec(1_047_576, 32_768),
-    "gpt-4.1-mini": ModelSpec(1_047_576, 32_768),
-    "gpt-4.1-nano": ModelSpec(1_047_576, 32_768),
-    "o3": ModelSpec(200_000, 100_000),
-    "o4-mini": ModelSpec(200_000, 100_000),
+    "gpt-4o": ModelSpec(128_000, 16_384, vision=True),
+    "gpt-4o-mini": ModelSpec(128_000, 16_384, vision=True),
+    "gpt-4.1": ModelSpec(1_047_576, 32_768, vision=True),
+    "gpt-4.1-mini": ModelSpec(1_047_576, 32_768, vision=True),
+    "gpt-4.1-nano": ModelSpec(1_047_576, 32_768, vision=True),
+    "o3": ModelSpec(200_000, 100_000, vision=True),
+    "o4-mini": ModelSpec(200_000, 100_000, vision=True),
     # Anthropic
-    "claude-opus-4": ModelSpec(200_000, 32_000),
-    "claude-opus-4-1": ModelSpec(200_000, 32_000),
-    "claude-opus-4-5": ModelSpec(200_000, 64_000),
-    "claude-opus-4-6": ModelSpec(200_000, 64_000),
-    "claude-opus-4-7": ModelSpec(200_000, 64_000),
-    "claude-sonnet-4": ModelSpec(200_000, 64_000),
-    "claude-3-7-sonnet": ModelSpec(200_000, 64_000),
-    "claude-haiku-4-5": ModelSpec(200_000, 64_000),
-    "claude-3-5-haiku": ModelSpec(200_000, 8_192),
+    "claude-opus-4": ModelSpec(200_000, 32_000, vision=True),
+    "claude-opus-4-1": ModelSpec(200_000, 32_000, vision=True),
+    "claude-opus-4-5": ModelSpec(200_000, 64_000, vision=True),
+    "claude-opus-4-6": ModelSpec(200_000, 64_000, vision=True),
+    "claude-opus-4-7": ModelSpec(200_000, 64_000, vision=True),
+    "claude-sonnet-4": ModelSpec(200_000, 64_000, vision=True),
+    "claude-3-7-sonnet": ModelSpec(200_000, 64_000, vision=True),
+    "claude-haiku-4-5": ModelSpec(200_000, 64_000, vision=True),
+    "claude-3-5-haiku": ModelSpec(200_000, 8_192, vision=True),
     # The offline demo and the tests' scripted model
     "demo-scripted": ModelSpec(128_000, 4_096),
     "scripted-model": ModelSpec(128_000, 4_096),
@@ -77,7 +86,10 @@ def load_models(env: Mapping[str, str] = os.environ) -> dict[str, ModelSpec]:
         for key, value in (("context_window", window), ("max_output", output)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{MODELS_FILE_ENV}={path}: {model}: {key} must be a positive integer, got {value!r}")
-        models[model] = ModelSpec(context_window=window, max_output=output)
+        vision = entry.get("vision", known.vision)
+        if not isinstance(vision, bool):  # "yes", 1, "false": a typo must not decide what is sent
+            raise ValueError(f"{MODELS_FILE_ENV}={path}: {model}: vision must be true or false, got {vision!r}")
+        models[model] = ModelSpec(context_window=window, max_output=output, vision=vision)
     return models
 
 
@@ -89,7 +101,7 @@ def read_models_file(path: str) -> dict[str, dict[str, Any]]:
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         raise ValueError(f"{MODELS_FILE_ENV}={path}: expected a JSON object of models, each an object")
     for model, entry in raw.items():
-        unknown = set(entry) - {"context_window", "max_output", *PRICE_FIELDS}
+        unknown = set(entry) - {"context_window", "max_output", "vision", *PRICE_FIELDS}
         if unknown:
             raise ValueError(f"{MODELS_FILE_ENV}={path}: {model}: unknown fields {sorted(unknown)}")
     return raw
@@ -98,6 +110,12 @@ def read_models_file(path: str) -> dict[str, dict[str, Any]]:
 def model_spec(model: str, models: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
     found = lookup(model, models if models is not None else load_models())
     return found if found is not None else DEFAULT_MODEL
+
+
+def accepts_images(model: str, models: Mapping[str, ModelSpec] | None = None) -> bool:
+    """Whether ``model`` takes images, by its row of the table (built in, or the models file's
+    ``"vision"``); a model in no table does not."""
+    return model_spec(model, models).vision
 
 
 def reply_budget(spec: ModelSpec, window: int, prompt_tokens: int) -> int:

@@ -16,6 +16,15 @@ What goes on the wire, accepted by all four servers:
     assistant content            a string, "" when the message only calls tools: llama.cpp
                                  needs the key, and its Jinja templates fail (500) on null
     earlier tool arguments       always a JSON object string (providers/arguments.py)
+    images                       a tool message takes text only (OpenAI answers 400 "Image URLs
+                                 are only allowed for messages with role 'user'"), so the images
+                                 of a run of tool messages follow it in ONE user message:
+                                 {"role": "user", "content": [
+                                   {"type": "text", "text": "Image from tool call ID (NAME):"},
+                                   {"type": "image_url", "image_url": {"url": "data:TYPE;base64,..."}},
+                                   ...one text part and its image parts per call]}
+                                 a user message with images (the XML path) is the same array:
+                                 its text part, then its image parts
 
 Failures and their kinds, the same whether the answer was streamed or not:
     HTTP status >= 400           kind_for_status(): rate_limited, auth, not_found,
@@ -46,7 +55,7 @@ from typing import Any, assert_never
 import httpx
 from httpx_sse import EventSource
 
-from core.messages import ChatMessage, LlmRequest, ThinkingPart, ToolCallRequest, TurnResult, Usage
+from core.messages import ChatMessage, ImagePart, LlmRequest, ThinkingPart, ToolCallRequest, TurnResult, Usage
 from providers.arguments import history_arguments
 from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after, status_in_body
 from providers.errors import error_message as _error_message
@@ -64,7 +73,7 @@ class OpenAIProvider(HttpProvider):
     def to_wire(self, req: LlmRequest) -> dict[str, Any]:
         # OpenAI-compatible servers cache stable prefixes by themselves: one system text.
         messages: list[dict[str, Any]] = [{"role": "system", "content": req.system.text()}]
-        messages.extend(_message_to_wire(m) for m in req.messages)
+        messages.extend(messages_to_wire(req.messages))
         body: dict[str, Any] = {"model": req.model, "messages": messages}
         if req.tools:
             body["tools"] = [
@@ -278,9 +287,45 @@ def _thinking(reasoning: str) -> list[ThinkingPart]:
     return [ThinkingPart(text=reasoning, provider="openai")] if reasoning else []
 
 
+def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """The conversation as chat messages; the images of each run of tool messages (the results
+    of one assistant turn) in one user message right after the run, since only a user message
+    may carry images."""
+    wire: list[dict[str, Any]] = []
+    shown: list[ChatMessage] = []  # tool messages of the current run that carry images
+    for message in messages:
+        if message.role != "tool" and shown:
+            wire.append(tool_images_message(shown))
+            shown = []
+        wire.append(_message_to_wire(message))
+        if message.role == "tool" and message.images:
+            shown.append(message)
+    if shown:
+        wire.append(tool_images_message(shown))
+    return wire
+
+
+def tool_images_message(results: list[ChatMessage]) -> dict[str, Any]:
+    """The user message that shows the images of tool results: each call named in a text part,
+    its images after it, so the model knows which call produced which image."""
+    content: list[dict[str, Any]] = []
+    for result in results:
+        content.append({"type": "text", "text": f"Image from tool call {result.tool_call_id} ({result.name}):"})
+        content += [image_part(image) for image in result.images]
+    return {"role": "user", "content": content}
+
+
+def image_part(image: ImagePart) -> dict[str, Any]:
+    """An ``image_url`` content part holding the image inline, as a base64 data URL."""
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+
+
 def _message_to_wire(message: ChatMessage) -> dict[str, Any]:
     match message.role:
         case "user":
+            if message.images:  # tool results as text (XML path): the text, then the images
+                text = [{"type": "text", "text": message.content}] if message.content else []
+                return {"role": "user", "content": text + [image_part(i) for i in message.images]}
             return {"role": "user", "content": message.content}
         case "tool":
             return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}

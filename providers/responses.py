@@ -15,6 +15,11 @@ Stateless: ``store: false``, and every call sends the whole conversation as ``in
                     (``call_id``, ``name``, ``arguments`` as JSON text; arguments that did
                     not parse go back as ``{}``: the tool result already told the model)
     tool            ``{"type": "function_call_output", "call_id", "output"}``
+    images          after the run of ``function_call_output`` items of one turn, one user
+                    message: ``{"type": "message", "role": "user", "content": [{"type":
+                    "input_text", "text": "Image from tool call ID (NAME):"}, {"type":
+                    "input_image", "image_url": "data:TYPE;base64,...", "detail": "auto"},
+                    ...]}``, a text part and the image parts per call
     tools           ``{"type": "function", "name", "description", "parameters",
                     "strict": false}`` (our schemas are not written for strict mode), with
                     ``tool_choice: "auto"``
@@ -63,7 +68,7 @@ from providers.errors import (
     status_in_body,
 )
 from providers.http import HttpProvider
-from providers.responses_wire import WIRE, input_items, turn_result
+from providers.responses_wire import WIRE, input_list, turn_result
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _ENDED = ("response.completed", "response.incomplete")
@@ -90,7 +95,7 @@ class ResponsesProvider(HttpProvider):
         instructions = req.system.text()
         if instructions.strip():
             body["instructions"] = instructions
-        body["input"] = [item for message in req.messages for item in input_items(message)]
+        body["input"] = input_list(req.messages)
         if req.tools:
             body["tools"] = [
                 {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters,

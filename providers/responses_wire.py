@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
-from core.messages import ChatMessage, ThinkingPart, ToolCallRequest, TurnResult, Usage
+from core.messages import ChatMessage, ImagePart, ThinkingPart, ToolCallRequest, TurnResult, Usage
 
 WIRE = "openai_responses"  # ThinkingPart.provider of the parts this wire produces
 _INCOMPLETE = {"max_output_tokens": "length"}
@@ -103,9 +103,47 @@ def _usage(raw: Any) -> Usage:
 # -- ChatMessage -> input items ----------------------------------------------------
 
 
+def input_list(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Every message as input items; the images of each run of tool messages (the outputs of one
+    assistant turn) in one user message item right after the run: a ``function_call_output``
+    is sent as text here, and a user message takes ``input_image`` parts."""
+    items: list[dict[str, Any]] = []
+    shown: list[ChatMessage] = []  # tool messages of the current run that carry images
+    for message in messages:
+        if message.role != "tool" and shown:
+            items.append(tool_images_item(shown))
+            shown = []
+        items += input_items(message)
+        if message.role == "tool" and message.images:
+            shown.append(message)
+    if shown:
+        items.append(tool_images_item(shown))
+    return items
+
+
+def tool_images_item(results: list[ChatMessage]) -> dict[str, Any]:
+    """The user message item that shows the images of tool outputs, each call named first."""
+    content: list[dict[str, Any]] = []
+    for result in results:
+        content.append({"type": "input_text", "text": f"Image from tool call {result.tool_call_id} ({result.name}):"})
+        content += [input_image(image) for image in result.images]
+    return {"type": "message", "role": "user", "content": content}
+
+
+def input_image(image: ImagePart) -> dict[str, Any]:
+    """An ``input_image`` part holding the image inline as a base64 data URL; ``detail`` is
+    "auto", the API's default, sent because the typed params require it."""
+    return {"type": "input_image", "image_url": f"data:{image.media_type};base64,{image.data}", "detail": "auto"}
+
+
 def input_items(message: ChatMessage) -> list[dict[str, Any]]:
+    """One message as input items; a tool message's images are ``input_list``'s business."""
     match message.role:
         case "user":
+            if message.images:  # tool results as text (XML path): the text, then the images
+                text = [{"type": "input_text", "text": message.content}] if message.content else []
+                return [{"type": "message", "role": "user",
+                         "content": text + [input_image(i) for i in message.images]}]
             return [{"type": "message", "role": "user", "content": message.content}]
         case "tool":
             return [{"type": "function_call_output", "call_id": message.tool_call_id or "", "output": message.content}]

@@ -15,15 +15,40 @@ local models use tokenizers of their own anyway.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from core.messages import ToolCallRequest, TurnResult, Usage
 
 CHARS_PER_TOKEN = 4
+# What one image costs, at most, as the vendors count it: Anthropic about width*height/750
+# after scaling to about 1.15 megapixels (1,600), OpenAI's high detail 85 + 170 per 512-pixel
+# tile (1,105 at most for gpt-4o). Used for estimates and for the room images take in the window.
+IMAGE_TOKENS = 1600
+_IMAGE_STAND_IN = "i" * (IMAGE_TOKENS * CHARS_PER_TOKEN)
 
 
 def estimate_tokens(text: str) -> int:
     """Characters / 4, rounded up (0 for no text)."""
     return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def request_text(body: Any) -> str:
+    """A request body as the text an estimate counts: each inline image (a ``data:image/`` URL,
+    an Anthropic base64 source) as ``IMAGE_TOKENS`` tokens' worth of characters, not as its
+    base64, which would count a 1 MB screenshot as some 350,000 tokens."""
+    return json.dumps(_images_as_stand_ins(body), ensure_ascii=False, separators=(",", ":"))
+
+
+def _images_as_stand_ins(value: Any) -> Any:
+    if isinstance(value, str):
+        return _IMAGE_STAND_IN if value.startswith("data:image/") else value
+    if isinstance(value, list):
+        return [_images_as_stand_ins(item) for item in value]
+    if isinstance(value, dict):
+        if value.get("type") == "base64" and isinstance(value.get("data"), str):
+            return {**value, "data": _IMAGE_STAND_IN}
+        return {key: _images_as_stand_ins(item) for key, item in value.items()}
+    return value
 
 
 def estimate_usage(request_body_text: str, reply_text: str) -> Usage:

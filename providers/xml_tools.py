@@ -5,7 +5,8 @@ no ``tools``: ``tools_prompt()`` describes them in a ``<functions>`` block in th
 system prompt, the model writes its call as XML in its reply, and
 ``parse_tool_calls()`` takes it back out. Earlier calls and results go back into the
 conversation as text (``render_tool_call``, ``render_tool_result``), because the
-wire has no tool roles here. ``XmlToolsProvider`` wraps an OpenAI or Anthropic
+wire has no tool roles here; a result's images ride on that user message, which both
+wires send as text followed by image parts. ``XmlToolsProvider`` wraps an OpenAI or Anthropic
 provider (the wire) and does all of this around one call.
 
 The call format:
@@ -369,7 +370,10 @@ def _with_tools(system: SystemPrompt, tools: list[ToolSpec], *, compact: bool = 
 
 
 def _as_text(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """Assistant calls rendered into its text, tool results as user messages (merged with neighbours)."""
+    """Assistant calls rendered into its text, tool results as user messages (merged with
+    neighbours). A tool result's images stay with it: the user message carries them, and the
+    wire sends them after its text (a content array on either wire), as a user message may
+    hold images on both."""
     names = {call.id: call.name for m in messages for call in m.tool_calls}
     out: list[ChatMessage] = []
     for message in messages:
@@ -385,7 +389,8 @@ def _as_text(messages: list[ChatMessage]) -> list[ChatMessage]:
             case _:
                 text = message.content
         if out and out[-1].role == "user":
-            out[-1] = ChatMessage(role="user", content=f"{out[-1].content}\n\n{text}")
+            out[-1] = ChatMessage(role="user", content=f"{out[-1].content}\n\n{text}",
+                                  images=out[-1].images + message.images)
         else:
-            out.append(ChatMessage(role="user", content=text))
+            out.append(ChatMessage(role="user", content=text, images=message.images))
     return out

@@ -9,11 +9,18 @@ missing parent directories are created the same way. Writes and edits
 through a symlink are refused outright. The work is blocking file I/O, so
 it runs in a thread.
 Text output is capped at ``OUTPUT_CAP_CHARS`` like the shell tool's.
+
+Reading a PNG, JPEG, GIF or WebP file (known by its first bytes, whatever its name) gives
+the image itself: ``ToolOutcome.image`` with the bytes (base64), which the tool activity
+stores and the LLM activity shows to a model that takes images; the text says what it is
+(``Image logo.png: image/png, 640x480, 52 KB``), which is all a text-only model sees. An
+image over ``MAX_IMAGE_BYTES`` is described only. Other binary files are refused as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import io
 import os
@@ -25,6 +32,8 @@ from typing import BinaryIO, Literal, assert_never
 
 from pydantic import model_validator
 
+from core.messages import sniff_image_type
+from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.beneath import DIR_FLAGS, Refused, open_at
 from tools.shell import OUTPUT_CAP_CHARS
@@ -33,12 +42,14 @@ MAX_LIST_ENTRIES = 1000
 MAX_GREP_MATCHES = 200
 MAX_GREP_LINE_CHARS = 500
 BINARY_SNIFF_BYTES = 8192
+IMAGE_HEADER_BYTES = 64 * 1024  # where an image too large to send is looked for its size
 
 DESCRIPTION = f"""\
 Work with files in the workspace.
 Paths are relative to the workspace; paths outside it are refused.
 - read: the text of a file; offset (1-based first line) and limit (number of lines) select a part.
   Output over {OUTPUT_CAP_CHARS} characters is cut; read the rest with offset/limit.
+  A PNG, JPEG, GIF or WebP image comes back as the image, when the model takes images.
 - write: create or overwrite a file with content (parent directories are created).
 - edit: replace the exact string old with new. old must occur exactly once unless
   replace_all is true: include enough surrounding text to make it unique, whitespace included.
@@ -124,6 +135,84 @@ def _existing_file(path: Path, raw: str) -> None:
         raise Refused(f"{raw!r} is a directory; use action 'list'")
 
 
+def image_dimensions(data: bytes, media_type: str) -> tuple[int, int] | None:
+    """(width, height) from the image's header, or None when it is not where the format puts
+    it (a truncated or odd file: the image is still sent, just described without its size)."""
+    try:
+        match media_type:
+            case "image/png" if data[12:16] == b"IHDR":
+                return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+            case "image/gif" if len(data) >= 10:
+                return int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little")
+            case "image/webp":
+                return _webp_dimensions(data)
+            case "image/jpeg":
+                return _jpeg_dimensions(data)
+    except IndexError:
+        return None
+    return None
+
+
+def _webp_dimensions(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":  # lossy: the key frame's header
+        return int.from_bytes(data[26:28], "little") & 0x3FFF, int.from_bytes(data[28:30], "little") & 0x3FFF
+    if chunk == b"VP8L" and data[20] == 0x2F:  # lossless: 14 bits each, minus one
+        bits = int.from_bytes(data[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if chunk == b"VP8X" and len(data) >= 30:  # extended: the canvas, 24 bits each, minus one
+        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+    return None
+
+
+def _jpeg_dimensions(data: bytes) -> tuple[int, int] | None:
+    """The size in the first start-of-frame segment, walking the segments from the start."""
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if marker in (0x01, 0xD8) or 0xD0 <= marker <= 0xD7:  # no length field
+            at += 2
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(data[at + 7:at + 9], "big"), int.from_bytes(data[at + 5:at + 7], "big")
+        at += 2 + int.from_bytes(data[at + 2:at + 4], "big")
+    return None
+
+
+def _human_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{round(size / 1024)} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _read_image(f: BinaryIO, raw: str) -> ToolOutcome | None:
+    """The image in ``f`` (a PNG, JPEG, GIF or WebP by its first bytes), or None for any other
+    file. Over ``MAX_IMAGE_BYTES`` it is described only: the model cannot be sent it."""
+    media_type = sniff_image_type(f.read(16))
+    f.seek(0)
+    if media_type is None:
+        return None
+    data = f.read(MAX_IMAGE_BYTES + 1)  # read once: the file may grow while it is read
+    size = max(len(data), os.fstat(f.fileno()).st_size)
+    dimensions = image_dimensions(data[:IMAGE_HEADER_BYTES], media_type)
+    shown = f"{dimensions[0]}x{dimensions[1]}, " if dimensions else ""
+    text = f"Image {printable(raw)}: {media_type}, {shown}{_human_size(size)}"
+    if size > MAX_IMAGE_BYTES:
+        return ToolOutcome(content=f"{text}: too large to show (over {_human_size(MAX_IMAGE_BYTES)}); "
+                           "a smaller copy (scaled down, or as a JPEG) can be read")
+    width, height = dimensions or (None, None)
+    image = ImageRef(media_type=media_type, size=size, width=width, height=height,
+                     data=base64.b64encode(data).decode("ascii"))
+    return ToolOutcome(content=text, image=image)
+
+
 def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | None) -> ToolOutcome:
     _existing_file(path, raw)
     first = offset or 1
@@ -131,6 +220,9 @@ def _read(root: Path, path: Path, raw: str, offset: int | None, limit: int | Non
     parts: list[str] = []
     size, last, total, cut = 0, first - 1, 0, False
     with _open_file(root, path, raw, "rb") as raw_file:
+        image = _read_image(raw_file, raw)
+        if image is not None:
+            return image
         if _is_binary(raw_file):
             raise Refused(f"{raw!r} is a binary file; it cannot be read as text")
         f = io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace", newline="")

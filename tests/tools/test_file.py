@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.providers.images import gif, jpeg, png, webp_extended, webp_lossless, webp_lossy
 from tools import file as file_tool
 from tools.base import Danger, ToolContext
 from tools.file import FileArgs
@@ -248,8 +249,8 @@ async def test_file_read_with_a_zero_offset_asks_for_a_retry(ws):
      ("write", Danger.MODERATE), ("edit", Danger.MODERATE)],
 )
 def test_file_classifies_writes_as_moderate_and_reads_as_safe(action, danger):
-    args = FileArgs(action=action, content="x", old="a", new="b", pattern="p")
-    assert file_tool.TOOL.classify(args) is danger
+    args = FileArgs.model_validate({"action": action, "content": "x", "old": "a", "new": "b", "pattern": "p"})
+    assert file_tool.TOOL.classify is not None and file_tool.TOOL.classify(args) is danger
 
 
 def test_file_compacts_on_action_and_path():
@@ -268,3 +269,62 @@ async def test_file_names_that_are_not_utf8_are_listed_and_grepped_escaped(ws):
     assert grepped.status == "ok" and grepped.content == "bad\\xff\\xfe.txt:1:needle\ndir\\xff/x.txt:1:needle"
     listed.model_dump_json()  # a payload Temporal can carry: no lone surrogates
     grepped.model_dump_json()
+
+
+# --- images -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "data", "media_type", "size"), [
+    ("shot.png", png(640, 480), "image/png", (640, 480)),
+    ("photo.jpg", jpeg(800, 600), "image/jpeg", (800, 600)),
+    ("anim.gif", gif(5, 7), "image/gif", (5, 7)),
+    ("lossless.webp", webp_lossless(9, 4), "image/webp", (9, 4)),
+    ("lossy.webp", webp_lossy(33, 17), "image/webp", (33, 17)),
+    ("extended.webp", webp_extended(1000, 700), "image/webp", (1000, 700)),
+], ids=lambda v: v if isinstance(v, str) else None)
+async def test_file_read_of_an_image_gives_the_image_and_says_what_it_is(ws, name, data, media_type, size):
+    import base64
+
+    (ws / name).write_bytes(data)
+    result = await _file(ws, action="read", path=name)
+    assert result.status == "ok" and result.image is not None
+    assert result.image.media_type == media_type and (result.image.width, result.image.height) == size
+    assert result.image.size == len(data) and base64.b64decode(result.image.data or "") == data
+    assert result.image.digest == ""  # the tool activity stores the bytes and names the blob
+    shown = f"{len(data)} bytes" if len(data) < 1024 else f"{round(len(data) / 1024)} KB"
+    assert result.content == f"Image {name}: {media_type}, {size[0]}x{size[1]}, {shown}"
+    assert "data" not in result.model_dump()["image"]  # the bytes never travel in a payload
+
+
+async def test_file_read_of_an_image_says_its_size_in_kilobytes(ws):
+    data = png(2, 2) + b"\0" * 52 * 1024  # trailing bytes after IEND: still a PNG by its header
+    (ws / "big.png").write_bytes(data)
+    result = await _file(ws, action="read", path="big.png")
+    assert result.content == "Image big.png: image/png, 2x2, 52 KB" and result.image is not None
+
+
+async def test_an_image_is_known_by_its_bytes_not_its_name(ws):
+    (ws / "picture.txt").write_bytes(png(3, 3))
+    (ws / "fake.png").write_text("not an image at all\n")
+    (ws / "blob.png").write_bytes(b"\x00\x01binary, but no image\x00")
+    real = await _file(ws, action="read", path="picture.txt")
+    fake = await _file(ws, action="read", path="fake.png")
+    blob = await _file(ws, action="read", path="blob.png")
+    assert real.image is not None and real.image.media_type == "image/png"
+    assert fake.image is None and fake.content == "not an image at all\n"
+    assert blob.image is None and blob.status == "error" and "binary" in blob.content
+
+
+async def test_an_image_over_the_limit_is_described_not_sent(ws, monkeypatch):
+    monkeypatch.setattr(file_tool, "MAX_IMAGE_BYTES", 1000)
+    (ws / "huge.jpg").write_bytes(jpeg(4000, 3000) + b"\0" * 3000)
+    result = await _file(ws, action="read", path="huge.jpg")
+    assert result.status == "ok" and result.image is None
+    assert result.content.startswith("Image huge.jpg: image/jpeg, 4000x3000, 3 KB: too large to show (over 1000 bytes)")
+
+
+async def test_an_image_with_an_unreadable_header_is_sent_without_its_size(ws):
+    (ws / "odd.jpg").write_bytes(b"\xff\xd8\xff\xe0\x00")  # the magic, then nothing sensible
+    result = await _file(ws, action="read", path="odd.jpg")
+    assert result.image is not None and (result.image.width, result.image.height) == (None, None)
+    assert result.content == "Image odd.jpg: image/jpeg, 5 bytes"
