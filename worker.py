@@ -39,6 +39,7 @@ from temporal.client import TemporalUnavailable, connect
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 from tools import sandbox
+from tools.browser import browser_pool, chromium_problem
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
@@ -92,7 +93,9 @@ def build_worker(
     store = as_store(store) if store is not None else open_store()
     secrets = SecretStore.from_env()
     shared = queue or task_queue()
-    identity = f"agent-worker-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    # Temporal's own form (pid@host), made unique: it is in every event a worker completes,
+    # and with the queue name below in every activity a task schedules, so it is kept short.
+    identity = f"{os.getpid()}@{socket.gethostname()}.{uuid.uuid4().hex[:4]}"
     own = f"{shared}@{identity}"  # this worker alone: a task's later calls prefer it (warm cache)
     # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
     mcp = McpSessions(secrets, load_worker_config())
@@ -102,8 +105,8 @@ def build_worker(
     mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets)
-    activities = [llm.call_llm, tools.run_tool, tools.redact_text, sessions.load_session, sessions.record_session, prompt.prompt_context,
-                  mcp_listing.list_tools]
+    activities = [llm.call_llm, tools.run_tool, tools.redact_text, tools.close_browser, sessions.load_session,
+                  sessions.record_session, prompt.prompt_context, mcp_listing.list_tools]
     options: dict[str, Any] = dict(
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities, and the
@@ -139,9 +142,12 @@ class AgentWorker:
             await self._stop_mcp()
 
     async def _stop_mcp(self) -> None:
-        """Stop this worker's MCP servers, once nothing runs that could call them."""
-        if self.mcp is not None:
-            await self.mcp.close()
+        """Stop this worker's MCP servers and its browser, once nothing runs that could use them."""
+        try:
+            if self.mcp is not None:
+                await self.mcp.close()
+        finally:
+            await browser_pool().close_all()
 
     async def shutdown(self) -> None:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
@@ -157,6 +163,12 @@ class AgentWorker:
             await self.shared.__aexit__(*exc)
         finally:
             await self._stop_mcp()
+
+
+def check_browser() -> str | None:
+    """One line saying how to install Chromium when the browser tools cannot run; None when
+    they can. Never a refusal to start: only the browser tools are missing."""
+    return chromium_problem()
 
 
 def check_sandbox() -> sandbox.SandboxStatus:
@@ -200,6 +212,8 @@ async def main(stop_requested: list[int] | None = None) -> int:
         return 2
     if not box.active:
         print(box.notice(), file=sys.stderr)
+    if browser := check_browser():
+        print(browser, file=sys.stderr)
     grace = shutdown_grace()
     worker = build_worker(client, store=store, shutdown_grace=grace)
     loop = asyncio.get_running_loop()

@@ -39,10 +39,10 @@ from temporalio.exceptions import ApplicationError
 
 import tools
 from activities.mcp import McpCatalog
-from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LiveText, LlmCallInput
+from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LiveText, LlmCallInput, PromptParams
 from contracts.mcp import MCP_PREFIX
 from core.compaction import CompactionPolicy, compact
-from core.entries import Entry, ToolResult, to_chat_messages
+from core.entries import Entry, ToolCall, ToolResult, entry_digest, to_chat_messages
 from core.heartbeat import with_heartbeats
 from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, TurnResult, sniff_image_type
 from core.tool_outcome import MAX_IMAGE_BYTES
@@ -109,6 +109,7 @@ class LlmActivities:
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
         self._prompts: dict[tuple, SystemPrompt] = {}  # system prompts by what they are built from
+        self._params: dict[str, PromptParams] = {}  # per context: the prompt inputs last sent
 
     def _provider(self, mode: str) -> Provider:
         if mode not in self._providers:
@@ -126,6 +127,10 @@ class LlmActivities:
     @activity.defn(name=LLM_ACTIVITY)
     async def call_llm(self, inp: LlmCallInput) -> TurnResult:
         info = activity.info()
+        # What the input leaves out because the activity knows it: the task, the tool list.
+        inp = inp.model_copy(update={"task_id": inp.task_id or info.workflow_id, "tool_names": inp.tools(),
+                                     "prompt": self._prompt_params(inp)})
+        assert inp.prompt is not None
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
         live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
@@ -185,9 +190,12 @@ class LlmActivities:
             raise to_application_error(err) from None
         self.breaker.record_success(endpoint)
         result = self.secrets.redact_obj(bounded(result))  # the model's output enters the history here
-        result.context = report
-        result.provider = inp.provider
-        result.worker_queue = self.own_queue
+        # Recorded only when the context was cut (the workflow tells people then); otherwise
+        # the same all-zero report would be in the history every turn.
+        result.context = report if report.compacted_turns or report.dropped_turns or report.truncated_results else None
+        result.provider = None  # the call's own provider (in its input): not recorded again
+        # This worker's own queue, unless the call came through it (the task is pinned here already).
+        result.worker_queue = self.own_queue if info.task_queue != self.own_queue else None
         result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
         result.cost_estimated = bool(getattr(result.usage, "estimated", False)) or not is_priced(inp.model, self.prices)
         for call in result.tool_calls:  # what the tools declare, recorded with the call
@@ -199,13 +207,39 @@ class LlmActivities:
                 call.runs_in, call.summary = tool.runs_in, tool.summarize(call.arguments)
             elif listed is not None:
                 call.summary = " ".join(str(v) for v in call.arguments.values())
+        if result.tool_calls:
+            result.stored_digest = await self._store_call(inp, result)
         log.info("llm call done", tool_calls=len(result.tool_calls), input_tokens=result.usage.input_tokens,
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
 
+    def _prompt_params(self, inp: LlmCallInput) -> PromptParams:
+        """The prompt's inputs: as sent (kept for the task's later calls), or as kept from an
+        earlier call; a gap the workflow answers with a full resend when this worker has none."""
+        if inp.prompt is not None:
+            self._params[inp.context_id] = inp.prompt
+            if len(self._params) > 1024:  # the most recent tasks only
+                self._params.pop(next(iter(self._params)))
+            return inp.prompt
+        kept = self._params.get(inp.context_id)
+        if kept is None:
+            raise ApplicationError("this worker does not have the task's prompt inputs", [], [],
+                                   type=CONTEXT_GAP, non_retryable=True)
+        return kept
+
+    async def _store_call(self, inp: LlmCallInput, result: TurnResult) -> str:
+        """Write the reply's ``ToolCall`` entry to the store at the seq the workflow will give it
+        (the next one, unless it appends a notice first), as the tool activity does with its
+        result: the workflow then sends its digest, not the calls again (they are already in
+        this result, in the history). A guess that is wrong only costs the usual resend."""
+        entry = ToolCall(seq=inp.total, turn=inp.turn, text=result.content, calls=result.tool_calls,
+                         thinking=result.thinking)
+        await self.store.put(inp.context_id, [entry])
+        return entry_digest(entry)
+
     async def _prompt_context(self, inp: LlmCallInput) -> PromptContext | None:
         """The snapshot taken at task start (None for sub-agents: a minimal prompt)."""
-        if inp.prompt.minimal or not inp.prompt.context:
+        if inp.prompt is None or inp.prompt.minimal or not inp.prompt.context:
             return None
         raw = await self.store.get_blob(inp.prompt.context)
         return PromptContext.model_validate_json(raw) if raw else None

@@ -32,8 +32,8 @@ from temporalio import activity
 
 import tools
 from activities.mcp import McpToolRunner
-from contracts.activities import REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
-from contracts.task import ApprovalMode
+from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
+from contracts.task import BROWSER_TOOLS, ApprovalMode
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
 from core.messages import call_digest
@@ -46,6 +46,7 @@ from runtime.secrets import FILE_ENV, SecretStore
 from runtime.store import ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import Danger, ToolContext, ToolOutcome
+from tools.browser import browser_pool
 from tools.registry import REGISTRY, classify_call, is_idempotent
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
@@ -95,6 +96,11 @@ class ToolActivities:
         """A person's message with secrets as placeholders (run as a local activity)."""
         return self.secrets.redact(text)
 
+    @activity.defn(name=BROWSER_CLOSE_ACTIVITY)
+    async def close_browser(self, task_id: str) -> None:
+        """A finished task's pages, closed on this worker (nothing when it holds none)."""
+        await browser_pool().close_task(task_id)
+
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, inp: ToolCallInput) -> ToolOutcome:
         # Heartbeats go on through every step, store calls included: a store that is locked or
@@ -104,6 +110,8 @@ class ToolActivities:
 
     async def _run_tool(self, inp: ToolCallInput, progress: ToolProgress) -> ToolOutcome:
         info = activity.info()
+        if not inp.task_id:  # left out of the input: the workflow's id
+            inp = inp.model_copy(update={"task_id": info.workflow_id})
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
         key = _call_key(inp)
@@ -117,6 +125,7 @@ class ToolActivities:
         with tool_span(inp.call.name, inp.call.id, inp.task_id, inp.turn) as span:
             result = await self._execute(inp, key, started_before, progress)
             span.record(result.status)
+        result = await self._store_image(result)
         # Nothing leaves this activity (history, store, model) with a secret in clear.
         result = self.secrets.redact_obj(result)
         self.audit.record(
@@ -156,7 +165,7 @@ class ToolActivities:
         beat("started")
         ctx = ToolContext(
             workspace=workspace, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
-            redact=self.secrets.redact, network=inp.network, hidden=_hidden_paths(),
+            redact=self.secrets.redact, network=inp.network, hidden=_hidden_paths(), browser=inp.browser,
         )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)
@@ -192,6 +201,8 @@ class ToolActivities:
         """Record the workspace before a call that may change it, so a rewind can restore it."""
         if not checkpoints.enabled() or inp.call.runs_in != "activity" or inp.call.name not in REGISTRY:
             return
+        if inp.call.name in BROWSER_TOOLS:
+            return  # pages change, files do not
         if classify_call(inp.call.name, inp.call.arguments)[0].value == "safe":
             return  # reads change nothing
         if self._checkpoints is None:
@@ -201,6 +212,16 @@ class ToolActivities:
         except checkpoints.CheckpointError as err:  # a missing checkpoint never stops the work
             get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY).warning(
                 "workspace checkpoint failed: rewind cannot restore this turn", error=str(err))
+
+    async def _store_image(self, result: ToolOutcome) -> ToolOutcome:
+        """An image a handler produced goes to the store once, as a blob; the result keeps its
+        digest and size only, so the bytes never reach the history (nor pass the redaction of
+        text, which would only slow down on a megabyte of base64)."""
+        image = result.image
+        if image is None or image.data is None:
+            return result
+        digest = await self.store.put_blob(image.data)
+        return result.model_copy(update={"image": image.model_copy(update={"digest": digest, "data": None})})
 
     async def _store_result(self, inp: ToolCallInput, result: ToolOutcome) -> ToolOutcome:
         if len(result.content) > BLOB_CAP_CHARS:

@@ -50,7 +50,7 @@ from runtime.secrets import SecretStore
 from runtime.store import open_store
 from temporal.client import connect, is_embedded
 from tools import sandbox
-from worker import build_worker, check_sandbox, task_queue
+from worker import build_worker, check_browser, check_sandbox, task_queue
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
@@ -78,6 +78,8 @@ async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settin
         raise UserError(str(err)) from None
     if not box.active:
         print(box.notice(), file=sys.stderr)
+    if browser := check_browser():
+        print(browser, file=sys.stderr)
     store = open_store()
     await store.check()  # a store that cannot work is one line now, not a failed task later
     stack.push_async_callback(store.close)

@@ -3,12 +3,16 @@ workflow and the boundary. Pure pydantic, safe to import in workflow code."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from contracts.mcp import McpCall
+from contracts.task import default_shown
 from core.entries import Entry
+from core.lean import omitted, omitted_empty
 from core.messages import ToolCallRequest, TurnResult
-from core.tool_outcome import ToolOutcome
+from core.tool_outcome import BrowserState, ToolOutcome
 
 LLM_ACTIVITY = "llm_call"
 TOOL_ACTIVITY = "tool_call"
@@ -18,6 +22,9 @@ RECORD_SESSION_ACTIVITY = "session_record"
 # A local activity: its input (a person's message, perhaps with a secret in clear) is not
 # recorded in the history, only its redacted result.
 REDACT_ACTIVITY = "redact_text"
+# Closes a finished task's browser pages on the worker that holds them (best effort: a
+# worker's idle reaper closes what this misses).
+BROWSER_CLOSE_ACTIVITY = "browser_close"
 CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; resend in full
 # ApplicationError type: the request exceeds the model's window (details: {"context_window": N|None})
 CONTEXT_OVERFLOW = "context_overflow"
@@ -58,36 +65,53 @@ class PromptParams(BaseModel):
 
     workspace: str
     date: str  # the task's start date (from workflow.now()), so the prompt is replay-stable
-    minimal: bool = False  # sub-agents: no memory, skills or project conventions
-    context: str | None = None  # blob digest of the prompt context loaded at task start
+    minimal: bool = omitted(False)  # sub-agents: no memory, skills or project conventions
+    context: str | None = omitted()  # blob digest of the prompt context loaded at task start
 
 
 class LlmCallInput(BaseModel):
     """One LLM call. The context travels as a delta: the activity rebuilds entries
     0..total-1 from the context store after writing ``new_entries`` to it, and checks
-    the entries tool activities wrote against ``expect`` (seq -> digest)."""
+    the entries tool activities wrote against ``expect`` (seq -> digest).
 
-    task_id: str
+    Sent every turn, so what the activity can know otherwise is left out: ``task_id`` is the
+    workflow's id (``activity.info()``; set for calls scheduled by earlier code), and
+    ``tool_names`` is empty for the default tool list (``tools()`` gives it)."""
+
+    task_id: str = omitted("")
     turn: int
     provider: str
     model: str
-    prompt: PromptParams
-    tool_names: list[str]
-    stream: bool = True
+    # The prompt's inputs: sent with the first call, a full resend and any call not pinned to the
+    # worker that served the last one; None: as the worker has them for this context (if it
+    # does not, it reports a gap and the workflow resends in full).
+    prompt: PromptParams | None = omitted()
+    tool_names: list[str] = omitted_empty(list)
+    page_open: bool = omitted(False)  # with the default list: a browser page is open (page tools shown)
+    stream: bool = omitted(True)
     context_id: str
     total: int
-    new_entries: list[Entry] = []
-    expect: dict[int, str] = {}
-    context_window: int = 128_000
+    new_entries: list[Entry] = omitted_empty(list)
+    expect: dict[int, str] = omitted_empty(dict)
+    context_window: int = omitted(128_000)
     # Sent only with a full resend (after the store reported a gap): the loop state's prefix,
     # the model's view of every entry before ``base``, which then stands in for them.
-    prefix: list[Entry] | None = None
-    base: int = 0
-    thinking_budget: int | None = None  # extended thinking's token budget per answer (Anthropic); None: off
+    prefix: list[Entry] | None = omitted()
+    base: int = omitted(0)
+    thinking_budget: int | None = omitted()  # extended thinking's token budget per answer (Anthropic); None: off
+
+    def tools(self) -> list[str]:
+        """The tools offered this turn: as named, or the default list."""
+        return self.tool_names or default_shown(self.page_open)
+
+    @classmethod
+    def naming(cls, names: list[str], page_open: bool) -> dict[str, Any]:
+        """The fields that name ``names`` for the call: nothing for the default list."""
+        return {"page_open": page_open} if names == default_shown(page_open) else {"tool_names": names}
 
 
 class ToolCallInput(BaseModel):
-    task_id: str
+    task_id: str = omitted("")  # the workflow's id: filled in by the activity (see LlmCallInput)
     turn: int
     workspace: str
     call: ToolCallRequest
@@ -98,9 +122,12 @@ class ToolCallInput(BaseModel):
     # gate itself: a call its mode requires approval for runs only if ``approved`` is the
     # call's digest. None: not checked (inputs scheduled by workflows before the check).
     approval: str | None = None
-    approved: str | None = None
-    network: bool = False  # shell commands may reach the network
-    mcp: McpCall | None = None  # set for a call of an MCP tool: which server and tool run it
+    approved: str | None = omitted()
+    network: bool = omitted(False)  # shell commands may reach the network
+    mcp: McpCall | None = omitted()  # set for a call of an MCP tool: which server and tool run it
+    # The task's browser as recorded (browser tools reopen it on a worker that lost it);
+    # sent only with browser tools' calls, and left out of the JSON when None.
+    browser: BrowserState | None = omitted()
 
 
 __all__ = [

@@ -16,13 +16,21 @@ from contracts.mcp import MCP_PREFIX, McpServerConfig, McpTool, matches
 from core.entries import Entry
 from core.messages import Usage
 from core.tool_args import PlanItem
+from core.tool_outcome import BrowserState
 
 TASK_WORKFLOW = "AgentTask"
 DEFAULT_TASK_QUEUE = "agent-tasks"
 
 # The one default tool list: what a task offers when its input names none. Opt-in tools
 # (``search``, which needs an API key) are added by the CLI when configured.
-DEFAULT_TOOLS = ["message", "shell", "file", "plan", "fetch_url", "load_skill", "memory", "spawn"]
+DEFAULT_TOOLS = [
+    "message", "shell", "file", "plan", "fetch_url", "load_skill", "memory", "spawn",
+    "visit", "view", "click", "input", "scroll", "screenshot",
+]
+# The browser tools that act on an open page: offered only while the task has one open
+# (``LoopState.browser``), so a task that never browses sees only ``visit``.
+PAGE_TOOLS = ("view", "click", "input", "scroll", "screenshot")
+BROWSER_TOOLS = ("visit", *PAGE_TOOLS)
 # What the tools declare (``for_subagents=False``, ``runs_in="child_workflow"``), as data the
 # workflow may read without importing the tools; a test keeps the two in step.
 NOT_FOR_SUBAGENTS = ("load_skill", "memory")
@@ -150,6 +158,9 @@ class LoopState(BaseModel):
     provider_down_since: datetime | None = None  # the first failure of the current outage
     mcp_tools: list[McpTool] = Field(default_factory=list)  # listed from the task's MCP servers at start
     mcp_digests: dict[str, str] = Field(default_factory=dict)  # server -> digest of the tools it listed
+    # The task's browser as its last browser call left it (tabs, active tab); None: never
+    # opened. Carried across runs; a worker that lost the pages reopens them from it.
+    browser: BrowserState | None = None
     # -- this run only ----------------------------------------------------------------
     phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)
     last_activity: str = Field(default="", exclude=True)
@@ -226,6 +237,18 @@ class TaskInput(BaseModel):
         if self.minimal_prompt:
             names = [n for n in names if n not in NOT_FOR_SUBAGENTS]
         return ["message"] + [n for n in names if n != "message"]  # message first: the only way to finish
+
+
+def default_shown(page_open: bool) -> list[str]:
+    """The default tool list as the model sees it, with or without an open page."""
+    return list(DEFAULT_TOOLS) if page_open else [n for n in DEFAULT_TOOLS if n not in PAGE_TOOLS]
+
+
+def shown_tools(offered: list[str], browser: BrowserState | None) -> list[str]:
+    """The offered tools the model sees this turn: the page tools only while a page is open."""
+    if browser is not None and browser.open:
+        return offered
+    return [n for n in offered if n not in PAGE_TOOLS]
 
 
 def _is_glob(pattern: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from core.lean import omitted
 from core.messages import ChatMessage, Thinking, ToolCallRequest
 from core.tool_outcome import ImageRef, ToolOutcome
 
@@ -65,7 +66,7 @@ class ToolResult(_Entry):
     full_chars: int | None = None
     # An image the call produced: its blob digest and size, never the bytes (see ImageRef).
     # Left out of the JSON when None, so the digests of entries stored before it are unchanged.
-    image: ImageRef | None = Field(default=None, exclude_if=lambda v: v is None)
+    image: ImageRef | None = omitted()
 
 
 class SystemReminder(_Entry):
@@ -159,7 +160,8 @@ def to_chat_messages(entries: list[Entry]) -> list[ChatMessage]:
 
 def entry_digest(entry: Entry) -> str:
     """A stable fingerprint of an entry, used to verify what the context store holds."""
-    return hashlib.sha256(entry.model_dump_json().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    # 64 bits: it tells a stale or foreign entry from the right one, not an adversary's.
+    return hashlib.sha256(entry.model_dump_json().encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def result_entry(call_id: str, name: str, result: ToolOutcome, *, seq: int, turn: int) -> ToolResult:

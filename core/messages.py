@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
+from core.lean import omitted, omitted_empty
+
 LEGACY_CHILD_WORKFLOW_TOOL = "spawn"  # see ToolCallRequest._recorded_before_runs_in
 # Before thinking was typed, Anthropic's signed blocks were stored in the one thinking string
 # as this marker followed by the JSON list of blocks; recorded histories still hold them.
@@ -31,16 +33,19 @@ class ToolCallRequest(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    arguments_raw: str | None = None
-    parse_error: str | None = None
+    arguments_raw: str | None = omitted()
+    parse_error: str | None = omitted()
     # Set by the LLM activity from the tool's policy, so the decision is in the history
     # and a replay never re-classifies with newer code.
-    danger: Literal["safe", "moderate", "dangerous"] | None = None
-    danger_reason: str | None = None
+    # "safe" when missing: the level of almost every call, so it is left out of the JSON (a call
+    # recorded before classification existed has no level: it needs approval only where every
+    # call does, as a safe one).
+    danger: Literal["safe", "moderate", "dangerous"] | None = omitted("safe")
+    danger_reason: str | None = omitted()
     # Set by the LLM activity from the tool's declaration: where the engine runs the call,
     # and its detail in one line for the Temporal UI.
-    runs_in: Literal["activity", "child_workflow"] = "activity"
-    summary: str | None = None
+    runs_in: Literal["activity", "child_workflow"] = omitted("activity")  # never omitted for "spawn": see below
+    summary: str | None = omitted()
 
     @model_validator(mode="before")
     @classmethod
@@ -184,11 +189,11 @@ class ToolSpec(BaseModel):
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    cache_read_tokens: int = omitted(0)
+    cache_write_tokens: int = omitted(0)
     # True when some of these counts are our estimate (providers/usage.py), not the server's:
     # it reported no usage. Usage recorded before this field existed reads as reported.
-    estimated: bool = False
+    estimated: bool = omitted(False)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -218,18 +223,22 @@ class ContextReport(BaseModel):
 class TurnResult(BaseModel):
     """Every provider response, whatever its wire format, becomes this."""
 
-    content: str = ""
-    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
-    source: Literal["native", "xml"] = "native"
-    thinking: Thinking = Field(default_factory=list)
+    content: str = omitted("")
+    tool_calls: list[ToolCallRequest] = omitted_empty(list)
+    source: Literal["native", "xml"] = omitted("native")
+    thinking: Thinking = omitted_empty(list)
     usage: Usage = Field(default_factory=Usage)
-    finish_reason: str | None = None
-    model: str | None = None
-    provider: str | None = None  # which configured provider answered
-    cost_usd: float = 0.0  # priced by the activity from the price table
-    cost_estimated: bool = False  # the model has no price row, or the usage was estimated
-    context: ContextReport | None = None  # set by the LLM activity
-    worker_queue: str | None = None  # set by the LLM activity: the task queue of its worker alone
+    finish_reason: str | None = omitted("tool_calls")  # the usual reason, left out (None is written)
+    model: str | None = omitted()
+    provider: str | None = omitted()  # which configured provider answered
+    cost_usd: float = omitted(0.0)  # priced by the activity from the price table
+    cost_estimated: bool = omitted(False)  # the model has no price row, or the usage was estimated
+    # Set by the LLM activity when the turn compacted or cut the context (None: nothing to report).
+    context: ContextReport | None = omitted()
+    worker_queue: str | None = omitted()  # set by the LLM activity: the task queue of its worker alone
+    # Set by the LLM activity for a reply with tool calls: the digest of the ``ToolCall`` entry it
+    # wrote to the context store at the next seq, so the workflow need not send it back.
+    stored_digest: str | None = omitted()
 
 
 class SystemPrompt(BaseModel):

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from core.lean import omitted
 from core.tool_args import PlanItem
 
 
@@ -73,24 +74,24 @@ class ToolOutcome(BaseModel):
     ``plan`` set means the task's plan is now this list.
     """
 
-    status: Literal["ok", "error", "retry"] = "ok"
+    status: Literal["ok", "error", "retry"] = omitted("ok")
     content: str
-    final_result: str | None = None
-    ask: str | None = None
-    info: str | None = None  # a message to the user that does not end the task
-    summary: str | None = None  # one-line compact summary, if the tool wants its own
-    truncated: bool = False
-    exit_code: int | None = None
-    plan: list[PlanItem] | None = None
+    final_result: str | None = omitted()
+    ask: str | None = omitted()
+    info: str | None = omitted()  # a message to the user that does not end the task
+    summary: str | None = omitted()  # one-line compact summary, if the tool wants its own
+    truncated: bool = omitted(False)
+    exit_code: int | None = omitted()
+    plan: list[PlanItem] | None = omitted()
     # Set by the tool activity, not by handlers: the stored result entry's digest, and
     # for a large output the blob holding it in full (``content`` is then a preview).
-    stored_digest: str | None = None
-    blob: str | None = None
-    full_chars: int | None = None
+    stored_digest: str | None = omitted()
+    blob: str | None = omitted()
+    full_chars: int | None = omitted()
     # Set by the tool activity after an MCP call when the server's tool list is no longer the
     # one the task listed (it said tools/list_changed, or came back different): list again.
-    tools_changed: bool = False
+    tools_changed: bool = omitted(False)
     # An image the call produced (see ImageRef), and the browser's state after a browser
     # call (None: the call did not touch the browser).
-    image: ImageRef | None = Field(default=None, exclude_if=lambda v: v is None)
-    browser: BrowserState | None = Field(default=None, exclude_if=lambda v: v is None)
+    image: ImageRef | None = omitted()
+    browser: BrowserState | None = omitted()

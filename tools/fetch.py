@@ -18,6 +18,18 @@ Internal addresses (localhost, private ranges) are not refused: the agent
 runs on the user's own machine, where reading a local server is a normal
 request. A deployment that needs a fence puts it in the policy layer or a
 proxy, not here.
+
+**Pages that only JavaScript fills.** Many sites send an empty shell (a
+``<div id="root">``, a ``<noscript>`` asking for JavaScript) and build the
+page in the browser. When the HTML has scripts and its Markdown holds under
+``MIN_READABLE_CHARS`` characters of text beyond the title, the same URL is
+rendered in a headless Chromium (a throwaway context of the worker's browser
+pool, under the browser's URL rules: ``tools.browser.policy``) and the
+rendered document is converted instead; the first line of the result says so.
+A page without scripts renders to the same text, so it never pays for a
+browser. When no browser can run, or the task has no network access (the
+browser's rule), the plain result comes back with a note saying why nothing
+better was tried.
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ from core.heartbeat import with_heartbeats
 from core.untrusted import wrap_untrusted
 from tools import web
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from tools.browser.policy import Policy
+from tools.browser.pool import BrowserUnavailable, RenderFailed, browser_pool, chromium_problem
 from tools.web import html_to_markdown, new_client
 
 FETCH_TIMEOUT_S = 20.0
@@ -43,12 +57,17 @@ MAX_REDIRECTS = 5
 MAX_BODY_BYTES = 5 * 1024 * 1024
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS_LIMIT = 100_000
+# Less readable text than this beyond the title, in a page with scripts: render it.
+MIN_READABLE_CHARS = 100
+RENDERED = "(rendered with a headless browser: the plain download had no readable text)"
 
 _TEXT_TYPES = frozenset(
     {"application/xml", "application/javascript", "application/x-javascript",
      "application/yaml", "application/x-yaml", "application/toml", "application/x-ndjson"}
 )  # fmt: skip
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE)
+_SCRIPTED = re.compile(r"<(?:script|noscript)\b", re.IGNORECASE)
+_LINK_TARGET = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")  # [text](url) and ![alt](src): the text only
 
 Kind = Literal["html", "json", "text"]
 
@@ -221,14 +240,17 @@ def _size(n: int) -> str:
     return f"{n / 2**20:g} MB" if n >= 2**20 else f"{n / 2**10:g} KB"
 
 
-def _result(page: _Page, max_chars: int) -> ToolOutcome:
-    text = _text_of(page).strip()
-    notes = []
-    if page.cut:
+def _result(
+    text: str, source: str, max_chars: int, *, cut: bool = False, lead: str | None = None, note: str | None = None
+) -> ToolOutcome:
+    text = text.strip()
+    notes = [note] if note else []
+    if cut:
         notes.append(
             f"[The page is larger than {_size(MAX_BODY_BYTES)}: only its first "
             f"{_size(MAX_BODY_BYTES)} were read, so the text above is cut short.]"
         )
+    truncated = cut
     if len(text) > max_chars:
         more = (
             f"call fetch_url again with a larger max_chars (up to {MAX_CHARS_LIMIT}) to read more"
@@ -240,15 +262,24 @@ def _result(page: _Page, max_chars: int) -> ToolOutcome:
             f"{len(text) - max_chars} more were cut: {more}.]"
         )
         text = text[:max_chars]
-    content = wrap_untrusted(text or "(the page has no text)", str(page.url))
-    return ToolOutcome(content="\n".join([content, *notes]), truncated=bool(notes))
+        truncated = True
+    content = wrap_untrusted(text or "(the page has no text)", source)
+    return ToolOutcome(content="\n".join([*([lead] if lead else []), content, *notes]), truncated=truncated)
+
+
+def readable_chars(markdown: str) -> int:
+    """Characters of text a reader sees beyond the ``# Title`` line (link targets not counted)."""
+    lines = markdown.strip().splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return len("".join(_LINK_TARGET.sub(r"\1", "\n".join(lines)).split()))
 
 
 async def fetch_url(args: FetchArgs, ctx: ToolContext) -> ToolOutcome:
     try:
         url = _check_url(args.url.strip())
         return await with_heartbeats(
-            _fetch(url, args.max_chars),
+            _fetch(url, args.max_chars, ctx),
             ctx.heartbeat,
             every_s=web.HEARTBEAT_EVERY_S,
             detail=lambda waited: f"fetch_url waiting {waited:.0f}s for {url}",
@@ -257,9 +288,35 @@ async def fetch_url(args: FetchArgs, ctx: ToolContext) -> ToolOutcome:
         return ToolOutcome(status="error", content=f"Could not fetch the page: {exc}")
 
 
-async def _fetch(url: httpx.URL, max_chars: int) -> ToolOutcome:
+async def _fetch(url: httpx.URL, max_chars: int, ctx: ToolContext) -> ToolOutcome:
     page = await _download(url)
-    return await asyncio.to_thread(_result, page, max_chars)  # parsing a big page takes a while
+    text = await asyncio.to_thread(_text_of, page)  # parsing a big page takes a while
+    source = str(page.url)
+    # A shell that scripts fill: scripts, and almost no text (without scripts a browser would
+    # render the same text, so it is not worth starting one).
+    if page.kind == "html" and readable_chars(text) < MIN_READABLE_CHARS and _SCRIPTED.search(_decode(page)):
+        rendered, why_not = await _render(source, ctx)
+        if rendered is None:
+            note = f"[The page seems to need JavaScript (it has scripts and almost no text); {why_not}.]"
+            return await asyncio.to_thread(_result, text, source, max_chars, cut=page.cut, note=note)
+        final_url, markup = rendered
+        text = await asyncio.to_thread(html_to_markdown, markup, final_url)
+        return await asyncio.to_thread(_result, text, final_url, max_chars, lead=RENDERED)
+    return await asyncio.to_thread(_result, text, source, max_chars, cut=page.cut)
+
+
+async def _render(url: str, ctx: ToolContext) -> tuple[tuple[str, str] | None, str]:
+    """The page rendered by the browser pool as (final URL, HTML), or None and why not."""
+    policy = Policy.of(ctx.network, ctx.workspace, ctx.hidden)
+    if (reason := await policy.check(url)) is not None:
+        return None, f"it was not rendered in a headless browser: {reason}"
+    if (problem := chromium_problem()) is not None:
+        return None, f"it was not rendered in a headless browser: {problem}"
+    try:
+        rendered = await browser_pool().render(url, policy)
+    except (BrowserUnavailable, RenderFailed) as exc:
+        return None, f"rendering it in a headless browser failed: {exc}"
+    return (rendered.url, rendered.html), ""
 
 
 TOOL = ToolDefinition(

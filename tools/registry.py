@@ -18,14 +18,14 @@ from core.coerce import coerce_args, schema_of
 from core.compaction import compact_line as core_compact_line
 from core.messages import ToolSpec
 from core.text import shorten
-from tools import fetch, file, memory, message, plan, search, shell, skills, spawn
+from tools import browser, fetch, file, memory, message, plan, search, shell, skills, spawn
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 REGISTRY: dict[str, ToolDefinition[Any]] = {
     tool.name: tool
     for tool in (
         message.TOOL, shell.TOOL, file.TOOL, search.TOOL, fetch.TOOL, plan.TOOL, spawn.TOOL,
-        skills.TOOL, memory.TOOL,
+        skills.TOOL, memory.TOOL, *browser.TOOLS,
     )
 }
 # Per tool, the argument keys that name a call in a compacted summary line.

@@ -76,10 +76,14 @@ class LoopBase:
             # When the state or the turn changes: the phases of a working loop are all RUNNING
             # (the fine phase is in the current details, which cost no event), so a turn costs
             # one upsert; the model and the spend so far go along with it.
+            # Only the values that changed since this run's last upsert (all of them at first).
             values = searchable_values(phase, self.state.turn, self._model.model, self.state.cost_usd)
-            if values[:2] != self._searchable:
-                self._searchable = values[:2]
-                workflow.upsert_search_attributes(state_updates(*values))
+            last = self._searchable
+            if last is None or values[:2] != last[:2]:
+                self._searchable = values
+                updates = state_updates(*values)
+                workflow.upsert_search_attributes(
+                    updates if last is None else [u for u, old, new in zip(updates, last, values) if old != new])
         elif changed:
             workflow.upsert_search_attributes(
                 state_updates(phase, self.state.turn, self._model.model, self.state.cost_usd)

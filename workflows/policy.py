@@ -32,6 +32,8 @@ LLM_RETRY = RetryPolicy(
     maximum_attempts=8,
 )
 TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
+NO_RETRY = RetryPolicy(maximum_attempts=1)
+BROWSER_CLOSE_TIMEOUT = timedelta(seconds=30)
 
 NO_TOOL_CALL_REMINDER = (
     "Your last reply did not call a tool. Every reply must be exactly one tool call. "

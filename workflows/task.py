@@ -24,6 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import (
+        BROWSER_CLOSE_ACTIVITY,
         CONTEXT_QUERY,
         LOAD_SESSION_ACTIVITY,
         PROMPT_CONTEXT_ACTIVITY,
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallInput,
     )
     from contracts.task import (
+        BROWSER_TOOLS,
         TASK_WORKFLOW,
         ApprovalDecision,
         EventsPage,
@@ -46,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from core.entries import Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage, result_entry
     from core.loop_detect import LOOP_REMINDER
     from core.messages import ToolCallRequest
-    from core.tool_outcome import ToolOutcome
+    from core.tool_outcome import BrowserState, ToolOutcome
     from workflows import policy
     from workflows.engine import TaskEnded
     from workflows.search_attributes import session_update
@@ -170,6 +172,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             self._set_state(TaskState.CANCELLED)
             raise
         self._set_state(outcome.status)
+        await self._close_browser()
         if task.session:
             await self._record_session()
         state = self.state
@@ -214,6 +217,25 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
                 self._append(entry)
         self._append(UserMessage(text=task.instruction))
 
+    async def _close_browser(self) -> None:
+        """Close the finished task's pages on the worker that holds them (the one its calls
+        were pinned to). Best effort: a worker that is gone took its pages along, and a
+        worker's idle reaper closes whatever this misses."""
+        if self.state.browser is None or not self.state.browser.open:
+            return
+        try:
+            await workflow.execute_activity(
+                BROWSER_CLOSE_ACTIVITY,
+                workflow.info().workflow_id,
+                start_to_close_timeout=policy.BROWSER_CLOSE_TIMEOUT,
+                retry_policy=policy.NO_RETRY,
+                summary="browser · close",
+                **self._placement(),
+            )
+        except ActivityError:
+            pass
+        self.state.browser = BrowserState()
+
     async def _preflight(self) -> None:
         if self.state.stop_reason is not None:
             raise self._fail(f"stopped: {self.state.stop_reason}", "stopped")
@@ -228,6 +250,8 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
         result = await self._approved_execute(call)
         recorded = self._append(result_entry(call.id, call.name, result, seq=self.transcript.total, turn=self.state.turn))
         self.sync.tool_wrote(recorded, result.stored_digest)
+        if result.browser is not None:  # the browser's tabs after the call: what a new worker reopens
+            self.state.browser = result.browser
         # No tool call is ever left without a result: the rest are answered as deferred.
         for extra in deferred:
             self._append(
@@ -277,16 +301,18 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
         handle = workflow.start_activity(
             TOOL_ACTIVITY,
             ToolCallInput(
-                task_id=workflow.info().workflow_id,
                 turn=self.state.turn,
                 workspace=self.task.workspace,
-                call=call,
+                # What the tool activity uses: the summary and the approval reason are the LLM
+                # result's, already in the history.
+                call=call.model_copy(update={"summary": None, "danger_reason": None}),
                 context_id=self.state.context_id,
                 result_seq=self.transcript.total,
                 approval=self.task.approval.value,
                 approved=approved,
                 network=self.task.network,
                 mcp=self._mcp_call(call),
+                browser=self.state.browser if call.name in BROWSER_TOOLS else None,
             ),
             result_type=ToolOutcome,
             start_to_close_timeout=policy.TOOL_TIMEOUT,

@@ -16,7 +16,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import CONTEXT_GAP, CONTEXT_OVERFLOW, LLM_ACTIVITY, LlmCallInput, PromptParams
-    from contracts.task import TaskState
+    from contracts.task import TaskState, shown_tools
     from core.entries import AiMessage, StatusNotice, SystemReminder, ToolCall
     from core.messages import ContextReport, TurnResult
     from workflows import policy
@@ -51,6 +51,7 @@ class ThinkingMixin(LoopBase):
         state.no_tool_streak = 0
         entry = ToolCall(text=result.content, calls=result.tool_calls, thinking=result.thinking)
         self._append(entry)
+        self.sync.tool_wrote(entry, result.stored_digest)  # the LLM activity stored it: not sent back
         return entry
 
     def _check_limits(self, *, after_call: bool = False) -> None:
@@ -161,15 +162,16 @@ class ThinkingMixin(LoopBase):
         handle = workflow.start_activity(
             LLM_ACTIVITY,
             LlmCallInput(
-                task_id=workflow.info().workflow_id,
                 turn=state.turn,
                 provider=self._model.provider,
                 model=self._model.model,
+                # The worker the call is pinned to has the prompt's inputs from an earlier call.
                 prompt=PromptParams(
                     workspace=task.workspace, date=state.prompt_date, minimal=task.minimal_prompt,
                     context=state.prompt_context,
-                ),
-                tool_names=self.tool_names,
+                ) if full or state.affinity_queue is None else None,
+                **LlmCallInput.naming(shown_tools(self.tool_names, state.browser),
+                                      state.browser is not None and state.browser.open),
                 stream=task.stream,
                 thinking_budget=task.thinking_budget,
                 context_id=state.context_id,
@@ -194,7 +196,11 @@ class ThinkingMixin(LoopBase):
         result = await self._interruptible(handle)
         if result is not None:
             self.sync.synced_to(total)
-            state.affinity_queue = result.worker_queue  # recorded in the result: replay decides the same
+            # Recorded in the result, so replay decides the same. None: the call ran on the queue
+            # it was pinned to (or on a worker with no queue of its own), so nothing changes;
+            # patched(): tasks started before this release unpinned on None.
+            if result.worker_queue is not None or not workflow.patched("affinity-kept-when-unnamed"):
+                state.affinity_queue = result.worker_queue
         return result
 
     def _report_context(self, report: ContextReport | None) -> None:

@@ -61,5 +61,5 @@ def test_offered_tools_take_names_and_globs_for_built_in_and_mcp_tools():
     assert TaskInput(**base, allow_tools=["f*", "mcp__time__*"]).offered_tools(mcp) == [
         "message", "file", "fetch_url", "mcp__time__get_current_time"]
     assert TaskInput(**base, deny_tools=["shell", "mcp__*__git_reset", "s*"]).offered_tools(mcp) == [
-        "message", "file", "plan", "fetch_url", "load_skill", "memory",
-        "mcp__git__git_status", "mcp__time__get_current_time"]
+        "message", "file", "plan", "fetch_url", "load_skill", "memory", "visit", "view", "click", "input",
+        "mcp__git__git_status", "mcp__time__get_current_time"]  # "s*" took spawn, scroll and screenshot too

@@ -6,7 +6,8 @@ import pytest
 
 from contracts.task import DEFAULT_TOOLS
 from core.untrusted import wrap_untrusted
-from tests.tools.web_fixtures import LocalWebServer, fetch_routes
+from tests.tools.browsing import shared_pool
+from tests.tools.web_fixtures import LocalWebServer, Reply, fetch_routes
 from tools import REGISTRY, compact_line, execute, fetch, web
 from tools.base import Danger, ToolContext
 from tools.fetch import FetchArgs
@@ -358,3 +359,85 @@ async def test_fetch_refuses_max_chars_over_the_limit_through_the_registry(ctx):
 def test_fetch_compact_line_names_the_url():
     line = compact_line("fetch_url", {"url": "https://example.com/a", "max_chars": 5})
     assert line == '<tool name="fetch_url" url="https://example.com/a"/>'
+
+
+# --- pages that only JavaScript fills -------------------------------------------------------
+
+JS_SHELL = b"""<!DOCTYPE html><html><head><title>App</title></head><body><div id="root"></div>
+<noscript>You need to enable JavaScript to run this app.</noscript>
+<script>
+document.getElementById("root").innerHTML =
+  "<h1>Rendered by script</h1><p>" + "Only JavaScript writes this paragraph. ".repeat(6) + "</p>";
+</script></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def js_server():
+    with LocalWebServer({"/app": Reply(body=JS_SHELL)}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+async def browser():
+    async for pool in shared_pool():
+        yield pool
+
+
+@pytest.fixture
+def no_browser(monkeypatch):
+    """Fails the test if fetch_url asks for a browser."""
+    monkeypatch.setattr(fetch, "browser_pool", lambda: pytest.fail("fetch_url started a browser"))
+
+
+async def test_fetch_renders_a_page_that_only_javascript_fills(browser, js_server, tmp_path):
+    ctx = ToolContext(workspace=tmp_path, network=True)
+    result = await _fetch(ctx, js_server.url("/app"))
+    assert result.status == "ok", result.content
+    assert result.content.startswith(
+        "(rendered with a headless browser: the plain download had no readable text)\n"
+        f'<untrusted_content source="{js_server.url("/app")}">'
+    )
+    text = _inside(result.content)
+    assert text.startswith("# App\n") and "# Rendered by script" in text
+    assert "Only JavaScript writes this paragraph." in text and "enable JavaScript" not in text
+
+
+async def test_fetch_does_not_render_a_page_with_text(server, tmp_path, no_browser):
+    ctx = ToolContext(workspace=tmp_path, network=True)
+    result = await _fetch(ctx, server.url("/article"))
+    assert result.status == "ok" and result.content.startswith("<untrusted_content ")
+    assert "headless browser" not in result.content
+
+
+async def test_fetch_does_not_render_a_short_page_without_scripts(server, tmp_path, no_browser):
+    ctx = ToolContext(workspace=tmp_path, network=True)
+    result = await _fetch(ctx, server.url("/final"))
+    assert _inside(result.content) == "# Arrived\n\nThe end of the chain." and result.content.endswith(
+        "</untrusted_content>"
+    )
+
+
+def test_readable_chars_counts_text_beyond_the_title_without_link_targets():
+    assert fetch.readable_chars("# Title\n\n[Home](https://example.com/a/very/long/path) hi") == 6
+    assert fetch.readable_chars("no title here") == 11
+
+
+async def test_fetch_without_network_returns_the_shell_and_says_why_it_was_not_rendered(js_server, tmp_path, no_browser):
+    result = await _fetch(ToolContext(workspace=tmp_path, network=False), js_server.url("/app"))
+    assert result.status == "ok"
+    assert result.content.startswith("<untrusted_content ") and _inside(result.content) == "# App"
+    assert result.content.endswith(
+        "</untrusted_content>\n[The page seems to need JavaScript (it has scripts and almost no text); it was not "
+        "rendered in a headless browser: the task has no network access: http and https pages need a task "
+        "started with --network (file:// pages inside the workspace open without it).]"
+    )
+
+
+async def test_fetch_without_chromium_returns_the_shell_and_says_how_to_install_it(
+    js_server, tmp_path, monkeypatch, no_browser
+):
+    monkeypatch.setenv("AGENT_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    result = await _fetch(ToolContext(workspace=tmp_path, network=True), js_server.url("/app"))
+    assert result.status == "ok" and _inside(result.content) == "# App"
+    note = result.content.rsplit("</untrusted_content>\n", 1)[1]
+    assert note.startswith("[The page seems to need JavaScript") and "apt-get install chromium" in note

@@ -29,7 +29,7 @@ from workflows.task import AgentTaskWorkflow
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 # Bump when the workflow changes its commands (behind workflow.patched): older recordings stay
 # and keep proving that tasks started on the earlier code still replay.
-VERSION = "v4"
+VERSION = "v5"
 Driver = Callable[[WorkflowHandle, ScriptedModelServer], Awaitable[None]]
 
 
@@ -94,6 +94,17 @@ SCENARIOS: dict[str, Scenario] = {
             tool("message", type="result", text="done"),
         ],
         {"mcp_servers": {"kit": kit_stdio()}},
+    ),
+    # A page held by the worker: the page tools offered once it is open, the browser's state
+    # recorded from each result, a screenshot kept as a blob reference, and the closing
+    # activity at the end. A data: URL needs no network and no server.
+    "browser": Scenario(
+        [
+            tool("visit", url="data:text/html,<title>Replay</title><h1>Replayed</h1><a href='#more'>more</a>"),
+            tool("view"),
+            tool("screenshot"),
+            tool("message", type="result", text="done"),
+        ],
     ),
 }
 

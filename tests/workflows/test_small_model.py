@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import tools
-from contracts.task import DEFAULT_TOOLS, TaskState
+from contracts.task import DEFAULT_TOOLS, TaskState, default_shown
 from core.messages import ToolCallRequest
 from fakes.scripted import text
 from prompts import build_system_prompt
@@ -25,7 +25,7 @@ def tokens(text: str) -> int:
 
 
 def test_the_compact_prompt_is_a_fraction_of_the_full_one():
-    specs = tools.specs(list(DEFAULT_TOOLS))
+    specs = tools.specs(default_shown(page_open=False))  # what a task sees until it opens a page
     names = [s.name for s in specs]
     full = tools_prompt(specs) + build_system_prompt(workspace="/home/me/project", date="2026-11-23",
                                                      tool_names=names).text()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from contracts.task import DEFAULT_TOOLS, TaskState, TaskStatus
+from contracts.task import TaskState, TaskStatus, default_shown
 from fakes.scripted import Step, error, text, tool
 from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, start
 from workflows.task import AgentTaskWorkflow
@@ -45,7 +45,7 @@ async def test_task_writes_file_through_shell_and_finishes_with_message(client, 
     assert len(tool_messages) == 1 and "durable" in tool_messages[0]["content"]
     assert "[exit code: 0]" in tool_messages[0]["content"]
     assert second["messages"][0]["role"] == "system"
-    assert [t["function"]["name"] for t in second["tools"]] == DEFAULT_TOOLS
+    assert [t["function"]["name"] for t in second["tools"]] == default_shown(page_open=False)  # no page open
 
 
 async def test_reply_without_tool_call_gets_reminder_then_recovers(client, task_queue, workspace):

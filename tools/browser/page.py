@@ -1,0 +1,205 @@
+"""Reading and waiting on a page: the snapshot, settling after an action, images.
+
+**The snapshot** is playwright's own AI snapshot (``page.aria_snapshot(mode="ai")``): the
+accessibility tree as YAML-like lines, one per element, each interactive one with a
+reference, ``- textbox "Name" [ref=e5]``. ``page.locator("aria-ref=e5")`` finds the element
+again, against the latest snapshot of that page; so every tool that changes the page takes
+a new snapshot before it answers, and the model's references are always from the page as
+it is. The tree is what a screen reader reads: text, headings, links with their URLs,
+form fields with their labels and values, without markup or styles, so it is a fraction of
+the HTML's size and names what can be clicked.
+
+**Waiting** (``Watch``): a ``Watch`` on a page records the requests in flight, whether its
+main frame navigated, and (given the task's tabs) the tabs opened meanwhile.
+
+- ``quiet`` waits until no request has been in flight for ``QUIET_S`` (at most
+  ``IDLE_WAIT_MS``): after a page's ``load`` event, for the data a script fetches. It is
+  playwright's ``networkidle`` made short: that one always waits 500 ms of silence, the
+  price of a whole snapshot on every call.
+- ``settle``, after a click, a key press or a scroll: a navigation is waited on until its
+  document has loaded (at most ``NAV_TIMEOUT_MS``) and then quiet; other requests until
+  they finish (at most ``REQUEST_WAIT_S``); a new tab becomes the active one and is waited
+  on the same way. An action that set off nothing costs one short pause. This is the
+  approach of Microsoft's playwright-mcp, with shorter bounds: the model can always call
+  ``view`` again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.async_api import Frame, Page, Request
+
+    from tools.browser.pool import TaskBrowser
+
+ACTION_TIMEOUT_MS = 5_000  # clicks, typing, reading the page
+NAV_TIMEOUT_MS = 20_000  # loading a page
+IDLE_WAIT_MS = 1_500  # after "load", how long to wait at most for the network to go quiet
+# After an action, for what it sets off to start: a navigation's first request comes at
+# once; a new tab takes 0.1 to 0.2 s to be announced on a busy machine, and is looked for
+# after this pause and a quiet spell (QUIET_S) at least.
+SETTLE_PAUSE_S = 0.2
+REQUEST_WAIT_S = 2.0  # at most this long for requests an action started (not navigations)
+QUIET_S = 0.1  # no request in flight for this long: the page is quiet
+SNAPSHOT_TRIES = 3
+
+
+async def loaded(page: Page) -> None:
+    """Wait for the page's ``load`` event (at most ``NAV_TIMEOUT_MS``), then for quiet."""
+    with Watch(page) as watch:
+        with contextlib.suppress(Exception):
+            await page.wait_for_load_state("load", timeout=NAV_TIMEOUT_MS)
+        await watch.quiet()
+
+
+async def snapshot(page: Page) -> str:
+    """The page's AI snapshot, tried again after a navigation that destroyed the document
+    being read (a redirect or a script that reloads the page)."""
+    for attempt in range(SNAPSHOT_TRIES):
+        try:
+            return await page.aria_snapshot(mode="ai", timeout=ACTION_TIMEOUT_MS)
+        except Exception:
+            if attempt == SNAPSHOT_TRIES - 1 or page.is_closed():
+                raise
+            await loaded(page)
+    raise AssertionError("unreachable")
+
+
+async def title_of(page: Page) -> str:
+    """The page's title ("" while it navigates or when it has none)."""
+    try:
+        return (await asyncio.wait_for(page.title(), ACTION_TIMEOUT_MS / 1000)).strip()
+    except Exception:
+        return ""
+
+
+class Watch:
+    """What happens on ``page`` (and, given the task's ``tab``, which tabs open) while the
+    watch is on; ``quiet`` and ``settle`` wait for it (see the module docstring)."""
+
+    def __init__(self, page: Page, tab: TaskBrowser | None = None) -> None:
+        self.page = page
+        self.tab = tab
+        self.pending: set[Request] = set()
+        self.navigating = False
+        self.nav_done = asyncio.Event()
+        self.new_tabs: list[Page] = []
+
+    def __enter__(self) -> Watch:
+        self.page.on("request", self._request)
+        self.page.on("requestfinished", self._finished)
+        self.page.on("requestfailed", self._failed)
+        self.page.on("framenavigated", self._navigated)
+        if self.tab is not None:
+            self.tab.context.on("page", self._new_tab)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with contextlib.suppress(Exception):  # the page closed meanwhile
+            self.page.remove_listener("request", self._request)
+            self.page.remove_listener("requestfinished", self._finished)
+            self.page.remove_listener("requestfailed", self._failed)
+            self.page.remove_listener("framenavigated", self._navigated)
+        if self.tab is not None:
+            with contextlib.suppress(Exception):
+                self.tab.context.remove_listener("page", self._new_tab)
+
+    def _main_navigation(self, request: Request) -> bool:
+        try:
+            return request.is_navigation_request() and request.frame == self.page.main_frame
+        except Exception:
+            return False
+
+    def _request(self, request: Request) -> None:
+        self.pending.add(request)
+        if self._main_navigation(request):
+            self.navigating = True
+
+    def _finished(self, request: Request) -> None:
+        self.pending.discard(request)
+
+    def _failed(self, request: Request) -> None:
+        self.pending.discard(request)
+        if self._main_navigation(request):
+            self.nav_done.set()  # refused, or turned into a download: no document will load
+
+    def _navigated(self, frame: Frame) -> None:
+        if frame == self.page.main_frame:
+            self.navigating = True
+            self.nav_done.set()
+
+    def _new_tab(self, page: Page) -> None:
+        self.new_tabs.append(page)
+
+    async def quiet(self, timeout_s: float = IDLE_WAIT_MS / 1000) -> None:
+        """Wait until no request has been in flight for ``QUIET_S``, at most ``timeout_s``
+        (pages that poll or stream are never quiet)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        quiet_since: float | None = None
+        while loop.time() < deadline and not self.page.is_closed():
+            if self.pending:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = loop.time()
+            elif loop.time() - quiet_since >= QUIET_S:
+                return
+            await asyncio.sleep(0.02)
+
+    async def settle(self) -> Page | None:
+        """Wait for what the action set off (see the module docstring). Returns the new tab
+        it opened, now the active one, or None."""
+        await asyncio.sleep(SETTLE_PAUSE_S)
+        if self.navigating:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.nav_done.wait(), NAV_TIMEOUT_MS / 1000)
+            await loaded(self.page)
+        else:
+            await self.quiet(REQUEST_WAIT_S)
+        if self.tab is None:
+            return None
+        opened = next((page for page in reversed(self.new_tabs) if page in self.tab.pages), None)
+        if opened is not None:
+            self.tab.active = self.tab.pages.index(opened)
+            await loaded(opened)
+        return opened
+
+
+# --- images ---------------------------------------------------------------------------
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# JPEG start-of-frame markers (baseline, progressive...): not DHT (C4), JPG (C8), DAC (CC).
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of a PNG or JPEG from its header; None for anything else."""
+    if data.startswith(PNG_SIGNATURE) and len(data) >= 24 and data[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", data[16:24])
+        return width, height
+    if not data.startswith(b"\xff\xd8"):
+        return None
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # no length field
+            at += 2
+            continue
+        (length,) = struct.unpack(">H", data[at + 2 : at + 4])
+        if marker in _SOF:
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return width, height
+        at += 2 + length
+    return None
+
+
+__all__ = ["ACTION_TIMEOUT_MS", "IDLE_WAIT_MS", "NAV_TIMEOUT_MS", "Watch", "image_size", "loaded", "snapshot", "title_of"]
