@@ -109,7 +109,8 @@ class LlmActivities:
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
         self._prompts: dict[tuple, SystemPrompt] = {}  # system prompts by what they are built from
-        self._params: dict[str, PromptParams] = {}  # per context: the prompt inputs last sent
+        # Per task: the context id and prompt inputs last sent (later calls pinned here leave them out).
+        self._setups: dict[str, tuple[str, PromptParams]] = {}
 
     def _provider(self, mode: str) -> Provider:
         if mode not in self._providers:
@@ -128,9 +129,10 @@ class LlmActivities:
     async def call_llm(self, inp: LlmCallInput) -> TurnResult:
         info = activity.info()
         # What the input leaves out because the activity knows it: the task, the tool list.
-        inp = inp.model_copy(update={"task_id": inp.task_id or info.workflow_id, "tool_names": inp.tools(),
-                                     "prompt": self._prompt_params(inp)})
-        assert inp.prompt is not None
+        task_id = inp.task_id or info.workflow_id
+        context_id, prompt = self._setup(task_id, inp)
+        inp = inp.model_copy(update={"task_id": task_id, "tool_names": inp.tools(), "context_id": context_id,
+                                     "prompt": prompt})
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
         live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
@@ -213,17 +215,18 @@ class LlmActivities:
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
 
-    def _prompt_params(self, inp: LlmCallInput) -> PromptParams:
-        """The prompt's inputs: as sent (kept for the task's later calls), or as kept from an
-        earlier call; a gap the workflow answers with a full resend when this worker has none."""
-        if inp.prompt is not None:
-            self._params[inp.context_id] = inp.prompt
-            if len(self._params) > 1024:  # the most recent tasks only
-                self._params.pop(next(iter(self._params)))
-            return inp.prompt
-        kept = self._params.get(inp.context_id)
-        if kept is None:
-            raise ApplicationError("this worker does not have the task's prompt inputs", [], [],
+    def _setup(self, task_id: str, inp: LlmCallInput) -> tuple[str, PromptParams]:
+        """The task's context id and prompt inputs: as sent (kept for the task's later calls), or
+        as kept from an earlier call when the workflow left them out (a call pinned to this
+        worker); a gap, which the workflow answers with a full resend, when this worker has none."""
+        if inp.prompt is not None and inp.context_id:
+            self._setups[task_id] = (inp.context_id, inp.prompt)
+            if len(self._setups) > 1024:  # the most recent tasks only
+                self._setups.pop(next(iter(self._setups)))
+            return inp.context_id, inp.prompt
+        kept = self._setups.get(task_id)
+        if kept is None or (inp.context_id and inp.context_id != kept[0]):
+            raise ApplicationError("this worker does not have the task's context id and prompt inputs", [], [],
                                    type=CONTEXT_GAP, non_retryable=True)
         return kept
 

@@ -80,16 +80,17 @@ class LlmCallInput(BaseModel):
 
     task_id: str = omitted("")
     turn: int
-    provider: str
+    provider: str = omitted("openai")
     model: str
-    # The prompt's inputs: sent with the first call, a full resend and any call not pinned to the
-    # worker that served the last one; None: as the worker has them for this context (if it
-    # does not, it reports a gap and the workflow resends in full).
+    # The prompt's inputs and (below) the context id: sent with the first call, a full resend
+    # and any call not pinned to the worker that served the last one; left out, they are as
+    # that worker has them for this task (if it does not, it reports a gap and the workflow
+    # resends in full).
     prompt: PromptParams | None = omitted()
     tool_names: list[str] = omitted_empty(list)
     page_open: bool = omitted(False)  # with the default list: a browser page is open (page tools shown)
     stream: bool = omitted(True)
-    context_id: str
+    context_id: str = omitted("")
     total: int
     new_entries: list[Entry] = omitted_empty(list)
     expect: dict[int, str] = omitted_empty(dict)

@@ -21,7 +21,11 @@ _WORKING = frozenset({TaskState.INITIALIZING, TaskState.THINKING, TaskState.EXEC
 
 
 def searchable_values(state: TaskState, turns: int, model: str, cost_usd: float) -> tuple[str, int, str, float]:
-    return (RUNNING if state in _WORKING else state.value, turns, model, round(cost_usd, 6))
+    """The values a task keeps current. While it works, the spend to a tenth of a cent: enough to
+    find the tasks that cost more than some amount, and it changes on few turns, so most
+    upserts leave it out; once it waits or ends, to the millionth."""
+    working = state in _WORKING
+    return (RUNNING if working else state.value, turns, model, round(cost_usd, 3 if working else 6))
 
 
 def state_updates(state: TaskState | str, turns: int, model: str, cost_usd: float = 0.0) -> list[SearchAttributeUpdate]:

@@ -159,22 +159,24 @@ class ThinkingMixin(LoopBase):
         task, state = self.task, self.state
         total = self.transcript.total
         new, expect = self.sync.full(self.transcript) if full else self.sync.delta(self.transcript)
+        # The worker the call is pinned to has the task's setup (context id, prompt inputs) from
+        # an earlier call: sent only to any other worker, and with a full resend.
+        setup = full or state.affinity_queue is None
         handle = workflow.start_activity(
             LLM_ACTIVITY,
             LlmCallInput(
                 turn=state.turn,
                 provider=self._model.provider,
                 model=self._model.model,
-                # The worker the call is pinned to has the prompt's inputs from an earlier call.
                 prompt=PromptParams(
                     workspace=task.workspace, date=state.prompt_date, minimal=task.minimal_prompt,
                     context=state.prompt_context,
-                ) if full or state.affinity_queue is None else None,
+                ) if setup else None,
                 **LlmCallInput.naming(shown_tools(self.tool_names, state.browser),
                                       state.browser is not None and state.browser.open),
                 stream=task.stream,
                 thinking_budget=task.thinking_budget,
-                context_id=state.context_id,
+                context_id=state.context_id if setup else "",
                 total=total,
                 new_entries=new,
                 expect=expect,
