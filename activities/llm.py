@@ -129,10 +129,11 @@ class LlmActivities:
     async def call_llm(self, inp: LlmCallInput) -> TurnResult:
         info = activity.info()
         # What the input leaves out because the activity knows it: the task, the tool list.
-        task_id = inp.task_id or info.workflow_id
+        task_id = inp.task_id or info.workflow_id or ""
         context_id, prompt = self._setup(task_id, inp)
         inp = inp.model_copy(update={"task_id": task_id, "tool_names": inp.tools(), "context_id": context_id,
                                      "prompt": prompt})
+        assert inp.prompt is not None
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
         live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
