@@ -27,8 +27,12 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import re
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -227,7 +231,38 @@ async def project(client: Client, workspace: str, root: Path, model_url: str, si
     return figures
 
 
-async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes: int) -> None:
+async def processes_figure(client: Client, workspace: str, root: Path, model_url: str, tasks: int, turns: int,
+                           processes: int) -> float:
+    """Turns/s of ``tasks`` x ``turns`` at once served by ``worker.py --processes N``: N worker
+    processes sharing one store, as deployed (the same server and model)."""
+    queue = f"lean-procs-{uuid.uuid4().hex[:8]}"
+    env = dict(os.environ, TEMPORAL_ADDRESS=client.service_client.config.target_host, TEMPORAL_NAMESPACE="default",
+               AGENT_TASK_QUEUE=queue, OPENAI_BASE_URL=model_url, OPENAI_API_KEY="bench",
+               AGENT_DATA_DIR=str(root / "procs"), AGENT_CONTEXT_DB=str(root / "procs" / "context.db"))
+    project_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # not at import: the sandbox re-imports this
+    supervisor = subprocess.Popen([sys.executable, "worker.py", "--processes", str(processes)], cwd=project_root, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    async def run_one(turns: int) -> None:
+        outcome = await client.execute_workflow(
+            AgentTaskWorkflow.run,
+            TaskInput(instruction=f"read the files, turns={turns} task={uuid.uuid4().hex}", workspace=workspace,
+                      model="bench", stream=False, max_iterations=turns + 5, search_attributes=True),
+            id=f"lean-procs-{uuid.uuid4().hex[:8]}", task_queue=queue,
+        )
+        assert outcome.turns == turns, outcome
+
+    try:
+        await asyncio.gather(*(run_one(turns) for _ in range(processes * 2)))  # warm-up: every process
+        started = time.perf_counter()
+        await asyncio.gather(*(run_one(turns) for _ in range(tasks)))
+        return tasks * turns / (time.perf_counter() - started)
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        supervisor.wait(60)
+
+
+async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes: int, processes: int = 2) -> None:
     configure_logging("WARNING")
     files = max(turns, long_turns)
     port = multiprocessing.Value("i", 0)
@@ -236,6 +271,7 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
     env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
     sizes = (tasks, turns, long_turns, repeat)
     wall = time.perf_counter()
+    multi: float | None = None
     try:
         while not port.value:
             await asyncio.sleep(0.05)
@@ -246,6 +282,8 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
             workspace_with_files(workspace, files, file_bytes)
             f = await floor(env.client, str(workspace), files, sizes)
             p = await project(env.client, str(workspace), root, f"http://127.0.0.1:{port.value}/v1", sizes)
+            multi = await processes_figure(env.client, str(workspace), root, f"http://127.0.0.1:{port.value}/v1",
+                                           tasks, turns, processes) if processes > 1 else None
     finally:
         model.terminate()
         await env.shutdown()
@@ -258,6 +296,8 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
         print(f"{label:<40} {a:>10{fmt}} {b:>10{fmt}} {b / a:>7.2f}")
 
     row(f"turns/s, {tasks} tasks x {turns} turns at once", f.turns_per_s, p.turns_per_s, ".1f")
+    if multi is not None:
+        row(f"  the same, worker.py --processes {processes}", f.turns_per_s, multi, ".1f")
     row(f"ms/turn, one {turns}-turn task (median of {repeat})", f.short_ms, p.short_ms, ".1f")
     row(f"ms/turn, one {long_turns}-turn task", f.long_ms, p.long_ms, ".1f")
     row(f"history B, {long_turns}-turn task", f.history, p.history, ",.0f")
@@ -266,7 +306,8 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
     print()
     print("summary (project / floor; issue 17 targets in brackets)")
     summary = [
-        ("concurrent throughput", f"{p.turns_per_s / f.turns_per_s:.2f}x  [>= 0.80]"),
+        ("concurrent throughput", f"{p.turns_per_s / f.turns_per_s:.2f}x  [>= 0.80]"
+         + (f"; --processes {processes}: {multi / f.turns_per_s:.2f}x" if multi is not None else "")),
         (f"ms/turn, {turns}-turn task", f"{p.short_ms / f.short_ms:.2f}x  [<= 1.15]"),
         (f"ms/turn, {long_turns}-turn task", f"{p.long_ms / f.long_ms:.2f}x  [<= 1.05]"),
         ("history / content", f"{p.ratio:.2f}   [<= 2.0; floor {f.ratio:.2f}]"),
@@ -283,8 +324,10 @@ if __name__ == "__main__":
     parser.add_argument("--long-turns", type=int, default=150, help="turns of the long task")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the short task (median)")
     parser.add_argument("--file-bytes", type=int, default=2048, help="bytes of each tool result")
+    parser.add_argument("--processes", type=int, default=2,
+                        help="also measure the concurrent figure with worker.py --processes N (0: skip)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 x 3 turns, a 20-turn long task, 1 repeat")
     opts = parser.parse_args()
     if opts.quick:
         opts.tasks, opts.turns, opts.long_turns, opts.repeat = 5, 3, 20, 1
-    asyncio.run(main(opts.tasks, opts.turns, opts.long_turns, opts.repeat, opts.file_bytes))
+    asyncio.run(main(opts.tasks, opts.turns, opts.long_turns, opts.repeat, opts.file_bytes, opts.processes))
