@@ -61,7 +61,10 @@ class HttpProvider:
         self._api_key = api_key or None
         self._timeout = httpx.Timeout(timeout_s)
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+        # As many idle connections kept as may be open: a worker with many tasks at once would
+        # otherwise close and reopen most of them on every call (httpx keeps 20 by default).
+        self._client = client if client is not None else httpx.AsyncClient(
+            timeout=self._timeout, limits=httpx.Limits(max_connections=100, max_keepalive_connections=100))
 
     # -- what a subclass supplies -------------------------------------------
 

@@ -58,8 +58,12 @@ class AuditLog:
         if self._secrets is not None and not self._secrets.is_empty:
             entry = self._secrets.redact_obj(entry)
         line = (entry.model_dump_json() + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except FileNotFoundError:  # the first entry (or the directory was removed): make it then only
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, flags, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             written = os.write(fd, line)
