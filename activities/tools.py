@@ -209,7 +209,7 @@ class ToolActivities:
             self._checkpoints = checkpoints.Checkpoints()
         try:
             await asyncio.to_thread(self._checkpoints.save, workspace, inp.task_id, inp.turn)
-        except checkpoints.CheckpointError as err:  # a missing checkpoint never stops the work
+        except (checkpoints.CheckpointError, OSError) as err:  # a missing checkpoint never stops the work
             get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY).warning(
                 "workspace checkpoint failed: rewind cannot restore this turn", error=str(err))
 

@@ -14,6 +14,7 @@ What it cannot undo: anything outside the workspace, and files the workspace's o
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import os
@@ -67,12 +68,22 @@ class Checkpoints:
         return f"refs/agent/{_digest(task_id)}/turn-{turn:06d}"
 
     def save(self, workspace: Path, task_id: str, turn: int) -> str:
-        """Record the workspace before turn ``turn``'s change; the commit id."""
+        """Record the workspace before turn ``turn``'s change; the commit id. Tasks that share a
+        workspace share its repository: one save at a time (a lock file beside it, for threads
+        and worker processes alike), or two would race on git's index and its first init."""
         repo = self.repo(workspace)
+        repo.parent.mkdir(parents=True, exist_ok=True)
+        with open(repo.parent / f"{repo.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            return self._save(workspace, repo, task_id, turn)
+
+    def _save(self, workspace: Path, repo: Path, task_id: str, turn: int) -> str:
         if not (repo / "HEAD").exists():
-            repo.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "init", "-q", "--bare", str(repo)], capture_output=True, check=True,
-                           timeout=GIT_TIMEOUT_S)
+            try:
+                subprocess.run(["git", "init", "-q", "--bare", str(repo)], capture_output=True, check=True,
+                               timeout=GIT_TIMEOUT_S)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise CheckpointError(f"could not create the checkpoint repository {repo}: {exc}") from None
         self._git(workspace, "add", "-A", ".")
         changed = True
         try:

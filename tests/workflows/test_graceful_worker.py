@@ -90,3 +90,33 @@ async def test_an_idle_worker_stops_cleanly_every_time(client):
                 proc.wait(10)
         assert code == 0, err
         assert "Fatal Python error" not in err and "Traceback" not in err
+
+
+async def test_a_worker_with_tasks_in_flight_stops_cleanly_ten_times_out_of_ten(client, workspace):
+    """Issue 17's bar: SIGTERM while tasks are mid-turn (model calls and shell commands in
+    flight on every process), ten times; each stop drains and exits 0 with a clean stderr."""
+    target = client.service_client.config.target_host
+    busy = [tool("shell", command="sleep 0.3; echo step >> steps.txt")] * 400  # more than the stops use
+    with ScriptedModelServer(busy, strict=True) as model:
+        for _ in range(10):
+            queue = f"busy-{uuid.uuid4().hex[:8]}"
+            proc = worker_process(target, queue, model.url)
+            handles = []
+            try:
+                handles = [await start(client, queue, make_input(workspace)) for _ in range(4)]
+                calls = model.hits()
+                for _ in range(300):  # until the tasks are turning: their model calls arrive
+                    if model.hits() >= calls + 4:
+                        break
+                    await asyncio.sleep(0.1)
+                assert model.hits() >= calls + 4
+                proc.send_signal(signal.SIGTERM)
+                code, err = await exited(proc, 40)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(10)
+                for handle in handles:
+                    await handle.terminate("test over")
+            assert code == 0, err
+            assert "Fatal Python error" not in err and "Traceback" not in err, err
