@@ -25,7 +25,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                         help="ask the model for whole answers (stream: false), for servers that fail "
                         "when streaming (default: stream, unless AGENT_STREAM=0)")
     parser.add_argument("--network", action="store_true",
-                        help="let shell commands reach the network (the sandbox cuts it off by default)")
+                        help="let shell commands and the browser reach the network (both are cut off by default)")
     parser.add_argument("--context-window", type=positive_int, metavar="TOKENS",
                         help="the model's context window (default: from the model table, see README)")
     parser.add_argument("--provider-wait", type=float, default=1800.0, metavar="SECONDS",
