@@ -128,9 +128,11 @@ class ToolActivities:
         result = await self._store_image(result)
         # Nothing leaves this activity (history, store, model) with a secret in clear.
         result = self.secrets.redact_obj(result)
-        self.audit.record(
-            workflow_id=inp.task_id, turn=inp.turn, tool=inp.call.name, arguments=inp.call.arguments,
-            result=result, duration_ms=int((time.monotonic() - started) * 1000),
+        # In a thread, like the store: the log is shared by the worker's processes (a file lock),
+        # and a slow disk or a held lock must delay this call only, never the event loop.
+        await asyncio.to_thread(
+            self.audit.record, workflow_id=inp.task_id, turn=inp.turn, tool=inp.call.name,
+            arguments=inp.call.arguments, result=result, duration_ms=int((time.monotonic() - started) * 1000),
         )
         if inp.context_id is not None and inp.result_seq is not None:
             result = await self._store_result(inp, result)

@@ -7,13 +7,18 @@ simulated as Temporal makes them: same input, a later attempt, the last heartbea
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import subprocess
+import sys
+import time
 
 from temporalio.testing import ActivityEnvironment
 
 from activities.tools import ToolActivities
 from contracts.activities import ToolCallInput, ToolProgress
 from core.messages import ToolCallRequest, call_digest
+from runtime.audit import AuditLog
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore, open_store
 
@@ -116,3 +121,30 @@ async def test_call_records_in_postgres(postgres_url, tmp_path, workspace):
         assert await store.get_call(key, KEY) == ("finished", first.model_dump_json())
     finally:
         await store.close()
+
+
+async def test_a_locked_audit_log_delays_the_call_but_never_the_event_loop(tmp_path):
+    """The audit log is shared by a worker's processes through a file lock; while another
+    process holds it, the call waits in a thread and the worker's loop keeps running (its
+    heartbeats and its other tasks' calls go on)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    log_path = tmp_path / "audit.jsonl"
+    holder = subprocess.Popen(  # another worker process, holding the log's lock for 1.5 s
+        [sys.executable, "-c", (
+            "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(1.5)"), str(log_path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    acts = ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), AuditLog(log_path))
+    call = asyncio.ensure_future(ActivityEnvironment().run(acts.run_tool, call_input(workspace, "echo hi")))
+    stalls, last = [], time.monotonic()
+    while not call.done():  # the loop ticks every 10 ms while the call waits for the log
+        await asyncio.sleep(0.01)
+        now = time.monotonic()
+        stalls.append(now - last)
+        last = now
+    result = call.result()
+    assert holder.wait(10) == 0
+    assert result.status == "ok" and "hi" in result.content
+    assert len(stalls) > 50 and max(stalls) < 0.5, max(stalls)  # it waited, and the loop ran all along
+    assert '"tool":"shell"' in log_path.read_text()
