@@ -19,6 +19,8 @@ from, and how the tool activity runs a call and reads its result.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -36,7 +38,8 @@ from contracts.mcp import (
     McpTool,
     tool_name,
 )
-from core.tool_outcome import Danger, ToolOutcome
+from core.messages import sniff_image_type
+from core.tool_outcome import MAX_IMAGE_BYTES, Danger, ImageRef, ToolOutcome
 from core.untrusted import wrap_untrusted
 from runtime.logs import get_logger
 
@@ -204,10 +207,15 @@ class McpToolRunner:
 
 def read_result(result: mcp_types.CallToolResult, server: str, tool: str, redact: Callable[[str], str]) -> ToolOutcome:
     """An MCP result as a tool outcome: text as it is, structured content as JSON (unless the
-    text already says it), images and audio as a note, resources as links; redacted, capped,
-    and fenced as untrusted content."""
+    text already says it), the first image as the result's image (the model sees it if it
+    takes images; the history keeps a reference) and other images and audio as a note,
+    resources as links; redacted, capped, and fenced as untrusted content."""
     parts: list[str] = []
+    image: ImageRef | None = None
     for block in result.content:
+        if image is None and (image := _image(block)) is not None:
+            parts.append(f"[image: {image.media_type}, {image.size:,} bytes, attached]")
+            continue
         parts.append(_block_text(block))
     structured = result.structured_content
     if structured is not None and not _says(parts, structured):
@@ -221,7 +229,25 @@ def read_result(result: mcp_types.CallToolResult, server: str, tool: str, redact
         status="error" if result.is_error else "ok",
         content=wrap_untrusted(text, f"mcp:{server}/{tool}"),
         truncated=truncated,
+        image=image,
     )
+
+
+def _image(block: Any) -> ImageRef | None:
+    """An image block the models can take (PNG, JPEG, GIF or WebP by its bytes, whatever type
+    it declares; within the size cap) as an ImageRef carrying its data; None otherwise."""
+    import mcp_types
+
+    if not isinstance(block, mcp_types.ImageContent):
+        return None
+    try:
+        raw = base64.b64decode(block.data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    media_type = sniff_image_type(raw[:16])
+    if media_type is None or len(raw) > MAX_IMAGE_BYTES:
+        return None
+    return ImageRef(media_type=media_type, size=len(raw), data=base64.b64encode(raw).decode("ascii"))
 
 
 def _block_text(block: Any) -> str:
