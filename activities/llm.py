@@ -44,7 +44,8 @@ from contracts.mcp import MCP_PREFIX
 from core.compaction import CompactionPolicy, compact
 from core.entries import Entry, ToolCall, ToolResult, entry_digest, to_chat_messages
 from core.heartbeat import with_heartbeats
-from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, TurnResult, sniff_image_type
+from core.images import sniff_image_type
+from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, TurnResult
 from core.tool_outcome import MAX_IMAGE_BYTES
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key

@@ -38,7 +38,7 @@ from contracts.mcp import (
     McpTool,
     tool_name,
 )
-from core.messages import sniff_image_type
+from core.images import sniff_image_type
 from core.tool_outcome import MAX_IMAGE_BYTES, Danger, ImageRef, ToolOutcome
 from core.untrusted import wrap_untrusted
 from runtime.logs import get_logger

@@ -145,22 +145,6 @@ class ImagePart(BaseModel):
     data: str  # base64, no ``data:`` prefix
 
 
-def sniff_image_type(head: bytes) -> str | None:
-    """The type of an image by its first bytes (12 are enough): image/png, image/jpeg,
-    image/gif, image/webp, or None for anything else. The model APIs look at the bytes, not
-    at a name or a declared type (Anthropic refuses an image whose bytes are not of the
-    media type it is sent as), so this is what decides."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
 class ChatMessage(BaseModel):
     """A message in the LLM's view of the conversation (system prompt excluded).
 

@@ -71,6 +71,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from core.images import sniff_image_type as image_format  # what the servers look at: the bytes
+
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # The content part types each role takes (the OpenAI SDK's typed params).
 PART_TYPES = {"user": ("text", "image_url", "input_audio", "file"), "assistant": ("text", "refusal"),
@@ -241,20 +243,6 @@ def _data_url_problem(url: str) -> str | None:
         base64.b64decode(match.group(3), validate=True)
     except (binascii.Error, ValueError):
         return "an invalid base64-encoded value"
-    return None
-
-
-def image_format(data: bytes) -> str | None:
-    """The image type ``data`` is by its first bytes (png, jpeg, gif, webp), or None: what the
-    servers look at, not what the request says it is."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
     return None
 
 

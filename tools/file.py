@@ -32,7 +32,7 @@ from typing import BinaryIO, Literal, assert_never
 
 from pydantic import model_validator
 
-from core.messages import sniff_image_type
+from core.images import image_dimensions, sniff_image_type
 from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.beneath import DIR_FLAGS, Refused, open_at
@@ -133,55 +133,6 @@ def _existing_file(path: Path, raw: str) -> None:
         raise Refused(f"no such file: {raw}")
     if path.is_dir():
         raise Refused(f"{raw!r} is a directory; use action 'list'")
-
-
-def image_dimensions(data: bytes, media_type: str) -> tuple[int, int] | None:
-    """(width, height) from the image's header, or None when it is not where the format puts
-    it (a truncated or odd file: the image is still sent, just described without its size)."""
-    try:
-        match media_type:
-            case "image/png" if data[12:16] == b"IHDR":
-                return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-            case "image/gif" if len(data) >= 10:
-                return int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little")
-            case "image/webp":
-                return _webp_dimensions(data)
-            case "image/jpeg":
-                return _jpeg_dimensions(data)
-    except IndexError:
-        return None
-    return None
-
-
-def _webp_dimensions(data: bytes) -> tuple[int, int] | None:
-    chunk = data[12:16]
-    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":  # lossy: the key frame's header
-        return int.from_bytes(data[26:28], "little") & 0x3FFF, int.from_bytes(data[28:30], "little") & 0x3FFF
-    if chunk == b"VP8L" and data[20] == 0x2F:  # lossless: 14 bits each, minus one
-        bits = int.from_bytes(data[21:25], "little")
-        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if chunk == b"VP8X" and len(data) >= 30:  # extended: the canvas, 24 bits each, minus one
-        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
-    return None
-
-
-def _jpeg_dimensions(data: bytes) -> tuple[int, int] | None:
-    """The size in the first start-of-frame segment, walking the segments from the start."""
-    at = 2
-    while at + 9 <= len(data):
-        if data[at] != 0xFF:
-            return None
-        marker = data[at + 1]
-        if marker == 0xFF:  # fill byte
-            at += 1
-            continue
-        if marker in (0x01, 0xD8) or 0xD0 <= marker <= 0xD7:  # no length field
-            at += 2
-            continue
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            return int.from_bytes(data[at + 7:at + 9], "big"), int.from_bytes(data[at + 5:at + 7], "big")
-        at += 2 + int.from_bytes(data[at + 2:at + 4], "big")
-    return None
 
 
 def _human_size(size: int) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from core.messages import ChatMessage, ImagePart, sniff_image_type
+from core.images import sniff_image_type
+from core.messages import ChatMessage, ImagePart
 
 
 def test_a_message_without_images_leaves_them_out_of_its_json():

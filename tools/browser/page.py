@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 from typing import TYPE_CHECKING
+
+from core.images import image_dimensions, sniff_image_type
 
 if TYPE_CHECKING:
     from playwright.async_api import Frame, Page, Request
@@ -172,34 +173,10 @@ class Watch:
 # --- images ---------------------------------------------------------------------------
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# JPEG start-of-frame markers (baseline, progressive...): not DHT (C4), JPG (C8), DAC (CC).
-_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-
-
 def image_size(data: bytes) -> tuple[int, int] | None:
-    """(width, height) of a PNG or JPEG from its header; None for anything else."""
-    if data.startswith(PNG_SIGNATURE) and len(data) >= 24 and data[12:16] == b"IHDR":
-        width, height = struct.unpack(">II", data[16:24])
-        return width, height
-    if not data.startswith(b"\xff\xd8"):
-        return None
-    at = 2
-    while at + 9 <= len(data):
-        if data[at] != 0xFF:
-            return None
-        marker = data[at + 1]
-        if marker == 0xFF:  # fill byte
-            at += 1
-            continue
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # no length field
-            at += 2
-            continue
-        (length,) = struct.unpack(">H", data[at + 2 : at + 4])
-        if marker in _SOF:
-            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
-            return width, height
-        at += 2 + length
-    return None
+    """(width, height) of a screenshot (PNG or JPEG) from its header; None for anything else."""
+    media_type = sniff_image_type(data[:16])
+    return image_dimensions(data, media_type) if media_type else None
 
 
 __all__ = ["ACTION_TIMEOUT_MS", "IDLE_WAIT_MS", "NAV_TIMEOUT_MS", "Watch", "image_size", "loaded", "snapshot", "title_of"]
