@@ -180,7 +180,7 @@ class AnthropicProvider(HttpProvider):
             async for event in source.aiter_sse():
                 if not event.data.strip():
                     continue
-                data = self._event(event.data)
+                data = self._stream_json(event.data)
                 if event.event == "error" or data.get("type") == "error":
                     raise self._api_error(data, stream=True)
                 delta = state.feed(data)
@@ -208,14 +208,6 @@ class AnthropicProvider(HttpProvider):
             headers["x-api-key"] = self._api_key
         return headers
 
-    def _event(self, data: str) -> dict[str, Any]:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            raise self._bad_response(f"stream event is not valid JSON: {snippet(data)}") from None
-        if not isinstance(event, dict):
-            raise self._bad_response(f"stream event is not a JSON object: {snippet(data)}")
-        return event
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code

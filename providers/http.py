@@ -167,6 +167,16 @@ class HttpProvider:
     def _bad_response(self, message: str) -> ProviderError:
         return self._error(message, retryable=False, kind="bad_response")
 
+    def _stream_json(self, data: str, what: str = "stream event") -> dict[str, Any]:
+        """One SSE data line as the JSON object every wire sends there; a bad response if not."""
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise self._bad_response(f"{what} is not valid JSON: {snippet(data)}") from None
+        if not isinstance(event, dict):
+            raise self._bad_response(f"{what} is not a JSON object: {snippet(data)}")
+        return event
+
     def _error(self, message: str, *, body: str | None = None, **kwargs: Any) -> ProviderError:
         """Every ProviderError of an adapter: the key redacted, a context overflow recognised
         in the full text, the message cut to one line; ``body`` (the server's answer) logged."""

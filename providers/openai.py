@@ -169,13 +169,7 @@ class OpenAIProvider(HttpProvider):
         return chunk
 
     def _event_json(self, data: str) -> dict[str, Any]:
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise self._bad_response(f"stream chunk is not valid JSON: {_snippet(data)}") from None
-        if not isinstance(chunk, dict):
-            raise self._bad_response(f"stream chunk is not a JSON object: {_snippet(data)}")
-        return chunk
+        return self._stream_json(data, "stream chunk")
 
     def _body_error(self, body: dict[str, Any], raw: str) -> ProviderError:
         """An error object in a 200 answer or in a stream, classified like the HTTP status it

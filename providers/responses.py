@@ -136,7 +136,7 @@ class ResponsesProvider(HttpProvider):
                     break
                 if not data:
                     continue
-                delta = state.feed(self._event(data))
+                delta = state.feed(self._stream_json(data))
                 if state.error is not None:
                     raise self._failure(state.error, stream=True)
                 if delta and on_text is not None:
@@ -160,14 +160,6 @@ class ResponsesProvider(HttpProvider):
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
-    def _event(self, data: str) -> dict[str, Any]:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            raise self._bad_response(f"stream event is not valid JSON: {snippet(data)}") from None
-        if not isinstance(event, dict):
-            raise self._bad_response(f"stream event is not a JSON object: {snippet(data)}")
-        return event
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
