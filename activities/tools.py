@@ -10,9 +10,10 @@ No call runs twice and no call runs unapproved:
   only if the workflow passed the digest of that exact call as approved
   (``ToolCallInput.approved``); the activity classifies the call itself, so a
   reset, a bug or a hand-made input cannot run an unapproved command.
-- **Started and finished.** Before a call runs, the store records it as started
-  (the shared store, readable by every worker, keyed by task, seq and call id) and
-  the first heartbeat says so too; when it ends, its result is recorded. A retry
+- **Started and finished.** Before a call that is not idempotent runs, the store
+  records it as started (the shared store, readable by every worker, keyed by task,
+  seq and call id) and the first heartbeat says so too; when any call ends, its
+  result is recorded. A retry
   (after a worker crash, or a server outage that lost the completion) that finds
   the result returns it without running anything. A retry that finds the call
   started but not finished runs it again only if the tool declares the call
@@ -150,7 +151,8 @@ class ToolActivities:
         refusal = _gate(inp) if inp.mcp is None else await self._mcp_gate(inp)
         if refusal is not None:
             return refusal
-        if started_before and not await self._idempotent(inp):
+        idempotent = await self._idempotent(inp)
+        if started_before and not idempotent:
             output = _output_so_far(activity.info().heartbeat_details)
             return ToolOutcome(status="error", content=INTERRUPTED.format(output=output or "(none recorded)"))
         def beat(note: str = "") -> None:
@@ -161,10 +163,14 @@ class ToolActivities:
             progress.output = output
 
         await self._checkpoint(inp, workspace)
-        if inp.context_id and key:
-            await self.store.put_call(inp.context_id, key, STARTED)
         progress.started = True
-        beat("started")
+        if not idempotent:
+            # Only a call that must not run twice needs its start on record: a retry of an
+            # idempotent one runs it again, which is what it declares safe (and a read or a
+            # write of the same content costs no store write and no heartbeat up front).
+            if inp.context_id and key:
+                await self.store.put_call(inp.context_id, key, STARTED)
+            beat("started")
         ctx = ToolContext(
             workspace=workspace, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
             redact=self.secrets.redact, network=inp.network, hidden=_hidden_paths(), browser=inp.browser,

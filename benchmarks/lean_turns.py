@@ -7,7 +7,8 @@ One embedded dev server (in memory, eager activity dispatch off as on production
 clusters) and, in this one process, one worker at a time:
 - floor: a workflow with no agent logic making 2 activity calls per turn, a trivial
   "model" activity and a "tool" activity that reads a file of ``--file-bytes`` (2 KB)
-  and returns it (plain temporalio Worker, same sandbox as the project's)
+  and returns it (plain temporalio Worker: the SDK's stock sandboxed runner with the
+  project's passthrough modules)
 - project: the real AgentTaskWorkflow on ``worker.build_worker``, its model a local
   OpenAI-compatible server (in a process of its own, answering at once) whose tool
   calls read a different 2 KB file each turn, then finish with ``message result``
@@ -47,6 +48,7 @@ from typing import Any
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import TypeAdapter
@@ -58,11 +60,16 @@ with workflow.unsafe.imports_passed_through():
     from runtime.logs import configure_logging
     from runtime.store import ContextStore
     from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
-    from worker import WORKFLOW_RUNNER, build_worker
+    from worker import SANDBOX_RESTRICTIONS, build_worker
+    from workflows.search_attributes import initial_search_attributes
     from workflows.task import AgentTaskWorkflow
 
 TIMEOUT = timedelta(seconds=60)
 MAX_ACTIVITIES = 200  # build_worker's default, for both
+# The SDK's stock sandbox with the project's passthrough modules: what any Temporal app pays.
+# (The project's worker runs a subclass of it that looks up payload serialization contexts
+# without re-entering the sandbox; see temporal/sandbox.py.)
+FLOOR_RUNNER = SandboxedWorkflowRunner(restrictions=SANDBOX_RESTRICTIONS)
 
 
 # --- the floor ------------------------------------------------------------------------
@@ -188,7 +195,7 @@ async def floor(client: Client, workspace: str, files: int, sizes: tuple[int, in
             LeanFloorWorkflow.run, (workspace, turns, files), id=workflow_id, task_queue=queue)
         return workflow_id, said
 
-    async with Worker(client, task_queue=queue, workflows=[LeanFloorWorkflow], workflow_runner=WORKFLOW_RUNNER,
+    async with Worker(client, task_queue=queue, workflows=[LeanFloorWorkflow], workflow_runner=FLOOR_RUNNER,
                       activities=[floor_model, floor_tool], max_concurrent_activities=MAX_ACTIVITIES):
         figures, _ = await measure(client, run_one, *sizes)
     return figures
@@ -219,7 +226,7 @@ async def project(client: Client, workspace: str, root: Path, model_url: str, si
             AgentTaskWorkflow.run,
             TaskInput(instruction=f"read the files, turns={turns} task={uuid.uuid4().hex}", workspace=workspace, model="bench", stream=False,
                       max_iterations=turns + 5, search_attributes=True),
-            id=workflow_id, task_queue=queue,
+            id=workflow_id, task_queue=queue, search_attributes=initial_search_attributes("bench"),  # as `run` starts one
         )
         assert outcome.turns == turns, outcome
         return workflow_id, 0
@@ -248,7 +255,7 @@ async def processes_figure(client: Client, workspace: str, root: Path, model_url
             AgentTaskWorkflow.run,
             TaskInput(instruction=f"read the files, turns={turns} task={uuid.uuid4().hex}", workspace=workspace,
                       model="bench", stream=False, max_iterations=turns + 5, search_attributes=True),
-            id=f"lean-procs-{uuid.uuid4().hex[:8]}", task_queue=queue,
+            id=f"lean-procs-{uuid.uuid4().hex[:8]}", task_queue=queue, search_attributes=initial_search_attributes("bench"),
         )
         assert outcome.turns == turns, outcome
 

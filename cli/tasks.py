@@ -29,6 +29,7 @@ from runtime.secrets import SecretStore
 from temporal.client import ensure_search_attributes, ui_base_url
 from tools.search import search_configured
 from workflows.policy import failed_outcome
+from workflows.search_attributes import initial_search_attributes
 from workflows.task import AgentTaskWorkflow
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -177,6 +178,8 @@ async def start_task(client: Client, inp: TaskInput, queue: str) -> str:
         task_queue=queue,
         memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace, "model": inp.model},
         static_summary=inp.instruction[:200],
+        # Set at start, so the workflow's first upsert is its first change.
+        search_attributes=initial_search_attributes(inp.model) if inp.search_attributes else None,
     )
     return workflow_id
 

@@ -10,11 +10,13 @@ non-editable ``pip install .``) uses ``$XDG_DATA_HOME/durable-agent`` (by defaul
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 APP_NAME = "durable-agent"
 
 
+@cache  # the code does not move while it runs (and resolving it costs a realpath per call)
 def source_root() -> Path | None:
     """The checkout this code runs from, or None for an installed copy."""
     root = Path(__file__).resolve().parent.parent

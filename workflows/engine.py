@@ -8,6 +8,7 @@ Deterministic: no I/O, no clocks but ``workflow.now()``.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
@@ -18,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from core.entries import Entry, StatusNotice, Transcript
     from core.loop_detect import LoopDetector
     from workflows import policy
-    from workflows.search_attributes import searchable_values, state_updates
+    from workflows.search_attributes import current_values, searchable_values, state_updates, upsert_due
     from workflows.sync import ContextSync
 
 
@@ -41,6 +42,7 @@ class LoopBase:
     chain: list[ModelRef]
     tool_names: list[str]
     _searchable: tuple | None = None  # the search attribute values last upserted by this run
+    _searched_at: datetime | None = None  # when (workflow time), or when the run first looked
 
     def _load(self, task: TaskInput) -> None:
         """The loop's state at the start of a run: fresh, or carried over by continue-as-new."""
@@ -71,8 +73,10 @@ class LoopBase:
         workflow.set_current_details(f"{phase.value.lower()}: {last}" if last else phase.value.lower())
         if not self.task.search_attributes:
             return
-        # patched(): tasks started before this release upsert on every change of phase.
-        if workflow.patched("lean-search-attributes"):
+        # patched(): tasks started before this release upsert on every turn (or change of phase).
+        if workflow.patched("paced-search-attributes"):
+            self._upsert_paced(phase)
+        elif workflow.patched("lean-search-attributes"):
             # When the state or the turn changes: the phases of a working loop are all RUNNING
             # (the fine phase is in the current details, which cost no event), so a turn costs
             # one upsert; the model and the spend so far go along with it.
@@ -88,6 +92,22 @@ class LoopBase:
             workflow.upsert_search_attributes(
                 state_updates(phase, self.state.turn, self._model.model, self.state.cost_usd)
             )
+
+    def _upsert_paced(self, phase: TaskState) -> None:
+        """Upsert the values that changed: the state and the model at once; the turns and the
+        spend too when the task waits or ends (exact then), but while it works at most every
+        ``REFRESH`` of workflow time. Values the starter set are not upserted again."""
+        values = searchable_values(phase, self.state.turn, self._model.model, self.state.cost_usd)
+        now = workflow.now()
+        if self._searched_at is None:  # the run's first look: what it started with
+            self._searchable, self._searched_at = current_values(workflow.info().typed_search_attributes), now
+        last, since = self._searchable, now - (self._searched_at or now)
+        if not upsert_due(last, values, since):
+            return
+        updates = state_updates(*values)
+        self._searchable, self._searched_at = values, now
+        workflow.upsert_search_attributes(
+            updates if last is None else [u for u, old, new in zip(updates, last, values) if old != new])
 
     def _end(self, status: TaskState, **fields: Any) -> TaskEnded:
         """The task's outcome, as the exception that ends the loop."""

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
+from datetime import timedelta
+
+from temporalio.common import SearchAttributeKey, SearchAttributePair, SearchAttributeUpdate, TypedSearchAttributes
 
 from contracts.task import TaskState
 
@@ -17,6 +19,10 @@ AGENT_COST = SearchAttributeKey.for_float("AgentCostUsd")
 # The loop's working phases, as AgentState shows them: one value, so a turn (thinking, then
 # running a tool) changes it at most once. Waiting and final states keep their own names.
 RUNNING = "RUNNING"
+# While a task works, its turns and spend are refreshed at most this often (the state and the
+# model at once, and everything exactly once it waits or ends): each upsert is a visibility
+# write on the server, which per turn cost it about a sixth of its work.
+REFRESH = timedelta(seconds=10)
 _WORKING = frozenset({TaskState.INITIALIZING, TaskState.THINKING, TaskState.EXECUTING_TOOL, TaskState.FINALIZING})
 
 
@@ -39,3 +45,34 @@ def state_updates(state: TaskState | str, turns: int, model: str, cost_usd: floa
 
 def session_update(session: str) -> SearchAttributeUpdate:
     return AGENT_SESSION.value_set(session)
+
+
+def upsert_due(last: tuple | None, values: tuple, since_last: timedelta) -> bool:
+    """Whether ``values`` must be upserted now, ``last`` having been set ``since_last`` ago: at
+    once for a new state or model (or when nothing was set), else for new turns or spend only
+    when the task is not working (a wait or the end, exact then) or ``REFRESH`` has passed."""
+    if last is None:
+        return True
+    if values == last:
+        return False
+    working = values[0] == last[0] == RUNNING and values[2] == last[2]
+    return not working or since_last >= REFRESH
+
+
+def initial_search_attributes(model: str) -> TypedSearchAttributes:
+    """What a task starts with, set by the starter so the workflow need not upsert them."""
+    return TypedSearchAttributes([
+        SearchAttributePair(AGENT_STATE, RUNNING),
+        SearchAttributePair(AGENT_TURNS, 0),
+        SearchAttributePair(AGENT_MODEL, model),
+        SearchAttributePair(AGENT_COST, 0.0),
+    ])
+
+
+def current_values(attributes: TypedSearchAttributes) -> tuple[str, int, str, float] | None:
+    """The four values as the run has them (from its start, or carried over), None when any is
+    missing (a task started without them upserts them all at first)."""
+    state, turns, model, cost = (attributes.get(k) for k in (AGENT_STATE, AGENT_TURNS, AGENT_MODEL, AGENT_COST))
+    if state is None or turns is None or model is None or cost is None:
+        return None
+    return state, turns, model, cost

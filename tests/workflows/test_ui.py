@@ -51,7 +51,9 @@ async def test_a_finished_task_reads_well_in_the_temporal_ui(client, task_queue,
     assert attributes.get(AGENT_TURNS) == 3
     assert attributes.get(AGENT_MODEL) == "gpt-4o-mini"
     assert attributes.get(AGENT_COST) == round(outcome.cost_usd, 6) and outcome.cost_usd > 0
-    # One upsert per turn at most (the working phases are all RUNNING), and one at the end.
-    upserts = [e for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")
-               and "AgentTurns" in e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields]
-    assert len(upserts) <= outcome.turns + 1, len(upserts)
+    # The starter set them, so the task upserts the end (and a refresh only if it worked for
+    # more than 10 s): not every turn.
+    upserts = [e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+               for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
+    assert 1 <= len(upserts) <= 2, len(upserts)
+    assert set(upserts[-1]) >= {"AgentState", "AgentTurns", "AgentCostUsd"}
