@@ -141,8 +141,11 @@ def serve_model(files: int, port: Any) -> None:  # port: a multiprocessing.Value
                 call = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
             answer_tool_call(self, call, done)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 256  # 50 tasks may connect at once (the default backlog is 5)
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
     port.value = server.server_address[1]
     server.serve_forever()
 

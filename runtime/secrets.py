@@ -132,10 +132,15 @@ class SecretStore:
 
     def redact_obj(self, obj: T) -> T:
         """A copy of ``obj`` with every string redacted (str, list, tuple, dict keys
-        and values, pydantic models, nested); other values are returned as they are."""
+        and values, pydantic models, nested); other values are returned as they are. With no
+        secrets there is nothing to redact: ``obj`` itself comes back."""
+        if self._pattern is None:
+            return obj
         return _walk(obj, self.redact)
 
     def restore_obj(self, obj: T) -> T:
+        if not self._values:
+            return obj
         return _walk(obj, self.restore)
 
 

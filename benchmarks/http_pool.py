@@ -1,0 +1,82 @@
+"""CPU per model call with many calls in flight: one connection pool against the provider's
+several small ones (providers/http.py, ``HttpProvider._client``).
+
+    python -m benchmarks.http_pool [--in-flight 50] [--calls 500]
+
+A local OpenAI-compatible server (the lean-turns benchmark's, in a process of its own)
+answers each call at once with a tool call. ``OpenAIProvider.complete`` sends ``--calls``
+requests of about 25 KB (a 15 KB system prompt and five 2 KB messages), ``--in-flight``
+at a time, first over one httpx client with a pool of 100 connections (what the provider
+used before), then over its own pools. Prints the CPU this process spent per call (the
+server's is not counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import time
+
+import httpx
+
+from benchmarks.lean_turns import serve_model
+from core.messages import ChatMessage, LlmRequest, SystemPrompt
+from providers.openai import OpenAIProvider
+
+
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _request() -> LlmRequest:
+    messages = [ChatMessage(role="user", content="read the files, turns=1000000000 task=pool")]
+    for _ in range(5):
+        messages += [ChatMessage(role="assistant", content="reading"), ChatMessage(role="user", content="y" * 2048)]
+    return LlmRequest(model="bench", system=SystemPrompt(stable="x" * 15_000), messages=messages, tools=[], stream=False)
+
+
+async def _measure(provider: OpenAIProvider, in_flight: int, calls: int) -> float:
+    request = _request()
+    await asyncio.gather(*(provider.complete(request) for _ in range(in_flight)))  # connections opened
+    started = _cpu()
+    for _ in range(max(1, calls // in_flight)):
+        await asyncio.gather(*(provider.complete(request) for _ in range(in_flight)))
+    return (_cpu() - started) / (max(1, calls // in_flight) * in_flight) * 1000
+
+
+async def main(in_flight: int, calls: int) -> None:
+    port = multiprocessing.Value("i", 0)
+    server = multiprocessing.Process(target=serve_model, args=(1, port), daemon=True)
+    server.start()
+    try:
+        while not port.value:
+            await asyncio.sleep(0.05)
+        url = f"http://127.0.0.1:{port.value}/v1"
+        one = httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=100, max_keepalive_connections=100))
+        single = OpenAIProvider(url, "bench", client=one)
+        sharded = OpenAIProvider(url, "bench")
+        figures = {}
+        for label, provider in (("one pool of 100", single), ("the provider's pools", sharded)):
+            wall = time.perf_counter()
+            figures[label] = await _measure(provider, in_flight, calls)
+            figures[label + " wall"] = (time.perf_counter() - wall) * 1000 / calls
+        await one.aclose()
+        await sharded.aclose()
+    finally:
+        server.terminate()
+    print(f"http pools: {calls} model calls, {in_flight} in flight, about 25 KB each, to a local server")
+    for label in ("one pool of 100", "the provider's pools"):
+        print(f"  {label:<22} {figures[label]:5.2f} ms CPU per call   ({figures[label + ' wall']:.2f} ms wall per call)")
+    ratio = figures["one pool of 100"] / figures["the provider's pools"]
+    print(f"  ratio                  {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--in-flight", type=int, default=50)
+    parser.add_argument("--calls", type=int, default=500)
+    opts = parser.parse_args()
+    asyncio.run(main(opts.in_flight, opts.calls))
