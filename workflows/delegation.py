@@ -29,7 +29,7 @@ class DelegationMixin(LoopBase):
         plan = result.plan
         # patched(): results recorded before tools declared the plan in their outcome
         # carry none; those tasks read it from the call's arguments, as they did then.
-        if plan is None and call.name == "plan" and not workflow.patched("plan-in-outcome"):
+        if plan is None and call.name == "plan" and not self._since("plan-in-outcome"):
             try:
                 plan = PlanArgs.model_validate(coerce_args(schema_of(PlanArgs), call.arguments)).items
             except ValidationError:

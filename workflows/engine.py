@@ -43,6 +43,7 @@ class LoopBase:
     tool_names: list[str]
     _searchable: tuple | None = None  # the search attribute values last upserted by this run
     _searched_at: datetime | None = None  # when (workflow time), or when the run first looked
+    _release: bool | None = None  # whether this run recorded policy.RELEASE_PATCH (see _since)
 
     def _load(self, task: TaskInput) -> None:
         """The loop's state at the start of a run: fresh, or carried over by continue-as-new."""
@@ -55,6 +56,14 @@ class LoopBase:
         self.loops = LoopDetector(self.state.loop_recent)
         self.chain = [ModelRef(provider=task.provider, model=task.model), *task.fallbacks]
         self.tool_names = task.offered_tools([t.name for t in self.state.mcp_tools])
+
+    def _since(self, change: str) -> bool:
+        """Whether this run takes the behaviour ``change`` brought (a patch id): every run that
+        started on this release does, under its one marker; a run from before as its own
+        marker for ``change`` says (Temporal's ``patched``)."""
+        if self._release is None:  # the run's first question: at its start, the same on replay
+            self._release = workflow.patched(policy.RELEASE_PATCH)
+        return self._release or workflow.patched(change)
 
     @property
     def _model(self) -> ModelRef:
@@ -74,9 +83,9 @@ class LoopBase:
         if not self.task.search_attributes:
             return
         # patched(): tasks started before this release upsert on every turn (or change of phase).
-        if workflow.patched("paced-search-attributes"):
+        if self._since("paced-search-attributes"):
             self._upsert_paced(phase)
-        elif workflow.patched("lean-search-attributes"):
+        elif self._since("lean-search-attributes"):
             # When the state or the turn changes: the phases of a working loop are all RUNNING
             # (the fine phase is in the current details, which cost no event), so a turn costs
             # one upsert; the model and the spend so far go along with it.

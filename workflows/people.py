@@ -90,7 +90,7 @@ class PeopleMixin(LoopBase):
             message = self.state.inbox.pop(0)
             text = message.text
             # patched(): tasks that took interjections before this release replay without it.
-            if workflow.patched("redact-interjections"):
+            if self._since("redact-interjections"):
                 # A raw `temporal workflow signal` may carry a secret in clear: it is redacted
                 # before it enters the context, the store or the event stream. A local
                 # activity, so the history records only the redacted text.

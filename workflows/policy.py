@@ -13,6 +13,12 @@ from contracts.task import TaskOutcome
 from core.messages import ToolCallRequest
 from core.text import shorten as core_shorten
 
+# One patch marker for every change made to the loop so far: a run that records it takes all of
+# them, with no marker (and no TemporalChangeVersion search-attribute upsert, a visibility
+# write) for each; a run from before it replays each change by that change's own marker.
+# A later change that must keep running tasks as they were gets a patch of its own again.
+RELEASE_PATCH = "release-2026-11"
+
 PLAN_STALE_TURNS = 5  # remind the model of its plan after this many turns without an update
 
 # A call lost with a dead worker is noticed by its missing heartbeat and retried.

@@ -62,6 +62,7 @@ from workflows.thinking import ThinkingMixin
 
 INTERRUPTED_BY_USER = "[interrupted] The user sent a new message while this ran, so it was cancelled."
 INTERRUPTED_BY_STOP = "[interrupted] The task was stopped while this ran."
+PROMPT_SUMMARY = "prompt · memory, conventions, skills"
 
 
 @workflow.defn(name=TASK_WORKFLOW)
@@ -151,6 +152,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
     @workflow.run
     async def run(self, task: TaskInput) -> TaskOutcome:
         try:
+            self._since(policy.RELEASE_PATCH)  # asked first, so its marker leads every new run
             if task.carry is None:
                 await self._initialize(task)
             while True:
@@ -181,7 +183,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             turns=state.turn, input_tokens=state.usage.input_tokens, output_tokens=state.usage.output_tokens,
         )
         # patched(): tasks that failed before this release completed with a FAILED outcome.
-        if outcome.status == TaskState.FAILED and workflow.patched("failed-task-fails-its-workflow"):
+        if outcome.status == TaskState.FAILED and self._since("failed-task-fails-its-workflow"):
             raise ApplicationError(
                 f"task failed: {outcome.error}", outcome, type=outcome.failure or "failed", non_retryable=True
             )
@@ -192,16 +194,22 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
         state.context_id = task.context_id or str(workflow.uuid4())
         state.prompt_date = workflow.now().date().isoformat()
         # patched(): tasks started before the prompt context existed replay without it.
-        if not task.minimal_prompt and workflow.patched("prompt-context"):
-            state.prompt_context = await workflow.execute_activity(
-                PROMPT_CONTEXT_ACTIVITY,
-                PromptContextInput(workspace=task.workspace, session=task.session),
-                result_type=str,
-                start_to_close_timeout=policy.STORE_TIMEOUT,
-                summary="prompt · memory, conventions, skills",
-            )
+        if not task.minimal_prompt and self._since("prompt-context"):
+            snapshot = PromptContextInput(workspace=task.workspace, session=task.session)
+            if self._release:
+                # A local activity on this worker: a few file reads and a store write, recorded
+                # as one marker event instead of an activity's three and a workflow task's three.
+                state.prompt_context = await workflow.execute_local_activity(
+                    PROMPT_CONTEXT_ACTIVITY, snapshot, result_type=str,
+                    start_to_close_timeout=policy.STORE_TIMEOUT, summary=PROMPT_SUMMARY,
+                )
+            else:  # runs from before this release
+                state.prompt_context = await workflow.execute_activity(
+                    PROMPT_CONTEXT_ACTIVITY, snapshot, result_type=str,
+                    start_to_close_timeout=policy.STORE_TIMEOUT, summary=PROMPT_SUMMARY,
+                )
         # patched(): only tasks with MCP servers list them, so every other task's commands are as before.
-        if task.uses_mcp and workflow.patched("mcp-tools"):
+        if task.uses_mcp and self._since("mcp-tools"):
             await self._list_mcp_tools()
         if task.session:
             if task.search_attributes:

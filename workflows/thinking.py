@@ -75,7 +75,7 @@ class ThinkingMixin(LoopBase):
                     full = True  # the store lacks entries (a lost file, another host): resend in full
                     continue
                 # patched(): tasks whose calls failed this way before this release failed at once.
-                if policy.error_type(err) == CONTEXT_OVERFLOW and workflow.patched("context-overflow-compacts"):
+                if policy.error_type(err) == CONTEXT_OVERFLOW and self._since("context-overflow-compacts"):
                     if overflowed:
                         raise self._fail(
                             f"the context does not fit the model's window even compacted to ~{self._window()} "
@@ -85,7 +85,7 @@ class ThinkingMixin(LoopBase):
                     continue
                 if policy.retryable_failure(err) and self._fail_over(err):
                     continue
-                if policy.retryable_failure(err) and workflow.patched("provider-outage-waited-out"):
+                if policy.retryable_failure(err) and self._since("provider-outage-waited-out"):
                     if await self._wait_for_provider(err):
                         if self._interrupted():
                             return None  # a stop or a message came while waiting: the loop takes it
@@ -201,7 +201,7 @@ class ThinkingMixin(LoopBase):
             # Recorded in the result, so replay decides the same. None: the call ran on the queue
             # it was pinned to (or on a worker with no queue of its own), so nothing changes;
             # patched(): tasks started before this release unpinned on None.
-            if result.worker_queue is not None or not workflow.patched("affinity-kept-when-unnamed"):
+            if result.worker_queue is not None or not self._since("affinity-kept-when-unnamed"):
                 state.affinity_queue = result.worker_queue
         return result
 

@@ -172,10 +172,10 @@ async def test_a_finished_task_shows_completed_and_what_each_activity_did(
     await expect(page.get_by_test_id("execution-status")).to_have_text("Completed", timeout=TIMEOUT_MS)
     await expect(event_row(page, "Workflow Execution Completed")).to_contain_text('"status":"DONE"')
     assert await activity_summaries(page) == [
-        "prompt · memory, conventions, skills",
         "llm · scripted-model · turn 1", "tool · shell · ls -la",
         "llm · scripted-model · turn 2", "tool · message · result listed",
     ]
+    assert await local_activity_summaries(page) == ["prompt · memory, conventions, skills"]
     await page.screenshot(path=screenshots / "finished-task.png")
 
 
@@ -185,9 +185,7 @@ async def test_a_failed_task_shows_failed_and_why(ui_server, tasks: Tasks, page:
     await expect(event_row(page, "Workflow Execution Failed")).to_contain_text(
         "task failed: reached the maximum of 1 iterations"
     )
-    assert await activity_summaries(page) == [
-        "prompt · memory, conventions, skills", "llm · scripted-model · turn 1", "tool · shell · ls -la",
-    ]
+    assert await activity_summaries(page) == ["llm · scripted-model · turn 1", "tool · shell · ls -la"]
     await page.screenshot(path=screenshots / "failed-task.png")
 
 
@@ -208,9 +206,7 @@ async def test_a_task_waiting_for_approval_shows_running_and_the_pending_call(
 
     await page.get_by_test_id("history-tab").click()
     # The model asked for `git push`; the tool has not run: no tool activity was scheduled.
-    assert await activity_summaries(page) == [
-        "prompt · memory, conventions, skills", "llm · scripted-model · turn 1",
-    ]
+    assert await activity_summaries(page) == ["llm · scripted-model · turn 1"]
     await page.screenshot(path=screenshots / "waiting-task-history.png")
 
     await page.get_by_test_id("user-metadata-tab").click()
@@ -260,6 +256,18 @@ async def activity_summaries(page: Page) -> list[str]:
     await expect(event_row(page, "Workflow Execution Started")).to_have_count(1, timeout=TIMEOUT_MS)
     summaries = []
     for text in reversed(await rows.all_inner_texts()):  # the history is shown newest first
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        summaries.append(lines[lines.index("Summary") + 1])
+    return summaries
+
+
+async def local_activity_summaries(page: Page) -> list[str]:
+    """The Summary shown on each Local Activity row (the UI's name for a local activity's
+    marker), oldest first."""
+    rows = event_row(page, "Local Activity")
+    await expect(rows.first).to_be_visible(timeout=TIMEOUT_MS)
+    summaries = []
+    for text in reversed(await rows.all_inner_texts()):
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         summaries.append(lines[lines.index("Summary") + 1])
     return summaries

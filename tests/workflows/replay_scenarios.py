@@ -29,7 +29,7 @@ from workflows.task import AgentTaskWorkflow
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 # Bump when the workflow changes its commands (behind workflow.patched): older recordings stay
 # and keep proving that tasks started on the earlier code still replay.
-VERSION = "v5"
+VERSION = "v6"
 Driver = Callable[[WorkflowHandle, ScriptedModelServer], Awaitable[None]]
 
 

@@ -40,8 +40,11 @@ async def test_a_finished_task_reads_well_in_the_temporal_ui(client, task_queue,
     scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
     summaries = [summary(e) for e in scheduled]
     assert all(summaries), summaries
+    # The prompt snapshot is a local activity: its marker carries the summary.
+    markers = [summary(e) for e in history.events if e.HasField("marker_recorded_event_attributes")
+               and e.marker_recorded_event_attributes.marker_name == "core_local_activity"]
+    assert markers == ["prompt · memory, conventions, skills"]
     assert summaries == [
-        "prompt · memory, conventions, skills",
         "llm · gpt-4o-mini · turn 1", "tool · shell · ls -la",
         "llm · gpt-4o-mini · turn 2", "tool · file · read notes.md",
         "llm · gpt-4o-mini · turn 3", "tool · message · result done",
