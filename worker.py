@@ -90,6 +90,7 @@ def build_worker(
     max_concurrent_activities: int = 200,
     store: Store | ContextStore | None = None,
     shutdown_grace: timedelta = timedelta(0),
+    local_tools: bool | None = None,
 ) -> AgentWorker:
     # The composition root: stores, secrets and settings are built once here and injected.
     store = as_store(store) if store is not None else open_store()
@@ -102,7 +103,10 @@ def build_worker(
     # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
     mcp = McpSessions(secrets, load_worker_config())
     catalog = McpCatalog(workflow_mcp_tools(client))
-    llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog)
+    if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
+        local_tools = os.environ.get("AGENT_LOCAL_TOOLS", "1").strip().lower() not in ("0", "false", "no", "off")
+    llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
+                        local_tools=local_tools)
     tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets), mcp=McpToolRunner(mcp))
     mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)

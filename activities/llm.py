@@ -92,6 +92,7 @@ class LlmActivities:
         history: ContextSource | None = None,
         own_queue: str | None = None,
         mcp: McpCatalog | None = None,
+        local_tools: bool = True,
     ) -> None:
         self.settings = settings or ProviderSettings.from_env()
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
@@ -107,6 +108,9 @@ class LlmActivities:
         # here, where its entries are cached (None: no preference).
         self.own_queue = own_queue
         self.mcp = mcp or McpCatalog()  # the MCP tools each task listed
+        # Whether calls the tools declare local (reads) are recorded to run as local activities;
+        # False: every tool call is an ordinary activity (AGENT_LOCAL_TOOLS=0).
+        self.local_tools = local_tools
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
         self._prompts: dict[tuple, SystemPrompt] = {}  # system prompts by what they are built from
@@ -208,7 +212,9 @@ class LlmActivities:
             call.danger, call.danger_reason = danger.value, reason or None
             tool = tools.REGISTRY.get(call.name)
             if tool is not None:
-                call.runs_in, call.summary = tool.runs_in, tool.summarize(call.arguments)
+                where = tools.runs_in(call.name, call.arguments)
+                call.runs_in = "activity" if where == "local_activity" and not self.local_tools else where
+                call.summary = tool.summarize(call.arguments)
             elif listed is not None:
                 call.summary = " ".join(str(v) for v in call.arguments.values())
         if result.tool_calls:

@@ -1,7 +1,8 @@
 """Lean turns: the project against Temporal's own floor, in the same run (issue 17, item 5).
 
     python -m benchmarks.lean_turns [--tasks 50] [--turns 10] [--long-turns 150]
-                                    [--repeat 3] [--file-bytes 2048] [--quick]
+                                    [--repeat 3] [--rounds 3] [--processes 2]
+                                    [--file-bytes 2048] [--quick]
 
 One embedded dev server (in memory, eager activity dispatch off as on production
 clusters) and, in this one process, one worker at a time:
@@ -14,7 +15,13 @@ clusters) and, in this one process, one worker at a time:
   calls read a different 2 KB file each turn, then finish with ``message result``
 
 Prints, each for floor and project and their ratio:
-- turns/s for ``--tasks`` tasks x ``--turns`` turns started at once
+- turns/s for ``--tasks`` tasks x ``--turns`` turns started at once: the median of
+  ``--rounds`` rounds in which the floor, the project, the project with every tool call
+  an ordinary activity (``AGENT_LOCAL_TOOLS=0``: the file reads are local activities
+  otherwise, so this is the like-for-like figure against the floor's two activities a
+  turn) and ``worker.py --processes N`` take turns (the machine's speed drifts and the
+  server slows as it fills, so neighbours are compared; every round's figures are
+  printed too)
 - ms per turn of a single ``--turns`` task (median of ``--repeat`` runs after a
   warm-up) and of a single ``--long-turns`` task
 - history bytes / content bytes of the ``--long-turns`` task (content: what was said,
@@ -170,7 +177,9 @@ class Figures:
 RunOne = Callable[[int], Awaitable[tuple[str, int]]]
 
 
-async def measure(client: Client, run_one: RunOne, tasks: int, turns: int, long_turns: int, repeat: int) -> tuple[Figures, str]:
+async def measure(client: Client, run_one: RunOne, turns: int, long_turns: int, repeat: int) -> Figures:
+    """The single-task figures: ms per turn of a short task (median of ``repeat``, after a
+    warm-up) and of a long one, and the long task's history."""
     figures = Figures()
     await run_one(turns)  # warm-up, discarded
     short = []
@@ -180,16 +189,29 @@ async def measure(client: Client, run_one: RunOne, tasks: int, turns: int, long_
         short.append(time.perf_counter() - started)
     figures.short_ms = statistics.median(short) / turns * 1000
     started = time.perf_counter()
-    await asyncio.gather(*(run_one(turns) for _ in range(tasks)))
-    figures.turns_per_s = tasks * turns / (time.perf_counter() - started)
-    started = time.perf_counter()
     long_id, figures.content = await run_one(long_turns)
     figures.long_ms = (time.perf_counter() - started) / long_turns * 1000
     figures.history = sum(s.history_bytes for s in await run_stats(client, long_id))
-    return figures, long_id
+    return figures
 
 
-async def floor(client: Client, workspace: str, files: int, sizes: tuple[int, int, int, int]) -> Figures:
+async def concurrent(run_one: RunOne, tasks: int, turns: int) -> float:
+    """Turns/s of ``tasks`` tasks of ``turns`` turns started at once (after one warm-up task)."""
+    await run_one(turns)
+    started = time.perf_counter()
+    await asyncio.gather(*(run_one(turns) for _ in range(tasks)))
+    return tasks * turns / (time.perf_counter() - started)
+
+
+@dataclass
+class System:
+    """One side of the comparison: its worker (started per phase) and one task of n turns."""
+
+    worker: Callable[[], Any]  # an async context manager
+    run_one: RunOne
+
+
+def floor(client: Client, workspace: str, files: int) -> System:
     queue = f"lean-floor-{uuid.uuid4().hex[:8]}"
 
     async def run_one(turns: int) -> tuple[str, int]:
@@ -198,10 +220,8 @@ async def floor(client: Client, workspace: str, files: int, sizes: tuple[int, in
             LeanFloorWorkflow.run, (workspace, turns, files), id=workflow_id, task_queue=queue)
         return workflow_id, said
 
-    async with Worker(client, task_queue=queue, workflows=[LeanFloorWorkflow], workflow_runner=FLOOR_RUNNER,
-                      activities=[floor_model, floor_tool], max_concurrent_activities=MAX_ACTIVITIES):
-        figures, _ = await measure(client, run_one, *sizes)
-    return figures
+    return System(lambda: Worker(client, task_queue=queue, workflows=[LeanFloorWorkflow], workflow_runner=FLOOR_RUNNER,
+                                 activities=[floor_model, floor_tool], max_concurrent_activities=MAX_ACTIVITIES), run_one)
 
 
 def task_entries(store: ContextStore) -> list[Entry]:
@@ -219,9 +239,8 @@ def task_entries(store: ContextStore) -> list[Entry]:
     ]
 
 
-async def project(client: Client, workspace: str, root: Path, model_url: str, sizes: tuple[int, int, int, int]) -> Figures:
+def project(client: Client, workspace: str, store: ContextStore, model_url: str, local_tools: bool = True) -> System:
     queue = f"lean-project-{uuid.uuid4().hex[:8]}"
-    store = ContextStore(root / ".store" / "context.db")
 
     async def run_one(turns: int) -> tuple[str, int]:
         workflow_id = f"lean-project-{uuid.uuid4().hex[:8]}"
@@ -235,10 +254,8 @@ async def project(client: Client, workspace: str, root: Path, model_url: str, si
         return workflow_id, 0
 
     settings = ProviderSettings(openai_base_url=model_url)
-    async with build_worker(client, queue=queue, settings=settings, store=store, max_concurrent_activities=MAX_ACTIVITIES):
-        figures, _ = await measure(client, run_one, *sizes)
-    figures.content = said_bytes(task_entries(store))
-    return figures
+    return System(lambda: build_worker(client, queue=queue, settings=settings, store=store,
+                                       max_concurrent_activities=MAX_ACTIVITIES, local_tools=local_tools), run_one)
 
 
 async def processes_figure(client: Client, workspace: str, root: Path, model_url: str, tasks: int, turns: int,
@@ -272,16 +289,16 @@ async def processes_figure(client: Client, workspace: str, root: Path, model_url
         supervisor.wait(60)
 
 
-async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes: int, processes: int = 2) -> None:
+async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes: int, processes: int = 2,
+               rounds: int = 3) -> None:
     configure_logging("WARNING")
     files = max(turns, long_turns)
     port = multiprocessing.Value("i", 0)
     model = multiprocessing.Process(target=serve_model, args=(files, port), daemon=True)
     model.start()
     env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
-    sizes = (tasks, turns, long_turns, repeat)
     wall = time.perf_counter()
-    multi: float | None = None
+    rates: dict[str, list[float]] = {"floor": [], "project": [], "activities": [], "processes": []}
     try:
         while not port.value:
             await asyncio.sleep(0.05)
@@ -290,10 +307,31 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
             workspace = root / "ws"
             workspace.mkdir()
             workspace_with_files(workspace, files, file_bytes)
-            f = await floor(env.client, str(workspace), files, sizes)
-            p = await project(env.client, str(workspace), root, f"http://127.0.0.1:{port.value}/v1", sizes)
-            multi = await processes_figure(env.client, str(workspace), root, f"http://127.0.0.1:{port.value}/v1",
-                                           tasks, turns, processes) if processes > 1 else None
+            url = f"http://127.0.0.1:{port.value}/v1"
+            store = ContextStore(root / ".store" / "context.db")
+            systems = {"floor": floor(env.client, str(workspace), files),
+                       "project": project(env.client, str(workspace), store, url)}
+            single: dict[str, Figures] = {}
+            for name, system in systems.items():
+                async with system.worker():
+                    single[name] = await measure(env.client, system.run_one, turns, long_turns, repeat)
+            # Like for like with the floor's two activities a turn: every tool call an activity.
+            systems["activities"] = project(env.client, str(workspace), store, url, local_tools=False)
+            # The concurrent figure in rounds, the systems taking turns: the machine's speed
+            # drifts over a run (a shared VM) and the server slows as it fills, so each round
+            # compares neighbours, and the medians are reported.
+            for _ in range(rounds):
+                for name, system in systems.items():
+                    async with system.worker():
+                        rates[name].append(await concurrent(system.run_one, tasks, turns))
+                if processes > 1:
+                    rates["processes"].append(await processes_figure(env.client, str(workspace), root, url, tasks, turns,
+                                                                     processes))
+            f, p = single["floor"], single["project"]
+            f.turns_per_s, p.turns_per_s = statistics.median(rates["floor"]), statistics.median(rates["project"])
+            p.content = said_bytes(task_entries(store))
+            multi = statistics.median(rates["processes"]) if rates["processes"] else None
+            unlocal = statistics.median(rates["activities"])
     finally:
         model.terminate()
         await env.shutdown()
@@ -306,8 +344,13 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
         print(f"{label:<40} {a:>10{fmt}} {b:>10{fmt}} {b / a:>7.2f}")
 
     row(f"turns/s, {tasks} tasks x {turns} turns at once", f.turns_per_s, p.turns_per_s, ".1f")
+    row("  the same, every tool call an activity", f.turns_per_s, unlocal, ".1f")
     if multi is not None:
         row(f"  the same, worker.py --processes {processes}", f.turns_per_s, multi, ".1f")
+    print(f"  (medians of {rounds} rounds; each round's floor/project/all-activities"
+          + (f"/--processes {processes}" if multi is not None else "") + ": "
+          + ", ".join("/".join(f"{rates[k][i]:.1f}" for k in ("floor", "project", "activities", "processes") if rates[k])
+                      for i in range(rounds)) + ")")
     row(f"ms/turn, one {turns}-turn task (median of {repeat})", f.short_ms, p.short_ms, ".1f")
     row(f"ms/turn, one {long_turns}-turn task", f.long_ms, p.long_ms, ".1f")
     row(f"history B, {long_turns}-turn task", f.history, p.history, ",.0f")
@@ -317,6 +360,7 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
     print("summary (project / floor; issue 17 targets in brackets)")
     summary = [
         ("concurrent throughput", f"{p.turns_per_s / f.turns_per_s:.2f}x  [>= 0.80]"
+         + f"; every tool call an activity: {unlocal / f.turns_per_s:.2f}x"
          + (f"; --processes {processes}: {multi / f.turns_per_s:.2f}x" if multi is not None else "")),
         (f"ms/turn, {turns}-turn task", f"{p.short_ms / f.short_ms:.2f}x  [<= 1.15]"),
         (f"ms/turn, {long_turns}-turn task", f"{p.long_ms / f.long_ms:.2f}x  [<= 1.05]"),
@@ -336,8 +380,9 @@ if __name__ == "__main__":
     parser.add_argument("--file-bytes", type=int, default=2048, help="bytes of each tool result")
     parser.add_argument("--processes", type=int, default=2,
                         help="also measure the concurrent figure with worker.py --processes N (0: skip)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the concurrent figure (median)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 x 3 turns, a 20-turn long task, 1 repeat")
     opts = parser.parse_args()
     if opts.quick:
-        opts.tasks, opts.turns, opts.long_turns, opts.repeat = 5, 3, 20, 1
-    asyncio.run(main(opts.tasks, opts.turns, opts.long_turns, opts.repeat, opts.file_bytes, opts.processes))
+        opts.tasks, opts.turns, opts.long_turns, opts.repeat, opts.rounds = 5, 3, 20, 1, 1
+    asyncio.run(main(opts.tasks, opts.turns, opts.long_turns, opts.repeat, opts.file_bytes, opts.processes, opts.rounds))

@@ -44,7 +44,7 @@ class ToolCallRequest(BaseModel):
     danger_reason: str | None = omitted()
     # Set by the LLM activity from the tool's declaration: where the engine runs the call,
     # and its detail in one line for the Temporal UI.
-    runs_in: Literal["activity", "child_workflow"] = omitted("activity")  # never omitted for "spawn": see below
+    runs_in: Literal["activity", "local_activity", "child_workflow"] = omitted("activity")  # never omitted for "spawn": see below
     summary: str | None = omitted()
 
     @model_validator(mode="before")

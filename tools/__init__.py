@@ -8,6 +8,7 @@ from tools.registry import (
     compact_line,
     danger_of,
     execute,
+    runs_in,
     specs,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "compact_line",
     "danger_of",
     "execute",
+    "runs_in",
     "specs",
 ]

@@ -371,6 +371,7 @@ TOOL = ToolDefinition(
     handler=file_tool,
     danger=Danger.MODERATE,
     idempotent=True,
+    local=lambda args: args.action in ("read", "list"),  # grep may walk a large tree: an activity
     classify=classify,
     compact_keys=("action", "path"),
     untrusted_source=lambda args: (

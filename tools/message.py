@@ -46,5 +46,6 @@ TOOL = ToolDefinition(
     handler=send_message,
     danger=Danger.SAFE,
     idempotent=True,
+    local=True,
     compact_keys=("type",),
 )

@@ -41,5 +41,6 @@ TOOL = ToolDefinition(
     handler=update_plan,
     danger=Danger.SAFE,
     idempotent=True,
+    local=True,
     compact_keys=(),
 )

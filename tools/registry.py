@@ -10,7 +10,7 @@ through.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -124,6 +124,21 @@ def is_idempotent(name: str, arguments: dict[str, Any]) -> bool:
         return tool.idempotent(_validate(tool, arguments))
     except ValidationError:
         return True  # invalid arguments never run: the call comes back as a retry
+
+
+def runs_in(name: str, arguments: dict[str, Any]) -> Literal["activity", "local_activity", "child_workflow"]:
+    """Where the engine runs a call: the tool's ``runs_in``, or ``local_activity`` when the
+    tool declares these arguments local (see ``ToolDefinition.local``). Invalid arguments and
+    unknown tools take the ordinary activity, which answers them."""
+    tool = REGISTRY.get(name)
+    if tool is None or tool.runs_in != "activity" or not tool.local:
+        return tool.runs_in if tool is not None else "activity"
+    if not callable(tool.local):
+        return "local_activity"
+    try:
+        return "local_activity" if tool.local(_validate(tool, arguments)) else "activity"
+    except ValidationError:
+        return "activity"
 
 
 def danger_of(name: str, arguments: dict[str, Any]) -> Danger:

@@ -239,6 +239,7 @@ TOOL = ToolDefinition(
     handler=load_skill,
     danger=Danger.SAFE,
     idempotent=True,
+    local=True,
     compact_keys=("name", "file"),
     for_subagents=False,
 )

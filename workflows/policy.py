@@ -25,6 +25,7 @@ PLAN_STALE_TURNS = 5  # remind the model of its plan after this many turns witho
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 LLM_TIMEOUT = timedelta(minutes=10)
 TOOL_TIMEOUT = timedelta(hours=1, minutes=5)  # the shell tool caps commands at one hour
+LOCAL_TOOL_TIMEOUT = timedelta(seconds=30)  # a local tool call (a read): quick by declaration
 STORE_TIMEOUT = timedelta(minutes=1)
 REDACT_TIMEOUT = timedelta(seconds=30)
 # How long a call waits for the worker whose cache is warm before going to any worker.

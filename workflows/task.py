@@ -306,27 +306,31 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
         return result
 
     async def _run_tool(self, call: ToolCallRequest, approved: str | None) -> ToolOutcome | None:
-        handle = workflow.start_activity(
-            TOOL_ACTIVITY,
-            ToolCallInput(
-                turn=self.state.turn,
-                workspace=self.task.workspace,
-                # What the tool activity uses: the summary and the approval reason are the LLM
-                # result's, already in the history.
-                call=call.model_copy(update={"summary": None, "danger_reason": None}),
-                context_id=self.state.context_id,
-                result_seq=self.transcript.total,
-                approval=self.task.approval.value,
-                approved=approved,
-                network=self.task.network,
-                mcp=self._mcp_call(call),
-                browser=self.state.browser if call.name in BROWSER_TOOLS else None,
-            ),
-            result_type=ToolOutcome,
-            start_to_close_timeout=policy.TOOL_TIMEOUT,
-            heartbeat_timeout=policy.HEARTBEAT_TIMEOUT,
-            retry_policy=policy.TOOL_RETRY,
-            summary=self.state.last_activity,
-            **self._placement(),
+        inp = ToolCallInput(
+            turn=self.state.turn,
+            workspace=self.task.workspace,
+            # What the tool activity uses: the summary and the approval reason are the LLM
+            # result's, already in the history.
+            call=call.model_copy(update={"summary": None, "danger_reason": None}),
+            context_id=self.state.context_id,
+            result_seq=self.transcript.total,
+            approval=self.task.approval.value,
+            approved=approved,
+            network=self.task.network,
+            mcp=self._mcp_call(call),
+            browser=self.state.browser if call.name in BROWSER_TOOLS else None,
         )
+        if call.runs_in == "local_activity" and self._release:
+            # A read the tool declared local (recorded with the call): the same tool activity,
+            # run by this worker inside the workflow task, recorded as one marker.
+            handle = workflow.start_local_activity(
+                TOOL_ACTIVITY, inp, result_type=ToolOutcome, start_to_close_timeout=policy.LOCAL_TOOL_TIMEOUT,
+                retry_policy=policy.TOOL_RETRY, summary=self.state.last_activity,
+            )
+        else:
+            handle = workflow.start_activity(
+                TOOL_ACTIVITY, inp, result_type=ToolOutcome, start_to_close_timeout=policy.TOOL_TIMEOUT,
+                heartbeat_timeout=policy.HEARTBEAT_TIMEOUT, retry_policy=policy.TOOL_RETRY,
+                summary=self.state.last_activity, **self._placement(),
+            )
         return await self._interruptible(handle)

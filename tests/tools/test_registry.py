@@ -4,7 +4,7 @@ from typing import Literal
 import pytest
 
 from contracts.task import DEFAULT_TOOLS
-from tools import REGISTRY, coerce_args, compact_line, danger_of, execute, registry, specs
+from tools import REGISTRY, coerce_args, compact_line, danger_of, execute, registry, runs_in, specs
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 
@@ -238,3 +238,19 @@ def test_the_task_contract_agrees_with_what_the_tools_declare():
 def test_a_tool_summarizes_its_call_by_its_declared_keys_without_file_contents():
     assert REGISTRY["shell"].summarize({"command": "ls -la", "timeout_s": 5}) == "ls -la"
     assert REGISTRY["file"].summarize({"action": "write", "path": "a.txt", "content": "x" * 50}) == "write a.txt"
+
+
+@pytest.mark.parametrize(("name", "arguments", "where"), [
+    ("file", {"action": "read", "path": "a.txt"}, "local_activity"),
+    ("file", {"action": "list", "path": "."}, "local_activity"),
+    ("file", {"action": "grep", "path": ".", "pattern": "x"}, "activity"),  # may walk a large tree
+    ("file", {"action": "write", "path": "a.txt", "content": "x"}, "activity"),  # changes the workspace
+    ("file", {"action": "delete", "path": "a"}, "activity"),  # invalid: the ordinary activity answers it
+    ("message", {"type": "result", "text": "done"}, "local_activity"),
+    ("plan", {"items": []}, "local_activity"),
+    ("shell", {"command": "ls"}, "activity"),  # a command may run for an hour
+    ("spawn", {"task": "look"}, "child_workflow"),
+    ("no_such_tool", {}, "activity"),
+])
+def test_where_a_call_runs_is_the_tools_declaration(name, arguments, where):
+    assert runs_in(name, arguments) == where

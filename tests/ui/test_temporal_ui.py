@@ -172,10 +172,11 @@ async def test_a_finished_task_shows_completed_and_what_each_activity_did(
     await expect(page.get_by_test_id("execution-status")).to_have_text("Completed", timeout=TIMEOUT_MS)
     await expect(event_row(page, "Workflow Execution Completed")).to_contain_text('"status":"DONE"')
     assert await activity_summaries(page) == [
-        "llm · scripted-model · turn 1", "tool · shell · ls -la",
-        "llm · scripted-model · turn 2", "tool · message · result listed",
+        "llm · scripted-model · turn 1", "tool · shell · ls -la", "llm · scripted-model · turn 2",
     ]
-    assert await local_activity_summaries(page) == ["prompt · memory, conventions, skills"]
+    assert await local_activity_summaries(page) == [
+        "prompt · memory, conventions, skills", "tool · message · result listed",
+    ]
     await page.screenshot(path=screenshots / "finished-task.png")
 
 

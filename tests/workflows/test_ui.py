@@ -40,14 +40,15 @@ async def test_a_finished_task_reads_well_in_the_temporal_ui(client, task_queue,
     scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
     summaries = [summary(e) for e in scheduled]
     assert all(summaries), summaries
-    # The prompt snapshot is a local activity: its marker carries the summary.
+    # The prompt snapshot and the calls the tools declare local (a read, the final message) are
+    # local activities: their markers carry the summary.
     markers = [summary(e) for e in history.events if e.HasField("marker_recorded_event_attributes")
                and e.marker_recorded_event_attributes.marker_name == "core_local_activity"]
-    assert markers == ["prompt · memory, conventions, skills"]
+    assert markers == ["prompt · memory, conventions, skills", "tool · file · read notes.md",
+                       "tool · message · result done"]
     assert summaries == [
         "llm · gpt-4o-mini · turn 1", "tool · shell · ls -la",
-        "llm · gpt-4o-mini · turn 2", "tool · file · read notes.md",
-        "llm · gpt-4o-mini · turn 3", "tool · message · result done",
+        "llm · gpt-4o-mini · turn 2", "llm · gpt-4o-mini · turn 3",
     ]
     attributes = desc.typed_search_attributes
     assert attributes.get(AGENT_STATE) == "DONE"
