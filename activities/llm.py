@@ -132,6 +132,12 @@ class LlmActivities:
 
     @activity.defn(name=LLM_ACTIVITY)
     async def call_llm(self, inp: LlmCallInput) -> TurnResult:
+        live = LiveBeat(inp.turn, activity.info().attempt, self.secrets.redact)
+        # Beating through every step, store reads and writes included: a locked or slow store
+        # delays this call only. One loop for the whole call (the model's text goes out with it).
+        return await with_heartbeats(self._call_llm(inp, live), live.beat)
+
+    async def _call_llm(self, inp: LlmCallInput, live: LiveBeat) -> TurnResult:
         info = activity.info()
         # What the input leaves out because the activity knows it: the task, the tool list.
         task_id = inp.task_id or info.workflow_id or ""
@@ -141,15 +147,13 @@ class LlmActivities:
         assert inp.prompt is not None
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
-        live = LiveBeat(inp.turn, info.attempt, self.secrets.redact)
-        # Beating while the store is read: a locked or slow store delays this call only.
         compact = inp.context_window <= COMPACT_WINDOW  # a small model: the shortest prompt that works
         # Built once per task (per prompt inputs) on this worker, then reused every turn.
         key = (inp.prompt.workspace, inp.prompt.date, tuple(inp.tool_names), inp.prompt.context,
                inp.prompt.minimal, compact)
         system = self._prompts.get(key)
         if system is None:
-            context = await with_heartbeats(self._prompt_context(inp), live.beat)
+            context = await self._prompt_context(inp)
             system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
                                          tool_names=inp.tool_names, context=context, compact=compact)
             self._prompts[key] = system
@@ -165,8 +169,8 @@ class LlmActivities:
                                    non_retryable=True) from None
         system_tokens = (len(system.text()) + sum(len(s.model_dump_json()) for s in specs)) // 4
         vision = accepts_images(inp.model, self.models)
-        view, report, image_tokens = await with_heartbeats(self._context(inp, system_tokens, vision), live.beat)
-        messages = await with_heartbeats(self._messages(view, inp.model, vision), live.beat)
+        view, report, image_tokens = await self._context(inp, system_tokens, vision)
+        messages = await self._messages(view, inp.model, vision)
         request = LlmRequest(
             model=inp.model,
             system=system,
@@ -189,7 +193,7 @@ class LlmActivities:
             )
         try:
             with chat_span(inp.provider, inp.model, inp.task_id, inp.turn) as span:
-                result = await with_heartbeats(provider.complete(request, on_text=live), live.beat)
+                result = await provider.complete(request, on_text=live)
                 span.record(result)
         except ProviderError as err:
             if err.retryable:
