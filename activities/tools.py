@@ -107,6 +107,8 @@ class ToolActivities:
         # Heartbeats go on through every step, store calls included: a store that is locked or
         # slow delays this call only, and Temporal never takes it for a dead worker's.
         progress = ToolProgress(started=False)
+        if activity.info().is_local:  # a local activity (a read) has no heartbeats to send
+            return await self._run_tool(inp, progress)
         return await with_heartbeats(self._run_tool(inp, progress), lambda _detail: activity.heartbeat(progress))
 
     async def _run_tool(self, inp: ToolCallInput, progress: ToolProgress) -> ToolOutcome:
@@ -179,7 +181,7 @@ class ToolActivities:
         arguments = self.secrets.restore_obj(inp.call.arguments)
         work = (tools.execute(inp.call.name, arguments, ctx, parse_error=inp.call.parse_error) if inp.mcp is None
                 else self._mcp_run(inp, arguments))
-        result = await with_heartbeats(work, beat)
+        result = await work  # run_tool's loop beats the progress (and the tool's own notes) meanwhile
         tool = REGISTRY.get(inp.call.name)
         if tool is not None and tool.untrusted_source is not None and result.status == "ok":
             source = tool.untrusted_source(inp.call.arguments)
