@@ -274,6 +274,10 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             return
         self._keep_plan(call, result)
         if result.final_result is not None:
+            if self.state.inbox and self._release:
+                # A message from the user came in while the final answer was recorded (a local
+                # call leaves no time to interrupt it): not done until the model has read it.
+                return
             self._set_state(TaskState.FINALIZING)
             raise self._end(TaskState.DONE, final_text=result.final_result)
         if result.ask is not None:
