@@ -72,7 +72,8 @@ def initial_search_attributes(model: str) -> TypedSearchAttributes:
 def current_values(attributes: TypedSearchAttributes) -> tuple[str, int, str, float] | None:
     """The four values as the run has them (from its start, or carried over), None when any is
     missing (a task started without them upserts them all at first)."""
-    state, turns, model, cost = (attributes.get(k) for k in (AGENT_STATE, AGENT_TURNS, AGENT_MODEL, AGENT_COST))
+    state, turns = attributes.get(AGENT_STATE), attributes.get(AGENT_TURNS)
+    model, cost = attributes.get(AGENT_MODEL), attributes.get(AGENT_COST)
     if state is None or turns is None or model is None or cost is None:
         return None
     return state, turns, model, cost
