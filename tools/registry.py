@@ -131,8 +131,10 @@ def runs_in(name: str, arguments: dict[str, Any]) -> Literal["activity", "local_
     tool declares these arguments local (see ``ToolDefinition.local``). Invalid arguments and
     unknown tools take the ordinary activity, which answers them."""
     tool = REGISTRY.get(name)
-    if tool is None or tool.runs_in != "activity" or not tool.local:
-        return tool.runs_in if tool is not None else "activity"
+    if tool is None:
+        return "activity"
+    if tool.runs_in != "activity" or not tool.local:
+        return tool.runs_in
     if not callable(tool.local):
         return "local_activity"
     try:
