@@ -65,14 +65,14 @@ REQUEST = LlmRequest(model="m", system=SystemPrompt(stable="be brief"),
 
 async def test_calls_in_flight_share_a_few_small_pools_and_keep_their_connections(server: Server) -> None:
     provider = OpenAIProvider(f"http://127.0.0.1:{server.server_address[1]}/v1", "k")
-    in_flight = 40
+    in_flight = 3 * POOL_SHARDS  # a whole number per pool: each round puts 3 calls on each
     try:
         for _ in range(3):
             results = await asyncio.gather(*(provider.complete(REQUEST) for _ in range(in_flight)))
             assert all(r.content == "ok" for r in results)
         pools = [c for c in provider._shards if c is not None]
-        # Spread over every pool, none over its size; and the 120 calls reused the connections
-        # the first 40 opened (a pool that kept too few idle ones would reconnect every round).
+        # Spread over every pool, none over its size; and the 3 rounds reused the connections
+        # the first round opened (a pool that kept too few idle ones would reconnect every round).
         assert len(pools) == POOL_SHARDS
         assert in_flight <= POOL_SHARDS * SHARD_CONNECTIONS
         assert len(server.connections) <= in_flight, len(server.connections)

@@ -1,0 +1,146 @@
+"""The providers' connections on asyncio's own streams.
+
+httpx sends through httpcore, whose default network layer on asyncio is anyio: every read
+and write enters a cancel scope, and every pooled connection is asked whether it is still
+good (a ``poll`` system call, after anyio rebuilds a dict of the socket's attributes) each
+time a request is placed or a response is closed. A worker with fifty model calls in flight
+spends a good part of its CPU there. httpcore takes its network layer as a parameter
+(``network_backend``); this one is asyncio's streams, with the same errors and timeouts,
+and an idle connection is known closed by its reader having seen the end of the stream.
+
+``lean_client`` builds an ``httpx.AsyncClient`` on it, unless proxies are set in the
+environment (then httpx's own client, which honours them) or the pinned httpx no longer
+builds its pool where this module expects it (then httpx's own transport: slower, never
+wrong). Measured by ``python -m benchmarks.http_pool``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import urllib.request
+from typing import Any
+
+import httpcore
+import httpx
+
+
+class AsyncioStream(httpcore.AsyncNetworkStream):
+    """One connection: a StreamReader and StreamWriter, errors as httpcore names them."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._reader.read(max_bytes)
+        except TimeoutError as exc:
+            raise httpcore.ReadTimeout(str(exc) or "timed out reading") from exc
+        except OSError as exc:
+            raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        try:
+            self._writer.write(buffer)
+            async with asyncio.timeout(timeout):
+                await self._writer.drain()
+        except TimeoutError as exc:
+            raise httpcore.WriteTimeout(str(exc) or "timed out writing") from exc
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a transport already closed
+            raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
+        except TimeoutError as exc:
+            self._writer.close()
+            raise httpcore.ConnectTimeout(str(exc) or "timed out in the TLS handshake") from exc
+        except (OSError, ssl.SSLError) as exc:  # ssl.SSLError is an OSError; named for the reader
+            self._writer.close()
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        return self
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":
+            # Asked of an idle connection: anything readable there is the server closing it
+            # (or a protocol error). asyncio reads as data comes, so the reader knows already.
+            return self._reader.at_eof() or self._reader.exception() is not None or self._writer.is_closing()
+        if info == "ssl_object":
+            return self._writer.get_extra_info("ssl_object")
+        if info == "client_addr":
+            return self._writer.get_extra_info("sockname")
+        if info == "server_addr":
+            return self._writer.get_extra_info("peername")
+        if info == "socket":
+            return self._writer.get_extra_info("socket")
+        return None
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network layer on asyncio streams (TCP and Unix sockets)."""
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, port, local_addr=(local_address, 0) if local_address else None)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(str(exc) or f"timed out connecting to {host}:{port}") from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        _set_options(writer, socket_options)
+        return AsyncioStream(reader, writer)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_unix_connection(path)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(str(exc) or f"timed out connecting to {path}") from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        _set_options(writer, socket_options)
+        return AsyncioStream(reader, writer)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def _set_options(writer: asyncio.StreamWriter, options: Any) -> None:
+    sock = writer.get_extra_info("socket")
+    for option in options or ():
+        sock.setsockopt(*option)
+
+
+def lean_client(
+    timeout: httpx.Timeout, verify: ssl.SSLContext, connections: int
+) -> tuple[httpx.AsyncClient, httpx.AsyncHTTPTransport | None]:
+    """A client of at most ``connections`` connections (all kept alive while idle), and its
+    transport when it is this module's (the caller may then send through it directly, past
+    the client's layers of auth, cookies and redirects, none of which a provider uses)."""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    if urllib.request.getproxies():  # httpx's client reads the same variables; keep its handling
+        return httpx.AsyncClient(timeout=timeout, verify=verify, limits=limits), None
+    transport = httpx.AsyncHTTPTransport(verify=verify, limits=limits)
+    if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
+        return httpx.AsyncClient(timeout=timeout, transport=transport), None
+    transport._pool = httpcore.AsyncConnectionPool(  # the same pool httpx builds, on asyncio streams
+        ssl_context=verify, max_connections=connections, max_keepalive_connections=connections,
+        keepalive_expiry=limits.keepalive_expiry, network_backend=AsyncioBackend(),
+    )
+    return httpx.AsyncClient(timeout=timeout, transport=transport), transport
