@@ -45,7 +45,7 @@ from core.compaction import CompactionPolicy, compact
 from core.entries import Entry, ToolCall, ToolResult, entry_digest, to_chat_messages
 from core.heartbeat import with_heartbeats
 from core.images import sniff_image_type
-from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, TurnResult
+from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, ToolSpec, TurnResult
 from core.tool_outcome import MAX_IMAGE_BYTES
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
@@ -113,7 +113,10 @@ class LlmActivities:
         self.local_tools = local_tools
         # Per task, the entries already read and verified: each call reads only what is new.
         self._cache: dict[str, list[Entry]] = {}
-        self._prompts: dict[tuple, SystemPrompt] = {}  # system prompts by what they are built from
+        # System prompts (and their length) by what they are built from.
+        self._prompts: dict[tuple, tuple[SystemPrompt, int]] = {}
+        # The length of each tool spec as sent, by the spec (the built-in ones are shared objects).
+        self._specs: dict[int, tuple[ToolSpec, int]] = {}
         # Per task: the context id and prompt inputs last sent (later calls pinned here leave them out).
         self._setups: dict[str, tuple[str, PromptParams]] = {}
 
@@ -151,14 +154,15 @@ class LlmActivities:
         # Built once per task (per prompt inputs) on this worker, then reused every turn.
         key = (inp.prompt.workspace, inp.prompt.date, tuple(inp.tool_names), inp.prompt.context,
                inp.prompt.minimal, compact)
-        system = self._prompts.get(key)
-        if system is None:
+        built = self._prompts.get(key)
+        if built is None:
             context = await self._prompt_context(inp)
             system = build_system_prompt(workspace=inp.prompt.workspace, date=inp.prompt.date,
                                          tool_names=inp.tool_names, context=context, compact=compact)
-            self._prompts[key] = system
+            built = self._prompts[key] = (system, len(system.text()))
             if len(self._prompts) > 256:  # the most recent tasks only
                 self._prompts.pop(next(iter(self._prompts)))
+        system, system_chars = built
         try:
             mcp = await self.mcp.tools(inp.context_id, inp.task_id, info.workflow_run_id,
                                        [n for n in inp.tool_names if n.startswith(MCP_PREFIX)])
@@ -167,7 +171,7 @@ class LlmActivities:
         except KeyError as err:
             raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
                                    non_retryable=True) from None
-        system_tokens = (len(system.text()) + sum(len(s.model_dump_json()) for s in specs)) // 4
+        system_tokens = (system_chars + sum(self._spec_chars(s) for s in specs)) // 4
         vision = accepts_images(inp.model, self.models)
         view, report, image_tokens = await self._context(inp, system_tokens, vision)
         messages = await self._messages(view, inp.model, vision)
@@ -226,6 +230,14 @@ class LlmActivities:
         log.info("llm call done", tool_calls=len(result.tool_calls), input_tokens=result.usage.input_tokens,
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
+
+    def _spec_chars(self, spec: ToolSpec) -> int:
+        kept = self._specs.get(id(spec))
+        if kept is None or kept[0] is not spec:
+            kept = self._specs[id(spec)] = (spec, len(spec.model_dump_json()))
+            if len(self._specs) > 1024:  # MCP specs may be new objects on each listing
+                self._specs.pop(next(iter(self._specs)))
+        return kept[1]
 
     def _setup(self, task_id: str, inp: LlmCallInput) -> tuple[str, PromptParams]:
         """The task's context id and prompt inputs: as sent (kept for the task's later calls), or

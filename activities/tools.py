@@ -44,7 +44,7 @@ from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
 from runtime.paths import data_dir
 from runtime.secrets import FILE_ENV, SecretStore
-from runtime.store import ContextStore, Store, as_store
+from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import Danger, ToolContext, ToolOutcome
 from tools.browser import browser_pool
@@ -52,7 +52,6 @@ from tools.registry import REGISTRY, classify_call, is_idempotent
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
 PREVIEW_CHARS = 1500
-STARTED, FINISHED = "started", "finished"
 
 INTERRUPTED = (
     "[interrupted] This call was running when its worker stopped (a crash or a lost "
@@ -118,7 +117,12 @@ class ToolActivities:
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
         key = _call_key(inp)
-        record = await self.store.get_call(inp.context_id, key) if inp.context_id and key else None
+        idempotent = await self._idempotent(inp)
+        # A first attempt of a call that may simply run again has nothing to look up: had it run
+        # before (a workflow task replayed after a crash), running it again is what it declares safe.
+        record = None
+        if inp.context_id and key and not (idempotent and info.attempt == 1):
+            record = await self.store.get_call(inp.context_id, key)
         if record is not None and record[0] == FINISHED and record[1]:
             # It ran to the end before: its completion was lost (a crash or a server outage).
             log.info("tool already finished: returning its recorded result")
@@ -126,7 +130,7 @@ class ToolActivities:
         started_before = record is not None or _started(info.heartbeat_details)
         started = time.monotonic()
         with tool_span(inp.call.name, inp.call.id, inp.task_id, inp.turn) as span:
-            result = await self._execute(inp, key, started_before, progress)
+            result = await self._execute(inp, key, started_before, idempotent, progress)
             span.record(result.status)
         result = await self._store_image(result)
         # Nothing leaves this activity (history, store, model) with a secret in clear.
@@ -137,15 +141,13 @@ class ToolActivities:
             self.audit.record, workflow_id=inp.task_id, turn=inp.turn, tool=inp.call.name,
             arguments=inp.call.arguments, result=result, duration_ms=int((time.monotonic() - started) * 1000),
         )
-        if inp.context_id is not None and inp.result_seq is not None:
-            result = await self._store_result(inp, result)
-            if key:
-                await self.store.put_call(inp.context_id, key, FINISHED, result.model_dump_json())
+        if inp.context_id is not None and key is not None:  # a key: the call has a result seq
+            result = await self._store_result(inp, key, result)
         log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
         return result
 
     async def _execute(
-        self, inp: ToolCallInput, key: str | None, started_before: bool, progress: ToolProgress
+        self, inp: ToolCallInput, key: str | None, started_before: bool, idempotent: bool, progress: ToolProgress
     ) -> ToolOutcome:
         workspace = Path(inp.workspace)
         if not workspace.is_dir():
@@ -153,7 +155,6 @@ class ToolActivities:
         refusal = _gate(inp) if inp.mcp is None else await self._mcp_gate(inp)
         if refusal is not None:
             return refusal
-        idempotent = await self._idempotent(inp)
         if started_before and not idempotent:
             output = _output_so_far(activity.info().heartbeat_details)
             return ToolOutcome(status="error", content=INTERRUPTED.format(output=output or "(none recorded)"))
@@ -233,7 +234,8 @@ class ToolActivities:
         digest = await self.store.put_blob(image.data)
         return result.model_copy(update={"image": image.model_copy(update={"digest": digest, "data": None})})
 
-    async def _store_result(self, inp: ToolCallInput, result: ToolOutcome) -> ToolOutcome:
+    async def _store_result(self, inp: ToolCallInput, key: str, result: ToolOutcome) -> ToolOutcome:
+        """The result's entry in the store, and the call's finished record with it (one write)."""
         if len(result.content) > BLOB_CAP_CHARS:
             digest = await self.store.put_blob(result.content)
             preview = result.content[:PREVIEW_CHARS]
@@ -247,8 +249,9 @@ class ToolActivities:
             )
         assert inp.context_id is not None and inp.result_seq is not None  # checked by the caller
         entry = result_entry(inp.call.id, inp.call.name, result, seq=inp.result_seq, turn=inp.turn)
-        await self.store.put(inp.context_id, [entry])
-        return result.model_copy(update={"stored_digest": entry_digest(entry)})
+        result = result.model_copy(update={"stored_digest": entry_digest(entry)})
+        await self.store.finish_call(inp.context_id, [entry], key, result.model_dump_json())
+        return result
 
 
 def _call_key(inp: ToolCallInput) -> str | None:

@@ -20,7 +20,17 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import TypeAdapter
 
 from core.entries import Entry, entry_digest
-from runtime.store import StoreUnavailable, checked_range
+from runtime.store import FINISHED, StoreUnavailable, checked_range
+
+# Writes replace: a retried activity rewrites the same row.
+_PUT_ENTRY = (
+    "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) "
+    "DO UPDATE SET digest = EXCLUDED.digest, body = EXCLUDED.body"
+)
+_PUT_CALL = (
+    "INSERT INTO agent_tool_calls VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, call_key) "
+    "DO UPDATE SET state = EXCLUDED.state, body = EXCLUDED.body"
+)
 
 _ENTRIES = TypeAdapter(list[Entry])
 
@@ -99,11 +109,7 @@ class PostgresStore:
             return
         rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
         async with (await self._conn_pool()).connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) "
-                "DO UPDATE SET digest = EXCLUDED.digest, body = EXCLUDED.body",
-                rows,
-            )
+            await cur.executemany(_PUT_ENTRY, rows)
 
     async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         return [entry for _, entry in await self.load_range(context_id, 0, total, expect)]
@@ -161,11 +167,15 @@ class PostgresStore:
 
     async def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None:
         async with (await self._conn_pool()).connection() as conn:
-            await conn.execute(
-                "INSERT INTO agent_tool_calls VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, call_key) "
-                "DO UPDATE SET state = EXCLUDED.state, body = EXCLUDED.body",
-                (context_id, call_key, state, body),
-            )
+            await conn.execute(_PUT_CALL, (context_id, call_key, state, body))
+
+    async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> None:
+        """The result entries and the finished record in one transaction (see ContextStore.finish_call)."""
+        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
+        async with (await self._conn_pool()).connection() as conn, conn.transaction(), conn.cursor() as cur:
+            if rows:
+                await cur.executemany(_PUT_ENTRY, rows)
+            await cur.execute(_PUT_CALL, (context_id, call_key, FINISHED, body))
 
     async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
         async with (await self._conn_pool()).connection() as conn:

@@ -37,6 +37,8 @@ from runtime.paths import data_dir
 
 _ENTRY = TypeAdapter(Entry)
 _ENTRIES = TypeAdapter(list[Entry])
+# A tool call's record (table tool_calls): started, or finished with its result.
+STARTED, FINISHED = "started", "finished"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -158,12 +160,25 @@ class ContextStore:
 
     # ---- entries ---------------------------------------------------------------
 
-    def put(self, context_id: str, entries: list[Entry]) -> None:
+    def put(self, context_id: str, entries: list[Entry]) -> list[str]:
+        """Write (or replace) entries; returns their digests."""
         rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
+        return [row[2] for row in rows]
+
+    def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> list[str]:
+        """A tool call's result entries and its finished record (``body``: the result as JSON),
+        in one transaction: a retry finds both or neither. Returns the entries' digests."""
+        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
+            conn.execute("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?)", (context_id, call_key, FINISHED, body))
+        return [row[2] for row in rows]
 
     def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         """Entries 0..total-1, checked against the expected digests; ContextGap if not whole."""
@@ -266,21 +281,60 @@ class Store(Protocol):
     ) -> None: ...
     async def session_tasks(self, name: str) -> list[tuple[str, str, str, str, int]]: ...
     async def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None: ...
+    async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> None: ...
     async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None: ...
     async def check(self) -> None: ...
     async def close(self) -> None: ...
 
 
+class RecentEntries:
+    """The entries this process wrote last, by (context id, seq), with their digests.
+
+    A read that names the digest it expects of every entry it asks for (the workflow's record
+    of what the activities wrote) is answered from here without going to the database: a
+    digest names the content, so what is kept here cannot be stale for such a read. Any other
+    read goes to the database. At most ``limit`` entries, the oldest written dropped first."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._items: dict[tuple[str, int], tuple[str, Entry]] = {}
+
+    def add(self, context_id: str, entries: list[Entry], digests: list[str]) -> None:
+        for entry, digest in zip(entries, digests, strict=True):
+            key = (context_id, entry.seq)
+            self._items.pop(key, None)  # re-inserted: the newest write is the last dropped
+            self._items[key] = (digest, entry)
+        while len(self._items) > self.limit:
+            del self._items[next(iter(self._items))]
+
+    def get(
+        self, context_id: str, start: int, end: int, expect: dict[int, str] | None
+    ) -> list[tuple[str, Entry]] | None:
+        """(digest, entry) for seqs start..end-1 when each is kept with the digest ``expect``
+        names; None otherwise (the database answers)."""
+        if not expect or end <= start:
+            return None
+        found = []
+        for seq in range(start, end):
+            kept = self._items.get((context_id, seq))
+            if kept is None or expect.get(seq) != kept[0]:
+                return None
+            found.append(kept)
+        return found
+
+
 class LocalStore:
     """A ``ContextStore`` (SQLite) behind the async ``Store`` interface: each call runs in a
     worker thread, so a slow disk or a lock held by another process never stalls the
-    worker's event loop (and with it every task's heartbeats)."""
+    worker's event loop (and with it every task's heartbeats). A read of entries this process
+    wrote, each named by its digest, is answered from memory (``RecentEntries``)."""
 
     def __init__(self, sqlite: ContextStore) -> None:
         self.sqlite = sqlite
+        self.recent = RecentEntries()
 
     async def put(self, context_id: str, entries: list[Entry]) -> None:
-        await asyncio.to_thread(self.sqlite.put, context_id, entries)
+        self.recent.add(context_id, entries, await asyncio.to_thread(self.sqlite.put, context_id, entries))
 
     async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         return await asyncio.to_thread(self.sqlite.load, context_id, total, expect)
@@ -288,6 +342,9 @@ class LocalStore:
     async def load_range(
         self, context_id: str, start: int, end: int, expect: dict[int, str] | None = None
     ) -> list[tuple[str, Entry]]:
+        kept = self.recent.get(context_id, start, end, expect)
+        if kept is not None:
+            return kept
         return await asyncio.to_thread(self.sqlite.load_range, context_id, start, end, expect)
 
     async def put_prefix(self, context_id: str, base: int, prefix: list[Entry]) -> None:
@@ -312,6 +369,10 @@ class LocalStore:
 
     async def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None:
         await asyncio.to_thread(self.sqlite.put_call, context_id, call_key, state, body)
+
+    async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> None:
+        digests = await asyncio.to_thread(self.sqlite.finish_call, context_id, entries, call_key, body)
+        self.recent.add(context_id, entries, digests)
 
     async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
         return await asyncio.to_thread(self.sqlite.get_call, context_id, call_key)

@@ -79,6 +79,32 @@ async def test_an_idempotent_call_that_was_cut_off_simply_runs_again(tmp_path, w
     assert result.status == "ok" and "hello" in result.content
 
 
+async def test_a_first_attempt_of_an_idempotent_call_runs_without_a_lookup_and_a_retry_finds_its_record(
+    tmp_path, workspace
+):
+    """A workflow task replayed after a crash runs a local read again as a first attempt: it
+    simply runs (what it declares safe), with no store read; a retry reads its record."""
+    acts = activities(tmp_path)
+    (workspace / "a.txt").write_text("first")
+    lookups: list[str] = []
+    get_call = acts.store.get_call
+
+    async def counted(context_id: str, key: str):  # type: ignore[no-untyped-def]
+        lookups.append(key)
+        return await get_call(context_id, key)
+
+    acts.store.get_call = counted  # type: ignore[method-assign]
+    first = await ActivityEnvironment().run(acts.run_tool, call_input(workspace, "cat a.txt"))
+    (workspace / "a.txt").write_text("second")
+    rerun = await ActivityEnvironment().run(acts.run_tool, call_input(workspace, "cat a.txt"))
+    assert lookups == [] and "first" in first.content and "second" in rerun.content
+    retried = await retry_env().run(acts.run_tool, call_input(workspace, "cat a.txt"))
+    assert lookups == [KEY] and retried == rerun  # the recorded result, not a third run
+    # A call that must not run twice looks its record up on every attempt.
+    await ActivityEnvironment().run(acts.run_tool, call_input(workspace, result_seq=4))
+    assert lookups[-1].endswith(":4:call_1")
+
+
 async def test_a_call_that_needs_approval_runs_only_with_the_digest_of_that_exact_call(tmp_path, workspace):
     acts = activities(tmp_path)
     (workspace / "build").mkdir()
@@ -119,6 +145,8 @@ async def test_call_records_in_postgres(postgres_url, tmp_path, workspace):
         again = await retry_env().run(acts.run_tool, call_input(workspace, context_id=key))
         assert again == first and (workspace / "runs.txt").read_text() == "ran\n"
         assert await store.get_call(key, KEY) == ("finished", first.model_dump_json())
+        [(digest, entry)] = await store.load_range(key, 3, 4)  # the result entry, written with the record
+        assert digest == first.stored_digest and entry.kind == "tool_result"
     finally:
         await store.close()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.entries import ToolResult, UserMessage, entry_digest
-from runtime.store import ContextGap, ContextStore, StoreUnavailable, default_store_path
+from runtime.store import ContextGap, ContextStore, LocalStore, RecentEntries, StoreUnavailable, default_store_path
 
 
 @pytest.fixture
@@ -89,3 +89,45 @@ def test_a_database_url_the_store_does_not_speak_is_refused(monkeypatch):
     monkeypatch.setenv("AGENT_CONTEXT_DB", "mysql://db.example/agent")
     with pytest.raises(StoreUnavailable, match="mysql:// store is not supported"):
         default_store_path()
+
+
+async def test_a_read_naming_the_digests_this_process_wrote_is_answered_from_memory(store):
+    local = LocalStore(store)
+    written = [ToolResult(seq=0, call_id="a", name="file", content="alpha"), UserMessage(seq=1, text="hi")]
+    await local.put("c1", written)
+    expect = {e.seq: entry_digest(e) for e in written}
+
+    def no_database(*_args):
+        raise AssertionError("the database was read")
+
+    store.load_range = no_database  # type: ignore[method-assign]
+    assert [e for _, e in await local.load_range("c1", 0, 2, expect)] == written
+    # A read that does not name every digest, or names another one, goes to the database.
+    for partial in ({0: expect[0]}, {0: expect[0], 1: "0" * 64}, None):
+        with pytest.raises(AssertionError, match="the database was read"):
+            await local.load_range("c1", 0, 2, partial)
+
+
+async def test_an_entry_another_writer_replaced_is_read_from_the_database(store, tmp_path):
+    local = LocalStore(store)
+    mine = ToolResult(seq=0, call_id="a", name="file", content="first attempt")
+    await local.put("c1", [mine])
+    theirs = mine.model_copy(update={"content": "a retry on another worker"})
+    ContextStore(store.path).put("c1", [theirs])  # another process, the same file
+    # The workflow recorded the other worker's result: its digest is what is asked for.
+    [(digest, entry)] = await local.load_range("c1", 0, 1, {0: entry_digest(theirs)})
+    assert entry == theirs and digest == entry_digest(theirs)
+    # A process without the first write in memory, asked for it by its digest, finds the
+    # other one in the database: stale, a gap (the workflow then resends).
+    with pytest.raises(ContextGap):
+        await LocalStore(store).load_range("c1", 0, 1, {0: entry_digest(mine)})
+
+
+def test_recent_entries_keep_the_newest_writes_up_to_their_limit():
+    recent = RecentEntries(limit=3)
+    made = [UserMessage(seq=i, text=str(i)) for i in range(5)]
+    recent.add("c", made, [entry_digest(e) for e in made])
+    assert recent.get("c", 0, 1, {0: entry_digest(made[0])}) is None  # dropped, oldest first
+    assert recent.get("c", 2, 5, {i: entry_digest(made[i]) for i in range(2, 5)}) == [
+        (entry_digest(e), e) for e in made[2:]]
+    assert recent.get("other", 2, 3, {2: entry_digest(made[2])}) is None

@@ -52,6 +52,20 @@ async def test_missing_and_stale_entries_are_a_gap(store: Store):
     assert gap.value.missing == [1] and gap.value.mismatched == [0]
 
 
+async def test_a_finished_call_writes_its_result_entry_and_its_record_together(store: Store):
+    c = ctx()
+    result = ToolResult(seq=4, call_id="a", name="shell", content="done")
+    await store.finish_call(c, [result], "run:4:a", '{"status": "ok"}')
+    assert await store.get_call(c, "run:4:a") == ("finished", '{"status": "ok"}')
+    [(digest, entry)] = await store.load_range(c, 4, 5, {4: entry_digest(result)})
+    assert entry == result and digest == entry_digest(result)
+    # A retry's rewrite replaces both, never adds.
+    again = result.model_copy(update={"content": "done again"})
+    await store.finish_call(c, [again], "run:4:a", '{"status": "ok", "n": 2}')
+    assert await store.get_call(c, "run:4:a") == ("finished", '{"status": "ok", "n": 2}')
+    assert [e.content for _, e in await store.load_range(c, 4, 5)] == ["done again"]  # type: ignore[union-attr]
+
+
 async def test_the_prefix_is_kept_per_context(store: Store):
     c = ctx()
     assert await store.get_prefix(c) is None

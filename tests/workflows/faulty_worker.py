@@ -19,8 +19,8 @@ from activities.tools import ToolActivities
 _store_result = ToolActivities._store_result
 
 
-async def _die_after_store(self, inp, result):  # type: ignore[no-untyped-def]
-    stored = await _store_result(self, inp, result)
+async def _die_after_store(self, inp, key, result):  # type: ignore[no-untyped-def]
+    stored = await _store_result(self, inp, key, result)
     if activity.info().attempt == 1:
         os._exit(99)
     return stored
