@@ -70,9 +70,24 @@ async def execute(
         return ToolOutcome(status="error", content=f"Tool {name!r} failed: {failure}")
 
 
+# The latest calls' arguments as validated, by the arguments object: a call is classified and
+# placed when the model's reply arrives, then gated, checked for idempotence and run, each step
+# needing its arguments validated. Kept with a copy that must still equal them.
+_VALIDATED: dict[tuple[str, int], tuple[Any, dict[str, Any], StrictArgs]] = {}
+_VALIDATED_MAX = 64
+
+
 def _validate(tool: ToolDefinition[Any], arguments: Any) -> StrictArgs:
-    schema = schema_of(tool.args_model)
-    return tool.args_model.model_validate(coerce_args(schema, arguments))
+    key = (tool.name, id(arguments))
+    kept = _VALIDATED.get(key)
+    if kept is not None and kept[0] is arguments and kept[1] == arguments:
+        return kept[2]
+    args = tool.args_model.model_validate(coerce_args(schema_of(tool.args_model), arguments))
+    if isinstance(arguments, dict):
+        _VALIDATED[key] = (arguments, dict(arguments), args)  # the object itself: its id stays its own
+        if len(_VALIDATED) > _VALIDATED_MAX:
+            del _VALIDATED[next(iter(_VALIDATED))]
+    return args
 
 
 def _explain(tool: ToolDefinition[Any], exc: ValidationError) -> str:

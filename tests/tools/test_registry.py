@@ -254,3 +254,22 @@ def test_a_tool_summarizes_its_call_by_its_declared_keys_without_file_contents()
 ])
 def test_where_a_call_runs_is_the_tools_declaration(name, arguments, where):
     assert runs_in(name, arguments) == where
+
+
+def test_arguments_validated_once_per_call_are_validated_again_when_they_change(monkeypatch):
+    """A call's arguments are validated once for its classification, placement, gate and
+    run; arguments changed since (the same dict, another command) are validated afresh."""
+    validations = []
+    original = registry.coerce_args
+    monkeypatch.setattr(registry, "coerce_args", lambda schema, args: validations.append(1) or original(schema, args))
+    arguments = {"command": "ls"}
+    assert registry.classify_call("shell", arguments)[0] is Danger.SAFE
+    registry.is_idempotent("shell", arguments)
+    registry.classify_call("shell", arguments)
+    assert len(validations) == 1
+    arguments["command"] = "rm -rf /"
+    assert registry.classify_call("shell", arguments)[0] is Danger.DANGEROUS
+    assert len(validations) == 2
+    # An equal dict that is another object is validated on its own.
+    assert registry.classify_call("shell", {"command": "rm -rf /"})[0] is Danger.DANGEROUS
+    assert len(validations) == 3
