@@ -1,7 +1,7 @@
 """Lean turns: the project against Temporal's own floor, in the same run (issue 17, item 5).
 
     python -m benchmarks.lean_turns [--tasks 50] [--turns 10] [--long-turns 150]
-                                    [--repeat 3] [--rounds 3] [--processes 2]
+                                    [--repeat 3] [--rounds 5] [--processes 2]
                                     [--file-bytes 2048] [--quick]
 
 One embedded dev server (in memory, eager activity dispatch off as on production
@@ -290,7 +290,7 @@ async def processes_figure(client: Client, workspace: str, root: Path, model_url
 
 
 async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes: int, processes: int = 2,
-               rounds: int = 3) -> None:
+               rounds: int = 5) -> None:
     configure_logging("WARNING")
     files = max(turns, long_turns)
     port = multiprocessing.Value("i", 0)
@@ -380,7 +380,7 @@ if __name__ == "__main__":
     parser.add_argument("--file-bytes", type=int, default=2048, help="bytes of each tool result")
     parser.add_argument("--processes", type=int, default=2,
                         help="also measure the concurrent figure with worker.py --processes N (0: skip)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of the concurrent figure (median)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the concurrent figure (median)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 x 3 turns, a 20-turn long task, 1 repeat")
     opts = parser.parse_args()
     if opts.quick:
