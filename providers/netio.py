@@ -72,9 +72,12 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
-            # Asked of an idle connection: anything readable there is the server closing it
-            # (or a protocol error). asyncio reads as data comes, so the reader knows already.
-            return self._reader.at_eof() or self._reader.exception() is not None or self._writer.is_closing()
+            # Asked of an idle connection: anything readable there is the server closing it or
+            # talking out of turn (a 408 before it closes). asyncio reads as data comes, so the
+            # reader holds it already; its buffer has no public name (a missing one reads empty).
+            reader = self._reader
+            unread = getattr(reader, "_buffer", b"")
+            return bool(unread) or reader.at_eof() or reader.exception() is not None or self._writer.is_closing()
         if info == "ssl_object":
             return self._writer.get_extra_info("ssl_object")
         if info == "client_addr":

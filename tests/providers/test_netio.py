@@ -84,6 +84,17 @@ async def one_per_connection(reader: asyncio.StreamReader, writer: asyncio.Strea
         await writer.drain()
 
 
+async def speaks_out_of_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answers, then sends an unasked 408 on the idle connection and keeps it open."""
+    if await _read_request(reader):
+        _answer(writer)
+        await writer.drain()
+        await asyncio.sleep(0.02)
+        writer.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(5)
+
+
 async def never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await _read_request(reader)
     await asyncio.sleep(30)
@@ -132,6 +143,16 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(serve) ->
             assert response.status_code == 200 and response.content == REPLY
             await asyncio.sleep(0.05)  # the server's close arrives while the connection is idle
     assert server.connections == 3
+
+
+async def test_an_idle_connection_the_server_spoke_on_is_not_reused(serve) -> None:
+    server = await serve(speaks_out_of_turn)
+    async with lean_client(httpx.Timeout(5.0), ssl.create_default_context(), 4)[0] as client:
+        for _ in range(2):
+            response = await client.post(f"http://127.0.0.1:{server.port}/v1", json={})
+            assert response.status_code == 200 and response.content == REPLY  # never the stray 408
+            await asyncio.sleep(0.1)
+    assert server.connections == 2
 
 
 async def test_a_server_that_does_not_answer_is_a_timeout(serve) -> None:
