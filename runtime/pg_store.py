@@ -105,11 +105,19 @@ class PostgresStore:
     # ---- entries ---------------------------------------------------------------
 
     async def put(self, context_id: str, entries: list[Entry]) -> None:
-        if not entries:
-            return
+        if entries:
+            await self._write(context_id, entries)
+
+    async def _write(
+        self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None
+    ) -> None:
+        """Entries (and a tool call's record) in one transaction."""
         rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
         async with (await self._conn_pool()).connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await cur.executemany(_PUT_ENTRY, rows)
+            if rows:
+                await cur.executemany(_PUT_ENTRY, rows)
+            if call is not None:
+                await cur.execute(_PUT_CALL, call)
 
     async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         return [entry for _, entry in await self.load_range(context_id, 0, total, expect)]
@@ -171,11 +179,7 @@ class PostgresStore:
 
     async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> None:
         """The result entries and the finished record in one transaction (see ContextStore.finish_call)."""
-        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
-        async with (await self._conn_pool()).connection() as conn, conn.transaction(), conn.cursor() as cur:
-            if rows:
-                await cur.executemany(_PUT_ENTRY, rows)
-            await cur.execute(_PUT_CALL, (context_id, call_key, FINISHED, body))
+        await self._write(context_id, entries, (context_id, call_key, FINISHED, body))
 
     async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
         async with (await self._conn_pool()).connection() as conn:

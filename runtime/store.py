@@ -162,22 +162,21 @@ class ContextStore:
 
     def put(self, context_id: str, entries: list[Entry]) -> list[str]:
         """Write (or replace) entries; returns their digests."""
-        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
-        conn = self._conn()
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
-        return [row[2] for row in rows]
+        return self._write(context_id, entries)
 
     def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> list[str]:
         """A tool call's result entries and its finished record (``body``: the result as JSON),
         in one transaction: a retry finds both or neither. Returns the entries' digests."""
+        return self._write(context_id, entries, (context_id, call_key, FINISHED, body))
+
+    def _write(self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None) -> list[str]:
         rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
-            conn.execute("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?)", (context_id, call_key, FINISHED, body))
+            if call is not None:
+                conn.execute("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?)", call)
         return [row[2] for row in rows]
 
     def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
