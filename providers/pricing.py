@@ -111,14 +111,31 @@ def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, Price]:
     return prices
 
 
+# The row each (table, model) matched: a model named in no row (a local server's own name)
+# is otherwise compared with every row, several times a model call. Kept with the table
+# itself and its size, so a table that changes is matched again.
+_MATCHED: dict[tuple[int, str], tuple[Mapping[str, Any], int, str | None]] = {}
+
+
 def lookup(model: str, table: Mapping[str, T]) -> T | None:
     """A model's row (exact, then longest prefix, then without vendor/); None if none."""
+    kept = _MATCHED.get((id(table), model))
+    if kept is not None and kept[0] is table and kept[1] == len(table) and (kept[2] is None or kept[2] in table):
+        return table[kept[2]] if kept[2] is not None else None
+    row = _match(model, table)
+    _MATCHED[(id(table), model)] = (table, len(table), row)
+    if len(_MATCHED) > 256:
+        del _MATCHED[next(iter(_MATCHED))]
+    return table[row] if row is not None else None
+
+
+def _match(model: str, table: Mapping[str, Any]) -> str | None:
     for name in (model, model.rsplit("/", 1)[-1]):
         if name in table:
-            return table[name]
+            return name
         matches = [k for k in table if name.startswith(k) and name[len(k):len(k) + 1] in _SEPARATORS]
         if matches:
-            return table[max(matches, key=len)]
+            return max(matches, key=len)
     return None
 
 

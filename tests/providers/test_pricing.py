@@ -113,3 +113,16 @@ def test_load_prices_rejects_a_malformed_file_naming_it(tmp_path: Path, content:
 def test_load_prices_rejects_a_missing_file(tmp_path: Path):
     with pytest.raises(ValueError, match="AGENT_PRICES_FILE"):
         load_prices({"AGENT_PRICES_FILE": str(tmp_path / "nope.json")})
+
+
+def test_a_match_is_kept_per_table_and_found_again_when_the_table_changes():
+    table = {"llama-3": Price(1.0, 2.0, 0.0, 0.0)}
+    assert find_price("llama-3-70b-q4", table) is table["llama-3"]
+    assert find_price("llama-3-70b-q4", table) is table["llama-3"]  # kept
+    table["llama-3-70b"] = Price(3.0, 4.0, 0.0, 0.0)  # a longer prefix: the table changed
+    assert find_price("llama-3-70b-q4", table) is table["llama-3-70b"]
+    table["llama-3-70b"] = Price(5.0, 6.0, 0.0, 0.0)  # the row replaced: its new price
+    assert find_price("llama-3-70b-q4", table).input == 5.0  # type: ignore[union-attr]
+    other = {"llama": Price(7.0, 8.0, 0.0, 0.0)}  # another table, another answer
+    assert find_price("llama-3-70b-q4", other) is other["llama"]
+    assert find_price("mistral", table) is None and find_price("mistral", table) is None
