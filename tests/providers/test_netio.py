@@ -28,7 +28,7 @@ REPLY = (b'{"id":"x","object":"chat.completion","model":"m","choices":[{"index":
          b'"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}')
 REQUEST = LlmRequest(model="m", system=SystemPrompt(stable="be brief"),
                      messages=[ChatMessage(role="user", content="hi")], tools=[], stream=False)
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "Server"], Awaitable[None]]
 
 
 async def _read_request(reader: asyncio.StreamReader) -> bool:
@@ -51,6 +51,12 @@ class Server:
     def __init__(self) -> None:
         self.connections = 0
         self.port = 0
+        self.events: asyncio.Queue[str] = asyncio.Queue()  # "closed", "spoke": what the test waits for
+
+    async def next_event(self) -> str:
+        event = await asyncio.wait_for(self.events.get(), 10)
+        await asyncio.sleep(0.05)  # for the client's side of the socket to see it
+        return event
 
 
 async def _serve(handler: Handler, tls: ssl.SSLContext | None = None) -> AsyncGenerator[Server, None]:
@@ -59,11 +65,12 @@ async def _serve(handler: Handler, tls: ssl.SSLContext | None = None) -> AsyncGe
     async def counted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         state.connections += 1
         try:
-            await handler(reader, writer)
+            await handler(reader, writer, state)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
+            state.events.put_nowait("closed")
 
     server = await asyncio.start_server(counted, "127.0.0.1", 0, ssl=tls)
     state.port = server.sockets[0].getsockname()[1]
@@ -71,20 +78,20 @@ async def _serve(handler: Handler, tls: ssl.SSLContext | None = None) -> AsyncGe
         yield state
 
 
-async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _server: Server) -> None:
     while await _read_request(reader):
         _answer(writer)
         await writer.drain()
 
 
-async def one_per_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def one_per_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _server: Server) -> None:
     """Answers (without ``Connection: close``) and then closes: an idle keep-alive timeout."""
     if await _read_request(reader):
         _answer(writer)
         await writer.drain()
 
 
-async def speaks_out_of_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def speaks_out_of_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: Server) -> None:
     """Answers, then sends an unasked 408 on the idle connection and keeps it open."""
     if await _read_request(reader):
         _answer(writer)
@@ -92,10 +99,11 @@ async def speaks_out_of_turn(reader: asyncio.StreamReader, writer: asyncio.Strea
         await asyncio.sleep(0.02)
         writer.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
         await writer.drain()
-        await asyncio.sleep(5)
+        server.events.put_nowait("spoke")
+        await asyncio.sleep(10)
 
 
-async def never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _server: Server) -> None:
     await _read_request(reader)
     await asyncio.sleep(30)
 
@@ -141,7 +149,7 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(serve) ->
         for _ in range(3):
             response = await client.post(f"http://127.0.0.1:{server.port}/v1", json={})
             assert response.status_code == 200 and response.content == REPLY
-            await asyncio.sleep(0.05)  # the server's close arrives while the connection is idle
+            assert await server.next_event() == "closed"  # while the connection is idle
     assert server.connections == 3
 
 
@@ -151,7 +159,7 @@ async def test_an_idle_connection_the_server_spoke_on_is_not_reused(serve) -> No
         for _ in range(2):
             response = await client.post(f"http://127.0.0.1:{server.port}/v1", json={})
             assert response.status_code == 200 and response.content == REPLY  # never the stray 408
-            await asyncio.sleep(0.1)
+            assert await server.next_event() == "spoke"
     assert server.connections == 2
 
 
