@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import urllib.request
+from collections.abc import Coroutine
 from typing import Any
 
 import httpcore
@@ -96,38 +97,35 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
         socket_options: Any = None,
     ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(
-                    host, port, local_addr=(local_address, 0) if local_address else None)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(str(exc) or f"timed out connecting to {host}:{port}") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        _set_options(writer, socket_options)
-        return AsyncioStream(reader, writer)
+        local = (local_address, 0) if local_address else None
+        return await _connect(asyncio.open_connection(host, port, local_addr=local), f"{host}:{port}",
+                              timeout, socket_options)
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
     ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_unix_connection(path)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(str(exc) or f"timed out connecting to {path}") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        _set_options(writer, socket_options)
-        return AsyncioStream(reader, writer)
+        return await _connect(asyncio.open_unix_connection(path), path, timeout, socket_options)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
 
-def _set_options(writer: asyncio.StreamWriter, options: Any) -> None:
+async def _connect(
+    opening: Coroutine[Any, Any, tuple[asyncio.StreamReader, asyncio.StreamWriter]],
+    where: str, timeout: float | None, options: Any,
+) -> AsyncioStream:
+    """A connection opened within ``timeout``, its errors as httpcore names them."""
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await opening
+    except TimeoutError as exc:
+        raise httpcore.ConnectTimeout(str(exc) or f"timed out connecting to {where}") from exc
+    except OSError as exc:
+        raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
     sock = writer.get_extra_info("socket")
     for option in options or ():
         sock.setsockopt(*option)
+    return AsyncioStream(reader, writer)
 
 
 def lean_client(
