@@ -6,18 +6,25 @@ JSON (pretty-printed) come back as text; PDFs, images and other binary types
 are refused with an error naming the type. Bytes that do not decode in the
 declared charset (UTF-8 if none) become U+FFFD.
 
-The download: ``http``/``https`` only, no credentials in the URL; redirects
-are followed by hand, at most ``MAX_REDIRECTS``, each hop checked, and a URL
-seen twice is reported as a redirect loop. The whole download has
-``FETCH_TIMEOUT_S`` (connecting ``CONNECT_TIMEOUT_S``); the body is streamed
-and reading stops at ``MAX_BODY_BYTES``. Binary types are refused before
-their body is read. Status 400 and above is an error result; nothing raises
-but cancellation.
+The download: ``http``/``https`` only, no credentials in the URL, and only in a
+task started with ``--network`` (without it nothing is sent). Every request goes
+through the egress policy (``tools.egress``): the host, and every address a
+name resolves to, checked against the deny list before anything is sent, and
+the connection made to the address checked. Redirects are followed by hand, at
+most ``MAX_REDIRECTS``, each hop checked the same way, and a URL seen twice is
+reported as a redirect loop. The whole download has ``FETCH_TIMEOUT_S``
+(connecting ``CONNECT_TIMEOUT_S``); the body is streamed and reading stops at
+``MAX_BODY_BYTES``. Binary types are refused before their body is read. Status
+400 and above is an error result; nothing raises but cancellation.
 
-Internal addresses (localhost, private ranges) are not refused: the agent
-runs on the user's own machine, where reading a local server is a normal
-request. A deployment that needs a fence puts it in the policy layer or a
-proxy, not here.
+It is declared ``safe`` (no approval) because where it may go is decided before
+the task runs: the network only when a person started the task with
+``--network`` (which lets its shell commands out too, and a URL can carry data
+out just as a command can), never the deny list (cloud metadata, link-local
+addresses, and what the operator adds). So a task without ``--network`` cannot
+send what a ``safe`` command read anywhere through this tool. Loopback and
+private addresses stay reachable with ``--network`` (reading a local server is
+a normal request on the user's own machine); ``AGENT_DENY_HOSTS`` fences them.
 
 **Pages that only JavaScript fills.** Many sites send an empty shell (a
 ``<div id="root">``, a ``<noscript>`` asking for JavaScript) and build the
@@ -27,9 +34,8 @@ rendered in a headless Chromium (a throwaway context of the worker's browser
 pool, under the browser's URL rules: ``tools.browser.policy``) and the
 rendered document is converted instead; the first line of the result says so.
 A page without scripts renders to the same text, so it never pays for a
-browser. When no browser can run, or the task has no network access (the
-browser's rule), the plain result comes back with a note saying why nothing
-better was tried.
+browser. When no browser can run, or the browser's rules refuse the page, the
+plain result comes back with a note saying why nothing better was tried.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from tools import web
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.browser.policy import Policy
 from tools.browser.pool import BrowserUnavailable, RenderFailed, browser_pool, chromium_problem
+from tools.egress import NO_NETWORK, Egress, Refused, Unreachable
 from tools.web import html_to_markdown, new_client
 
 FETCH_TIMEOUT_S = 20.0
@@ -115,16 +122,19 @@ def _check_url(url: httpx.URL | str) -> httpx.URL:
     return parsed
 
 
-async def _download(url: httpx.URL) -> _Page:
+async def _download(url: httpx.URL, egress: Egress) -> _Page:
     timeout_s = FETCH_TIMEOUT_S
     try:
         async with asyncio.timeout(timeout_s):
             async with new_client(
-                timeout_s=timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S
+                timeout_s=timeout_s, connect_timeout_s=CONNECT_TIMEOUT_S, egress=egress
             ) as client:
                 return await _follow(client, url)
     except (TimeoutError, httpx.TimeoutException):
         raise _Failed(f"fetching {url} timed out after {timeout_s:g} s") from None
+    except (Refused, Unreachable) as exc:
+        raise _Failed(f"{exc} (fetching {url} was refused before anything was sent)"
+                      if isinstance(exc, Refused) else f"fetching {url} failed: {exc}") from None
     except httpx.HTTPError as exc:
         raise _Failed(f"fetching {url} failed: {type(exc).__name__}: {exc}") from None
 
@@ -276,6 +286,8 @@ def readable_chars(markdown: str) -> int:
 
 
 async def fetch_url(args: FetchArgs, ctx: ToolContext) -> ToolOutcome:
+    if not ctx.network:
+        return ToolOutcome(status="error", content=f"Could not fetch the page: {NO_NETWORK}.")
     try:
         url = _check_url(args.url.strip())
         return await with_heartbeats(
@@ -289,7 +301,7 @@ async def fetch_url(args: FetchArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 async def _fetch(url: httpx.URL, max_chars: int, ctx: ToolContext) -> ToolOutcome:
-    page = await _download(url)
+    page = await _download(url, Egress.of(ctx.network))
     text = await asyncio.to_thread(_text_of, page)  # parsing a big page takes a while
     source = str(page.url)
     # A shell that scripts fill: scripts, and almost no text (without scripts a browser would

@@ -24,6 +24,12 @@ error says how to configure it.
 
 The backends never retry: a 429, a 5xx or a timeout becomes an error result
 that says the search may be tried again later, and the model decides.
+
+A search runs only in a task started with ``--network`` (``tools.egress``):
+the query is the model's words, sent to a service outside the task, and so it
+is the network even when the backend is a SearXNG on loopback. The backend's
+address is the operator's (like the model provider's), so it is not checked
+against the deny list, and the hits it returns are only read, never fetched.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from core.heartbeat import with_heartbeats
 from core.untrusted import wrap_untrusted
 from tools import web
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from tools.egress import NO_NETWORK
 from tools.web import new_client
 
 SearchType = Literal["info", "news", "research", "api", "data", "image", "tool"]
@@ -428,6 +435,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 async def search_tool(args: SearchArgs, ctx: ToolContext) -> ToolOutcome:
+    if not ctx.network:
+        return ToolOutcome(status="error", content=f"Could not search: {NO_NETWORK}.")
     query = shape_query(args.query, args.type)
     topic: Topic = "news" if args.type == "news" else "general"
     try:

@@ -12,7 +12,10 @@ through.
 
 The clients never retry and never follow redirects on their own: the search
 tool reports what may be retried, and the fetch tool follows redirects itself
-so it can check every hop and recognise a loop.
+so it can check every hop and recognise a loop. A client given an ``Egress``
+sends every request through ``tools.egress.EgressTransport`` (checked, and sent
+to the address checked; the environment's proxy variables are not used, as the
+browser's own proxy does not use them either).
 
 ``html_to_markdown`` turns a page into what a model should read: the
 ``<title>`` first as ``# Title``, then the body with scripts, styles,
@@ -31,25 +34,27 @@ a second pass.
 from __future__ import annotations
 
 import re
-from typing import TypeVar
 from urllib.parse import urljoin
 
 import httpx
 from bs4 import BeautifulSoup, Tag
 from markdownify import ATX, MarkdownConverter
 
-T = TypeVar("T")
+from tools.egress import Egress, EgressTransport
 
 USER_AGENT = "durable-agent/0.1 (a local AI agent; web tools)"
 HEARTBEAT_EVERY_S = 2.0
 
 
-def new_client(*, timeout_s: float, connect_timeout_s: float) -> httpx.AsyncClient:
-    """An HTTP client with the project's User-Agent that follows no redirects."""
+def new_client(*, timeout_s: float, connect_timeout_s: float, egress: Egress | None = None) -> httpx.AsyncClient:
+    """An HTTP client with the project's User-Agent that follows no redirects; with ``egress``,
+    one that connects only where it allows."""
     return httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
         timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
         follow_redirects=False,
+        transport=EgressTransport(egress) if egress is not None else None,
+        trust_env=egress is None,
     )
 
 

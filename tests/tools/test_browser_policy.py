@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
 
 import pytest
 
 from tests.tools.web_fixtures import LocalWebServer, Reply
-from tools.browser.policy import Policy, canonical_host, deny_hosts, workspace_url
+from tools.browser.policy import Policy, workspace_url
 from tools.browser.proxy import PolicyProxy
+from tools.egress import canonical_host, deny_list
 
 
 @pytest.mark.parametrize(
@@ -26,8 +28,9 @@ def test_hosts_are_compared_in_the_form_chromium_writes_them(host, canonical):
 
 
 def test_the_environment_adds_to_the_built_in_deny_list(monkeypatch):
+    monkeypatch.delenv("AGENT_DENY_HOSTS", raising=False)
     monkeypatch.setenv("AGENT_BROWSER_DENY_HOSTS", " *.internal ,10.0.0.1,,")
-    hosts = deny_hosts()
+    hosts = deny_list(os.environ).entries
     assert "169.254.169.254" in hosts and "metadata.google.internal" in hosts
     assert hosts[-2:] == ("*.internal", "10.0.0.1")
 
@@ -37,7 +40,7 @@ def test_the_environment_adds_to_the_built_in_deny_list(monkeypatch):
     [
         ("https://example.com/", True, None),
         ("https://example.com/", False, "the task has no network access"),
-        ("http://169.254.169.254/", True, "is on the browser's deny list (169.254.169.254;"),
+        ("http://169.254.169.254/", True, "is on the deny list (169.254.169.254;"),
         ("http://[::ffff:169.254.169.254]/", True, "deny list"),
         ("http://a:b@example.com/", True, "user name or password"),
         ("data:text/html,<p>hi</p>", False, None),
@@ -149,8 +152,8 @@ async def test_the_proxy_refuses_a_denied_host_by_closing_and_noting(proxied):
     answer = await _exchange(proxy_url, b"GET http://169.254.169.254/latest/ HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer == b""  # a network error for the page, not a page of its own
     assert owner.notes == [
-        "refused http://169.254.169.254/latest/: the host 169.254.169.254 is on the browser's deny list "
-        "(169.254.169.254; see AGENT_BROWSER_DENY_HOSTS)"
+        "refused http://169.254.169.254/latest/: the host 169.254.169.254 is on the deny list "
+        "(169.254.169.254; see AGENT_DENY_HOSTS)"
     ]
 
 
@@ -167,7 +170,7 @@ async def test_the_proxy_checks_the_address_a_name_resolves_to(proxied, monkeypa
     owner.policy = Policy.of(True, tmp_path)
     answer = await _exchange(proxy_url, b"CONNECT localhost:9 HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 403")
-    assert "the host localhost resolves to 127.0.0.1, which is on the browser's deny list" in owner.notes[0]
+    assert "the host localhost resolves to 127.0.0.1, which is on the deny list" in owner.notes[0]
 
 
 async def test_the_proxy_refuses_everything_without_network(proxied, tmp_path):

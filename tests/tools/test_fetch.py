@@ -22,7 +22,7 @@ def server():
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path)
+    return ToolContext(workspace=tmp_path, network=True)  # started with --network
 
 
 async def _fetch(ctx, url, **kwargs):
@@ -289,7 +289,7 @@ async def test_fetch_heartbeats_while_waiting_for_a_slow_server(server, tmp_path
     monkeypatch.setattr(fetch, "FETCH_TIMEOUT_S", 0.5)
     monkeypatch.setattr(web, "HEARTBEAT_EVERY_S", 0.05)
     beats: list[str] = []
-    ctx = ToolContext(workspace=tmp_path, heartbeat=beats.append)
+    ctx = ToolContext(workspace=tmp_path, heartbeat=beats.append, network=True)
     await _fetch(ctx, server.url("/slow"))
     assert len(beats) >= 3
     assert beats[0].startswith("fetch_url waiting") and server.url("/slow") in beats[0]
@@ -420,17 +420,6 @@ async def test_fetch_does_not_render_a_short_page_without_scripts(server, tmp_pa
 def test_readable_chars_counts_text_beyond_the_title_without_link_targets():
     assert fetch.readable_chars("# Title\n\n[Home](https://example.com/a/very/long/path) hi") == 6
     assert fetch.readable_chars("no title here") == 11
-
-
-async def test_fetch_without_network_returns_the_shell_and_says_why_it_was_not_rendered(js_server, tmp_path, no_browser):
-    result = await _fetch(ToolContext(workspace=tmp_path, network=False), js_server.url("/app"))
-    assert result.status == "ok"
-    assert result.content.startswith("<untrusted_content ") and _inside(result.content) == "# App"
-    assert result.content.endswith(
-        "</untrusted_content>\n[The page seems to need JavaScript (it has scripts and almost no text); it was not "
-        "rendered in a headless browser: the task has no network access: http and https pages need a task "
-        "started with --network (file:// pages inside the workspace open without it).]"
-    )
 
 
 async def test_fetch_without_chromium_returns_the_shell_and_says_how_to_install_it(

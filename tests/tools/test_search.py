@@ -10,6 +10,7 @@ from contracts.task import DEFAULT_TOOLS
 from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from tools import REGISTRY, compact_line, execute, search, web
 from tools.base import Danger, ToolContext
+from tools.egress import NO_NETWORK
 from tools.search import (
     FETCH_NOTE,
     QUERY_SUFFIX,
@@ -38,7 +39,7 @@ def tavily(monkeypatch):
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path)
+    return ToolContext(workspace=tmp_path, network=True)  # started with --network
 
 
 def _json_reply(payload, status=200, **kwargs) -> Reply:
@@ -281,9 +282,16 @@ async def test_search_heartbeats_while_waiting(tavily, tmp_path, monkeypatch):
     monkeypatch.setattr(web, "HEARTBEAT_EVERY_S", 0.05)
     tavily.routes["/search"] = _json_reply(tavily_results(), delay_s=0.4)
     beats: list[str] = []
-    result = await _search(ToolContext(workspace=tmp_path, heartbeat=beats.append))
+    result = await _search(ToolContext(workspace=tmp_path, heartbeat=beats.append, network=True))
     assert result.status == "ok"
     assert len(beats) >= 3 and beats[0].startswith("search waiting")
+
+
+async def test_search_without_network_refuses_and_sends_nothing(tavily, tmp_path):
+    result = await _search(ToolContext(workspace=tmp_path, network=False))
+    assert result.status == "error" and result.content == f"Could not search: {NO_NETWORK}."
+    assert "--network" in result.content
+    assert tavily.requests == []
 
 
 # --- registry -----------------------------------------------------------------------

@@ -67,7 +67,7 @@ def searxng(monkeypatch):
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path)
+    return ToolContext(workspace=tmp_path, network=True)  # started with --network
 
 
 def _json_reply(payload, status=200, **kwargs) -> Reply:

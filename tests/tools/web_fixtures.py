@@ -1,7 +1,8 @@
 """A real HTTP server on 127.0.0.1 for the web tools' tests, and the pages it serves.
 
 ``LocalWebServer`` runs the standard library's ``ThreadingHTTPServer`` on a
-free port in a daemon thread. Each path maps to a ``Reply`` or to a function
+free port of 127.0.0.1 (or another loopback address, such as 127.0.0.2 on
+Linux) in a daemon thread. Each path maps to a ``Reply`` or to a function
 of the recorded request that returns one; every request is recorded (method,
 path, headers, body) so tests can assert on what a tool sent.
 """
@@ -42,11 +43,11 @@ Route = Reply | Callable[[Seen], Reply]
 
 
 class LocalWebServer:
-    def __init__(self, routes: dict[str, Route] | None = None) -> None:
+    def __init__(self, routes: dict[str, Route] | None = None, host: str = "127.0.0.1") -> None:
         self.routes: dict[str, Route] = dict(routes or {})
         self.requests: list[Seen] = []
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = ThreadingHTTPServer((host, 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._serve, daemon=True)
 

@@ -12,129 +12,50 @@ The rules, in order:
 
 - ``data:``, ``blob:``, ``about:blank`` and ``about:srcdoc`` are content the page already
   holds: allowed.
-- ``http``/``https``: never with a user name or password in the URL; never to a host on the
-  deny list (cloud metadata endpoints by default, plus ``AGENT_BROWSER_DENY_HOSTS``: host
-  names or globs such as ``*.internal``, comma-separated), nor to a host name that resolves
-  to a denied address (``169.254.169.254.nip.io``); and only when the task was started with
-  ``--network``.
+- ``http``/``https``: never with a user name or password in the URL; otherwise the one
+  egress policy of every tool (``tools.egress``): only in a task started with ``--network``,
+  never to a host on the deny list (cloud metadata endpoints and link-local ranges, plus
+  ``AGENT_DENY_HOSTS``), and (``check``, and the proxy for every connection) never to a host
+  name that resolves to a denied address (``169.254.169.254.nip.io``).
 - ``file:`` only for paths that resolve (symlinks followed) inside the task's workspace,
   and never under the paths hidden from tools (``ToolContext.hidden``: the worker's data,
   secrets and store, which may sit inside a workspace that is a source checkout).
 - Anything else (``chrome://``, ``view-source:``, ``ftp:``, ``javascript:``) is refused.
 
-Hosts are compared in canonical form: lower case, no trailing dot, IP addresses in the
-form Chromium writes them (``0xA9FEA9FE`` and ``2852039166`` are ``169.254.169.254``), and
-an IPv4-mapped IPv6 address also as its IPv4 address. The deny list is a fence for the
-well-known targets of server-side request forgery, not a firewall: a host whose DNS answer
-changes between this check and Chromium's own lookup gets through, so a deployment that
-needs a hard boundary puts the worker behind an egress proxy.
+Hosts are compared in the egress policy's canonical form. ``check`` resolves a name here
+and Chromium resolves it again: the gap between the two is closed by the context's proxy,
+which connects to the address it checked.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import ipaddress
-import os
 import re
-import socket
-import time
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
-DENY_ENV = "AGENT_BROWSER_DENY_HOSTS"
-# Cloud metadata endpoints: AWS, Azure, GCP, Oracle (169.254.169.254 and AWS's IPv6 one),
-# ECS task metadata, Alibaba, and GCP's names. AGENT_BROWSER_DENY_HOSTS adds to these.
-DEFAULT_DENY_HOSTS = (
-    "169.254.169.254", "fd00:ec2::254", "169.254.170.2", "100.100.100.200",
-    "metadata.google.internal", "metadata.goog",
-)  # fmt: skip
+from tools.egress import NO_NETWORK as NO_EGRESS
+from tools.egress import Egress, Refused, Unreachable
+
 ALWAYS_ALLOWED = ("about:blank", "about:srcdoc")
 ALLOWED_SCHEMES = ("data", "blob")
-DNS_CACHE_S = 60.0
-_NUMERIC_HOST = re.compile(r"^(?:0x[0-9a-f]+|[0-9]+)(?:\.(?:0x[0-9a-f]+|[0-9]+)){0,3}$")
-
-NO_NETWORK = (
-    "the task has no network access: http and https pages need a task started with --network "
-    "(file:// pages inside the workspace open without it)"
-)
+NO_NETWORK = f"{NO_EGRESS} (file:// pages inside the workspace open without it)"
 CREDENTIALS = "URLs with a user name or password are refused; remove the credentials"
-
-
-def canonical_host(host: str) -> str:
-    """``host`` as Chromium writes it: lower case, no brackets or trailing dot, IPs canonical."""
-    host = host.strip().strip("[]").rstrip(".").lower()
-    try:
-        return ipaddress.ip_address(host).compressed
-    except ValueError:
-        pass
-    if _NUMERIC_HOST.match(host):  # 2852039166, 0xa9fea9fe, 0251.0376.0251.0376
-        try:
-            return socket.inet_ntoa(socket.inet_aton(host))
-        except OSError:
-            pass
-    return host
-
-
-def _forms(host: str) -> tuple[str, ...]:
-    """The names a host is checked under: itself, and the IPv4 address an IPv6 one maps."""
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return (host,)
-    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-    return (host, mapped.compressed) if mapped else (host,)
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-def deny_hosts(environ: dict[str, str] | os._Environ[str] = os.environ) -> tuple[str, ...]:
-    """The built-in deny list plus ``AGENT_BROWSER_DENY_HOSTS``, in canonical form."""
-    extra = [part for part in environ.get(DENY_ENV, "").split(",") if part.strip()]
-    return tuple(dict.fromkeys(canonical_host(host) for host in (*DEFAULT_DENY_HOSTS, *extra)))
-
-
-# host -> (when looked up, the addresses it resolved to)
-_resolved: dict[str, tuple[float, frozenset[str]]] = {}
-
-
-async def _addresses(host: str) -> frozenset[str]:
-    """The addresses ``host`` resolves to (cached a minute; empty when it does not resolve)."""
-    now = time.monotonic()
-    cached = _resolved.get(host)
-    if cached is not None and now - cached[0] < DNS_CACHE_S:
-        return cached[1]
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        found: frozenset[str] = frozenset()  # Chromium will fail the same way
-    else:
-        found = frozenset(canonical_host(str(info[4][0]).split("%", 1)[0]) for info in infos)
-    _resolved[host] = (now, found)
-    return found
 
 
 @dataclass(frozen=True)
 class Policy:
     """What one task's browser may load: read from its ``ToolContext`` on every call."""
 
-    network: bool
     workspace: Path
-    deny: tuple[str, ...] = DEFAULT_DENY_HOSTS
+    egress: Egress
     hidden: tuple[Path, ...] = ()
 
     @classmethod
     def of(cls, network: bool, workspace: Path, hidden: tuple[Path, ...] = ()) -> Policy:
-        return cls(network=network, workspace=workspace, deny=deny_hosts(), hidden=hidden)
+        return cls(workspace=workspace, egress=Egress.of(network), hidden=hidden)
 
     def refusal(self, url: str) -> str | None:
         """Why ``url`` may not be loaded (one clause naming the rule), or None. No DNS."""
@@ -154,9 +75,8 @@ class Policy:
                 return CREDENTIALS
             if not host:
                 return f"the URL {url!r} has no host"
-            if denied := self.denied(canonical_host(host)):
-                return f"the host {host} is on the browser's deny list ({denied}; see {DENY_ENV})"
-            return None if self.network else NO_NETWORK
+            reason = self.egress.refusal(host)
+            return NO_NETWORK if reason == NO_EGRESS else reason
         if scheme == "file":
             return self._file_refusal(url, parts.netloc, parts.path)
         shown = url if len(url) <= 80 else url[:77] + "..."
@@ -168,22 +88,15 @@ class Policy:
         if reason is not None:
             return reason
         parts = urlsplit(url)
-        if parts.scheme.lower() not in ("http", "https"):
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
             return None
-        host = canonical_host(parts.hostname or "")
-        if _is_ip(host) or not any(_is_ip(entry) for entry in self.deny):
+        try:
+            await self.egress.addresses(parts.hostname or "", parts.port or (443 if scheme == "https" else 80))
+        except Refused as exc:
+            return str(exc)
+        except (Unreachable, ValueError):  # Chromium will fail the same way
             return None
-        for address in sorted(await _addresses(host)):
-            if denied := self.denied(address):
-                return f"the host {host} resolves to {address}, which is on the browser's deny list ({denied})"
-        return None
-
-    def denied(self, host: str) -> str | None:
-        """The deny-list entry ``host`` (canonical: see ``canonical_host``) matches, or None."""
-        for form in _forms(host):
-            for pattern in self.deny:
-                if fnmatchcase(form, pattern):
-                    return pattern
         return None
 
     def _file_refusal(self, url: str, netloc: str, path: str) -> str | None:
@@ -227,4 +140,4 @@ def workspace_url(target: str, workspace: Path) -> str:
     return f"{'http' if host in _LOOPBACK or target.startswith('[::1]') else 'https'}://{target}"
 
 
-__all__ = ["DEFAULT_DENY_HOSTS", "DENY_ENV", "Policy", "canonical_host", "deny_hosts", "workspace_url"]
+__all__ = ["NO_NETWORK", "Policy", "workspace_url"]

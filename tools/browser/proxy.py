@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from tools.browser.policy import Policy, canonical_host
+from tools.browser.policy import Policy
+from tools.egress import Refused, Unreachable
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +48,6 @@ class Owner(Protocol):
     policy: Policy
 
     def note(self, text: str) -> None: ...
-
-
-class Refused(Exception):
-    """A connection the policy does not allow."""
-
-
-class Unreachable(Exception):
-    """A host that does not resolve."""
 
 
 class PolicyProxy:
@@ -144,19 +136,7 @@ class PolicyProxy:
         policy = self._policy()
         if (reason := policy.refusal(url)) is not None:
             raise Refused(reason)
-        host = canonical_host(host)
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            raise Unreachable(f"the host {host} could not be resolved ({exc})") from None
-        addresses = list(dict.fromkeys(canonical_host(str(info[4][0]).split("%", 1)[0]) for info in infos))
-        for address in addresses:
-            if (denied := policy.denied(address)) is not None:
-                shown = "" if address == host else f" resolves to {address}, which"
-                raise Refused(f"the host {host}{shown} is on the browser's deny list ({denied})")
-        if not addresses:
-            raise Unreachable(f"the host {host} could not be resolved")
-        return addresses[0]
+        return (await policy.egress.addresses(host, port))[0]
 
     def _policy(self) -> Policy:
         if self.owner is None:

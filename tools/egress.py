@@ -1,0 +1,208 @@
+"""The one egress policy: where a tool that reaches the network may connect.
+
+Page text, search hits and tool results can steer the model, and a host file a ``safe``
+command read can be sent out in a URL; so every connection a tool opens to a place the
+model chose is fenced the same way (``fetch_url`` and each hop of its redirects, the
+browser and everything its pages load, a task's own MCP servers over HTTP):
+
+- only in a task started with ``--network`` (``ToolContext.network``): without it nothing
+  is sent (``NO_NETWORK``);
+- never to a host on the deny list, nor to a host name any of whose addresses is on it.
+  ``DEFAULT_DENY``: cloud metadata endpoints and the link-local ranges, plus
+  ``AGENT_DENY_HOSTS`` (and ``AGENT_BROWSER_DENY_HOSTS``, its older name, also read):
+  comma-separated host names, globs (``*.internal``), addresses and CIDR ranges.
+
+Hosts are compared in canonical form (``canonical_host``): lower case, no brackets,
+trailing dot or IPv6 zone, addresses as Chromium writes them (``0xA9FEA9FE`` and
+``2852039166`` are ``169.254.169.254``), an IPv4-mapped IPv6 address also as its IPv4 one.
+
+``EgressTransport`` is how an httpx client obeys it: each request's host is resolved
+once, every address checked, and the connection made to a checked address, with the Host
+header and the TLS name (SNI and certificate check) of the URL's host, so a DNS answer
+that changes after the check (rebinding) is never used. The deny list fences the
+well-known targets of request forgery; it is not a firewall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache
+
+import httpx
+
+DENY_ENV = "AGENT_DENY_HOSTS"
+DENY_ENV_ALIAS = "AGENT_BROWSER_DENY_HOSTS"  # the browser's name for it, before it was shared
+# Cloud metadata endpoints (AWS, Azure, GCP and Oracle's 169.254.169.254, AWS's IPv6 one, ECS
+# task metadata, Alibaba, GCP's names), then every link-local address. Named before the
+# ranges so that a refusal names the endpoint.
+DEFAULT_DENY = (
+    "169.254.169.254", "fd00:ec2::254", "169.254.170.2", "100.100.100.200",
+    "metadata.google.internal", "metadata.goog", "169.254.0.0/16", "fe80::/10",
+)  # fmt: skip
+NO_NETWORK = "the task has no network access: its tools reach the network only when it is started with --network"
+_NUMERIC_HOST = re.compile(r"^(?:0x[0-9a-f]+|[0-9]+)(?:\.(?:0x[0-9a-f]+|[0-9]+)){0,3}$")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class Refused(Exception):
+    """A connection the policy does not allow; the message says which rule, for the model."""
+
+
+class Unreachable(Exception):
+    """A host name that does not resolve."""
+
+
+def canonical_host(host: str) -> str:
+    """``host`` as Chromium writes it: lower case, no brackets, trailing dot or zone, IPs canonical."""
+    host = host.strip().rstrip(".").lower()
+    if host.startswith("[") and host.endswith("]"):  # not .strip("[]"): a glob may end in [23]
+        host = host[1:-1]
+    if ":" in host:  # an IPv6 address: its zone (fe80::1%eth0, %25 in a URL) names no other host
+        host = host.split("%", 1)[0]
+    try:
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        pass
+    if _NUMERIC_HOST.match(host):  # 2852039166, 0xa9fea9fe, 0251.0376.0251.0376
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            pass
+    return host
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+@cache
+def _network(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    return ipaddress.ip_network(entry, strict=False) if "/" in entry else None
+
+
+@dataclass(frozen=True)
+class DenyList:
+    """Canonical entries: host names, globs, addresses and CIDR ranges, in the order given."""
+
+    entries: tuple[str, ...]
+
+    def match(self, host: str) -> str | None:
+        """The first entry ``host`` (canonical: see ``canonical_host``) matches, or None."""
+        address = _address(host)
+        mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+        forms = (host, mapped.compressed) if mapped else (host,)
+        addresses = [a for a in (address, mapped) if a is not None]
+        for entry in self.entries:
+            network = _network(entry)
+            if network is not None:
+                if any(a.version == network.version and a in network for a in addresses):
+                    return entry
+            elif any(fnmatchcase(form, entry) for form in forms):
+                return entry
+        return None
+
+
+def deny_list(environ: Mapping[str, str]) -> DenyList:
+    """``DEFAULT_DENY`` plus ``AGENT_DENY_HOSTS`` and ``AGENT_BROWSER_DENY_HOSTS``; ValueError
+    naming an entry with a ``/`` that is not a CIDR range (a fence is not silently dropped)."""
+    extra = [part for var in (DENY_ENV, DENY_ENV_ALIAS) for part in environ.get(var, "").split(",") if part.strip()]
+    entries: list[str] = []
+    for raw in (*DEFAULT_DENY, *extra):
+        entry = canonical_host(raw) if "/" not in raw else raw.strip().lower()
+        if "/" in entry:
+            try:
+                entry = ipaddress.ip_network(entry, strict=False).compressed
+            except ValueError:
+                raise ValueError(f"{DENY_ENV}: {raw.strip()!r} is not an address range such as 10.0.0.0/8") from None
+        entries.append(entry)
+    return DenyList(tuple(dict.fromkeys(entries)))
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """The canonical addresses ``host`` resolves to, in the resolver's order; Unreachable if none."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise Unreachable(f"the host {host} could not be resolved ({exc})") from None
+    found = list(dict.fromkeys(canonical_host(str(info[4][0])) for info in infos))
+    if not found:
+        raise Unreachable(f"the host {host} could not be resolved")
+    return found
+
+
+@dataclass(frozen=True)
+class Egress:
+    """One task's fence: whether it has the network, and the deny list."""
+
+    network: bool
+    deny: DenyList
+
+    @classmethod
+    def of(cls, network: bool, environ: Mapping[str, str] = os.environ) -> Egress:
+        return cls(network=network, deny=deny_list(environ))
+
+    def refusal(self, host: str) -> str | None:
+        """Why ``host`` may not be reached, as written (no DNS), or None."""
+        name = canonical_host(host)
+        if entry := self.deny.match(name):
+            return f"the host {name} is on the deny list ({entry}; see {DENY_ENV})"
+        return None if self.network else NO_NETWORK
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        """The addresses to connect to for ``host``, every one it resolves to allowed: Refused
+        naming the rule, or Unreachable."""
+        if (reason := self.refusal(host)) is not None:
+            raise Refused(reason)
+        name = canonical_host(host)
+        found = [name] if _address(name) is not None else await resolve(name, port)
+        for address in found:
+            if entry := self.deny.match(address):
+                raise Refused(f"the host {name} resolves to {address}, which is on the deny list ({entry})")
+        return found
+
+
+class EgressTransport(httpx.AsyncBaseTransport):
+    """Sends each request to an address ``egress`` checked for its host (see the module)."""
+
+    def __init__(self, egress: Egress) -> None:
+        self.egress = egress
+        # No connection kept: one made to an address for one name (TLS) is never reused for another.
+        self._inner = httpx.AsyncHTTPTransport(trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        addresses = await self.egress.addresses(url.host, url.port or _DEFAULT_PORTS.get(url.scheme, 80))
+        extensions = dict(request.extensions)
+        if url.scheme == "https" and _address(canonical_host(url.host)) is None:
+            extensions["sni_hostname"] = url.host
+        failed: httpx.ConnectError | None = None
+        for address in addresses:  # in the resolver's order, as a client would try them
+            pinned = httpx.Request(
+                request.method, url.copy_with(host=address), headers=request.headers,  # Host: the name
+                stream=request.stream, extensions=extensions,
+            )  # fmt: skip
+            try:
+                return await self._inner.handle_async_request(pinned)
+            except httpx.ConnectError as exc:  # nothing was sent: the next address
+                failed = exc
+        assert failed is not None  # addresses is never empty
+        raise failed
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+__all__ = [
+    "DEFAULT_DENY", "DENY_ENV", "DENY_ENV_ALIAS", "NO_NETWORK", "DenyList", "Egress", "EgressTransport",
+    "Refused", "Unreachable", "canonical_host", "deny_list", "resolve",
+]  # fmt: skip
