@@ -20,11 +20,13 @@ import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit
 
 from contracts.mcp import MCP_CONFIG_ENV, McpServerConfig, parse_mcp_config
 from runtime.logs import get_logger
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
+from tools.egress import Egress, Refused, Unreachable
 
 if TYPE_CHECKING:  # the SDK takes over half a second to import: only workers that use it do
     import mcp_types
@@ -206,6 +208,7 @@ class McpConnection:
             env = {k: fill(v) for k, v in cfg.env.items()}
             return stdio_client(StdioServerParameters(command=command, args=args, env=env, cwd=cfg.cwd), errlog=errlog)
         assert cfg.url is not None
+        await _egress_check(cfg.url)
         headers = {k: fill(v) for k, v in cfg.headers.items()}
         if cfg.type == "sse":
             return sse_client(cfg.url, headers=headers)
@@ -279,6 +282,22 @@ class McpSessions:
         self._closed = True
         connections, self._connections = list(self._connections.values()), {}
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
+
+
+async def _egress_check(url: str) -> None:
+    """An HTTP server's host, and every address its name resolves to, against the deny list
+    (``tools.egress``), before anything is sent. Redirects stay on this host (the SDK follows
+    only those); the SDK's client resolves the name again when it connects, so a DNS answer
+    that changes between the two is not seen: the URL is a person's configuration, not the
+    model's choice. Whether the task may reach the network is the tool activity's to say."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        await Egress.of(network=True).addresses(parts.hostname or "", port)
+    except Refused as err:
+        raise McpUnavailable(f"the MCP server at {url} is refused: {err}") from None
+    except Unreachable as err:
+        raise McpUnavailable(f"the MCP server at {url} cannot be reached: {err}") from None
 
 
 def describe_error(err: BaseException | None) -> str:

@@ -48,6 +48,7 @@ from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import Danger, ToolContext, ToolOutcome
 from tools.browser import browser_pool
+from tools.egress import NO_NETWORK
 from tools.registry import REGISTRY, classify_call, is_idempotent
 
 BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
@@ -68,6 +69,13 @@ def _hidden_paths() -> tuple[Path, ...]:
             if "://" not in value:
                 paths.append(Path(value))
     return tuple(paths)
+
+
+def _offline(inp: ToolCallInput) -> bool:
+    """A call of an HTTP MCP server the task added itself (the worker's own are the operator's),
+    in a task started without --network: refused before the server is asked anything."""
+    config = inp.mcp.config if inp.mcp is not None else None
+    return not inp.network and config is not None and config.type != "stdio"
 
 
 class ToolActivities:
@@ -194,12 +202,15 @@ class ToolActivities:
         """The gate for an MCP call, classified from the server's annotations as they are now."""
         if self.mcp is None or inp.mcp is None:
             return ToolOutcome(status="error", content="[mcp error] this worker does not run MCP tools")
+        if _offline(inp):
+            return ToolOutcome(status="error", content=f"[mcp error] the task's MCP server {inp.mcp.server} "
+                               f"is reached over HTTP, and {NO_NETWORK}")
         return _gate(inp, await self.mcp.classify(inp.mcp))
 
     async def _idempotent(self, inp: ToolCallInput) -> bool:
         if inp.mcp is None:
             return is_idempotent(inp.call.name, inp.call.arguments)
-        return self.mcp is None or await self.mcp.idempotent(inp.mcp)
+        return self.mcp is None or _offline(inp) or await self.mcp.idempotent(inp.mcp)
 
     async def _mcp_run(self, inp: ToolCallInput, arguments: dict[str, Any]) -> ToolOutcome:
         assert self.mcp is not None and inp.mcp is not None  # checked by the gate
