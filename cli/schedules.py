@@ -37,6 +37,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.task import TASK_WORKFLOW, TaskInput
+from core.markdown import code_span
 
 SCHEDULE_PREFIX = "agent-"
 WORKFLOW_PREFIX = "sched-"
@@ -173,7 +174,7 @@ async def create_task_schedule(
         id=f"{WORKFLOW_PREFIX}{name}",
         task_queue=task_queue,
         memo={"instruction": task.instruction[:2000], "workspace": task.workspace, "model": task.model},
-        static_summary=task.instruction[:200],
+        static_summary=code_span(task.instruction[:200]),  # the UI renders Markdown: shown as typed
     )
     schedule = Schedule(
         action=action,

@@ -23,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from cli.tool_selection import SelectionError, tool_fields
 from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
+from core.markdown import code_span
 from providers.factory import MODES
 from providers.models import model_spec
 from runtime.secrets import SecretStore
@@ -177,7 +178,7 @@ async def start_task(client: Client, inp: TaskInput, queue: str) -> str:
         id=workflow_id,
         task_queue=queue,
         memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace, "model": inp.model},
-        static_summary=inp.instruction[:200],
+        static_summary=code_span(inp.instruction[:200]),  # the UI renders Markdown: shown as typed
         # Set at start, so the workflow's first upsert is its first change.
         search_attributes=initial_search_attributes(inp.model) if inp.search_attributes else None,
     )

@@ -32,6 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome, TaskState
+from core.markdown import code_span
 from evals.graders import RubricGrader, Trial, Verdict, grade_code
 from evals.judge import Judge
 from evals.metrics import Report, Skipped, TrialResult, case_report, overall
@@ -201,7 +202,7 @@ class TrialRunner:
                     id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                     memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace, "model": inp.model,
                           "eval": self.run_id, "case": case.name},
-                    static_summary=f"eval {self.run_id} · {case.name} #{base.trial}: {inp.instruction[:150]}",
+                    static_summary=code_span(f"eval {self.run_id} · {case.name} #{base.trial}: {inp.instruction[:150]}"),
                 )
             except WorkflowAlreadyStartedError:
                 pass  # started (and finished) between the look and the start: it is that trial

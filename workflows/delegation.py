@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.task import TASK_WORKFLOW, TaskOutcome, TaskState
     from core.coerce import coerce_args, schema_of
     from core.entries import SystemReminder
+    from core.markdown import code_span
     from core.messages import ToolCallRequest
     from core.tool_args import PlanArgs, SpawnArgs
     from core.tool_outcome import ToolOutcome
@@ -66,7 +67,7 @@ class DelegationMixin(LoopBase):
         self._set_state(TaskState.EXECUTING_TOOL, f"sub-agent · {policy.shorten(args.task)}")
         handle = await workflow.start_child_workflow(
             TASK_WORKFLOW, child, id=child_id, result_type=TaskOutcome,
-            static_summary=f"sub-agent: {args.task[:200]}",
+            static_summary=code_span(f"sub-agent: {args.task[:200]}"),  # the UI renders Markdown
         )
         interrupt = asyncio.ensure_future(workflow.wait_condition(self._interrupted))
         try:

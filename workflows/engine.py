@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.task import FailureKind, LoopState, ModelRef, TaskInput, TaskOutcome, TaskState
     from core.entries import Entry, StatusNotice, Transcript
     from core.loop_detect import LoopDetector
+    from core.messages import ToolCallRequest
     from workflows import policy
     from workflows.search_attributes import current_values, searchable_values, state_updates, upsert_due
     from workflows.sync import ContextSync
@@ -73,13 +74,14 @@ class LoopBase:
         entry.turn = self.state.turn
         return self.transcript.append(entry)
 
-    def _set_state(self, phase: TaskState, activity: str | None = None) -> None:
+    def _set_state(self, phase: TaskState, activity: str | None = None, call: ToolCallRequest | None = None) -> None:
+        """Enter ``phase``; ``call`` is the tool call it runs or waits on, shown in full in the
+        Temporal UI's current details (which cost no history event)."""
         changed = phase != self.state.phase
         self.state.phase = phase
         if activity is not None:
             self.state.last_activity = activity
-        last = self.state.last_activity
-        workflow.set_current_details(f"{phase.value.lower()}: {last}" if last else phase.value.lower())
+        workflow.set_current_details(policy.current_details(phase, self.state.last_activity, call))
         if not self.task.search_attributes:
             return
         # patched(): tasks started before this release upsert on every turn (or change of phase).

@@ -38,7 +38,7 @@ class PeopleMixin(LoopBase):
             digest=call.digest,
         )
         state.decision = None
-        self._set_state(TaskState.WAITING_APPROVAL, f"waiting for approval: {policy.tool_summary(call)}")
+        self._set_state(TaskState.WAITING_APPROVAL, f"waiting for approval: {policy.tool_summary(call)}", call)
         timeout = self.task.approval_timeout_s
         try:
             await workflow.wait_condition(

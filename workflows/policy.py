@@ -1,4 +1,5 @@
-"""The loop's fixed rules: timeouts, retry policies, engine texts, activity summaries."""
+"""The loop's fixed rules: timeouts, retry policies, engine texts, activity summaries, and
+the current details the Temporal UI shows."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
-from contracts.task import TaskOutcome
+from contracts.task import TaskOutcome, TaskState
+from core.markdown import code_block, code_span
 from core.messages import ToolCallRequest
 from core.text import shorten as core_shorten
 
@@ -133,11 +135,25 @@ def shorten(text: str, limit: int = 60) -> str:
     return core_shorten(text, limit, ellipsis="...")
 
 
+def tool_detail(call: ToolCallRequest) -> str:
+    """The call's detail as the tool declares it (``call.summary``, set by the LLM activity:
+    a shell call's command, a file call's action and path); calls recorded before tools
+    declared one give their arguments but file contents."""
+    if call.summary is not None:
+        return call.summary
+    return " ".join(str(v) for k, v in call.arguments.items() if k not in ("content", "new", "old"))
+
+
 def tool_summary(call: ToolCallRequest) -> str:
-    """``tool · shell · ls -la``, ``tool · file · read notes.md``: what the Temporal UI shows.
-    The detail is the tool's own (``call.summary``, set by the LLM activity); calls recorded
-    before tools declared one show their arguments but file contents."""
-    detail = call.summary
-    if detail is None:
-        detail = " ".join(str(v) for k, v in call.arguments.items() if k not in ("content", "new", "old"))
-    return f"tool · {call.name} · {shorten(detail)}".rstrip(" ·")
+    """``tool · shell · ls -la``, ``tool · file · read notes.md``: what the Temporal UI shows."""
+    return f"tool · {call.name} · {shorten(tool_detail(call))}".rstrip(" ·")
+
+
+def current_details(phase: TaskState, activity: str, call: ToolCallRequest | None = None) -> str:
+    """The Temporal UI's current details, which it renders as Markdown: so in code, where
+    ``__`` and ``--`` stay as they are. A call about to run (or waiting for approval) is
+    shown in full in a block of its own: what a person approves is exactly what runs."""
+    phase_name = phase.value.lower()
+    if call is None:
+        return code_span(f"{phase_name}: {activity}" if activity else phase_name)
+    return f"{code_span(f'{phase_name}: {call.name}')}\n\n{code_block(tool_detail(call))}"

@@ -295,7 +295,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
         return await self._execute(call, approved)
 
     async def _execute(self, call: ToolCallRequest, approved: str | None = None) -> ToolOutcome:
-        self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call))
+        self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call), call)
         while True:
             try:
                 result = await self._run_tool(call, approved)

@@ -58,6 +58,9 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 TIMEOUT_MS = 20_000  # the UI is a single-page app: first loads on 2 busy cores take seconds
+# Markdown would read it as ``rm -rf logs/**old** && git push –force origin main``.
+PENDING = "rm -rf logs/__old__ && git push --force origin main"
+INSTRUCTION = "Clean logs/__old__, then push --force *now*"
 ARTIFACTS = Path(os.environ.get("AGENT_TEST_ARTIFACTS") or Path(__file__).resolve().parents[2] / "data/test-artifacts")
 
 
@@ -114,7 +117,7 @@ async def ui_server() -> AsyncIterator[tuple[WorkflowEnvironment, str]]:
 
 @pytest.fixture(scope="module")
 async def tasks(ui_server, module_data_dir, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Tasks]:
-    """A finished, a failed (max iterations) and a waiting (``git push``) task, started as the
+    """A finished, a failed (max iterations) and a waiting (``PENDING``) task, started as the
     CLI starts them; the worker stays up, so the UI can ask the waiting one for its details."""
     client: Client = ui_server[0].client
     queue = f"ui-{uuid.uuid4().hex[:8]}"
@@ -122,14 +125,14 @@ async def tasks(ui_server, module_data_dir, tmp_path_factory: pytest.TempPathFac
     steps = [
         tool("shell", command="ls -la"), tool("message", type="result", text="listed"),
         tool("shell", command="ls -la"),
-        tool("shell", command="git push"),
+        tool("shell", command=PENDING),
     ]
     async with scripted_worker(client, queue, steps) as model:
         done = await started(client, queue, make_input(workspace, "List the files"))
         await outcome_of(done)
         failed = await started(client, queue, make_input(workspace, "Keep listing the files", max_iterations=1))
         await outcome_of(failed)
-        waiting = await started(client, queue, make_input(workspace, "Push the branch"))
+        waiting = await started(client, queue, make_input(workspace, INSTRUCTION))
         await wait_for_state(waiting, TaskState.WAITING_APPROVAL)
         model.assert_consumed()
         try:
@@ -206,17 +209,18 @@ async def test_a_task_waiting_for_approval_shows_running_and_the_pending_call(
     await page.screenshot(path=screenshots / "waiting-task-timeline.png")
 
     await page.get_by_test_id("history-tab").click()
-    # The model asked for `git push`; the tool has not run: no tool activity was scheduled.
+    # The model asked for PENDING; the tool has not run: no tool activity was scheduled.
     assert await activity_summaries(page) == ["llm · scripted-model · turn 1"]
     await page.screenshot(path=screenshots / "waiting-task-history.png")
 
+    # The UI renders these as Markdown: the text is in code, read back exactly as it runs.
     await page.get_by_test_id("user-metadata-tab").click()
-    summary = page.frame_locator('iframe#user-metadata-summary').locator("body")
-    details = page.frame_locator('iframe#user-metadata-current-details').locator("body")
-    await expect(summary).to_have_text("Push the branch", timeout=TIMEOUT_MS)
-    await expect(details).to_have_text(
-        "waiting_approval: waiting for approval: tool · shell · git push", timeout=TIMEOUT_MS
-    )
+    summary = page.frame_locator('iframe#user-metadata-summary').locator("code")
+    details = page.frame_locator('iframe#user-metadata-current-details').locator("code")
+    await expect(details).to_have_count(2, timeout=TIMEOUT_MS)
+    assert await summary.all_inner_texts() == [INSTRUCTION]
+    # A code block's text ends with the line break of its last line.
+    assert await details.all_inner_texts() == ["waiting_approval: shell", f"{PENDING}\n"]
     await page.screenshot(path=screenshots / "waiting-task-current-details.png")
 
 

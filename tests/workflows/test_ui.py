@@ -35,7 +35,7 @@ async def test_a_finished_task_reads_well_in_the_temporal_ui(client, task_queue,
     assert outcome.status == TaskState.DONE
     assert workflow_id.startswith("task-summarise-the-notes-in-this-fo")
     started = history.events[0]
-    assert summary(started) == "Summarise the notes in this folder"
+    assert summary(started) == "`Summarise the notes in this folder`"  # in code: the UI renders Markdown
     assert await desc.memo_value("workspace") == str(workspace)
     scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
     summaries = [summary(e) for e in scheduled]
