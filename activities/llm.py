@@ -52,9 +52,10 @@ from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import CONTEXT_OVERFLOW, ProviderError, stated_context_window
 from providers.factory import Provider, make_provider
 from providers.models import MODELS_FILE_ENV, accepts_images, load_models, model_spec, reply_budget
-from providers.pricing import cost_usd, is_priced, load_prices
+from providers.pricing import cost_usd, is_priced, load_prices, lookup
 from providers.settings import ProviderSettings
 from providers.usage import IMAGE_TOKENS
+from providers.window import WindowCache
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore
 from runtime.store import ContextGap, ContextStore, Store, as_store
@@ -119,6 +120,7 @@ class LlmActivities:
         self._specs: dict[int, tuple[ToolSpec, int]] = {}
         # Per task: the context id and prompt inputs last sent (later calls pinned here leave them out).
         self._setups: dict[str, tuple[str, PromptParams]] = {}
+        self._windows = WindowCache()  # what each model server says its window is
 
     def _provider(self, mode: str) -> Provider:
         if mode not in self._providers:
@@ -148,6 +150,8 @@ class LlmActivities:
         inp = inp.model_copy(update={"task_id": task_id, "tool_names": inp.tools(), "context_id": context_id,
                                      "prompt": prompt})
         assert inp.prompt is not None
+        if (served := await self._server_window(inp)) is not None and served < inp.context_window:
+            inp = inp.model_copy(update={"context_window": served})  # the prompt, compaction and max_tokens fit it
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
         compact = inp.context_window <= COMPACT_WINDOW  # a small model: the shortest prompt that works
@@ -231,6 +235,16 @@ class LlmActivities:
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
 
+    async def _server_window(self, inp: LlmCallInput) -> int | None:
+        """The window an OpenAI-wire server says it serves a model with, when no table knows
+        the model (providers/window.py); None otherwise."""
+        openai_wire = inp.provider == "openai" or (inp.provider == "anthropic_xml" and self.settings.xml_wire == "openai")
+        if not openai_wire or lookup(inp.model, self.models) is not None:
+            return None
+        key = self.settings.openai_api_key
+        return await self._windows.get(self.settings.openai_base_url, inp.model,
+                                       {"Authorization": f"Bearer {key}"} if key else None)
+
     def _spec_chars(self, spec: ToolSpec) -> int:
         kept = self._specs.get(id(spec))
         if kept is None or kept[0] is not spec:
@@ -259,7 +273,8 @@ class LlmActivities:
         (the next one, unless it appends a notice first), as the tool activity does with its
         result: the workflow then sends its digest, not the calls again (they are already in
         this result, in the history). A guess that is wrong only costs the usual resend."""
-        entry = ToolCall(seq=inp.total, turn=inp.turn, text=result.content, calls=result.tool_calls,
+        # A provider's notice is appended before the call (workflows/thinking.py).
+        entry = ToolCall(seq=inp.total + (1 if result.notice else 0), turn=inp.turn, text=result.content, calls=result.tool_calls,
                          thinking=result.thinking)
         await self.store.put(inp.context_id, [entry])
         return entry_digest(entry)

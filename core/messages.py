@@ -223,6 +223,9 @@ class TurnResult(BaseModel):
     # Set by the LLM activity for a reply with tool calls: the digest of the ``ToolCall`` entry it
     # wrote to the context store at the next seq, so the workflow need not send it back.
     stored_digest: str | None = omitted()
+    # Set by a provider that changed how it talks to the endpoint (an empty stream answered
+    # unstreamed): one line the workflow records for people, never sent to the model.
+    notice: str | None = omitted()
 
 
 class SystemPrompt(BaseModel):

@@ -126,11 +126,18 @@ def demo_steps(instruction: str) -> list[Step]:
 
 class ScriptedModelServer:
     def __init__(
-        self, steps: Sequence[Step] = (), *, name: str = "scripted", strict: bool = True, multimodal: bool = True
+        self, steps: Sequence[Step] = (), *, name: str = "scripted", strict: bool = True, multimodal: bool = True,
+        streams_tools: bool = True, window: int | None = None,
     ) -> None:
         self.name = name
         self.strict = strict
         self.multimodal = multimodal  # False: the chat wire refuses images as llama.cpp without --mmproj does
+        # False: a streamed chat call with tools gets a 200 event stream with no event, as
+        # llama-cpp-python's chatml-function-calling handler answers it (no step is used).
+        self.streams_tools = streams_tools
+        self.empty_streams = 0  # streamed calls answered so
+        # Set: ``GET /props`` answers as llama.cpp's server does, naming this window (n_ctx).
+        self.window = window
         self.rejected: list[str] = []  # strict mode: the rule each refused request broke
         self.url = ""  # OpenAI base URL: http://127.0.0.1:PORT/v1
         self.anthropic_url = ""  # Anthropic base URL: http://127.0.0.1:PORT
@@ -252,14 +259,18 @@ class ScriptedModelServer:
             return scripted_strict.check(body, multimodal=self.multimodal)
         return STRICT[path](body)
 
-    def _reject(self, body: dict[str, Any], headers: dict[str, str], rule: str) -> None:
-        """Record a request strict mode refused (it uses no step)."""
+    def _reject(self, body: dict[str, Any], headers: dict[str, str], rule: str = "") -> None:
+        """Record a request answered without a step: one strict mode refused (its ``rule``), or
+        a streamed call with tools answered with an empty stream (no rule)."""
         with self._cond:
             self._calls += 1
             self.request_times.append(time.monotonic())
             self.request_headers.append(dict(headers))
             self.requests.append(body)
-            self.rejected.append(rule)
+            if rule:
+                self.rejected.append(rule)
+            else:
+                self.empty_streams += 1
 
     def _wait(self, step: Step, ticket: int) -> bool:
         """Apply the step's delay and hold; False when the server is stopping."""
@@ -319,6 +330,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        window = self.server.owner.window  # type: ignore[attr-defined]
+        if self.path == "/props" and window is not None:
+            self._send_json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
+            return
         self._send_json(404, _error_body(f"no route for GET {self.path}", "not_found"))
 
     def do_POST(self) -> None:
@@ -335,6 +350,10 @@ class _Handler(BaseHTTPRequestHandler):
         if rejection is not None:
             owner._reject(body or {}, headers, rejection.rule)
             self._send_json(rejection.status, rejection.body)
+            return
+        if path == CHAT_PATH and not owner.streams_tools and body and body.get("stream") and body.get("tools"):
+            owner._reject(body, headers)
+            self._send_events([], Step())
             return
         number, step, ticket, problem = owner._take(body, problem, headers)
         if step is None:

@@ -81,6 +81,7 @@ from providers.anthropic_wire import (
     turn_result,
 )
 from providers.errors import (
+    EMPTY_RESPONSE,
     ProviderError,
     error_message,
     is_retryable_status,
@@ -195,7 +196,7 @@ class AnthropicProvider(HttpProvider):
                 f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
             ) from exc
         if not state.started:
-            raise self._error("empty stream: it ended before its first event", retryable=True, kind="empty_response")
+            raise self._error("empty stream: it ended before its first event", retryable=True, kind=EMPTY_RESPONSE)
         if not state.done:
             raise self._error("stream ended without message_stop", retryable=True, kind="stream_cut")
         return state.result()

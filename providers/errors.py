@@ -24,6 +24,7 @@ from core.text import shorten
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 CONTEXT_OVERFLOW = "context_overflow"  # the request is longer than the model's window
+EMPTY_RESPONSE = "empty_response"  # a 2xx answer with nothing in it (body or stream)
 
 # How servers say the request does not fit the model's context window:
 _OVERFLOW = re.compile(

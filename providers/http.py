@@ -8,6 +8,11 @@ Shared rules, streamed or not:
     other unparseable 200 body   bad_response (not retryable)
     a server that ignores        its JSON answer is read as if not streamed
       ``stream``
+    a stream with no event       asked once more, not streamed (llama-cpp-python refuses to
+                                 stream a call that may use tools after its 200 and headers);
+                                 calls with tools then go unstreamed to this endpoint, and the
+                                 result's ``notice`` says so once; empty both ways is no
+                                 outage: empty_response, not retryable
     no usage reported            estimated from the text (providers/usage.py), marked so
     a model refusing images      images_refused, not retryable, with a hint to fix the model
                                  table (llama.cpp answers it with a 500)
@@ -28,6 +33,7 @@ from httpx_sse import EventSource, aconnect_sse
 from core.messages import LlmRequest, TurnResult
 from providers.errors import (
     CONTEXT_OVERFLOW,
+    EMPTY_RESPONSE,
     IMAGES_REFUSED,
     NO_IMAGES_HINT,
     ProviderError,
@@ -69,6 +75,8 @@ class HttpProvider:
         self._transports: list[httpx.AsyncHTTPTransport | None] = [None] * len(self._shards)
         self._turn = 0
         self._ssl: Any = None
+        # Learned: this endpoint answers a streamed call with tools with an empty stream.
+        self._unstreamed_tools = False
 
     def _client(self) -> httpx.AsyncClient:
         """The next of the provider's connection pools (created on first use), in turn.
@@ -114,12 +122,19 @@ class HttpProvider:
         self, req: LlmRequest, on_text: Callable[[str], None] | None = None
     ) -> TurnResult:
         """One model call. Raises ProviderError and nothing else."""
-        body = self.to_wire(req)
+        streamed = req.stream and not (req.tools and self._unstreamed_tools)
+        body = self.to_wire(req if streamed == req.stream else req.model_copy(update={"stream": False}))
         try:
-            if req.stream:
-                result = await self._complete_stream(body, on_text)
-            else:
+            if not streamed:
                 result = await self._complete_once(body)
+            else:
+                try:
+                    result = await self._complete_stream(body, on_text)
+                except ProviderError as err:
+                    if err.kind != EMPTY_RESPONSE:
+                        raise
+                    body = self.to_wire(req.model_copy(update={"stream": False}))
+                    result = await self._unstreamed(body, bool(req.tools), on_text)
             if not (result.usage.input_tokens and result.usage.output_tokens):  # the server did not say
                 result = with_estimate(result, request_text(body))
             return result
@@ -134,6 +149,29 @@ class HttpProvider:
         except Exception as exc:  # the contract: nothing but ProviderError leaves complete()
             message = f"unexpected failure: {type(exc).__name__}: {exc}"
             raise self._error(message, retryable=False, kind="unexpected") from exc
+
+    async def _unstreamed(self, body: dict[str, Any], tools: bool, on_text: Callable[[str], None] | None) -> TurnResult:
+        """A streamed call answered with no event at all, asked once more without streaming.
+        An answer: calls with tools go unstreamed from now on (when this one had tools), and
+        the result says so once. Empty again: the server has nothing to give for this request,
+        which waiting will not change."""
+        try:
+            result = await self._complete_once(body)
+        except ProviderError as err:
+            if err.kind != EMPTY_RESPONSE:
+                raise
+            raise self._error(
+                "the server answered this request with nothing, streamed and not streamed: check the "
+                "server's log (a chat template or tool-call handler that fails on this request?)",
+                retryable=False, kind=EMPTY_RESPONSE,
+            ) from None
+        if tools and not self._unstreamed_tools:
+            self._unstreamed_tools = True
+            result.notice = (f"{self._url} sent an empty stream for a call with tools and answered it unstreamed: "
+                             "this worker asks it for whole answers when tools are offered")
+        if on_text is not None and result.content:
+            on_text(result.content)
+        return result
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -183,7 +221,7 @@ class HttpProvider:
         """A 2xx answer's body. Empty or cut short is transient (a proxy glitch, a server
         restarting): retryable. Anything else that is not JSON is not."""
         if not text.strip():
-            raise self._error(f"empty response body (HTTP {status})", retryable=True, kind="empty_response")
+            raise self._error(f"empty response body (HTTP {status})", retryable=True, kind=EMPTY_RESPONSE)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -59,6 +59,7 @@ from httpx_sse import EventSource
 
 from core.messages import LlmRequest, TurnResult
 from providers.errors import (
+    EMPTY_RESPONSE,
     ProviderError,
     error_message,
     is_retryable_status,
@@ -150,7 +151,7 @@ class ResponsesProvider(HttpProvider):
                 f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
             ) from exc
         if state.final is None and not state.started:
-            raise self._error("empty stream: it ended before its first event", retryable=True, kind="empty_response")
+            raise self._error("empty stream: it ended before its first event", retryable=True, kind=EMPTY_RESPONSE)
         if state.final is None:
             raise self._error("stream ended without response.completed", retryable=True, kind="stream_cut")
         return state.result()

@@ -42,6 +42,8 @@ class ThinkingMixin(LoopBase):
         if result is None:
             return Interrupted()
         self._report_context(result.context)
+        if result.notice:
+            self._append(StatusNotice(reason="provider", text=result.notice))
         state.usage = state.usage + result.usage
         state.cost_usd += result.cost_usd
         state.cost_estimated = state.cost_estimated or result.cost_estimated

@@ -94,7 +94,10 @@ async def test_usage_counts_every_prompt_token_as_the_sdk_accumulates_them(name:
         usage.input_tokens + read + write, usage.output_tokens, read, write)
 
 
-async def test_an_empty_stream_is_a_retryable_empty_response():
+async def test_an_empty_stream_asked_again_unstreamed_and_empty_again_is_no_outage():
+    """The replayed server answers the unstreamed retry with the same empty stream: the call
+    fails for good (waiting would not change the answer), saying both ways were empty."""
     fixture = {"stream": True, "response": {"status": 200, "events": []}}
     outcome, _ = await replay(provider(fixture), fixture, REQUEST)
-    check(outcome, [], {"error": {"kind": "empty_response", "retryable": True, "message": "empty stream"}})
+    check(outcome, [], {"error": {"kind": "empty_response", "retryable": False,
+                                  "message": "nothing, streamed and not streamed"}})

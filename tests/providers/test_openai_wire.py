@@ -169,11 +169,48 @@ async def test_an_unknown_error_object_is_retried():
     assert (err.kind, err.retryable, err.status, err.message) == ("api_error", True, None, "something broke")
 
 
-@pytest.mark.parametrize("stream", [False, True])
-async def test_an_empty_200_body_is_transient(stream: bool):
+async def test_an_empty_200_body_is_transient():
     with ScriptedModelServer([Step(raw="")]) as server:
-        err = await failure(server, request(stream=stream))
+        err = await failure(server, request(stream=False))
     assert (err.kind, err.retryable, err.status) == ("empty_response", True, None)
+
+
+async def test_an_empty_answer_streamed_and_unstreamed_is_no_outage():
+    """The same empty answer both ways: the server has nothing for this request, and waiting
+    for it (the task's provider wait) would not change that."""
+    with ScriptedModelServer([Step(raw=""), Step(raw="")]) as server:
+        err = await failure(server, request(stream=True))
+        sent = [body["stream"] for body in server.requests]
+    assert (err.kind, err.retryable, err.status) == ("empty_response", False, None)
+    assert "nothing, streamed and not streamed" in err.message
+    assert sent == [True, False]
+
+
+SHELL = ToolSpec(name="shell", description="Run a command.", parameters={"type": "object", "properties": {}})
+
+
+async def test_an_empty_stream_for_a_call_with_tools_is_answered_unstreamed_and_remembered():
+    """llama-cpp-python's chatml-function-calling handler refuses to stream a call that may use
+    tools after sending 200 and its headers: the stream has no event. The call is asked again
+    unstreamed, says so once, and later calls with tools go unstreamed from the start; calls
+    without tools still stream."""
+    steps = [Step(tool_calls=[("shell", {"command": "echo hello"})]), text("done"), text("plain")]
+    with ScriptedModelServer(steps, streams_tools=False) as server:
+        provider = OpenAIProvider(server.url, "sk-test")
+        shown: list[str] = []
+        try:
+            first = await provider.complete(request(stream=True, tools=[SHELL]), shown.append)
+            second = await provider.complete(request(stream=True, tools=[SHELL]))
+            third = await provider.complete(request(stream=True))
+        finally:
+            await provider.aclose()
+        sent = [body["stream"] for body in server.requests]
+        assert server.empty_streams == 1
+    assert [c.name for c in first.tool_calls] == ["shell"] and first.tool_calls[0].arguments == {"command": "echo hello"}
+    assert first.notice is not None and "empty stream" in first.notice and server.url in first.notice
+    assert (second.content, second.notice) == ("done", None)
+    assert (third.content, third.notice) == ("plain", None)
+    assert sent == [True, False, False, True]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -184,9 +221,20 @@ async def test_a_truncated_200_body_is_transient(stream: bool):
     assert (err.kind, err.retryable) == ("truncated_response", True)
 
 
-async def test_a_stream_of_only_done_is_an_empty_answer():
-    err = await mock_failure(b"data: [DONE]\n\n")
-    assert (err.kind, err.retryable) == ("empty_response", True)
+async def test_a_stream_of_only_done_is_an_empty_answer_asked_again_unstreamed():
+    whole = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
+
+    def respond(req: httpx.Request) -> httpx.Response:
+        if json.loads(req.content)["stream"]:
+            return httpx.Response(200, content=b"data: [DONE]\n\n", headers={"content-type": "text/event-stream"})
+        return httpx.Response(200, json=whole)
+
+    recorder = Recorder(respond)
+    provider = OpenAIProvider("http://model.test/v1", client=httpx.AsyncClient(transport=httpx.MockTransport(recorder)))
+    result = await provider.complete(request(stream=True))
+    assert result.content == "hi"
+    assert result.notice is None  # no tools: nothing to remember
+    assert [json.loads(r.content)["stream"] for r in recorder.requests] == [True, False]
 
 
 async def test_a_json_error_sent_as_an_event_stream_is_read_as_the_error_it_is():

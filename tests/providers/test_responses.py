@@ -232,12 +232,13 @@ async def test_an_error_event_is_classified_by_its_code(event: dict[str, Any], k
     assert (info.value.kind, info.value.retryable) == (kind, retryable)
 
 
-async def test_an_empty_stream_is_a_retryable_empty_response():
+async def test_an_empty_stream_then_an_empty_unstreamed_answer_is_no_outage():
     reply = httpx.Response(200, content=b"", headers={"content-type": "text/event-stream"})
     provider = ResponsesProvider("http://x/v1", client=httpx.AsyncClient(transport=httpx.MockTransport(lambda _: reply)))
     with pytest.raises(ProviderError) as info:
         await provider.complete(request(stream=True))
-    assert (info.value.kind, info.value.retryable) == ("empty_response", True)
+    assert (info.value.kind, info.value.retryable) == ("empty_response", False)
+    assert "nothing, streamed and not streamed" in info.value.message
 
 
 # -- the strict server on this wire ------------------------------------------------------

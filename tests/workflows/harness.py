@@ -6,6 +6,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
@@ -25,17 +26,19 @@ def make_input(workspace: Path, instruction: str = "do the thing", **overrides) 
 
 @asynccontextmanager
 async def scripted_worker(
-    client: Client, task_queue: str, steps: Sequence[Step], **settings_overrides
+    client: Client, task_queue: str, steps: Sequence[Step], server: dict[str, Any] | None = None,
+    **settings_overrides,
 ) -> AsyncIterator[ScriptedModelServer]:
-    """A worker whose model (OpenAI and Anthropic wires alike) is a scripted local server."""
-    with ScriptedModelServer(steps) as server:
+    """A worker whose model (OpenAI and Anthropic wires alike) is a scripted local server
+    (``server``: its options, e.g. the llama.cpp behaviours ``streams_tools`` and ``window``)."""
+    with ScriptedModelServer(steps, **(server or {})) as model:
         fields = dict(
-            openai_base_url=server.url, openai_api_key="test-key",
-            anthropic_base_url=server.anthropic_url, anthropic_api_key="test-key",
+            openai_base_url=model.url, openai_api_key="test-key",
+            anthropic_base_url=model.anthropic_url, anthropic_api_key="test-key",
         )
         settings = ProviderSettings(**{**fields, **settings_overrides})
         async with build_worker(client, queue=task_queue, settings=settings):
-            yield server
+            yield model
 
 
 async def start(client: Client, task_queue: str, inp: TaskInput) -> WorkflowHandle:

@@ -48,3 +48,35 @@ async def test_a_task_fits_a_4k_model_with_the_default_tools(client, task_queue,
         prompt = tokens(json.dumps(request["messages"], ensure_ascii=False))
         assert prompt + request["max_tokens"] <= WINDOW, (prompt, request["max_tokens"])
         assert "Tools:\n- message(" in request["messages"][0]["content"]
+
+
+async def test_a_local_server_a_table_does_not_know_gets_its_window_and_a_task_on_the_defaults(
+        client, task_queue, workspace):
+    """The path a user takes with llama.cpp: a model no table knows, streaming on (the default),
+    native tools. The server names its 4K window at /props, so every request fits it with the
+    compact prompt; it answers a streamed call with tools with an empty stream (as
+    llama-cpp-python does), so the call is asked again unstreamed, once, visibly."""
+    from cli.tasks import model_window
+    from core.entries import StatusNotice
+    from fakes.scripted import tool
+    from tests.workflows.harness import start
+    from workflows.task import AgentTaskWorkflow
+
+    model = "my-local-model"
+    steps = [tool("shell", command="echo hello"), tool("message", type="result", text="said hello")]
+    server = {"streams_tools": False, "window": WINDOW}
+    async with scripted_worker(client, task_queue, steps, server=server) as served:
+        handle = await start(client, task_queue, make_input(
+            workspace, model=model, provider="openai", stream=True, context_window=model_window(model),
+            tools=list(DEFAULT_TOOLS)))
+        outcome = await handle.result()
+        page = await handle.query(AgentTaskWorkflow.events, 0)
+    assert model_window(model) > WINDOW  # the tables' guess for an unknown model is larger
+    assert outcome.status == TaskState.DONE and outcome.final_text == "said hello"
+    assert served.empty_streams == 1
+    assert [r["stream"] for r in served.requests] == [True, False, False]
+    for request in served.requests:
+        prompt = tokens(json.dumps([request["messages"], request["tools"]], ensure_ascii=False))
+        assert prompt + request["max_tokens"] <= WINDOW, (prompt, request["max_tokens"])
+    notices = [e.text for e in page.entries if isinstance(e, StatusNotice) and e.reason == "provider"]
+    assert len(notices) == 1 and "empty stream" in notices[0]
