@@ -8,8 +8,14 @@ turn N is then the checkpoint taken before the first later change (``state_after
 ``restore`` puts it back: files changed since are rewritten, files created since are removed.
 ``export`` writes a checkpoint into another directory (a fork's copy).
 
-What it cannot undo: anything outside the workspace, and files the workspace's own
-``.gitignore`` excludes (they are never recorded). ``AGENT_CHECKPOINTS=off`` turns it off.
+What it cannot undo: anything outside the workspace, files the workspace's own
+``.gitignore`` excludes, and files over ``AGENT_CHECKPOINT_MAX_FILE_MB`` (10 MB; a 4 GiB
+sparse image or a dump of random bytes made one save take two minutes, as git hashes every
+byte). Those are left out: found from git's own list of the files it would add (which
+skips ignored directories) with one ``lstat`` each, and named in a file that git reads as
+``core.excludesFile``, so git never reads them; a tracked one leaves the index first. Each
+checkpoint's commit message lists them, and a restore, to which they are ignored files,
+leaves them where they are. ``AGENT_CHECKPOINTS=off`` turns checkpoints off.
 """
 
 from __future__ import annotations
@@ -17,15 +23,21 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
+import json
 import os
+import stat
 import subprocess
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.paths import data_dir
 
 ENV = "AGENT_CHECKPOINTS"
+MAX_FILE_ENV = "AGENT_CHECKPOINT_MAX_FILE_MB"
+DEFAULT_MAX_FILE_MB = 10.0
 GIT_TIMEOUT_S = 120
+LEFT_OUT_HEADER = "Left out (over the size limit):"
 
 
 class CheckpointError(Exception):
@@ -36,13 +48,46 @@ def enabled() -> bool:
     return os.environ.get(ENV, "on").strip().lower() not in ("off", "0", "false", "no")
 
 
+def max_file_bytes() -> int:
+    """The largest file a checkpoint records, from ``AGENT_CHECKPOINT_MAX_FILE_MB``."""
+    raw = os.environ.get(MAX_FILE_ENV, "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_FILE_MB
+    except ValueError:
+        raise CheckpointError(f"{MAX_FILE_ENV} must be a number of megabytes, not {raw!r}") from None
+    return int(mb * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A file a checkpoint does not hold: its path in the workspace, its size, and whether it
+    is sparse (most of it holes, which take no disk but which git would read as zeros)."""
+
+    path: str
+    size: int
+    sparse: bool = False
+
+    def describe(self) -> str:
+        scale, unit = (2**30, "GiB") if self.size >= 2**30 else (2**20, "MB") if self.size >= 2**20 else (2**10, "KB")
+        return f"{self.path} ({self.size / scale:.1f} {unit}{', sparse' if self.sparse else ''})"
+
+
+def _exclude_pattern(path: str) -> bytes:
+    """``path`` as an anchored gitignore pattern matching it alone (a line break, which a
+    pattern cannot hold, matches as ``?``)."""
+    escaped = "".join("\\" + c if c in "\\*?[" else "?" if c in "\r\n" else c for c in path)
+    body = escaped.rstrip(" ")
+    return os.fsencode("/" + body + "\\ " * (len(escaped) - len(body)))
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class Checkpoints:
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, max_file_bytes: int | None = None) -> None:
         self.root = root if root is not None else data_dir() / "checkpoints"
+        self.max_file_bytes = max_file_bytes  # None: AGENT_CHECKPOINT_MAX_FILE_MB, read at each save
 
     def repo(self, workspace: Path) -> Path:
         return self.root / f"{_digest(os.path.realpath(workspace))}.git"
@@ -84,21 +129,64 @@ class Checkpoints:
                                timeout=GIT_TIMEOUT_S)
             except (OSError, subprocess.SubprocessError) as exc:
                 raise CheckpointError(f"could not create the checkpoint repository {repo}: {exc}") from None
-        self._git(workspace, "add", "-A", ".")
+        left_out = self._stage(workspace)
+        message = f"{task_id} before turn {turn}"
+        if left_out:
+            message += f"\n\n{LEFT_OUT_HEADER}\n" + "\n".join(
+                json.dumps([f.path, f.size, f.sparse]) for f in left_out)
         changed = True
         try:
             self._git(workspace, "rev-parse", "-q", "--verify", "HEAD")
             changed = subprocess.run(  # nothing staged: the last commit is this state
                 ["git", f"--git-dir={repo}", "diff", "--cached", "--quiet"], capture_output=True, check=False,
                 timeout=GIT_TIMEOUT_S,
-            ).returncode != 0
+            ).returncode != 0 or self.left_out(workspace, "HEAD") != left_out
         except CheckpointError:
             pass  # no commit yet
         if changed:
-            self._git(workspace, "commit", "-q", "--no-verify", "--allow-empty", "-m", f"{task_id} before turn {turn}")
+            self._git(workspace, "commit", "-q", "--no-verify", "--allow-empty", "--cleanup=verbatim", "-m", message)
         commit = self._git(workspace, "rev-parse", "HEAD").decode().strip()
         self._git(workspace, "update-ref", self._ref(task_id, turn), commit)
         return commit
+
+    def _stage(self, workspace: Path, keep: frozenset[str] = frozenset()) -> list[LeftOut]:
+        """Stage the workspace in the index but the files over the size limit (and the files
+        ``keep`` names); those files. Git lists what it would add (tracked, and untracked but
+        not ignored: it skips ignored directories); an ``lstat`` of each finds the large ones,
+        which are named in the excludes file and taken out of the index, so ``add`` never
+        reads them."""
+        limit = self.max_file_bytes if self.max_file_bytes is not None else max_file_bytes()
+        listed = self._git(workspace, "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard")
+        left_out: dict[str, LeftOut] = {}
+        tracked: list[str] = []
+        for item in listed.split(b"\0"):
+            if not item:
+                continue
+            path = os.fsdecode(item[2:])
+            try:
+                st = os.lstat(os.path.join(workspace, path))
+            except OSError:
+                continue  # gone since it was tracked
+            if stat.S_ISREG(st.st_mode) and (st.st_size > limit or path in keep) and path not in left_out:
+                left_out[path] = LeftOut(path, st.st_size, sparse=st.st_blocks * 512 < st.st_size // 2)
+                if not item.startswith(b"?"):
+                    tracked.append(path)
+        excludes = self.repo(workspace) / "info" / "left-out"
+        excludes.parent.mkdir(exist_ok=True)
+        excludes.write_bytes(b"".join(_exclude_pattern(p) + b"\n" for p in sorted(left_out)))
+        if tracked:
+            self._git(workspace, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch",
+                      "--pathspec-from-file=-", "--pathspec-file-nul", stdin=b"\0".join(map(os.fsencode, tracked)))
+        self._git(workspace, "-c", f"core.excludesFile={excludes}", "add", "-A", ".")
+        return sorted(left_out.values(), key=lambda f: f.path)
+
+    def left_out(self, workspace: Path, commit: str) -> list[LeftOut]:
+        """The files the checkpoint ``commit`` left out, as its message lists them."""
+        message = self._git(workspace, "log", "-1", "--format=%B", commit).decode("utf-8", "surrogateescape")
+        _, header, listed = message.partition(f"\n{LEFT_OUT_HEADER}\n")
+        if not header:
+            return []
+        return [LeftOut(*json.loads(line)) for line in listed.splitlines() if line.strip()]
 
     def turns(self, workspace: Path, task_id: str) -> dict[int, str]:
         """Turn -> commit of every checkpoint of a task in this workspace."""
@@ -118,11 +206,18 @@ class Checkpoints:
         later = sorted(t for t in self.turns(workspace, task_id) if t > turn)
         return self.turns(workspace, task_id)[later[0]] if later else None
 
-    def restore(self, workspace: Path, commit: str) -> None:
+    def restore(self, workspace: Path, commit: str) -> list[LeftOut]:
         """Make the workspace what it was at ``commit``: changed files rewritten, files
-        created since removed (ignored files are left alone)."""
-        self._git(workspace, "add", "-A", ".")  # the index knows every file there is now
-        self._git(workspace, "read-tree", "-u", "--reset", commit)
+        created since removed. Left alone (and returned): the files over the size limit now
+        and those ``commit`` left out (it does not know what they held then); ignored files
+        too. A file over the limit now that ``commit`` holds gets the content it had then."""
+        repo = self.repo(workspace)
+        keep = frozenset(f.path for f in self.left_out(workspace, commit))
+        with open(repo.parent / f"{repo.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            left_out = self._stage(workspace, keep)  # the index knows every file there is now
+            self._git(workspace, "read-tree", "-u", "--reset", commit)
+        return left_out
 
     def export(self, workspace: Path, commit: str, dest: Path) -> None:
         """Write the files of ``commit`` into ``dest`` (a new directory)."""
