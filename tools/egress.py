@@ -30,6 +30,7 @@ import ipaddress
 import os
 import re
 import socket
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -174,17 +175,20 @@ class Egress:
 class EgressTransport(httpx.AsyncBaseTransport):
     """Sends each request to an address ``egress`` checked for its host (see the module)."""
 
-    def __init__(self, egress: Egress) -> None:
+    def __init__(self, egress: Egress, verify: ssl.SSLContext | bool = True) -> None:
         self.egress = egress
         # No connection kept: one made to an address for one name (TLS) is never reused for another.
-        self._inner = httpx.AsyncHTTPTransport(trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))
+        self._inner = httpx.AsyncHTTPTransport(
+            verify=verify, trust_env=False, limits=httpx.Limits(max_keepalive_connections=0)
+        )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        addresses = await self.egress.addresses(url.host, url.port or _DEFAULT_PORTS.get(url.scheme, 80))
+        host = url.raw_host.decode("ascii")  # an international name in its IDNA form
+        addresses = await self.egress.addresses(host, url.port or _DEFAULT_PORTS.get(url.scheme, 80))
         extensions = dict(request.extensions)
-        if url.scheme == "https" and _address(canonical_host(url.host)) is None:
-            extensions["sni_hostname"] = url.host
+        if url.scheme == "https" and _address(canonical_host(host)) is None:
+            extensions["sni_hostname"] = host
         failed: httpx.ConnectError | None = None
         for address in addresses:  # in the resolver's order, as a client would try them
             pinned = httpx.Request(

@@ -2,7 +2,7 @@
 
 ``LocalWebServer`` runs the standard library's ``ThreadingHTTPServer`` on a
 free port of 127.0.0.1 (or another loopback address, such as 127.0.0.2 on
-Linux) in a daemon thread. Each path maps to a ``Reply`` or to a function
+Linux; over TLS when given a server context) in a daemon thread. Each path maps to a ``Reply`` or to a function
 of the recorded request that returns one; every request is recorded (method,
 path, headers, body) so tests can assert on what a tool sent.
 """
@@ -10,6 +10,7 @@ path, headers, body) so tests can assert on what a tool sent.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,18 +44,23 @@ Route = Reply | Callable[[Seen], Reply]
 
 
 class LocalWebServer:
-    def __init__(self, routes: dict[str, Route] | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, routes: dict[str, Route] | None = None, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None
+    ) -> None:
         self.routes: dict[str, Route] = dict(routes or {})
         self.requests: list[Seen] = []
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer((host, 0), _handler_for(self))
+        self.scheme = "https" if tls is not None else "http"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
     def url(self, path: str) -> str:
         return self.base_url + path
