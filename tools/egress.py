@@ -10,7 +10,8 @@ browser and everything its pages load, a task's own MCP servers over HTTP):
 - never to a host on the deny list, nor to a host name any of whose addresses is on it.
   ``DEFAULT_DENY``: cloud metadata endpoints and the link-local ranges, plus
   ``AGENT_DENY_HOSTS`` (and ``AGENT_BROWSER_DENY_HOSTS``, its older name, also read):
-  comma-separated host names, globs (``*.internal``), addresses and CIDR ranges.
+  comma-separated host names, globs (``*.internal``), addresses and CIDR ranges, read by
+  ``Egress.of`` (the one reader of these variables) each time a tool call builds its fence.
 
 Hosts are compared in canonical form (``canonical_host``): lower case, no brackets,
 trailing dot or IPv6 zone, addresses as Chromium writes them (``0xA9FEA9FE`` and
@@ -19,7 +20,9 @@ trailing dot or IPv6 zone, addresses as Chromium writes them (``0xA9FEA9FE`` and
 ``EgressTransport`` is how an httpx client obeys it: each request's host is resolved
 once, every address checked, and the connection made to a checked address, with the Host
 header and the TLS name (SNI and certificate check) of the URL's host, so a DNS answer
-that changes after the check (rebinding) is never used. The deny list fences the
+that changes after the check (rebinding) is never used; the browser's proxy does the same
+for Chromium. MCP servers over HTTP are checked just before the SDK connects (it resolves
+again: their URL is configuration, not the model's choice). The deny list fences the
 well-known targets of request forgery; it is not a firewall.
 """
 
