@@ -149,9 +149,9 @@ class LlmActivities:
         context_id, prompt = self._setup(task_id, inp)
         inp = inp.model_copy(update={"task_id": task_id, "tool_names": inp.tools(), "context_id": context_id,
                                      "prompt": prompt})
-        assert inp.prompt is not None
         if (served := await self._server_window(inp)) is not None and served < inp.context_window:
             inp = inp.model_copy(update={"context_window": served})  # the prompt, compaction and max_tokens fit it
+        assert inp.prompt is not None
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=LLM_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, provider=inp.provider, model=inp.model)
         compact = inp.context_window <= COMPACT_WINDOW  # a small model: the shortest prompt that works

@@ -70,6 +70,7 @@ class Step(BaseModel):
     frame_delay_s: float = 0.0  # streaming: pause after each event, like a model generating
     hold: bool = False  # block until server.release() (or stop())
     cut_stream: bool = False  # streaming: send some chunks, then close without [DONE]
+    stall_after: int | None = None  # streaming: send this many events, then nothing until stop()
     stream_error: str | None = None  # streaming: send some chunks, then this error type
     usage: tuple[int, int] = (10, 5)  # (prompt_tokens, completion_tokens)
     report_usage: bool = True  # OpenAI wire: False sends no usage object, streamed or not
@@ -426,7 +427,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         owner = self.server.owner  # type: ignore[attr-defined]
-        for event in events:
+        for sent, event in enumerate(events):
+            if sent == step.stall_after:  # a model that stops generating, connection open
+                with owner._cond:
+                    while not owner._stopping:
+                        owner._cond.wait()
+                return
             self.wfile.write(event.encode())
             self.wfile.flush()
             piece = _content_piece(event)

@@ -125,8 +125,9 @@ class AnthropicProvider(HttpProvider):
         version: str = "2023-06-01",
         client: httpx.AsyncClient | None = None,
         timeout_s: float = 600.0,
+        stream_idle_s: float = 60.0,
     ) -> None:
-        super().__init__(base_url, api_key, client=client, timeout_s=timeout_s)
+        super().__init__(base_url, api_key, client=client, timeout_s=timeout_s, stream_idle_s=stream_idle_s)
         self._version = version
 
     # -- to the wire ---------------------------------------------------------

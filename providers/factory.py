@@ -46,7 +46,8 @@ def make_provider(
         case "anthropic":
             return _anthropic(settings, client)
         case "openai_responses":
-            return ResponsesProvider(settings.openai_base_url, settings.openai_api_key, client=client)
+            return ResponsesProvider(settings.openai_base_url, settings.openai_api_key, client=client,
+                                     stream_idle_s=settings.stream_idle_s)
         case "anthropic_xml":
             wire = _openai(settings, client) if settings.xml_wire == "openai" else _anthropic(settings, client)
             return XmlToolsProvider(wire)
@@ -54,7 +55,8 @@ def make_provider(
 
 
 def _openai(settings: ProviderSettings, client: httpx.AsyncClient | None) -> OpenAIProvider:
-    return OpenAIProvider(settings.openai_base_url, settings.openai_api_key, client=client)
+    return OpenAIProvider(settings.openai_base_url, settings.openai_api_key, client=client,
+                          stream_idle_s=settings.stream_idle_s)
 
 
 def _anthropic(settings: ProviderSettings, client: httpx.AsyncClient | None) -> AnthropicProvider:
@@ -63,4 +65,5 @@ def _anthropic(settings: ProviderSettings, client: httpx.AsyncClient | None) -> 
         settings.anthropic_api_key,
         version=settings.anthropic_version,
         client=client,
+        stream_idle_s=settings.stream_idle_s,
     )

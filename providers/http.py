@@ -14,6 +14,9 @@ Shared rules, streamed or not:
                                  result's ``notice`` says so once; empty both ways is no
                                  outage: empty_response, not retryable
     no usage reported            estimated from the text (providers/usage.py), marked so
+    a stream that starts, then   stream_stalled (retryable) after ``stream_idle_s`` (60 s,
+      sends nothing              AGENT_STREAM_IDLE_S) without data; keep-alive comments do not
+                                 count, the wait for the first data is not limited here
     a model refusing images      images_refused, not retryable, with a hint to fix the model
                                  table (llama.cpp answers it with a 500)
     every error                  a one-line message of at most 300 characters; the whole
@@ -43,6 +46,7 @@ from providers.errors import (
     summary,
 )
 from providers.netio import lean_client
+from providers.sse import IdleGuard, StreamStalled
 from providers.usage import request_text, with_estimate
 
 # A provider's connections: POOL_SHARDS pools of at most SHARD_CONNECTIONS each (see _client).
@@ -65,8 +69,10 @@ class HttpProvider:
         *,
         client: httpx.AsyncClient | None = None,
         timeout_s: float = 600.0,
+        stream_idle_s: float = 60.0,
     ) -> None:
         self._url = base_url.rstrip("/") + self.path
+        self._idle_s = stream_idle_s
         self._api_key = api_key or None
         self._timeout = httpx.Timeout(timeout_s)
         self._owns_client = client is None
@@ -140,6 +146,8 @@ class HttpProvider:
             return result
         except ProviderError:
             raise
+        except StreamStalled as exc:
+            raise self._error(str(exc), retryable=True, kind="stream_stalled") from None
         except httpx.TimeoutException as exc:
             message = f"request timed out ({type(exc).__name__})"
             raise self._error(message, retryable=True, kind="timeout") from exc
@@ -204,6 +212,7 @@ class HttpProvider:
             if response.status_code >= 400:
                 await response.aread()
                 raise self._failed(response)
+            response.stream = IdleGuard(response.stream, self._idle_s)
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 # A server that ignores `stream`: take the whole answer, show its text at once.
                 await response.aread()

@@ -31,6 +31,8 @@ class ProviderSettings:
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_version: str = "2023-06-01"
     xml_wire: XmlWire = "anthropic"
+    # A stream that has started and then sends nothing for this long ends the attempt (retryable).
+    stream_idle_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.xml_wire not in XML_WIRES:
@@ -47,4 +49,18 @@ class ProviderSettings:
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             anthropic_version=env.get("ANTHROPIC_VERSION") or defaults.anthropic_version,
             xml_wire=cast(XmlWire, (env.get("AGENT_XML_WIRE") or defaults.xml_wire).lower()),
+            stream_idle_s=_seconds(env, "AGENT_STREAM_IDLE_S", defaults.stream_idle_s),
         )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected a number of seconds") from None
+    if value <= 0:
+        raise ValueError(f"{name}={raw!r}: expected a positive number of seconds")
+    return value

@@ -11,10 +11,15 @@ additions the spec would drop silently:
 
 An event is dispatched at a blank line; an event still open when the body ends (cut off
 mid-line) is dropped, as the spec says.
+
+``IdleGuard`` wraps a streamed body: once data has come, a gap of ``idle_s`` without more
+ends it with ``StreamStalled`` (a model that stopped generating with the connection open
+would otherwise hold the call for the whole attempt). Keep-alive comments are no data.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 
@@ -69,3 +74,41 @@ class Events:
         elif not (colon and name in _FIELDS):
             self.stray.append(line)
         return None
+
+
+class StreamStalled(Exception):
+    """A stream that had started sent no data for ``idle_s`` seconds."""
+
+
+_COMMENTS_ONLY = re.compile(rb"^(?:(?::[^\r\n]*)?(?:\r\n|\r|\n))*$")
+
+
+class IdleGuard(httpx.AsyncByteStream):
+    """A streamed body whose gaps after the first data are bounded by ``idle_s``."""
+
+    def __init__(self, inner: httpx.AsyncByteStream | httpx.SyncByteStream, idle_s: float) -> None:
+        assert isinstance(inner, httpx.AsyncByteStream)
+        self._inner = inner
+        self._idle_s = idle_s
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = aiter(self._inner)
+        loop = asyncio.get_running_loop()
+        last: float | None = None  # when data last came (None: none yet)
+        while True:
+            try:
+                if last is None:
+                    chunk = await anext(chunks)
+                else:
+                    async with asyncio.timeout_at(last + self._idle_s):
+                        chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise StreamStalled(f"the stream stalled: no data for {self._idle_s:g} s after it had started") from None
+            if not _COMMENTS_ONLY.match(chunk):
+                last = loop.time()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

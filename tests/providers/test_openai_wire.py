@@ -4,6 +4,7 @@ for byte-level stream shapes, httpx.MockTransport."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -316,3 +317,42 @@ async def test_include_usage_ignored_by_the_server_is_estimated():
             b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
     result = await mock(body).complete(request(stream=True))
     assert result.usage.estimated and (result.usage.output_tokens, result.usage.input_tokens > 0) == (1, True)
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic", "openai_responses"])
+async def test_a_stream_that_stalls_after_starting_ends_the_attempt_as_retryable(wire: str):
+    """Some chunks, then silence with the connection open: the attempt ends after the idle
+    limit instead of the whole attempt's 10 minutes, and says the stream stalled."""
+    from providers.factory import make_provider
+    from providers.settings import ProviderSettings
+
+    with ScriptedModelServer([Step(text="a long answer that stops", stall_after=2)]) as server:
+        settings = ProviderSettings(openai_base_url=server.url, openai_api_key="k", anthropic_base_url=server.anthropic_url,
+                                    anthropic_api_key="k", stream_idle_s=0.5)
+        provider = make_provider(wire, settings)
+        shown: list[str] = []
+        try:
+            with pytest.raises(ProviderError) as info:
+                await asyncio.wait_for(provider.complete(request(stream=True), shown.append), 20)
+        finally:
+            await provider.aclose()
+    assert (info.value.kind, info.value.retryable) == ("stream_stalled", True)
+    assert "stream stalled: no data for 0.5 s" in info.value.message
+
+
+async def test_keep_alive_comments_are_not_data_and_a_slow_first_chunk_is_not_a_stall():
+    from providers.sse import IdleGuard, StreamStalled
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            await asyncio.sleep(0.3)  # longer than the limit, before any data: allowed
+            yield b'data: {"x": 1}\n\n'
+            for _ in range(4):
+                await asyncio.sleep(0.1)
+                yield b": ping\n\n"  # keep-alives only: the gap since the data grows
+
+    chunks = []
+    with pytest.raises(StreamStalled):
+        async for chunk in IdleGuard(Body(), 0.25):
+            chunks.append(chunk)
+    assert chunks[0] == b'data: {"x": 1}\n\n' and len(chunks) in (2, 3)
