@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ctypes
 import os
 import signal
@@ -226,14 +227,18 @@ async def main(stop_requested: list[int] | None = None) -> int:
     stopping: list[asyncio.Future[None]] = []
 
     def stop(signame: str) -> None:
+        # The stop is recorded (or the process ended) before anything is logged: a log line
+        # into a closed pipe must not swallow the signal.
         if stopping:  # a second signal: stop waiting (commands die with the process)
-            log.warning("second signal: exiting now; cut-off tool calls are reported as interrupted",
-                        signal=signame)
-            sys.stderr.flush()
+            with contextlib.suppress(Exception):
+                log.warning("second signal: exiting now; cut-off tool calls are reported as interrupted",
+                            signal=signame)
+            _flush_quietly()
             os._exit(130)
-        log.info("worker stopping: new work is no longer taken; running activities get time to finish",
-                 signal=signame, grace_s=grace.total_seconds())
         stopping.append(asyncio.ensure_future(worker.shutdown()))
+        with contextlib.suppress(Exception):
+            log.info("worker stopping: new work is no longer taken; running activities get time to finish",
+                     signal=signame, grace_s=grace.total_seconds())
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
@@ -298,9 +303,15 @@ def run_child(stop_requested: list[int]) -> None:
         code = asyncio.run(main(stop_requested))
     except KeyboardInterrupt:
         code = 130
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_quietly()
     os._exit(code)
+
+
+def _flush_quietly() -> None:
+    """Flush what is buffered for stdout and stderr; a reader that is gone loses it."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
 
 
 def _die_with_parent() -> None:
@@ -319,8 +330,7 @@ if __name__ == "__main__":
             code = asyncio.run(main())
     except KeyboardInterrupt:
         code = 130
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_quietly()
     # Skip interpreter finalization: the SDK's native runtime threads can race it and abort
     # ("Fatal Python error: PyGILState_Release"); everything is flushed and closed by now.
     os._exit(code)
