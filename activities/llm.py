@@ -46,6 +46,7 @@ from core.entries import Entry, ToolCall, ToolResult, entry_digest, to_chat_mess
 from core.heartbeat import with_heartbeats
 from core.images import sniff_image_type
 from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, ToolSpec, TurnResult
+from core.text import escape_surrogates
 from core.tool_outcome import MAX_IMAGE_BYTES
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
@@ -451,15 +452,19 @@ def _base64_length(size: int) -> int:
 
 def bounded(result: TurnResult) -> TurnResult:
     """Cap what the model produced so the result always fits in the history: oversized text is
-    truncated with a note; oversized tool arguments become a parse error the model can act on."""
+    truncated with a note; oversized tool arguments become a parse error the model can act on;
+    lone surrogates are escaped (UTF-8, and so the history, cannot hold them)."""
 
     def cut(text: str | None) -> str | None:
+        text = escape_surrogates(text)
         if text is None or len(text) <= MAX_FIELD_CHARS:
             return text
         return text[:MAX_FIELD_CHARS] + f"\n[... {len(text) - MAX_FIELD_CHARS} characters cut: the reply was too long ...]"
 
     calls = []
     for call in result.tool_calls:
+        call = call.model_copy(update={"arguments": escape_surrogates(call.arguments),
+                                       "arguments_raw": escape_surrogates(call.arguments_raw)})
         size = len(call.arguments_raw or "") + len(json.dumps(call.arguments, ensure_ascii=False))
         if size > MAX_FIELD_CHARS:
             call = call.model_copy(update={

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 
 def shorten(text: str, limit: int, *, flat: bool = True, ellipsis: str = "…") -> str:
@@ -30,3 +31,19 @@ _CONTROLS = re.compile(
 def terminal_safe(text: str) -> str:
     """``text`` without escape sequences or control characters (newlines and tabs kept)."""
     return _CONTROLS.sub("", text)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(value: Any) -> Any:
+    """``value`` (a string, or lists and dicts of them) with every lone surrogate written as
+    its JSON escape text (``\\ud800``): a model can send one in a JSON string, Python decodes
+    it, and UTF-8 cannot encode it, so the history and the store could not take the reply."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [escape_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {escape_surrogates(k): escape_surrogates(v) for k, v in value.items()}
+    return value

@@ -145,6 +145,17 @@ async def test_enormous_tool_arguments_from_the_model_become_a_hint_not_a_payloa
     assert not (workspace / "big.txt").exists()
 
 
+async def test_a_lone_surrogate_in_tool_arguments_is_escaped_not_a_failing_activity(client, task_queue, workspace):
+    """A JSON string may carry an escaped lone surrogate; decoded, UTF-8 cannot encode it, so
+    the reply could enter neither the history nor the store (each retry the same)."""
+    lone = Step(tool_calls=[("file", '{"action": "write", "path": "s.txt", "content": "a\\ud800b"}')], text="x\ud83d")
+    async with scripted_worker(client, task_queue, [lone, FINISH]) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace))
+    assert outcome.status == TaskState.DONE, outcome.error
+    assert (workspace / "s.txt").read_text() == "a\\ud800b"  # the escape text, as sent
+    assert len(model.requests) == 2
+
+
 async def test_a_5_mb_instruction_reaches_the_task_as_a_file(client, task_queue, workspace):
     long = "Please follow these steps carefully.\n" + "step: do the next thing\n" * 220_000
     assert len(long.encode()) > 5_000_000
