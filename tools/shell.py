@@ -232,7 +232,7 @@ def command_env(box: sandbox.SandboxStatus) -> dict[str, str]:
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     box = sandbox.status()
-    if box.refuses_unsafe and not shell_policy.is_read_only(args.command):
+    if box.refuses_unsafe and not shell_policy.runs_no_code(args.command):
         return ToolOutcome(status="error", content=box.refusal())
     # Our own pipe, so we can close the read end even if a background child keeps it open.
     read_fd, write_fd = os.pipe()
@@ -285,7 +285,7 @@ TOOL = ToolDefinition(
     args_model=ShellArgs,
     handler=run_shell,
     danger=Danger.MODERATE,
-    classify=lambda args: shell_policy.classify_command(args.command),
+    classify=shell_policy.ShellClassifier(),
     # A read-only command may run again after a crash; anything else is not rerun blindly.
     idempotent=lambda args: shell_policy.is_read_only(args.command),
     compact_keys=("command",),

@@ -286,6 +286,10 @@ DANGEROUS = {
     "dpkg -i app.deb": "installs or removes system packages (dpkg -i)",
     # too big to inspect
     "echo " + "a" * (MAX_CHARS + 1): "too long to inspect",
+    # moderate before issue 27 closed the gate's blind spots (tests/tools/test_shell_policy_gaps.py)
+    "bash script.sh": "runs the script script.sh, whose commands the gate can't see (bash script.sh)",
+    "bash < script.sh": "runs the script script.sh, whose commands the gate can't see (bash < script.sh)",
+    "kill 1234": "signals a process it did not start (kill 1234)",
 }
 
 SAFE = [
@@ -394,8 +398,6 @@ MODERATE = [
     "pip install -r requirements.txt",
     "uv pip install httpx",
     "python3 script.py",
-    "bash script.sh",
-    "bash < script.sh",
     "./run.sh",
     "source .venv/bin/activate",
     "python3 -c 'print(1+1)'",
@@ -412,7 +414,6 @@ MODERATE = [
     "docker run --rm -v $(pwd):/app app pytest",
     "docker compose up -d",
     "kubectl port-forward svc/web 8080:80",
-    "kill 1234",
     "cargo build && go test ./...",
     "npx prettier --write .",
     "sort -o sorted.txt data.txt",

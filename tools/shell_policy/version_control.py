@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _show
+from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _show, _worse
 from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _Opts, _opts
+from tools.shell_policy.words import _opts, _Word
 
 _GIT_SAFE = frozenset(
     """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file grep
@@ -18,10 +18,15 @@ _GIT_FORCE_LETTER = frozenset(
     {"checkout", "switch", "branch", "tag", "rm", "mv", "add", "worktree", "submodule", "fetch", "pull", "clean",
      "update-ref", "symbolic-ref", "remote", "stash", "filter-branch", "notes", "replace", "clone"}
 )
+# Keys whose value git runs as a command or reads more config from (include.path can set any of them).
 _GIT_COMMAND_CONFIG = re.compile(
-    r"^(alias\.[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass|credential\.helper"
-    r"|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.program|core\.gitproxy))", re.I,
+    r"^((alias|submodule\.[^=]*\.update)[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass"
+    r"|credential\.([^=]*\.)?helper|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.([^=]*\.)?program"
+    r"|core\.gitproxy|\.driver|\.cmd|diff\.[^=]*\.command|templatedir|include(if\.[^=]*)?\.path"
+    r"|alternaterefscommand|packobjectshook|remote\.[^=]*\.(uploadpack|receivepack)|protocol\.ext\.allow|smtpserver))",
+    re.I,
 )
+_GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
 
 
 def _git(c: _Call) -> Verdict:
@@ -83,11 +88,20 @@ def _git(c: _Call) -> Verdict:
         case "send-email":
             return _bad("sends email (git send-email)")
         case "config":
-            return _git_config(o)
+            return _git_config(args)
         case "remote":
             return SAFE if not words or words[0] in ("show", "get-url", "-v") else MODERATE
-        case "clone" if len(o.pos) >= 2:
-            return c.targets_outside(o.pos[1:2], "git clone")
+        case "clone" | "init" | "submodule" if any(a.startswith("--template") for a in raw):
+            return _bad(f"installs hooks from a template (git {sub} --template)")
+        case "clone":
+            setting = _clone_setting(args)
+            if setting is not None:
+                return _bad(f"sets a command git will run (git clone {_show(setting)})")
+            return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
+        case "grep" if any(a.startswith(("-O", "--open-files-in-pager")) for a in raw):
+            pager = next(a for a in raw if a.startswith(("-O", "--open-files-in-pager")))
+            value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
+            return _worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
         case "worktree" | "submodule" | "notes" if words[:1] in (["list"], ["status"], ["show"]):
             return SAFE
     if sub in _GIT_SAFE:
@@ -96,12 +110,27 @@ def _git(c: _Call) -> Verdict:
     return MODERATE
 
 
-def _git_config(o: _Opts) -> Verdict:
+def _clone_setting(args: list[_Word]) -> str | None:
+    """What ``git clone`` is told to run: ``-u``/``--upload-pack``, or a ``-c`` setting a command."""
+    o = _opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack",
+                              "--reference", "--separate-git-dir"))
+    for value in o.values("-u", "--upload-pack"):
+        return value.raw
+    for value in o.values("-c", "--config"):
+        if value.text is None or _GIT_COMMAND_CONFIG.match(value.text):
+            return value.raw
+    return None
+
+
+def _git_config(args: list[_Word]) -> Verdict:
+    o = _opts(args, "f", ("--file", "--blob", "--type", "--default", "--comment", "--value"))
     reads = o.has("--get", "--get-all", "--get-regexp", "--list", "-l", "--get-urlmatch", "--show-origin")
     words = o.texts()
-    if reads or (len(words) == 1 and not o.has("--unset", "--unset-all", "--add", "-e", "--edit")):
+    verb = words.pop(0) if words and words[0] in _GIT_CONFIG_VERBS else ""  # git config set KEY VALUE
+    if verb in ("get", "list") or reads or (not verb and len(words) == 1 and not o.has(
+            "--unset", "--unset-all", "--add", "-e", "--edit")):
         return SAFE
-    if words and _GIT_COMMAND_CONFIG.match(words[0] + "="):
+    if words and _GIT_COMMAND_CONFIG.match("=".join(words[:2]) if len(words) > 1 else words[0] + "="):
         return _bad(f"sets a command git will run (git config {_show(words[0])})")
     if o.has("--global", "--system"):
         return _bad("writes outside the workspace (git config --global)")

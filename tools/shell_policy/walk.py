@@ -1,24 +1,29 @@
 """The walk: parse a command line, and judge every simple command in it wherever it sits.
 
-A simple command is judged by the rule for its program. The walk does not import the rules: they
-call back into it for the commands they run (``xargs rm``, ``bash -c STR``), so the table of rules
-(``table.py``) is handed in, as a ``_Table``, by ``classify_command``.
+A simple command is judged by the checks every command passes (secrets, scripts, the network) and
+by the rule for its program. The walk does not import the rules: they call back into it for the
+commands they run (``xargs rm``, ``bash -c STR``), so the table of rules (``table.py``) is handed
+in, as a ``_Table``, by ``classify_command``. What the line writes is remembered as it goes, so a
+script it writes and then runs is judged by what the line put in it.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import PurePosixPath
-from typing import Literal
+from pathlib import Path, PurePosixPath
 
 import tree_sitter
 import tree_sitter_bash
 
 from tools.base import Danger
+from tools.shell_policy.names import _canonical
+from tools.shell_policy.paths import _persists, _secret
+from tools.shell_policy.stdin import _printed, _program_of, _Stdin, _stdin_of
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _worse
 from tools.shell_policy.words import _text, _Word, _word
 
@@ -26,7 +31,6 @@ MAX_CHARS = 64 * 1024
 MAX_NESTING = 4  # bash -c inside eval inside ...
 MAX_TREE_DEPTH = 150
 MAX_NODES = 8000  # bounds the walk: a long script, not a command
-
 
 _PARSE_LOCK = threading.Lock()
 
@@ -41,32 +45,42 @@ def _parse(source: bytes) -> tree_sitter.Tree:
         return _parser().parse(source)
 
 
-@dataclass(frozen=True)
-class _Stdin:
-    """Where a command's standard input comes from, when it matters (a shell reading a script)."""
-
-    kind: Literal["pipe", "text", "file"]
-    text: str | None  # heredoc or here-string value, file path; None when built at run time
-    show: str = ""  # for reasons; for a pipe, the program feeding it
-
-
 _SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 _HERE = re.compile(r'^"?(\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)"?(/|$)')
 _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
+_CLOBBERS = frozenset({">", ">|", "&>", ">&"})
 
 
 def _sink(w: _Word) -> bool:
     return w.text is not None and (w.text in _SINKS or w.text.startswith("/dev/fd/"))
 
 
-class _Scan:
-    """One walk over a parsed command line; keeps the first dangerous verdict."""
+def _key(w: _Word) -> str | None:
+    """A written or run path as one spelling (``./x.sh`` is ``x.sh``)."""
+    return posixpath.normpath(w.text) if w.text else None
 
-    def __init__(self, table: _Table, nesting: int, cwd_outside: bool = False) -> None:
+
+@dataclass
+class _Written:
+    content: str | None  # what the line put there, when it shows it
+    how: str  # for reasons: "redirection to", "curl -o", "chmod"
+
+
+class _Scan:
+    """One walk over a parsed command line; keeps the first dangerous verdict. A nested shell's
+    walk starts where its parent's is (``cd``) and shares what the line wrote."""
+
+    def __init__(self, table: _Table, nesting: int, parent: _Scan | None = None,
+                 workspace: Path | None = None) -> None:
         self.table = table
         self.nesting = nesting
-        self.cwd_outside = cwd_outside  # after `cd /elsewhere`, relative paths are outside too
+        self.cwd_outside = parent.cwd_outside if parent else False  # after `cd /elsewhere`
+        self.cwd: str | None = parent.cwd if parent else None  # where that was, when known
+        self.moved = parent.moved if parent else False  # after any `cd`
+        self.written: dict[str, _Written] = parent.written if parent else {}
+        self.workspace = parent.workspace if parent else workspace  # to show scripts from
         self.verdict = SAFE
+        self.printed: str | None = None  # what the statement whose redirections are seen writes
 
     def note(self, verdict: Verdict) -> None:
         self.verdict = _worse(self.verdict, verdict)
@@ -82,6 +96,16 @@ class _Scan:
             return not (w.text == "/tmp" or w.text.startswith("/tmp/"))
         return self.cwd_outside
 
+    def wrote(self, target: _Word, how: str, content: str | None = None, *, keep: bool = False) -> Verdict:
+        """A write inside the workspace: DANGEROUS where it persists, else remembered."""
+        persists = _persists(target, self.cwd)
+        if persists:
+            return _bad(f"{persists} ({how} {target.show})")
+        key = _key(target)
+        if key is not None and not (keep and key in self.written):
+            self.written[key] = _Written(content, how)
+        return MODERATE
+
     def visit(self, node: tree_sitter.Node, stdin: _Stdin | None, depth: int) -> None:
         if self.verdict[0] is Danger.DANGEROUS:
             return
@@ -93,16 +117,20 @@ class _Scan:
             redirects = node.children_by_field_name("redirect")
             words = [_word(child) for child in node.children_by_field_name("name")]
             words += [_word(child) for child in node.children_by_field_name("argument")]
+            env = [_assignment(child) for child in node.named_children if child.type == "variable_assignment"]
             if words:
-                self.note(_evaluate(words, _stdin_of(redirects, stdin), self))
-            stdin = None
+                self.note(_evaluate(words, _stdin_of(redirects, stdin), self, env))
+            stdin, self.printed = None, None
         elif kind == "redirected_statement":
             body = node.child_by_field_name("body")
             redirects = node.children_by_field_name("redirect")
+            here, outer = _stdin_of(redirects, stdin), self.printed
             if body is not None:
-                self.visit(body, _stdin_of(redirects, stdin), depth + 1)
+                self.visit(body, here, depth + 1)
+            self.printed = _printed(body, here)
             for redirect in redirects:
                 self.visit(redirect, None, depth + 1)
+            self.printed = outer
             return
         elif kind == "pipeline":
             feeder = _program_of(node.named_children[0]) if node.named_child_count else ""
@@ -119,10 +147,11 @@ class _Scan:
                     self.visit(child, None, depth + 1)
             return
         elif kind == "file_redirect":  # what runs inside the target first: `> "$(git push)"`
+            printed = self.printed
             for child in node.named_children:
                 self.visit(child, None, depth + 1)
             if self.verdict[0] is not Danger.DANGEROUS:
-                self._redirect(node)
+                self._redirect(node, printed)
             return
         elif kind in ("command_substitution", "process_substitution"):
             stdin = None
@@ -131,7 +160,7 @@ class _Scan:
         for child in node.named_children:
             self.visit(child, stdin, depth + 1)
 
-    def _redirect(self, node: tree_sitter.Node) -> None:
+    def _redirect(self, node: tree_sitter.Node, printed: str | None) -> None:
         ops = [child.type for child in node.children if not child.is_named]
         dests = node.children_by_field_name("destination")
         if not ops or not dests:
@@ -144,8 +173,12 @@ class _Scan:
         elif op in _WRITES:
             if self.outside(dest):
                 self.note(_bad(f"writes outside the workspace (redirection to {dest.show})"))
+            elif printed == "" and op in _CLOBBERS and not _sink(dest) and not (dest.text or "").startswith("/tmp/"):
+                self.note(_bad(f"empties a file ({op} {dest.show})"))
             elif not _sink(dest):
-                self.note(MODERATE)
+                self.note(self.wrote(dest, "redirection to", printed if op in _CLOBBERS else None))
+        elif op in ("<", "<>") and _secret(dest, self.cwd):
+            self.note(_bad(f"reads a secret file (< {dest.show})"))
 
     def _fork_bomb(self, node: tree_sitter.Node) -> None:
         name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
@@ -161,45 +194,13 @@ class _Scan:
             self.note(_bad(f"defines a fork bomb ({_text(name)})"))
 
 
-def _stdin_of(redirects: list[tree_sitter.Node], stdin: _Stdin | None) -> _Stdin | None:
-    for node in redirects:
-        if node.type == "heredoc_redirect":
-            stdin = _Stdin("text", _heredoc_text(node), "<<")
-        elif node.type == "herestring_redirect" and node.named_child_count:
-            value = _word(node.named_children[-1])
-            stdin = _Stdin("text", value.text, f"<<< {value.show}")
-        elif node.type == "file_redirect":
-            ops = [child.type for child in node.children if not child.is_named]
-            descriptor = [_text(c) for c in node.children if c.type == "file_descriptor"]
-            dests = node.children_by_field_name("destination")
-            if ops and ops[0] == "<" and descriptor in ([], ["0"]) and dests:
-                path = _word(dests[0])
-                stdin = _Stdin("file", path.text, f"< {path.show}")
-    return stdin
+def _assignment(node: tree_sitter.Node) -> tuple[str, _Word]:
+    name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+    return (_text(name) if name is not None else "", _word(value) if value is not None else _Word("", ""))
 
 
-def _heredoc_text(node: tree_sitter.Node) -> str | None:
-    start = next((_text(c) for c in node.children if c.type == "heredoc_start"), "")
-    body = next((c for c in node.children if c.type == "heredoc_body"), None)
-    if body is None:
-        return ""
-    if any(q in start for q in "'\"\\"):
-        return _text(body)
-    if all(child.type == "heredoc_content" for child in body.named_children):
-        return re.sub(r"\\([\\$`])", r"\1", _text(body))
-    return None  # expansions: the shell sees text built at run time
-
-
-def _program_of(node: tree_sitter.Node) -> str:
-    if node.type == "redirected_statement":
-        body = node.child_by_field_name("body")
-        node = body if body is not None else node
-    name = node.child_by_field_name("name") if node.type == "command" else None
-    text = _word(name).text if name is not None else None
-    return PurePosixPath(text).name if text else ""
-
-
-def _classify(command: str, table: _Table, nesting: int, cwd_outside: bool = False) -> Verdict:
+def _classify(command: str, table: _Table, nesting: int, parent: _Scan | None = None,
+              workspace: Path | None = None) -> Verdict:
     if len(command) > MAX_CHARS:
         return _bad("too long to inspect")
     if "\x00" in command:
@@ -209,7 +210,7 @@ def _classify(command: str, table: _Table, nesting: int, cwd_outside: bool = Fal
         return _bad("could not be parsed, so it can't be seen through")
     if root.descendant_count > MAX_NODES:
         return _bad("too long to inspect")
-    scan = _Scan(table, nesting, cwd_outside)
+    scan = _Scan(table, nesting, parent, workspace)
     scan.visit(root, None, 0)
     return scan.verdict
 
@@ -220,22 +221,24 @@ class _Call:
     args: list[_Word]
     stdin: _Stdin | None
     scan: _Scan = field(repr=False)
+    env: Sequence[tuple[str, _Word]] = ()  # VAR=value before it, or given to `env`
 
     def outside(self, w: _Word) -> bool:
         return self.scan.outside(w)
 
-    def run(self, words: Sequence[_Word], via: str = "", stdin: _Stdin | None = None) -> Verdict:
+    def run(self, words: Sequence[_Word], via: str = "", stdin: _Stdin | None = None,
+            env: Sequence[tuple[str, _Word]] | None = None) -> Verdict:
         """The verdict of a command this one runs (``xargs rm``), named ``via`` when dangerous."""
         if not words:
             return SAFE
-        verdict = _evaluate(list(words), stdin, self.scan)
+        verdict = _evaluate(list(words), stdin, self.scan, self.env if env is None else env)
         return _bad(f"in {via}: {verdict[1]}") if via and verdict[0] is Danger.DANGEROUS else verdict
 
     def nested(self, source: str, via: str) -> Verdict:
         """The verdict of shell source this command runs (``bash -c STR``)."""
         if self.scan.nesting >= MAX_NESTING:
             return _bad("nested too deeply to see through")
-        verdict = _classify(source, self.scan.table, self.scan.nesting + 1, self.scan.cwd_outside)
+        verdict = _classify(source, self.scan.table, self.scan.nesting + 1, self.scan)
         return _bad(f"in {via}: {verdict[1]}") if verdict[0] is Danger.DANGEROUS else verdict
 
     def joined(self, words: Sequence[_Word], via: str) -> Verdict:
@@ -246,55 +249,47 @@ class _Call:
         return self.nested(" ".join(w.text or "" for w in words), via)
 
     def targets_outside(self, targets: Iterable[_Word], what: str) -> Verdict:
-        """MODERATE, or DANGEROUS when one of these written paths is outside the workspace."""
+        """MODERATE, or DANGEROUS when one of these written paths is outside the workspace or
+        is where a write persists (``.git/hooks``, ``.bashrc``)."""
+        targets = list(targets)
         for target in targets:
             if self.outside(target):
                 return _bad(f"writes outside the workspace ({what} {target.show})")
+        for target in targets:
+            verdict = self.scan.wrote(target, what)
+            if verdict[0] is Danger.DANGEROUS:
+                return verdict
         return MODERATE
 
 
-_PYTHON = re.compile(r"(python|pypy)[\d.]*")
-_ALIASES = {
-    "nodejs": "node", "bun": "node", "mariadb": "mysql", "mongo": "mongosh", "podman": "docker",
-    "nerdctl": "docker", "tofu": "terraform", "terragrunt": "terraform", "oc": "kubectl", "fly": "flyctl",
-    "ncat": "nc", "netcat": "nc", "socat": "nc", "telnet": "nc", "mosh": "ssh", "sshpass": "ssh",
-    "ssh-copy-id": "ssh", "gradlew": "gradle", "mvnw": "mvn", "egrep": "grep", "fgrep": "grep",
-    "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "R": "Rscript", "fdfind": "fd",
-    "srm": "shred", "wipe": "shred", "gunzip": "gzip", "bzip2": "gzip", "bunzip2": "gzip", "xz": "gzip",
-    "unxz": "gzip", "zstd": "gzip", "lz4": "gzip", "sls": "serverless", "mailx": "mail", "sendmail": "mail",
-    "mutt": "mail", "trash-put": "trash", "toybox": "busybox", "pip3": "pip",
-}
+Check = Callable[[_Call, _Word], Verdict]
 
 
-def _canonical(name: str) -> str:
-    if _PYTHON.fullmatch(name):
-        return "python"
-    if re.fullmatch(r"pip[\d.]+", name):
-        return "pip"
-    for family in ("mkfs", "fsck"):
-        if name.startswith(family + ".") or name == family:
-            return family
-    return _ALIASES.get(name, name)
-
-
-def _evaluate(words: list[_Word], stdin: _Stdin | None, scan: _Scan) -> Verdict:
+def _evaluate(words: list[_Word], stdin: _Stdin | None, scan: _Scan,
+              env: Sequence[tuple[str, _Word]] = ()) -> Verdict:
     head = words[0]
     if head.text is None:
         return _bad(f"runs a command built at run time ({head.show})")
     name = head.text.rsplit("/", 1)[-1] or head.text
     prog = _canonical(name)
-    call = _Call(name, words[1:], stdin, scan)
+    call = _Call(name, words[1:], stdin, scan, env)
+    checked = SAFE
+    for check in scan.table.checks:  # what every command is checked for, whatever its program
+        checked = _worse(checked, check(call, head))
+        if checked[0] is Danger.DANGEROUS:
+            return checked
     rule = scan.table.rules.get(prog)
     if rule is not None:
-        if [w.text for w in call.args] in (["--version"], ["--help"]):
-            return SAFE
-        return rule(call)
-    return SAFE if prog in scan.table.read_only else MODERATE
+        known = [w.text for w in call.args] in (["--version"], ["--help"])
+        return _worse(SAFE if known else rule(call), checked)
+    return _worse(SAFE if prog in scan.table.read_only else MODERATE, checked)
 
 
 @dataclass(frozen=True)
 class _Table:
-    """What ``_evaluate`` looks a program up in: its rule, else whether it only reads (else MODERATE)."""
+    """What ``_evaluate`` looks a program up in: the checks every command passes, its rule, else
+    whether it only reads (else MODERATE)."""
 
     rules: Mapping[str, Callable[[_Call], Verdict]]
     read_only: frozenset[str]
+    checks: Sequence[Check] = ()

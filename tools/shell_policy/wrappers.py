@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import PurePosixPath
 
 from tools.base import Danger
+from tools.shell_policy.paths import _path_of
+from tools.shell_policy.scripts import _runs_input
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _worse
 from tools.shell_policy.walk import _Call
 from tools.shell_policy.words import _lit, _opts, _Word
-
-_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh", "xhs", "aria2c"})
 
 
 def _as_user(c: _Call) -> Verdict:
@@ -33,10 +33,12 @@ def _env(c: _Call) -> Verdict:
     o = _opts(c.args, "uCS", ("--unset", "--chdir", "--split-string"), posix=True)
     if o.has("-S", "--split-string"):
         return c.joined(o.values("-S", "--split-string") + o.pos, "env -S")
-    rest = list(o.pos)
-    while rest and rest[0].text is not None and re.match(r"[A-Za-z_]\w*=", rest[0].text):
+    rest, env = list(o.pos), list(c.env)
+    while rest and (text := rest[0].text) is not None and re.match(r"[A-Za-z_]\w*=", text):
+        name, _, value = text.partition("=")
+        env.append((name, _lit(value)))
         rest.pop(0)
-    return c.run(rest, stdin=c.stdin)
+    return c.run(rest, stdin=c.stdin, env=env)
 
 
 def _command_builtin(c: _Call) -> Verdict:
@@ -66,8 +68,12 @@ def _busybox(c: _Call) -> Verdict:
 _DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})
 
 
-def _runs_each(c: _Call, words: Sequence[_Word], via: str) -> Verdict:
-    """The command xargs, find -exec, fd -x or parallel runs; a deleter there deletes what they find."""
+def _runs_each(c: _Call, words: Sequence[_Word], via: str, placeholder: str | None = "{}") -> Verdict:
+    """The command xargs, find -exec, fd -x or parallel runs; a deleter there deletes what they find,
+    a shell there runs what they find (``xargs -I{} sh -c '{}'``)."""
+    runs_input = _runs_input(c, list(words), via, placeholder)
+    if runs_input is not None:
+        return runs_input
     verdict = c.run(words, via)
     head = words[0].text if words else None
     deleter = PurePosixPath(head).name if head is not None else ""
@@ -81,7 +87,9 @@ def _xargs(c: _Call) -> Verdict:
         c.args, "InPLsdEa", ("--max-args", "--max-procs", "--max-lines", "--max-chars", "--delimiter", "--eof",
                              "--arg-file", "--process-slot-var"), optional="ile", posix=True,
     )
-    return _runs_each(c, o.pos, "xargs")
+    replace = [(v.text if v is not None else "{}") for n, v in o.flags if n in ("-I", "-i", "--replace")]
+    placeholder = replace[0] if replace else None  # with -I, xargs puts its input in place of this
+    return _runs_each(c, o.pos, "xargs", placeholder)
 
 
 def _find(c: _Call) -> Verdict:
@@ -159,41 +167,13 @@ def _trap(c: _Call) -> Verdict:
     return c.joined(o.pos[:1], "trap")
 
 
-def _source(c: _Call) -> Verdict:
-    if not c.args:
-        return MODERATE
-    script = c.args[0]
-    return MODERATE if script.text is not None else _bad(f"runs a script built at run time ({c.name} {script.show})")
-
-
 def _cd(c: _Call) -> Verdict:
     o = _opts(c.args)
     target = o.pos[0] if o.pos else _lit("~")
+    c.scan.moved = True
     if target.text == "-" or c.outside(target):
         c.scan.cwd_outside = True
+        path = _path_of(target) if target.text not in (None, "-") else None
+        c.scan.cwd = None if path is None or ".." in path.split("/") else (
+            path if path.startswith(("/", "~")) or c.scan.cwd is None else f"{c.scan.cwd}/{path}")
     return SAFE
-
-
-def _from_stdin(c: _Call, what: str, on_text: Callable[[str], Verdict]) -> Verdict:
-    """A program reading its script from standard input: from a pipe, a file or literal text."""
-    stdin = c.stdin
-    if stdin is None:
-        return MODERATE
-    if stdin.kind == "pipe":
-        download = " a download" if stdin.show in _DOWNLOADERS else ""
-        return _bad(f"pipes{download} into {what} ({c.name})")
-    if stdin.text is None:
-        return _bad(f"runs a script built at run time ({c.name} {stdin.show})")
-    return MODERATE if stdin.kind == "file" else on_text(stdin.text)
-
-
-def _shell(c: _Call) -> Verdict:
-    o = _opts(c.args, "oO", ("--rcfile", "--init-file"), posix=True)
-    if o.has("-c"):
-        if not o.pos:
-            return MODERATE
-        return c.joined(o.pos[:1], f"{c.name} -c")
-    if o.has("-s") or not o.pos or o.pos[0].text == "-":
-        return _from_stdin(c, "a shell", lambda text: c.nested(text, f"{c.name} <<"))
-    script = o.pos[0]
-    return MODERATE if script.text is not None else _bad(f"runs a script built at run time ({c.name} {script.show})")

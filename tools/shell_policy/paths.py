@@ -1,0 +1,121 @@
+"""Paths that matter whatever the program: secret files, which ask to be read, and the places where
+a write outlives the task by running code later (git hooks and config, shell startup files,
+``.envrc``, systemd units, SSH keys), which ask to be written even inside the workspace."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+
+from tools.shell_policy.words import _Word
+
+# Home in all its spellings; /home/<user> and /root are someone's home too.
+_HOME = re.compile(r"^(?:~[\w.-]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(?=/|$)")
+_RUNTIME = re.compile(r"\$\(\([^)]*\)\)|\$\([^)]*\)|`[^`]*`|\$\{[^}]*\}|\$[\w$!#?@*-]")
+
+_SECRET_DIRS = tuple(
+    p.split("/") for p in (
+        "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.gnupg", "~/.password-store",
+        "~/.azure", "~/.config/gh", "~/.local/share/keyrings", "/etc/sudoers.d", "/etc/ssl/private",
+        "/etc/kubernetes", "/var/run/secrets", "/run/secrets",
+    )
+)
+_SECRET_FILES = tuple(
+    p.split("/") for p in (
+        "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd",
+        "/etc/ssh/ssh_host_*key", "/etc/rancher/k3s/k3s.yaml", "/proc/*/environ", "~/.netrc", "~/.pgpass",
+        "~/.my.cnf", "~/.git-credentials", "~/.npmrc", "~/.pypirc", "~/.vault-token", "~/.boto", "~/.s3cfg",
+        "~/.terraform.d/credentials.tfrc.json", "~/.cargo/credentials", "~/.cargo/credentials.toml",
+        "~/.gem/credentials", "~/.config/rclone/rclone.conf",
+    )
+)
+_NOT_SECRET = re.compile(r"\.pub$|^known_hosts")
+
+
+def _path_of(w: _Word) -> str | None:
+    """The path a word names, home spelled ``~``; what is built at run time becomes ``*``."""
+    raw = w.text
+    if raw is None:
+        raw = w.raw.replace('"', "").replace("'", "")
+        raw = _RUNTIME.sub("*", re.sub(r"^(\$HOME|\$\{HOME\})(?=/|$)", "~", raw))
+        if raw.startswith("*"):
+            return None  # all of it built at run time: the other rules judge that
+    elif "=" in raw and not raw.startswith(("/", "~", ".")):  # --file=PATH, if=PATH
+        raw = raw.split("=", 1)[1]
+    return _HOME.sub("~", raw)
+
+
+def _resolved(path: str, cwd: str | None) -> list[str]:
+    """Where a path may point: itself when absolute, joined to where ``cd`` went, and for a
+    climb out of the workspace (``../../etc/shadow``) both from the root and from home."""
+    if path.startswith(("/", "~")):
+        return [posixpath.normpath(path)]
+    if cwd is not None:
+        return [posixpath.normpath(posixpath.join(cwd, path))]
+    parts = path.split("/")
+    if ".." not in parts:
+        return []
+    rest = "/".join(parts[len(parts) - parts[::-1].index("..") :])
+    return [posixpath.normpath("/" + rest), posixpath.normpath("~/" + rest)]
+
+
+def _segment(given: str, known: str) -> bool:
+    """One path segment against one of a known path, either may be a glob (``*`` misses dot names)."""
+    if given == known:
+        return True
+    if known.startswith(".") and not given.startswith("."):
+        return False
+    return fnmatchcase(known, given) or fnmatchcase(given, known)
+
+
+def _under(parts: Sequence[str], root: Sequence[str], exact: bool) -> bool:
+    if len(parts) < len(root) or (exact and len(parts) != len(root)):
+        return False
+    return all(_segment(p, r) for p, r in zip(parts, root, strict=False))
+
+
+def _secret(w: _Word, cwd: str | None = None) -> bool:
+    """Whether a word names a well-known secret file (globs and run-time parts included)."""
+    path = _path_of(w)
+    if path is None:
+        return False
+    for candidate in _resolved(path, cwd):
+        parts = _HOME.sub("~", candidate).split("/")
+        if _NOT_SECRET.search(parts[-1]):
+            continue
+        if any(_under(parts, d, False) for d in _SECRET_DIRS) or any(_under(parts, f, True) for f in _SECRET_FILES):
+            return True
+    return False
+
+
+_RC_FILES = frozenset(
+    """.bashrc .bash_profile .bash_login .bash_logout .bash_aliases .profile .zshrc .zshenv .zprofile .zlogin
+    .zlogout .kshrc .mkshrc .cshrc .tcshrc .login .xprofile .xinitrc .xsession .xsessionrc .pam_environment
+    config.fish""".split()
+)
+
+
+def _persists(w: _Word, cwd: str | None = None) -> str | None:
+    """What a write to this path would change that runs code later, or None."""
+    path = w.text
+    if path is None:
+        return None
+    parts = [p for p in _HOME.sub("~", path).split("/") if p not in ("", ".")]
+    if cwd is not None and not path.startswith(("/", "~")):
+        parts = cwd.split("/") + parts
+    name = parts[-1] if parts else ""
+    if ".git" in parts:
+        return "changes .git, where hooks and config run commands"
+    if name in _RC_FILES or "fish" in parts and "conf.d" in parts:
+        return f"changes a shell startup file ({name}), which runs in every new shell"
+    if name == ".envrc":
+        return "changes .envrc, which direnv runs when a person enters the directory"
+    if "systemd" in parts and ({"system", "user"} & set(parts) or ".config" in parts):
+        return "changes a systemd unit, which runs as a service"
+    if ".ssh" in parts:
+        return "changes SSH keys or configuration"
+    if {"autostart", "LaunchAgents", "LaunchDaemons", "cron.d", "crontabs"} & set(parts):
+        return "adds a job or login item that runs later"
+    return None
