@@ -33,6 +33,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -219,10 +220,12 @@ class LlmActivities:
         result.worker_queue = self.own_queue if info.task_queue != self.own_queue else None
         result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
         result.cost_estimated = bool(getattr(result.usage, "estimated", False)) or not is_priced(inp.model, self.prices)
+        workspace = Path(inp.prompt.workspace)  # a script a shell command runs is shown to the person from it
         for call in result.tool_calls:  # what the tools declare, recorded with the call
             listed = mcp.get(call.name)
-            danger, reason = (Danger(listed.danger), listed.reason) if listed else classify_call(call.name, call.arguments)
-            call.danger, call.danger_reason = danger.value, reason or None
+            danger, reason = (Danger(listed.danger), listed.reason) if listed else classify_call(
+                call.name, call.arguments, workspace)
+            call.danger, call.danger_reason = danger.value, self.secrets.redact(reason) or None
             tool = tools.REGISTRY.get(call.name)
             if tool is not None:
                 where = tools.runs_in(call.name, call.arguments)
