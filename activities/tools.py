@@ -34,6 +34,7 @@ from temporalio import activity
 import tools
 from activities.mcp import McpToolRunner
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
+from contracts.mcp import MCP_CONFIG_ENV
 from contracts.task import BROWSER_TOOLS, ApprovalMode
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
@@ -62,12 +63,14 @@ INTERRUPTED = (
 
 
 def _hidden_paths() -> tuple[Path, ...]:
-    """What a sandboxed command must not see: the worker's data, secrets file and store."""
+    """The worker's own files a sandboxed command must not see (the host's are hidden by the
+    sandbox itself): its data directory (store, audit log, checkpoints, sessions, the
+    workspaces of evals), secrets file, context store and MCP config (it may name tokens)."""
     paths = [data_dir()]
-    for var in (FILE_ENV, "AGENT_CONTEXT_DB"):
+    for var in (FILE_ENV, "AGENT_CONTEXT_DB", MCP_CONFIG_ENV):
         if value := os.environ.get(var):
             if "://" not in value:
-                paths.append(Path(value))
+                paths.append(Path(value).expanduser())
     return tuple(paths)
 
 
@@ -113,7 +116,7 @@ class ToolActivities:
     async def run_tool(self, inp: ToolCallInput) -> ToolOutcome:
         # Heartbeats go on through every step, store calls included: a store that is locked or
         # slow delays this call only, and Temporal never takes it for a dead worker's.
-        progress = ToolProgress(started=False)
+        progress = ToolProgress(started=False, finished=_finished(activity.info().heartbeat_details))
         if activity.info().is_local:  # a local activity (a read) has no heartbeats to send
             return await self._run_tool(inp, progress)
         return await with_heartbeats(self._run_tool(inp, progress), lambda _detail: activity.heartbeat(progress))
@@ -125,6 +128,9 @@ class ToolActivities:
         log = get_logger(workflow_id=inp.task_id, run_id=info.workflow_run_id, activity=TOOL_ACTIVITY,
                          turn=inp.turn, attempt=info.attempt, tool=inp.call.name)
         key = _call_key(inp)
+        if progress.finished is not None:  # ran to the end on an earlier attempt; its store write failed
+            log.info("tool finished on an earlier attempt: storing its result")
+            return await self._finish(inp, key, progress.finished, log)
         idempotent = await self._idempotent(inp)
         # A first attempt of a call that may simply run again has nothing to look up: had it run
         # before (a workflow task replayed after a crash), running it again is what it declares safe.
@@ -149,6 +155,12 @@ class ToolActivities:
             self.audit.record, workflow_id=inp.task_id, turn=inp.turn, tool=inp.call.name,
             arguments=inp.call.arguments, result=result, duration_ms=int((time.monotonic() - started) * 1000),
         )
+        if not info.is_local:  # kept in the heartbeat until stored: a store that is down loses nothing
+            progress.finished = result
+            activity.heartbeat(progress)
+        return await self._finish(inp, key, result, log)
+
+    async def _finish(self, inp: ToolCallInput, key: str | None, result: ToolOutcome, log: Any) -> ToolOutcome:
         if inp.context_id is not None and key is not None:  # a key: the call has a result seq
             result = await self._store_result(inp, key, result)
         log.info("tool done", status=result.status, exit_code=result.exit_code, truncated=result.truncated)
@@ -301,6 +313,13 @@ def _details(details: Any) -> dict[str, Any] | None:
     if isinstance(last, dict):
         return last
     return {"started": True, "output": ""}
+
+
+def _finished(details: Any) -> ToolOutcome | None:
+    """The result an earlier attempt ran to the end with and could not store, if any."""
+    found = _details(details)
+    kept = found.get("finished") if found else None
+    return ToolOutcome.model_validate(kept) if isinstance(kept, dict) else None
 
 
 def _started(details: Any) -> bool:

@@ -44,11 +44,13 @@ class LiveText(BaseModel):
 
 class ToolProgress(BaseModel):
     """The tool activity's heartbeat details: the call has started (so a retry of the same
-    activity knows it may have partly run) and the tail of its output so far."""
+    activity knows it may have partly run), the tail of its output so far, and, once it ran
+    to the end, its result until the store has it (a store down at that moment loses nothing)."""
 
     started: bool = True
     output: str = ""
     note: str = ""
+    finished: ToolOutcome | None = None
 
 
 class ContextPage(BaseModel):

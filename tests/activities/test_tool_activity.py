@@ -71,6 +71,41 @@ async def test_heartbeat_details_alone_tell_a_retry_the_call_had_started(tmp_pat
     assert not (workspace / "runs.txt").exists()
 
 
+class StoreDownAtFinish(ContextStore):
+    """The store drops out just as the call's result is written (the first time only)."""
+
+    down = True
+
+    def finish_call(self, *args, **kwargs):
+        if self.down:
+            raise OSError("connection to the store lost")
+        return super().finish_call(*args, **kwargs)
+
+
+async def test_a_finished_result_the_store_could_not_take_is_stored_by_the_retry_not_lost(tmp_path, workspace):
+    """The command ran to the end, but the store was down when its result was written: the
+    result rides in the heartbeat details, and the retry stores it instead of telling the
+    model the call was interrupted."""
+    store = StoreDownAtFinish(tmp_path / "store.db")
+    acts = activities(tmp_path, store)
+    first = ActivityEnvironment()
+    beats: list = []
+    first.on_heartbeat = lambda *details: beats.append(details)
+    try:
+        await first.run(acts.run_tool, call_input(workspace, "echo ran >> runs.txt; echo output"))
+        raise AssertionError("the store write was expected to fail")
+    except OSError:
+        pass
+    store.down = False  # the store is back
+    details = [beats[-1][0].model_dump()]
+    result = await retry_env(details=details).run(acts.run_tool, call_input(workspace))
+    assert (workspace / "runs.txt").read_text() == "ran\n"  # ran once
+    assert result.status == "ok" and "output" in result.content and "[interrupted]" not in result.content
+    assert result.stored_digest is not None
+    # Recorded as finished: a further retry returns it without running anything.
+    assert await retry_env(attempt=3).run(acts.run_tool, call_input(workspace)) == result
+
+
 async def test_an_idempotent_call_that_was_cut_off_simply_runs_again(tmp_path, workspace):
     acts = activities(tmp_path)
     (workspace / "a.txt").write_text("hello")
