@@ -205,6 +205,8 @@ class McpConnection:
             command, args = cfg.command, [fill(a) for a in cfg.args]
             if sys.platform.startswith("linux"):
                 command, args = sys.executable, ["-c", _GUARD, str(os.getpid()), cfg.command, *args]
+            # The server's environment is its config's ``env`` over the SDK's minimum to start
+            # (HOME, LOGNAME, PATH, SHELL, TERM, USER): never the rest of the worker's.
             env = {k: fill(v) for k, v in cfg.env.items()}
             return stdio_client(StdioServerParameters(command=command, args=args, env=env, cwd=cfg.cwd), errlog=errlog)
         assert cfg.url is not None

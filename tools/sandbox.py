@@ -1,14 +1,28 @@
 """The sandbox shell commands run in: bubblewrap (``bwrap``) on Linux.
 
-A sandboxed command sees the host's filesystem read-only, with three exceptions:
-the task's workspace is writable, ``/tmp`` is a private, empty, writable temp dir, and
-the worker's own files (its data directory, secrets file, context store) are hidden
-behind empty directories or ``/dev/null``. It has no network (its own empty loopback)
-unless the task was started with ``--network``; no capabilities, even as root (so it
-cannot remount anything writable); its own PID namespace (it cannot see or signal the
-worker, nor read the worker's environment in ``/proc``); and it dies with its worker
-(``--die-with-parent``): a command never outlives the process that ran it, and every
-process it started ends when it ends.
+A sandboxed command sees the host's filesystem read-only, with three exceptions: the task's
+workspace is writable, ``/tmp`` is a private, empty, writable temp dir (and ``HOME``), and
+what it must not read is hidden behind empty directories or ``/dev/null``: the worker's own
+files (data directory, secrets file, context store, MCP config), ``/root`` and ``/home``,
+``/run`` and the host's root-owned secrets (``HOST_PRIVATE``). It has no network (its own
+empty loopback) unless the task was started with ``--network``; no capabilities; its own
+PID namespace (it cannot see or signal the worker, nor read its environment in ``/proc``);
+per-command limits (``tools/sandbox_limits.py``); and it dies with its worker
+(``--die-with-parent``), every process it started with it.
+
+Why it holds as root, the default in containers (each measured here, bwrap 0.8, Linux 6.x):
+
+- Root without capabilities still reads and writes what root owns. Writes are stopped by the
+  read-only mounts; reads of root-owned secrets only by hiding them, so they are named.
+  ``/run`` goes whole: a read-only mount does not stop ``connect()`` on a Unix socket
+  (Docker, D-Bus, PostgreSQL), and ``/etc/resolv.conf`` is shown again if it lives there.
+- ``/proc/sys`` is bound read-only over the sandbox's ``/proc`` (with the other entries that
+  write to the host's kernel): bwrap covers some of them itself but skips ``/proc/sys``,
+  whose directory is not writable although its files (``core_pattern``, ``drop_caches``)
+  are. A user namespace would not help: bwrap maps the command to the caller's uid, so on
+  the host it stays uid 0 either way, and the kernel checks that uid for ``/proc/sys``.
+- Binds are ``nosuid`` inside, but a setuid file made in the workspace sits on the host's
+  disk: ``tools/sandbox_setuid.py`` takes the bits off after every command.
 
 ``AGENT_SANDBOX`` chooses what happens:
 
@@ -18,23 +32,39 @@ process it started ends when it ends.
 | ``required`` | commands run sandboxed | the worker does not start |
 | ``off`` | commands run unsandboxed | commands run unsandboxed |
 
-The worker probes once at start (``status()``) and says which of these holds.
+``AGENT_SANDBOX_READABLE`` (comma-separated paths) shows paths inside hidden directories
+again, read-only: a toolchain installed in a home directory (``/root/.pyenv``). The worker
+probes once at start (``status()``) and says which of these holds, with the limits.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from tools.sandbox_limits import Limits, find_pids_cgroup
 
 MODE_ENV = "AGENT_SANDBOX"
 BWRAP_ENV = "AGENT_BWRAP"  # path of the bwrap binary, if not on PATH
+READABLE_ENV = "AGENT_SANDBOX_READABLE"
 MODES = ("auto", "required", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
 PROBE_TIMEOUT_S = 10.0
+# Entries of /proc that write to the host's kernel, bound read-only (those that exist).
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "sysvipc", "acpi", "driver", "tty", "scsi", "mtrr")
+# What no command reads: home directories, sockets, and secrets that root owns.
+HOST_PRIVATE = (
+    "/root", "/home", "/run",
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+    "/etc/ssl/private", "/etc/ssh/ssh_host_*key", "/etc/wireguard", "/etc/NetworkManager/system-connections",
+    "/etc/letsencrypt", "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/docker",
+)
+RESOLV_CONF = "/etc/resolv.conf"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -46,6 +76,9 @@ class SandboxStatus:
     mode: str  # auto | required | off
     bwrap: str | None  # the working bwrap binary, or None
     problem: str = ""  # why there is no sandbox, when there is none
+    limits: Limits = field(default_factory=Limits)
+    pids_cgroup: Path | None = None  # where each command gets a pids cgroup, if anywhere
+    readable: tuple[Path, ...] = ()  # shown read-only inside hidden directories
 
     @property
     def active(self) -> bool:
@@ -56,15 +89,20 @@ class SandboxStatus:
         """No sandbox, and nobody said to run without one: only read-only commands run."""
         return not self.active and self.mode != "off"
 
+    @property
+    def procs_limited(self) -> bool:
+        return self.pids_cgroup is not None or os.getuid() != 0
+
     def notice(self) -> str:
-        """One line for the worker's start: what commands run in."""
+        """One line for the worker's start: what commands run in, under which limits."""
+        limits = f"; limits: {self.limits.describe(self.procs_limited)}"
         if self.active:
-            return f"sandbox: shell commands run in bubblewrap ({self.bwrap})"
+            return f"sandbox: shell commands run in bubblewrap ({self.bwrap}){limits}"
         if self.mode == "off":
-            return "sandbox: off (AGENT_SANDBOX=off): shell commands run unsandboxed as the worker's user"
+            return f"sandbox: off (AGENT_SANDBOX=off): shell commands run unsandboxed as the worker's user{limits}"
         return (
             f"sandbox: unavailable ({self.problem}): only plainly read-only shell commands will run; "
-            f"{INSTALL_HINT}, or set AGENT_SANDBOX=off to run every command unsandboxed"
+            f"{INSTALL_HINT}, or set AGENT_SANDBOX=off to run every command unsandboxed{limits}"
         )
 
     def refusal(self) -> str:
@@ -93,40 +131,48 @@ def probe(env: dict[str, str]) -> SandboxStatus:
     mode = env.get(MODE_ENV, "auto").strip().lower() or "auto"
     if mode not in MODES:
         raise ValueError(f"{MODE_ENV}={mode!r}: expected one of {', '.join(MODES)}")
+    readable = tuple(Path(p.strip()) for p in env.get(READABLE_ENV, "").split(",") if p.strip())
+    base = SandboxStatus(mode, None, limits=Limits.from_env(env), pids_cgroup=find_pids_cgroup(), readable=readable)
     if mode == "off":
-        return SandboxStatus(mode, None)
+        return base
     binary = env.get(BWRAP_ENV) or shutil.which("bwrap", path=env.get("PATH"))
     if not binary:
-        found = SandboxStatus(mode, None, "bubblewrap (bwrap) is not installed")
+        found = replace(base, problem="bubblewrap (bwrap) is not installed")
     else:
-        found = _try(mode, binary)
+        found = _try(base, binary)
     if mode == "required" and not found.active:
         raise SandboxUnavailable(f"{MODE_ENV}=required, but {found.problem}: {INSTALL_HINT}")
     return found
 
 
-def _try(mode: str, binary: str) -> SandboxStatus:
+def _try(base: SandboxStatus, binary: str) -> SandboxStatus:
     argv = command_line(binary, ["/bin/true"], workspace=Path("/tmp"), network=False, hidden=())
     try:
         done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return SandboxStatus(mode, None, f"{binary} could not run: {exc}")
+        return replace(base, problem=f"{binary} could not run: {exc}")
     if done.returncode != 0:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return SandboxStatus(mode, None, f"bubblewrap is refused here: {why[-1] if why else done.returncode}")
-    return SandboxStatus(mode, binary)
+        return replace(base, problem=f"bubblewrap is refused here: {why[-1] if why else done.returncode}")
+    return replace(base, bwrap=binary)
 
 
 def command_line(
-    bwrap: str, argv: list[str], *, workspace: Path, network: bool, hidden: Iterable[Path]
+    bwrap: str,
+    argv: list[str],
+    *,
+    workspace: Path,
+    network: bool,
+    hidden: Iterable[Path],
+    readable: Iterable[Path] = (),
 ) -> list[str]:
-    """The bwrap command line that runs ``argv`` in ``workspace``, sandboxed."""
+    """The bwrap command line that runs ``argv`` in ``workspace``, sandboxed: ``hidden`` (the
+    worker's files) are hidden with ``HOST_PRIVATE``, ``readable`` shown again inside them."""
     ws = Path(os.path.realpath(workspace))
-    args = [
-        bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for entry in PROC_READ_ONLY:
+        args += ["--ro-bind-try", f"/proc/{entry}", f"/proc/{entry}"]
+    args += [
         "--tmpfs", "/tmp",
         "--tmpfs", "/dev/shm",
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -136,16 +182,26 @@ def command_line(
     ]
     if not network:
         args.append("--unshare-net")
-    # Mounts apply in order, so a parent comes before what is inside it: the workspace may
-    # sit in /tmp or in a hidden directory, or a hidden file in the workspace.
-    mounts: list[tuple[Path, list[str]]] = [(ws, ["--bind", str(ws), str(ws)])]
-    for path in hidden:
+    # Mounts apply in order, so a parent comes before what is inside it: the workspace may sit
+    # in a hidden directory (bound after it), or a hidden file in the workspace. A hidden
+    # directory is an empty tmpfs, made read-only last.
+    mounts: dict[Path, tuple[int, list[str]]] = {}
+    private = [Path(p) for pattern in HOST_PRIVATE for p in (glob.glob(pattern) if "*" in pattern else [pattern])]
+    for path in [*private, *hidden]:
         real = Path(os.path.realpath(path))
-        if real == ws or not real.exists():
+        if real == ws or real in mounts or not real.exists():
             continue  # never hide the workspace itself
-        how = "--tmpfs" if real.is_dir() else "--ro-bind"
-        mounts.append((real, [how, str(real)] if how == "--tmpfs" else [how, "/dev/null", str(real)]))
-    for _, mount in sorted(mounts, key=lambda m: len(m[0].parts)):
+        mounts[real] = (0, ["--tmpfs", str(real)] if real.is_dir() else ["--ro-bind", "/dev/null", str(real)])
+    hides = list(mounts)
+    for path in [*readable, Path(RESOLV_CONF)] if network else readable:
+        real = Path(os.path.realpath(path))
+        if real != ws and any(real.is_relative_to(h) for h in hides):
+            mounts[real] = (1, ["--ro-bind-try", str(real), str(real)])
+    mounts[ws] = (2, ["--bind", str(ws), str(ws)])
+    for _path, (_order, mount) in sorted(mounts.items(), key=lambda m: (len(m[0].parts), m[1][0])):
         args += mount
+    for path in hides:  # read-only once what sits inside is mounted: a write fails as elsewhere
+        if mounts[path][1][0] == "--tmpfs":
+            args += ["--remount-ro", str(path)]
     args += ["--chdir", str(ws), "--", *argv]
     return args

@@ -8,15 +8,21 @@ memory. What the model sees is capped at ``OUTPUT_CAP_CHARS`` characters:
 longer output keeps its first and last half, with a
 ``[... N characters truncated ...]`` line between.
 
-The command runs with a scrubbed environment (``scrubbed_env``): variables
-that look like credentials are dropped unless named in
-``AGENT_SHELL_ENV_ALLOW``, so a command (or a prompt injection driving one)
-cannot read the worker's API keys with ``env``.
+The command's environment is built by allow-list (``allowed_env``): ``PATH``, ``HOME``,
+``LANG``, ``LANGUAGE``, ``LC_*``, ``TERM``, ``TZ``, and the names in ``AGENT_SHELL_ENV_ALLOW``
+(comma-separated), never anything else of the worker's, so a command (or a prompt injection
+driving one) cannot read ``DATABASE_URL`` or an API key with ``env``.
 
-Commands run in the sandbox of ``tools/sandbox.py`` (bubblewrap): read-only
-filesystem but the workspace and a private ``/tmp``, no network unless the task
-allows it, and they die with the worker. Secrets are redacted from the output
-before it is cut, so a secret straddling the cut does not leak in part.
+Commands run in the sandbox of ``tools/sandbox.py`` (bubblewrap): read-only filesystem but
+the workspace and a private ``/tmp`` (also ``HOME``), home directories and the worker's files
+hidden, no network unless the task allows it, and they die with the worker. Each runs under
+limits (``tools/sandbox_limits.py``), sandboxed or not, which the worker's operator raises
+with ``AGENT_SHELL_MAX_PROCS`` (processes and threads of the whole command, default 256),
+``AGENT_SHELL_MAX_MEMORY_MB`` (per process, default 2048), ``AGENT_SHELL_MAX_CPU_S`` (per
+process, default 1800) and ``AGENT_SHELL_MAX_FILE_MB`` (largest file written, default 4096).
+After each command, setuid/setgid bits made in the workspace are taken off and the result
+says which files. Secrets are redacted from the output before it is cut, so a secret
+straddling the cut does not leak in part.
 
 ``classify_command`` (rules in ``tools/shell_policy/``, on a real bash parser)
 decides which commands wait for approval.
@@ -29,10 +35,11 @@ import ctypes
 import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from fnmatch import fnmatchcase
 
 from tools import sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from tools.sandbox_limits import Confinement
+from tools.sandbox_setuid import strip_setuid
 
 OUTPUT_CAP_CHARS = 20_000
 _HALF = OUTPUT_CAP_CHARS // 2
@@ -56,42 +63,22 @@ Run a bash command in the workspace (the working directory) and return its outpu
 - Output over {OUTPUT_CAP_CHARS} characters keeps only its start and end;
   filter long output (grep, head, tail).
 - A nonzero exit code is reported, not an error: read it.
-- Commands run in a sandbox: only the workspace and /tmp (private, empty) are writable,
-  the network is off unless the task allows it, and processes started in the background
-  end when the command ends (start a server and use it in the same command).
+- Commands run in a sandbox: only the workspace and /tmp (private, empty; also HOME) are
+  writable, the network is off unless the task allows it, and processes started in the
+  background end when the command ends (start a server and use it in the same command).
+- Processes, memory, CPU time and file size are limited: a command past a limit fails
+  ("Resource temporarily unavailable", MemoryError).
 """
 
 
 ENV_ALLOW_VAR = "AGENT_SHELL_ENV_ALLOW"
-# Names (compared upper-cased) of variables a command never sees.
-SCRUBBED_ENV_PATTERNS = (
-    "AGENT_SECRET*",  # AGENT_SECRET_<NAME> and AGENT_SECRETS_FILE
-    "AGENT_CODEC_*",
-    "TEMPORAL_*",
-    "OPENAI_*",
-    "ANTHROPIC_*",
-    "AWS_*",
-    "*_KEY",  # *_API_KEY, *_ACCESS_KEY, *_PRIVATE_KEY, SECRET_KEY...
-    "*APIKEY*",
-    "*API_KEY*",
-    "*TOKEN",  # *_TOKEN
-    "*SECRET*",
-    "*PASSWORD*",
-    "*PASSWD*",
-    "*CREDENTIAL*",
-)
+BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ")  # and LC_*: what every command gets
 
 
-def scrubbed_env(env: Mapping[str, str], allow: Sequence[str] = ()) -> dict[str, str]:
-    """``env`` without credential-like variables: a name is dropped when, upper-cased,
-    it matches one of ``SCRUBBED_ENV_PATTERNS`` (shell-style wildcards) and is not
-    listed exactly in ``allow``. Everything else (PATH, HOME, LANG...) is kept."""
-    allowed = set(allow)
-    return {
-        name: value
-        for name, value in env.items()
-        if name in allowed or not any(fnmatchcase(name.upper(), p) for p in SCRUBBED_ENV_PATTERNS)
-    }
+def allowed_env(env: Mapping[str, str], allow: Sequence[str] = ()) -> dict[str, str]:
+    """The part of ``env`` a command sees: ``BASE_ENV``, ``LC_*`` and the names in ``allow``."""
+    names = {*BASE_ENV, *allow}
+    return {name: value for name, value in env.items() if name in names or name.startswith("LC_")}
 
 
 def env_allow_list(env: Mapping[str, str]) -> list[str]:
@@ -210,7 +197,9 @@ def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus) -> 
     if not box.active:
         return argv
     assert box.bwrap is not None
-    return sandbox.command_line(box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden)
+    return sandbox.command_line(
+        box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden, readable=box.readable
+    )
 
 
 def _die_with_worker() -> None:
@@ -223,17 +212,47 @@ def _die_with_worker() -> None:
         pass
 
 
-def command_env(box: sandbox.SandboxStatus) -> dict[str, str]:
-    env = scrubbed_env(os.environ, env_allow_list(os.environ))
-    if box.active:  # HOME is read-only in the sandbox: caches go to the private /tmp
-        env.update(TMPDIR="/tmp", XDG_CACHE_HOME="/tmp/.cache")
-    return env
+def command_env(box: sandbox.SandboxStatus, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    found = allowed_env(env, env_allow_list(env))
+    if box.active:  # home directories are hidden in the sandbox: HOME and caches in its private /tmp
+        found.update(HOME="/tmp", TMPDIR="/tmp", XDG_CACHE_HOME="/tmp/.cache")
+    return found
 
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     box = sandbox.status()
     if box.refuses_unsafe and not shell_policy.runs_no_code(args.command):
         return ToolOutcome(status="error", content=box.refusal())
+    try:
+        fence = Confinement(box.limits, box.pids_cgroup)
+    except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
+        return ToolOutcome(status="error", content=f"[not run] the command's limits could not be set up: {err}")
+    try:
+        code, output, truncated = await _run(args, ctx, box, fence)
+    except BaseException:
+        strip_setuid(ctx.workspace)  # a cancelled command's files too (blocking, but rare)
+        raise
+    finally:
+        await fence.release(wait=box.active)
+    stripped = await asyncio.to_thread(strip_setuid, ctx.workspace)
+    note = f"\n[setuid/setgid bits taken off: {', '.join(stripped)}]" if stripped else ""
+    output = output.rstrip("\n")
+    if code is None:
+        timed_out = f"[timed out after {args.timeout_s} s: the command and its child processes were killed]"
+        content = f"{output}\n{timed_out}" if output else timed_out
+        return ToolOutcome(status="error", content=content + note, truncated=truncated)
+    body = output if output.strip() else "(no output)"
+    return ToolOutcome(content=f"{body}\n[exit code: {code}]{note}", exit_code=code, truncated=truncated)
+
+
+async def _run(
+    args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement
+) -> tuple[int | None, str, bool]:
+    def in_child() -> None:
+        fence.enter()
+        if not box.active:
+            _die_with_worker()
+
     # Our own pipe, so we can close the read end even if a background child keeps it open.
     read_fd, write_fd = os.pipe()
     try:
@@ -245,7 +264,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
             stdout=write_fd,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=None if box.active else _die_with_worker,
+            preexec_fn=in_child,
         )
     except BaseException:
         os.close(read_fd)
@@ -253,21 +272,10 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     finally:
         os.close(write_fd)
     try:
-        code, output, truncated = await _supervise(proc, read_fd, args.timeout_s, ctx)
+        return await _supervise(proc, read_fd, args.timeout_s, ctx)
     except BaseException:  # cancelled (or a heartbeat failed): take the whole group down
         _kill_group(proc)
         raise
-
-    output = output.rstrip("\n")
-    if code is None:
-        note = (
-            f"[timed out after {args.timeout_s} s: "
-            "the command and its child processes were killed]"
-        )
-        content = f"{output}\n{note}" if output else note
-        return ToolOutcome(status="error", content=content, truncated=truncated)
-    body = output if output.strip() else "(no output)"
-    return ToolOutcome(content=f"{body}\n[exit code: {code}]", exit_code=code, truncated=truncated)
 
 
 # --- policy ---------------------------------------------------------------

@@ -2,14 +2,16 @@ from pathlib import Path
 
 import pytest
 
+from tests import sandboxing
 from tools.base import ToolContext
-from tools.shell import ShellArgs, env_allow_list, run_shell, scrubbed_env
+from tools.shell import ShellArgs, allowed_env, env_allow_list, run_shell
 
 CREDENTIALS = {
     "AGENT_SECRET_X": "agent-secret",
     "AGENT_SECRETS_FILE": "/home/me/.secrets",
     "AGENT_CODEC_KEYS": "k1:abc",
     "AGENT_CODEC_TOKEN": "codec-token",
+    "AGENT_CONTEXT_DB": "postgresql://agent:pw-in-url@db.internal/context",
     "OPENAI_API_KEY": "sk-openai",
     "OPENAI_BASE_URL": "https://proxy.internal",
     "ANTHROPIC_API_KEY": "sk-ant",
@@ -18,32 +20,42 @@ CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "aws-secret",
     "AWS_PROFILE": "prod",
     "GITHUB_TOKEN": "ghp_x",
+    "GH_PAT": "github_pat_x",
     "HF_TOKEN": "hf_x",
     "TAVILY_API_KEY": "tvly",
     "DJANGO_SECRET_KEY": "dj",
     "CLIENT_SECRET": "cs",
     "PGPASSWORD": "pg",
     "db_password": "lower",
+    "DATABASE_URL": "postgresql://app:hunter2@db.internal/app",
+    "MY_PASSPHRASE": "correct horse",
     "GOOGLE_APPLICATION_CREDENTIALS": "/creds.json",
 }
-ORDINARY = {
-    "PATH": "/usr/bin:/bin",
-    "HOME": "/home/me",
-    "LANG": "C.UTF-8",
-    "TERM": "xterm",
+# Not secret, but the worker's: a command does not get them either unless they are allowed.
+WORKERS_OWN = {
     "VIRTUAL_ENV": "/venv",
     "TOKENIZERS_PARALLELISM": "false",
     "SSH_AUTH_SOCK": "/tmp/agent.sock",
 }
+BASE = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/home/me",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "xterm",
+    "TZ": "UTC",
+}
+# What bash itself and the sandbox add to a command's environment.
+ADDED = {"PWD", "SHLVL", "_", "OLDPWD", "TMPDIR", "XDG_CACHE_HOME"}
 
 
-def test_scrubbed_env_drops_credential_like_variables_and_keeps_the_rest():
-    assert scrubbed_env({**CREDENTIALS, **ORDINARY}) == ORDINARY
+def test_allowed_env_keeps_only_the_base_names():
+    assert allowed_env({**CREDENTIALS, **WORKERS_OWN, **BASE}) == BASE
 
 
-def test_scrubbed_env_keeps_variables_on_the_allow_list():
-    env = scrubbed_env({**CREDENTIALS, **ORDINARY}, allow=["GITHUB_TOKEN", "AWS_PROFILE", "NOT_SET"])
-    assert env == {**ORDINARY, "GITHUB_TOKEN": "ghp_x", "AWS_PROFILE": "prod"}
+def test_allowed_env_adds_the_names_on_the_allow_list():
+    env = allowed_env({**CREDENTIALS, **WORKERS_OWN, **BASE}, allow=["GITHUB_TOKEN", "VIRTUAL_ENV", "NOT_SET"])
+    assert env == {**BASE, "GITHUB_TOKEN": "ghp_x", "VIRTUAL_ENV": "/venv"}
 
 
 def test_env_allow_list_reads_comma_separated_names():
@@ -55,30 +67,37 @@ def test_env_allow_list_reads_comma_separated_names():
 
 
 async def _env_seen_by_command(ws: Path) -> dict[str, str]:
-    result = await run_shell(ShellArgs(command="env -0"), ToolContext(workspace=ws))
+    result = await run_shell(ShellArgs(command="env -0", timeout_s=30), ToolContext(workspace=ws))
     assert result.exit_code == 0
     body = result.content.rsplit("\n[exit code:", 1)[0]
     return dict(item.split("=", 1) for item in body.split("\0") if "=" in item)
 
 
-@pytest.fixture
-def credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in CREDENTIALS.items():
+@pytest.fixture(params=["sandboxed", "unsandboxed"])
+def credentials(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "sandboxed":
+        sandboxing.require(monkeypatch)
+    else:
+        sandboxing.unsandboxed(monkeypatch)
+    for name, value in {**CREDENTIALS, **WORKERS_OWN}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
     monkeypatch.delenv("AGENT_SHELL_ENV_ALLOW", raising=False)
+    return request.param
 
 
-async def test_shell_command_does_not_see_secrets_in_its_environment(tmp_path, credentials):
+async def test_shell_command_sees_only_the_base_environment(tmp_path, credentials):
     env = await _env_seen_by_command(tmp_path)
-    assert not set(CREDENTIALS) & set(env)
+    assert not set(env) - set(BASE) - ADDED - {n for n in env if n.startswith("LC_")}
     for value in CREDENTIALS.values():
         assert value not in "\n".join(env.values())
     assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+    if credentials == "sandboxed":
+        assert env["HOME"] == "/tmp"  # the real one is hidden
 
 
 async def test_shell_command_sees_variables_listed_in_agent_shell_env_allow(tmp_path, credentials, monkeypatch):
-    monkeypatch.setenv("AGENT_SHELL_ENV_ALLOW", "GITHUB_TOKEN")
+    monkeypatch.setenv("AGENT_SHELL_ENV_ALLOW", "GITHUB_TOKEN,VIRTUAL_ENV")
     env = await _env_seen_by_command(tmp_path)
-    assert env["GITHUB_TOKEN"] == "ghp_x"
-    assert "OPENAI_API_KEY" not in env and "AGENT_SECRET_X" not in env
+    assert env["GITHUB_TOKEN"] == "ghp_x" and env["VIRTUAL_ENV"] == "/venv"
+    assert "OPENAI_API_KEY" not in env and "AGENT_SECRET_X" not in env and "DATABASE_URL" not in env

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,52 @@ async def test_secrets_are_redacted_before_the_output_is_cut(box, tmp_path):
     assert result.truncated
     for part in (secret[:10], secret[-20:], secret[10:30]):
         assert part not in result.content
+
+
+def test_a_command_line_covers_proc_and_hides_the_hosts_secrets_around_the_workspace(tmp_path):
+    workspace = tmp_path / "home" / "me" / "project"
+    workspace.mkdir(parents=True)
+    shown = tmp_path / "home" / "me" / ".pyenv"
+    shown.mkdir()
+    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, network=False,
+                                hidden=(tmp_path / "home",), readable=(shown, tmp_path / "elsewhere"))
+    text = " ".join(argv)
+    assert argv.index("--proc") < argv.index("--ro-bind-try") and "--ro-bind-try /proc/sys /proc/sys" in text
+    assert "--tmpfs /root" in text and "--tmpfs /home" in text and "--tmpfs /run" in text
+    if Path("/etc/shadow").exists():
+        assert "--ro-bind /dev/null /etc/shadow" in text
+    hidden, bound = text.index(f"--tmpfs {tmp_path / 'home'} "), text.index(f"--bind {workspace} ")
+    assert hidden < text.index(f"--ro-bind-try {shown} ") and hidden < bound
+    assert "elsewhere" not in text  # shown again only inside what is hidden
+    assert bound < text.index(f"--remount-ro {tmp_path / 'home'} ")  # read-only once the workspace is in
+
+
+async def test_a_path_named_readable_is_shown_read_only_inside_a_hidden_directory(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (data / "tools").mkdir(parents=True)
+    (data / "tools" / "run.sh").write_text("echo tool ran\n")
+    (data / "secret.txt").write_text("private")
+    box = sandboxing.require(monkeypatch)
+    monkeypatch.setattr(sandbox, "_STATUS", replace(box, readable=(data / "tools",)))
+    ctx = ToolContext(workspace=tmp_path / "ws", hidden=(data,))
+    (tmp_path / "ws").mkdir()
+    result = await _run(ctx, f"ls -A {data}; sh {data}/tools/run.sh; touch {data}/tools/x 2>&1")
+    assert result.content.splitlines()[:2] == ["tools", "tool ran"]
+    assert "Read-only file system" in result.content and "private" not in result.content
+
+
+async def test_everyday_commands_still_work_in_the_sandbox(box, tmp_path, monkeypatch):
+    for name in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(name, "Agent")
+    for name in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(name, "agent@example.com")
+    monkeypatch.setenv("AGENT_SHELL_ENV_ALLOW", "GIT_AUTHOR_NAME,GIT_AUTHOR_EMAIL,GIT_COMMITTER_NAME,GIT_COMMITTER_EMAIL")
+    (tmp_path / "script.py").write_text("import json, sys\nprint(json.dumps({'sum': sum(range(5))}))\n")
+    (tmp_path / "Makefile").write_text("all:\n\techo built > out.txt\n")
+    result = await _run(ToolContext(workspace=tmp_path), "set -e; " + "; ".join([
+        "python3 script.py",
+        "python3 -m pip --version | cut -c1-4",
+        "git init -q . && git add script.py && git commit -qm first && git log --format=%an:%s",
+        "make -s && cat out.txt",
+    ]), timeout_s=120)
+    assert result.content.splitlines() == ['{"sum": 10}', "pip ", "Agent:first", "built", "[exit code: 0]"]

@@ -1,0 +1,45 @@
+"""Setuid and setgid bits come off the workspace's files after a command, and nothing else
+changes: not a directory's, not a file outside that a link in the workspace points to."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from tools.sandbox_setuid import strip_setuid
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def test_setuid_and_setgid_files_lose_the_bits_wherever_they_are(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for name, mode in (("top", 0o4755), ("a/b/deep", 0o6750), ("a/group", 0o2711), ("plain", 0o755)):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(mode)
+    (tmp_path / "a").chmod(0o2775)
+    assert strip_setuid(tmp_path) == [
+        "a/b/deep (setuid removed)", "a/group (setgid removed)", "top (setuid removed)",
+    ]
+    assert (_mode(tmp_path / "top"), _mode(tmp_path / "a/b/deep"), _mode(tmp_path / "a/group")) == (0o755, 0o750, 0o711)
+    assert _mode(tmp_path / "plain") == 0o755 and _mode(tmp_path / "a") == 0o2775  # a directory keeps g+s
+    assert strip_setuid(tmp_path) == []
+
+
+def test_links_never_change_a_file_outside_the_workspace(tmp_path):
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.write_text("#!/bin/sh\n")
+    outside.chmod(0o4755)
+    (workspace / "symlink").symlink_to(outside)
+    os.link(outside, workspace / "hardlink")
+    assert strip_setuid(workspace) == ["hardlink (setuid, a hard link: removed)"]
+    assert _mode(outside) == 0o4755  # the system binary a link pointed at keeps its bit
+    assert not (workspace / "hardlink").exists() and (workspace / "symlink").is_symlink()
+
+
+def test_an_empty_or_missing_workspace_is_fine(tmp_path):
+    assert strip_setuid(tmp_path) == []
+    assert strip_setuid(tmp_path / "gone") == []

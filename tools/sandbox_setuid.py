@@ -1,0 +1,55 @@
+"""Setuid and setgid bits off every file in the workspace, after each command.
+
+The sandbox's mounts are ``nosuid``, but a file made in the workspace lives on the host's
+disk, where ``cp /bin/sh x; chmod 4755 x`` run as root would leave a root shell for anyone
+who can reach it. Nothing of the command runs any more when this walks (the sandbox ends with
+it), so the walk does not race it. A regular file with one name loses the bits; one with
+several names loses the name in the workspace instead, since another name may be a system
+binary (``/usr/bin/passwd``) whose bit must stay. Directories keep theirs (``g+s`` on a
+directory only picks the group of new files).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+PRIVILEGE_BITS = stat.S_ISUID | stat.S_ISGID
+
+
+def strip_setuid(workspace: Path) -> list[str]:
+    """Takes setuid/setgid off the workspace's files; what was changed, as lines such as
+    ``tool (setuid removed)``, relative to the workspace."""
+    changed: list[str] = []
+    stack = [str(workspace)]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode) and info.st_mode & PRIVILEGE_BITS:
+                    if note := _disarm(entry.path, info):
+                        changed.append(f"{os.path.relpath(entry.path, workspace)} ({note})")
+    return sorted(changed)
+
+
+def _disarm(path: str, info: os.stat_result) -> str:
+    kind = "setuid" if info.st_mode & stat.S_ISUID else "setgid"
+    try:
+        if info.st_nlink > 1:
+            os.unlink(path)
+            return f"{kind}, a hard link: removed"
+        os.chmod(path, stat.S_IMODE(info.st_mode) & ~PRIVILEGE_BITS)
+        return f"{kind} removed"
+    except OSError as err:
+        return f"{kind}, could not be removed: {err.strerror}"
