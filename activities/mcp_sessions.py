@@ -42,7 +42,8 @@ _GUARD = (
     "import ctypes, os, signal, sys\n"
     "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
     "if os.getppid() != int(sys.argv[1]): os._exit(1)\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "try: os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "except OSError as e: sys.stderr.write(f'cannot run {sys.argv[2]}: {e.strerror}\\n'); os._exit(127)\n"
 )
 
 
@@ -83,6 +84,7 @@ class McpConnection:
 
     def __init__(self, name: str, config: McpServerConfig, secrets: SecretStore, log_dir: Path) -> None:
         self.name, self.config, self.secrets, self.log_dir = name, config, secrets, log_dir
+        self._log_start = 0  # where this start's lines begin in the server's log
         self.tools: dict[str, mcp_types.Tool] = {}
         self.digest = ""
         self.changed = False  # the server said its tool list changed since the last listing
@@ -116,7 +118,9 @@ class McpConnection:
             raise McpUnavailable(f"MCP server {self.name} did not start within {CONNECT_TIMEOUT_S:g} s") from None
         if self._client is None:
             await self.stop()
-            raise McpUnavailable(f"MCP server {self.name} could not be started: {describe_error(self._error)}")
+            said = self._stderr_since_start()  # "Connection closed" alone hides why: a missing program, a crash
+            raise McpUnavailable(f"MCP server {self.name} could not be started: {describe_error(self._error)}"
+                                 + (f"; its last words on stderr: {said}" if said else ""))
 
     async def stop(self) -> None:
         self._stop.set()
@@ -158,6 +162,18 @@ class McpConnection:
                 raise CallTimedOut(f"the MCP server {self.name} did not answer within {timeout_s:g} s") from None
             raise
 
+    def _stderr_since_start(self) -> str:
+        """The last line a stdio server wrote to its log since this start (at most 300 characters)."""
+        if self.config.type != "stdio":
+            return ""
+        try:
+            with open(self.log_dir / f"{self.name}.log", "rb") as log:
+                log.seek(self._log_start)
+                lines = [line.strip() for line in log.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        except OSError:
+            return ""
+        return lines[-1][:300] if lines else ""
+
     def _require(self) -> Client:
         if not self.alive or self._client is None:
             raise McpUnavailable(f"the MCP server {self.name} is not running")
@@ -172,6 +188,7 @@ class McpConnection:
                 if self.config.type == "stdio":
                     self.log_dir.mkdir(parents=True, exist_ok=True)
                     errlog = stack.enter_context(open(self.log_dir / f"{self.name}.log", "a", encoding="utf-8"))
+                    self._log_start = errlog.tell()
                 client = Client(await self._transport(stack, errlog), cache=None, message_handler=self._on_message)
                 await stack.enter_async_context(client)
                 self._client = client

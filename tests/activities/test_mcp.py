@@ -8,7 +8,7 @@ import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner
-from activities.mcp_sessions import McpSessions, load_worker_config
+from activities.mcp_sessions import McpSessions, McpUnavailable, load_worker_config
 from contracts.mcp import McpCall, McpListInput, McpServerConfig
 from core.tool_outcome import Danger
 from runtime.secrets import SecretStore
@@ -99,6 +99,12 @@ async def test_the_listing_names_schemas_and_dangers_with_worker_servers_and_con
     assert by_name["mcp__kit__echo"].parameters["properties"]["text"]["type"] == "string"
     assert "broken" in listing.errors and set(listing.digests) == {"kit", "time"}
     assert set(await catalog.tools("c", "t", None, ["mcp__kit__echo"])) == {"mcp__kit__echo"}
+
+
+async def test_a_server_that_cannot_start_says_why_not_just_connection_closed(sessions):
+    with pytest.raises(McpUnavailable) as info:
+        await sessions.connection("broken", McpServerConfig(command="/nonexistent/mcp-server"))
+    assert "cannot run /nonexistent/mcp-server: No such file or directory" in str(info.value)
 
 
 async def test_a_handshake_era_server_says_its_list_changed_with_the_legacy_notification(sessions):
