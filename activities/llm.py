@@ -43,7 +43,7 @@ from activities.mcp import McpCatalog
 from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LiveText, LlmCallInput, PromptParams
 from contracts.mcp import MCP_PREFIX
 from core.compaction import CompactionPolicy, compact
-from core.entries import Entry, ToolCall, ToolResult, entry_digest, to_chat_messages
+from core.entries import AiMessage, Entry, ToolCall, ToolResult, entry_digest, to_chat_messages
 from core.heartbeat import with_heartbeats
 from core.images import sniff_image_type
 from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, ToolSpec, TurnResult
@@ -233,8 +233,7 @@ class LlmActivities:
                 call.summary = tool.summarize(call.arguments)
             elif listed is not None:
                 call.summary = " ".join(str(v) for v in call.arguments.values())
-        if result.tool_calls:
-            result.stored_digest = await self._store_call(inp, result)
+        result.stored_digest = await self._store_reply(inp, result)
         log.info("llm call done", tool_calls=len(result.tool_calls), input_tokens=result.usage.input_tokens,
                  output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd)
         return result
@@ -272,14 +271,16 @@ class LlmActivities:
                                    type=CONTEXT_GAP, non_retryable=True)
         return kept
 
-    async def _store_call(self, inp: LlmCallInput, result: TurnResult) -> str:
-        """Write the reply's ``ToolCall`` entry to the store at the seq the workflow will give it
-        (the next one, unless it appends a notice first), as the tool activity does with its
-        result: the workflow then sends its digest, not the calls again (they are already in
-        this result, in the history). A guess that is wrong only costs the usual resend."""
-        # A provider's notice is appended before the call (workflows/thinking.py).
-        entry = ToolCall(seq=inp.total + (1 if result.notice else 0), turn=inp.turn, text=result.content, calls=result.tool_calls,
-                         thinking=result.thinking)
+    async def _store_reply(self, inp: LlmCallInput, result: TurnResult) -> str:
+        """Write the reply's entry (``ToolCall``, or ``AiMessage`` for text alone) to the store at
+        the seq the workflow will give it (the next one, unless it appends a notice first), as
+        the tool activity does with its result: the workflow then sends its digest, not the
+        reply again (it is already in this result, in the history: a long reply is not recorded
+        twice). A guess that is wrong only costs the usual resend."""
+        seq = inp.total + (1 if result.notice else 0)  # a provider's notice goes first (workflows/thinking.py)
+        entry: Entry = (ToolCall(seq=seq, turn=inp.turn, text=result.content, calls=result.tool_calls,
+                                 thinking=result.thinking) if result.tool_calls
+                        else AiMessage(seq=seq, turn=inp.turn, text=result.content, thinking=result.thinking))
         await self.store.put(inp.context_id, [entry])
         return entry_digest(entry)
 

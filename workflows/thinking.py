@@ -228,6 +228,7 @@ class ThinkingMixin(LoopBase):
     def _no_tool_call(self, result: TurnResult) -> AiMessage:
         reply = AiMessage(text=result.content, thinking=result.thinking)
         self._append(reply)
+        self.sync.tool_wrote(reply, result.stored_digest)  # the LLM activity stored it: not sent back
         self.state.no_tool_streak += 1
         if self.state.no_tool_streak > self.task.max_no_tool_retries:
             raise self._fail(

@@ -158,3 +158,18 @@ async def test_a_long_task_is_compacted_for_the_model_and_the_history_shows_it(c
     assert len(tool_messages(last)) < 12
     notices = [e.text for e in page.entries if e.kind == "status_notice"]
     assert any("context compacted" in n for n in notices)
+
+
+async def test_a_long_reply_without_a_tool_call_is_recorded_once_not_sent_back(client, task_queue, workspace):
+    """The LLM activity stores the reply's entry, as it does a tool call's, so the next call's
+    input carries its digest rather than the reply a second time."""
+    long = "".join(f"paragraph {i:05d} of a long answer with no tool call. " for i in range(3000))  # ~170 KB
+    steps = [Step(text=long), FINISH]
+    async with scripted_worker(client, task_queue, steps) as model:
+        handle = await start(client, task_queue, make_input(workspace))
+        outcome = await outcome_of(handle)
+    assert outcome.status == TaskState.DONE
+    history = b"".join(e.SerializeToString() for e in (await handle.fetch_history()).events)
+    assert history.count(b"paragraph 02999 of a long answer") == 1
+    # The model still sees what it said.
+    assert any("paragraph 02999" in str(m.get("content")) for m in model.requests[1]["messages"])
