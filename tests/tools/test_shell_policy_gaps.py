@@ -197,6 +197,19 @@ RULES: dict[str, dict[str, str]] = {
     },
 }
 
+# Wrappers seen through since: what they run is judged.
+SEEN_THROUGH = {
+    "taskset -c 0 rm -rf build": "in taskset: deletes recursively or by force (rm)",
+    "chrt 10 git push": "in chrt: pushes to a remote (git push)",
+    "strace -o trace.txt git push": "in strace: pushes to a remote",
+    "unshare -r sh -c 'rm -rf ~'": "in unshare: in sh -c: deletes recursively",
+    "script -qc 'git push' /dev/null": "in script -c: pushes to a remote",
+    "runuser -u bob ls": "runs as another user (runuser)",
+    "parallel ::: 'rm -rf x'": "in parallel: deletes recursively",
+    "parallel :::: cmds.txt": "runs commands read from its input (parallel)",
+    "parallel 'sh -c {}' :::: cmds.txt": "runs what it reads as shell code (parallel sh -c {})",
+}
+
 # Commands in the spirit of the blind fault hunt, spelled differently from the examples above.
 FRESH = [
     "sh ./scripts/setup.sh --yes",
@@ -299,6 +312,9 @@ EVERYDAY = [
     "python -m http.server 8000 & sleep 1; curl -s localhost:8000 >/dev/null; kill $!",
     "sleep 30 & kill %1",
     "docker build -t app . && docker run --rm app pytest",
+    "xvfb-run -a pytest tests/ui",
+    "strace -f -o trace.txt python3 app.py",
+    "taskset -c 0 make test",
     "cat ~/.ssh/id_ed25519.pub",
     "GIT_PAGER=cat git log -n 3",
     "curl -o out.json \"https://x.example/items?page=$PAGE\"",
@@ -350,6 +366,12 @@ def test_rule_example_is_dangerous_with_its_reason(command, reason):
     danger, why = classify_command(command)
     assert danger is Danger.DANGEROUS, why
     assert reason in why
+
+
+@pytest.mark.parametrize("command,reason", SEEN_THROUGH.items())
+def test_wrapper_is_seen_through(command, reason):
+    danger, why = classify_command(command)
+    assert danger is Danger.DANGEROUS and reason in why
 
 
 @pytest.mark.parametrize("command", FRESH)

@@ -8,8 +8,10 @@ arguments, assignments, redirection targets and heredocs. A program named by
 path is known by its name (``/bin/rm`` is ``rm``). Wrappers are seen through:
 ``VAR=v``, ``env``, ``nohup``, ``nice``, ``ionice``, ``timeout``, ``stdbuf``,
 ``command``, ``exec``, ``builtin``, ``time``, ``setsid``, ``chronic``,
-``coproc``, ``busybox``; so are the commands that ``xargs``, ``find -exec``,
-``fd -x``, ``watch``, ``flock`` and ``parallel`` run. Nested shells are parsed
+``coproc``, ``busybox``, ``taskset``, ``chrt``, ``numactl``, ``strace``,
+``ltrace``, ``valgrind``, ``unshare``, ``fakeroot``, ``firejail``, ``xvfb-run``,
+``script -c``; so are the commands that ``xargs``, ``find -exec``, ``fd -x``,
+``watch``, ``flock`` and ``parallel`` run. Nested shells are parsed
 in turn: the string of ``bash -c``/``sh -c``/``eval``/``trap``/``watch``, a
 literal heredoc or here-string fed to a shell, and a script the line itself
 writes from literal text before running it (``cat > x.sh <<EOF ... EOF; sh
@@ -23,7 +25,7 @@ found, when any part of it:
 | rule | examples |
 |---|---|
 | can't be seen through | unparsable (unbalanced quotes), over 64 KB, nested too deeply, a command built at run time (``$CMD x``, ``"$@"``, ``$(echo rm) x``, ``bash -c "$X"``, ``eval $(cat f)``, ``source <(curl ...)``) |
-| runs as another user | ``sudo``, ``su``, ``doas``, ``pkexec``, ``run0`` |
+| runs as another user | ``sudo``, ``su``, ``doas``, ``pkexec``, ``run0``, ``runuser``, ``sg`` |
 | pipes into a shell or interpreter | ``curl ... \\| sh``, ``... \\| bash -s``, ``\\| python3 -``, ``\\| perl``, ``\\| node``, ``bash <(curl ...)`` |
 | runs risky inline code | ``python -c``, ``perl -e``, ``node -e``, ``ruby -e``, ``php -r``, ``Rscript -e``, ``osascript -e``, ``lua -e``, ``deno eval`` whose code deletes (``rmtree``, ``unlink``), runs commands (``subprocess``, ``os.system``, ``child_process``), uses the network (``socket``, ``urllib``, ``requests``, ``fetch(``), changes permissions, writes to an outside path, or is obfuscated (``eval(``, ``exec(``, ``__import__``, ``base64``, ``compile(``, ``importlib``) |
 | deletes | ``rm`` with ``-r``/``-f``, of a glob, of an outside or run-time path; ``find -delete``, ``find -exec rm``, ``xargs rm``, ``shred``, ``srm``, ``wipe``, ``rmdir``/``unlink`` outside, ``git clean -f``, ``rsync --delete``, ``trash-empty`` |

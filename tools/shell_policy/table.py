@@ -74,6 +74,8 @@ from tools.shell_policy.wrappers import (
     _flock,
     _ionice,
     _parallel,
+    _runs_rest,
+    _script,
     _timeout,
     _trap,
     _watch,
@@ -113,7 +115,11 @@ _READ_ONLY = frozenset(
 
 
 _RULES: dict[str, Callable[[_Call], Verdict]] = {
-    **dict.fromkeys(("sudo", "su", "doas", "pkexec", "run0"), _as_user),
+    **dict.fromkeys(("sudo", "su", "doas", "pkexec", "run0", "runuser", "sg"), _as_user),
+    "taskset": _runs_rest(1, "", ()), "chrt": _runs_rest(1), "script": _script,
+    **dict.fromkeys(("numactl", "unshare", "fakeroot", "firejail", "catchsegv", "dbus-run-session"), _runs_rest()),
+    "strace": _runs_rest(0, "oeEpsuabIOSXP"), "ltrace": _runs_rest(0, "oeEpsuaAnS"), "valgrind": _runs_rest(),
+    "xvfb-run": _runs_rest(0, "snfepw", ("--server-args", "--server-num", "--auth-file", "--error-file")),
     "env": _env, "nohup": _wrapper(), "nice": _wrapper("n", ("--adjustment",)), "ionice": _ionice,
     "timeout": _timeout, "stdbuf": _wrapper("ioe", ("--input", "--output", "--error")),
     "command": _command_builtin, "builtin": _wrapper(), "exec": _exec, "time": _wrapper("of", ("--output", "--format")),

@@ -5,6 +5,7 @@ what they run; and ``sudo`` and its kin, which run it as another user."""
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import PurePosixPath
 
@@ -146,14 +147,55 @@ def _parallel(c: _Call) -> Verdict:
         if w.text in (":::", "::::", ":::+", "::::+"):
             break
         command.append(w)
-    if not command:
-        piped = c.stdin is not None and c.stdin.kind == "pipe"
-        return _bad("runs commands read from its input (parallel)") if piped else MODERATE
+    if not command:  # each argument is a command
+        rest = o.pos[1:]
+        if c.stdin is not None and c.stdin.kind != "text" or o.has("-a", "--arg-file") or (
+                o.pos[:1] and o.pos[0].text in ("::::", "::::+")):
+            return _bad("runs commands read from its input (parallel)")
+        return _worse(MODERATE, _worst([c.joined([w], "parallel") for w in rest if w.text not in (":::", ":::+")]))
+    runs_input = _runs_input(c, _split(command), "parallel", "{}")
+    if runs_input is not None:
+        return runs_input
     verdict = c.joined(command, "parallel")
     head = command[0].text or ""
     if verdict[0] is not Danger.DANGEROUS and PurePosixPath(head.split()[0] if head.split() else "").name in _DELETERS:
         return _bad(f"deletes what parallel finds (parallel {head.split()[0]})")
     return verdict
+
+
+def _split(words: list[_Word]) -> list[_Word]:
+    """``parallel 'sh -c {}'``: a one-word command is shell words."""
+    if len(words) != 1 or words[0].text is None:
+        return words
+    try:
+        return [_lit(part) for part in shlex.split(words[0].text)]
+    except ValueError:
+        return words
+
+
+def _worst(verdicts: list[Verdict]) -> Verdict:
+    verdict = SAFE
+    for one in verdicts:
+        verdict = _worse(verdict, one)
+    return verdict
+
+
+def _runs_rest(skip: int = 0, short: str = "", long: Iterable[str] = ()) -> Callable[[_Call], Verdict]:
+    """A tool that runs the rest of its words as a command after ``skip`` operands of its own
+    (``taskset MASK cmd``, ``strace -o f cmd``): at least MODERATE, judged as that command."""
+
+    def rule(c: _Call) -> Verdict:
+        o = _opts(c.args, short, long, posix=True)
+        return _worse(MODERATE, c.run(o.pos[skip:], c.name, c.stdin)) if len(o.pos) > skip else MODERATE
+
+    return rule
+
+
+def _script(c: _Call) -> Verdict:
+    """``script -c CMD file``: a command run under a recorded terminal."""
+    o = _opts(c.args, "cEIOTt", ("--command", "--echo", "--log-in", "--log-out", "--log-timing", "--timing"))
+    commands = o.values("-c", "--command")
+    return _worse(MODERATE, c.joined(commands[:1], "script -c")) if commands else MODERATE
 
 
 def _eval(c: _Call) -> Verdict:
