@@ -29,11 +29,14 @@ from cli import evals, mcp_serve, schedule
 from cli.commands import COMMANDS
 from cli.options import add_task_options
 from cli.tasks import UserError
-from runtime.logs import configure_logging
+from runtime.logs import configure_logging, sdk_logs_to
+from runtime.paths import data_dir
 from runtime.store import StoreUnavailable
 from temporal.client import TemporalUnavailable
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
+
+WORKER_LOG = "worker.log"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     configure_logging(os.environ.get("AGENT_LOG_LEVEL", "WARNING"))
+    sdk_logs_to(data_dir() / WORKER_LOG)  # a worker run in-process logs there, not over the output
     try:
         return asyncio.run(COMMANDS[args.command](args))
     except (UserError, TemporalUnavailable, ServerError, StoreUnavailable) as err:

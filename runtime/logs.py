@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import logging
 import sys
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 import structlog
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
 _configured = False
 SDK_LOGGER = "temporalio"  # the SDK's loggers: temporalio.activity, temporalio.worker, ...
+LOG_FILE_BYTES = 5_000_000  # then one older file is kept
 
 
 class QuietPrintLogger(structlog.PrintLogger):
@@ -56,17 +59,19 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def sdk_logs_to(path: Path) -> None:
-    """Send the Temporal SDK's log records to ``path`` instead of the terminal: a worker run
-    inside a CLI command (``run``, ``eval``) logs there, e.g. the traceback the SDK writes
-    for an activity a task cancelled, which is routine and no news to the person."""
-    logger = logging.getLogger(SDK_LOGGER)
-    if any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path.resolve() for h in logger.handlers):
-        return
-    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    """Send the Temporal SDK's log records, its native core's included, to ``path`` instead
+    of the terminal. For the CLI, whose commands may run a worker in-process (``run``,
+    ``eval``): what the SDK logs of an activity a task cut off (a traceback) is routine, and
+    no news to the person following the task. Call it before the first client connects."""
+    handler = RotatingFileHandler(path, maxBytes=LOG_FILE_BYTES, backupCount=1, encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger = logging.getLogger(SDK_LOGGER)
+    logger.handlers = [handler]
     logger.propagate = False
+    # The core writes to the console itself unless its records are forwarded to Python.
+    forwarded = LoggingConfig(filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+                              forwarding=LogForwardingConfig(logger=logging.getLogger(f"{SDK_LOGGER}.core")))
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=forwarded)), error_if_already_set=False)
 
 
 def get_logger(**bound: object) -> structlog.typing.FilteringBoundLogger:
