@@ -1,12 +1,15 @@
-"""Setuid and setgid bits off every file in the workspace, after each command.
+"""Setuid and setgid bits off the workspace's files that a command made or changed.
 
 The sandbox's mounts are ``nosuid``, but a file made in the workspace lives on the host's
 disk, where ``cp /bin/sh x; chmod 4755 x`` run as root would leave a root shell for anyone
-who can reach it. Nothing of the command runs any more when this walks (the sandbox ends with
-it), so the walk does not race it. A regular file with one name loses the bits; one with
-several names loses the name in the workspace instead, since another name may be a system
-binary (``/usr/bin/passwd``) whose bit must stay. Directories keep theirs (``g+s`` on a
-directory only picks the group of new files).
+who can reach it. So after each command one walk of the workspace finds the regular files
+with either bit whose inode changed since the command started (``st_ctime``, which only the
+kernel sets: creating, ``chmod`` and ``cp -p`` all move it), so a workspace that holds a
+system's binaries (a root filesystem being built, or ``/`` itself) keeps the bits it had.
+A file with one name loses the bits; one with several loses its name in the workspace
+instead, since another name may be a system binary whose bit must stay. Directories keep
+theirs (``g+s`` on a directory only picks the group of new files). A sandboxed command has
+ended when the walk runs, so it does not race the walk.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from pathlib import Path
 PRIVILEGE_BITS = stat.S_ISUID | stat.S_ISGID
 
 
-def strip_setuid(workspace: Path) -> list[str]:
-    """Takes setuid/setgid off the workspace's files; what was changed, as lines such as
-    ``tool (setuid removed)``, relative to the workspace."""
+def strip_setuid(workspace: Path, since: float) -> list[str]:
+    """Takes setuid/setgid off the workspace's files changed at or after ``since`` (a
+    ``time.time()``); what was changed, as ``tool (setuid removed)``, relative to the workspace."""
     changed: list[str] = []
     stack = [str(workspace)]
     while stack:
@@ -37,7 +40,7 @@ def strip_setuid(workspace: Path) -> list[str]:
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if stat.S_ISREG(info.st_mode) and info.st_mode & PRIVILEGE_BITS:
+                if stat.S_ISREG(info.st_mode) and info.st_mode & PRIVILEGE_BITS and info.st_ctime >= since:
                     if note := _disarm(entry.path, info):
                         changed.append(f"{os.path.relpath(entry.path, workspace)} ({note})")
     return sorted(changed)

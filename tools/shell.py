@@ -1,12 +1,10 @@
 """The ``shell`` tool: run one bash command in the workspace.
 
-The command runs as ``/bin/bash -c`` in its own process group, so a timeout
-or a cancelled activity kills it together with every child it started.
-Output (stdout and stderr merged) is read as it comes and at most
-``HEAD_BYTES`` + ``TAIL_BYTES`` of it is kept, so a flood cannot exhaust
-memory. What the model sees is capped at ``OUTPUT_CAP_CHARS`` characters:
-longer output keeps its first and last half, with a
-``[... N characters truncated ...]`` line between.
+The command runs as ``/bin/bash -c`` in its own process group, so a timeout or a cancelled
+activity kills it together with every child it started. Output (stdout and stderr merged) is
+read as it comes and at most ``HEAD_BYTES`` + ``TAIL_BYTES`` of it is kept, so a flood cannot
+exhaust memory. What the model sees is capped at ``OUTPUT_CAP_CHARS`` characters: longer
+output keeps its first and last half, with a ``[... N characters truncated ...]`` line between.
 
 The command's environment is built by allow-list (``allowed_env``): ``PATH``, ``HOME``,
 ``LANG``, ``LANGUAGE``, ``LC_*``, ``TERM``, ``TZ``, and the names in ``AGENT_SHELL_ENV_ALLOW``
@@ -24,8 +22,8 @@ After each command, setuid/setgid bits made in the workspace are taken off and t
 says which files. Secrets are redacted from the output before it is cut, so a secret
 straddling the cut does not leak in part.
 
-``classify_command`` (rules in ``tools/shell_policy/``, on a real bash parser)
-decides which commands wait for approval.
+``classify_command`` (rules in ``tools/shell_policy/``, on a real bash parser) decides which
+commands wait for approval.
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ import asyncio
 import ctypes
 import os
 import signal
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from tools import sandbox, shell_policy
@@ -55,6 +54,9 @@ READ_CHUNK = 64 * 1024
 HEARTBEAT_INTERVAL_S = 2.0
 # After bash exits, how long to wait for background children to close the pipe.
 DRAIN_GRACE_S = 1.0
+# File times come from a coarse clock, a little behind time.time(): setuid files changed since
+# the command's start, less this, lose the bits.
+CLOCK_SLACK_S = 1.0
 
 DESCRIPTION = f"""\
 Run a bash command in the workspace (the working directory) and return its output.
@@ -227,14 +229,15 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
         fence = Confinement(box.limits, box.pids_cgroup)
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
         return ToolOutcome(status="error", content=f"[not run] the command's limits could not be set up: {err}")
+    since = time.time() - CLOCK_SLACK_S
     try:
         code, output, truncated = await _run(args, ctx, box, fence)
     except BaseException:
-        strip_setuid(ctx.workspace)  # a cancelled command's files too (blocking, but rare)
+        strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)
         raise
     finally:
         await fence.release(wait=box.active)
-    stripped = await asyncio.to_thread(strip_setuid, ctx.workspace)
+    stripped = await asyncio.to_thread(strip_setuid, ctx.workspace, since)
     note = f"\n[setuid/setgid bits taken off: {', '.join(stripped)}]" if stripped else ""
     output = output.rstrip("\n")
     if code is None:
