@@ -54,6 +54,8 @@ LINKS_PAGE = """<!DOCTYPE html><html><head><title>Links</title></head><body>
 </body></html>"""
 
 TARGET_PAGE = "<!DOCTYPE html><title>Target</title><h1>The target page</h1>"
+# Loads, then a second later its script never yields again.
+WEDGE_PAGE = "<!DOCTYPE html><title>Wedge</title><h1>Busy soon</h1><script>setTimeout(() => { while (true) {} }, 1000)</script>"
 
 LONG_PAGE = (
     "<!DOCTYPE html><html><head><title>Long</title></head><body style='margin:0'>"
@@ -95,6 +97,7 @@ def routes() -> dict[str, Route]:
         "/greet": greet,
         "/links": Reply(body=LINKS_PAGE.encode()),
         "/target": Reply(body=TARGET_PAGE.encode()),
+        "/wedge": Reply(body=WEDGE_PAGE.encode()),
         "/long": Reply(body=LONG_PAGE.encode()),
         "/noise": Reply(body=NOISE_PAGE.encode()),
         "/leaky": Reply(body=LEAKY_PAGE.encode()),
@@ -554,3 +557,16 @@ def test_the_browser_tools_are_registered_with_their_policy():
         '<tool name="visit" url="https://a.example/"/>'
     )
     assert REGISTRY["input"].summarize({"ref": "e5", "text": "Ada", "submit": True}) == "e5 Ada"
+
+
+async def test_a_tab_whose_script_never_yields_is_replaced_and_the_model_told(task, server):
+    opened = await task.call("visit", url=server.url("/wedge"))
+    assert opened.status == "ok", opened.content
+    await asyncio.sleep(1.5)  # the page's script is now in its endless loop
+    viewed = await asyncio.wait_for(task.call("view"), 30)
+    assert viewed.status == "error"
+    assert f"[tab replaced] The page at {server.url('/wedge')} stopped answering" in viewed.content
+    assert viewed.browser == BrowserState(tabs=["about:blank"], active=0)
+    # The task's browser works again at once: no later call waits on the wedged page.
+    again = await asyncio.wait_for(task.call("visit", url=server.url("/target")), 30)
+    assert again.status == "ok" and 'heading "The target page"' in again.content

@@ -67,6 +67,9 @@ MAX_SNAPSHOT_CHARS = 100_000
 JPEG_QUALITIES = (80, 60, 40, 25)  # tried in turn when a PNG screenshot is over MAX_IMAGE_BYTES
 
 NO_PAGE = "No page is open: call visit first."
+# A tab whose page does not evaluate a trivial script within this long is wedged (a script
+# that never yields, such as while(true){}): it is replaced, or every later call would wait.
+ANSWER_TIMEOUT_S = 3.0
 
 Work = Callable[[TaskBrowser, "str | None"], Awaitable[ToolOutcome]]
 
@@ -172,7 +175,12 @@ async def _run(
 ) -> ToolOutcome:
     try:
         reopened = await _restore(tab, ctx)
-        if needs_page and tab.page is None:
+        replaced = await _replace_wedged(tab) if reopened is None else None
+        if replaced is not None and needs_page:
+            result = _error(replaced)  # the page it would act on is gone
+        elif replaced is not None:
+            result = await work(tab, replaced)
+        elif needs_page and tab.page is None:
             result = _error(NO_PAGE)
         elif reopened is not None and acts is not None:
             result = await _page_result(
@@ -191,6 +199,30 @@ async def _run(
     state = tab.state()
     tab.last_state = state
     return result.model_copy(update={"browser": state})
+
+
+async def _replace_wedged(tab: TaskBrowser) -> str | None:
+    """Close the active tab when its page no longer answers, open a blank one in its place,
+    and say so; None when the page answers (or there is none)."""
+    page = tab.page
+    if page is None:
+        return None
+    try:
+        await asyncio.wait_for(page.evaluate("0"), ANSWER_TIMEOUT_S)
+        return None
+    except Exception:
+        if page.is_closed():
+            return None
+    url, index = page.url, tab.active
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(page.close(), ANSWER_TIMEOUT_S)
+    tab.forget(page)
+    blank = await tab.new_tab()
+    tab.pages.remove(blank)  # in the wedged tab's place
+    tab.pages.insert(min(index, len(tab.pages)), blank)
+    tab.active = tab.pages.index(blank)
+    return (f"[tab replaced] The page at {url} stopped answering (a script that never yields?), so its tab was "
+            f"closed and a blank tab [{tab.active}] stands in its place. Visit a page to go on.")
 
 
 async def _restore(tab: TaskBrowser, ctx: ToolContext) -> str | None:

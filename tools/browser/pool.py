@@ -190,12 +190,13 @@ class TaskBrowser:
             return
         page.set_default_timeout(ACTION_TIMEOUT_MS)
         page.set_default_navigation_timeout(NAV_TIMEOUT_MS)
-        page.on("close", self._forget)
+        page.on("close", self.forget)
         page.on("dialog", self._dialog)
         page.on("download", self._download)
         self.pages.append(page)
 
-    def _forget(self, page: Page) -> None:
+    def forget(self, page: Page) -> None:
+        """Drop ``page`` from the tabs (it closed, or it was abandoned)."""
         if page not in self.pages:
             return
         index = self.pages.index(page)
