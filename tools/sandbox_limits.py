@@ -162,6 +162,20 @@ def uid_tasks(uid: int) -> int:
     return count
 
 
+_LEFT: set[Path] = set()  # command cgroups still in use at release: removed once empty
+
+
+def _remove_left() -> None:
+    for path in list(_LEFT):
+        try:
+            path.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        _LEFT.discard(path)
+
+
 class Confinement:
     """One command's limits: made before it starts, entered in its child between fork and
     exec (``enter``), and released once it has ended (``release``)."""
@@ -176,6 +190,7 @@ class Confinement:
             (resource.RLIMIT_CORE, 0),
         ]
         if pids_cgroup is not None:
+            _remove_left()
             self.cgroup = pids_cgroup / f"{CGROUP_PREFIX}{uuid.uuid4().hex[:12]}"
             self.cgroup.mkdir()
             try:
@@ -213,7 +228,9 @@ class Confinement:
             except OSError:  # still in use
                 if wait:
                     await asyncio.sleep(0.01)
-        self.cgroup = None  # left to the sweep (``find_pids_cgroup``) once it is empty
+        if self.cgroup is not None:  # an unsandboxed command's background processes live on
+            _LEFT.add(self.cgroup)
+            self.cgroup = None
 
 
 def _within(which: int, value: int) -> int:

@@ -5,8 +5,10 @@ What they refuse, in the sandbox and out of it, is in tests/security/test_sandbo
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
+import subprocess
 import threading
 from pathlib import Path
 
@@ -83,3 +85,19 @@ async def test_each_command_gets_a_pids_cgroup_that_goes_with_it():
     assert (made / "pids.max").read_text().strip() == "7" and resource.RLIMIT_NPROC not in dict(fence.rlimits)
     await fence.release()
     assert not made.exists()
+
+
+async def test_a_cgroup_still_in_use_at_release_goes_once_its_processes_end():
+    base = sandbox_limits.find_pids_cgroup()
+    if base is None:
+        pytest.skip("no writable pids cgroup here")
+    fence = Confinement(Limits(), base)
+    made = fence.cgroup
+    assert made is not None
+    background = subprocess.Popen(["sleep", "0.3"], preexec_fn=fence.enter)  # an unsandboxed command's
+    await fence.release(wait=False)
+    assert made.exists() and made in sandbox_limits._LEFT
+    background.wait()
+    await asyncio.sleep(0.05)
+    await Confinement(Limits(), base).release()  # the next command tidies up
+    assert not made.exists() and made not in sandbox_limits._LEFT
