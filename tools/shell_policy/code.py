@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
+from tools.shell_policy.paths import _secret
 from tools.shell_policy.verdict import MODERATE, Verdict, _bad, _show
+from tools.shell_policy.words import _lit
 
 _CODE_RISKS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
     ("deletes files", re.compile(
@@ -48,6 +50,9 @@ def _inline(label: str, code: str, lang: str) -> Verdict:
     path = _CODE_OUTSIDE_PATH.search(code)
     if path and _CODE_WRITES.search(code):
         return _bad(f"runs inline code that writes outside the workspace ({label}: {_show(path.group(0))})")
+    for literal in re.findall(r"""['"]([~/][^'"\s]*)['"]""", code):
+        if _secret(_lit(literal)):
+            return _bad(f"runs inline code that reads a secret file ({label}: {_show(literal)})")
     path = _CODE_PERSISTS.search(code)
     if path and _CODE_WRITES.search(code):
         return _bad(f"runs inline code that writes where code runs later ({label}: {_show(path.group(0))})")

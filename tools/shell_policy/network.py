@@ -17,7 +17,7 @@ from tools.shell_policy.words import _opts, _Word
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOKUPS = frozenset(
     """dig nslookup host drill kdig delv ping ping6 traceroute traceroute6 tracepath mtr arping fping whois nmap
-    resolvectl""".split()
+    resolvectl getent""".split()
 )
 _REQUESTS = frozenset({"curl", "wget", "http", "https", "xh", "xhs", "aria2c"})  # the rest ask anyway
 _COMPUTED = re.compile(r"\$\(|`|<\(")

@@ -44,17 +44,26 @@ def _path_of(w: _Word) -> str | None:
             return None  # all of it built at run time: the other rules judge that
     elif "=" in raw and not raw.startswith(("/", "~", ".")):  # --file=PATH, if=PATH
         raw = raw.split("=", 1)[1]
-    return _HOME.sub("~", raw)
+    return _HOME.sub("~", re.sub(r"^/+", "/", raw))
+
+
+def _braces(path: str) -> list[str]:
+    """``/etc/{passwd,shadow}`` as the shell expands it (one level, a few alternatives)."""
+    match = re.search(r"\{([^{}]*,[^{}]*)\}", path)
+    if match is None:
+        return [path]
+    head, tail = path[: match.start()], path[match.end() :]
+    return [p for alt in match.group(1).split(",")[:16] for p in _braces(head + alt + tail)][:64]
 
 
 def _resolved(path: str, cwd: str | None) -> list[str]:
     """Where a path may point: itself when absolute, joined to where ``cd`` went, and for a
     climb out of the workspace (``../../etc/shadow``) both from the root and from home."""
+    if cwd is not None:
+        path = posixpath.join(cwd, path)
     if path.startswith(("/", "~")):
         return [posixpath.normpath(path)]
-    if cwd is not None:
-        return [posixpath.normpath(posixpath.join(cwd, path))]
-    parts = path.split("/")
+    parts = posixpath.normpath(path).split("/")
     if ".." not in parts:
         return []
     rest = "/".join(parts[len(parts) - parts[::-1].index("..") :])
@@ -81,7 +90,7 @@ def _secret(w: _Word, cwd: str | None = None) -> bool:
     path = _path_of(w)
     if path is None:
         return False
-    for candidate in _resolved(path, cwd):
+    for candidate in (c for each in _braces(path) for c in _resolved(each, cwd)):
         parts = _HOME.sub("~", candidate).split("/")
         if _NOT_SECRET.search(parts[-1]):
             continue

@@ -16,10 +16,12 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from tools.base import Danger
 from tools.shell_policy.code import _inline
 from tools.shell_policy.names import _canonical
+from tools.shell_policy.stdin import _key
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad
-from tools.shell_policy.walk import _Call, _key
+from tools.shell_policy.walk import _Call
 from tools.shell_policy.words import _opts, _Word
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
@@ -100,6 +102,10 @@ def _from_stdin(c: _Call, what: str, judge: Judge, *, shell: bool = True) -> Ver
 
 def _shell(c: _Call) -> Verdict:
     o = _opts(c.args, "oO", ("--rcfile", "--init-file"), posix=True)
+    for rc in o.values("--rcfile", "--init-file"):  # read by an interactive shell (-i)
+        verdict = _run_script(c, rc)
+        if verdict[0] is Danger.DANGEROUS:
+            return verdict
     if o.has("-c"):
         if not o.pos:
             return MODERATE

@@ -4,6 +4,7 @@ the line writes and then runs is judged by what it says."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -11,7 +12,7 @@ from typing import Literal
 
 import tree_sitter
 
-from tools.shell_policy.words import _text, _word
+from tools.shell_policy.words import _text, _Word, _word
 
 
 @dataclass(frozen=True)
@@ -85,4 +86,22 @@ def _printed(body: tree_sitter.Node | None, stdin: _Stdin | None) -> str | None:
         return stdin.text if not args and stdin is not None and stdin.kind == "text" else None
     if name == "echo" and not any(a.startswith("-") for a in args[:1]):
         return " ".join(args) + "\n"
-    return None
+    return "" if (name, args) in (("echo", ["-n"]), ("printf", [""])) else None
+
+
+@dataclass
+class _Written:
+    """A file the line writes: what it put there when it shows it, and how (for reasons)."""
+
+    content: str | None
+    how: str  # "redirection to", "curl -o", "chmod"
+
+
+def _key(w: _Word) -> str | None:
+    """A written or run path as one spelling (``./x.sh`` is ``x.sh``)."""
+    return posixpath.normpath(w.text) if w.text else None
+
+
+def _assignment(node: tree_sitter.Node) -> tuple[str, _Word]:
+    name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+    return (_text(name) if name is not None else "", _word(value) if value is not None else _Word("", ""))

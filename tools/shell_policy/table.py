@@ -165,7 +165,7 @@ _RULES: dict[str, Callable[[_Call], Verdict]] = {
         _disk),
     **dict.fromkeys(("chown", "chgrp", "setfacl", "chattr"), _owner), "chmod": _chmod,
     **dict.fromkeys(
-        """shutdown reboot halt poweroff init telinit killall pkill skill snice systemd-run launchctl modprobe
+        """shutdown reboot halt poweroff init telinit killall killall5 pkill skill snice systemd-run launchctl modprobe
         insmod rmmod iptables ip6tables nft ufw firewall-cmd""".split(), _machine),
     **dict.fromkeys(("systemctl", "service"), _services), "sysctl": _sysctl, "kill": _kill, "crontab": _crontab,
     "fuser": _fuser, "at": _at, "batch": _at, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts), "getent": _getent,

@@ -1,6 +1,7 @@
 """Variables that name a command or code to load: set before a command (``PAGER=... git log``) or
 through ``env``, they make a read run something (``GIT_EXTERNAL_DIFF=x git diff``, ``LESSOPEN``,
-``MANPAGER``), so the value is judged as the command it names (``PAGER=cat`` stays SAFE); code loaded
+``MANPAGER``), so the value is judged as the command it names (``PAGER=cat`` stays SAFE) and
+``BASH_ENV`` as a script the shell runs; code loaded
 from elsewhere (``LD_PRELOAD``, ``NODE_OPTIONS``) makes the command at least MODERATE; git config set
 through the environment (``GIT_CONFIG_KEY_0``) is judged as ``git -c``."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import re
 
 from tools.base import Danger
+from tools.shell_policy.scripts import _run_script
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _worse
 from tools.shell_policy.version_control import _GIT_COMMAND_CONFIG
 from tools.shell_policy.walk import _Call
@@ -16,8 +18,8 @@ from tools.shell_policy.words import _Word
 
 _RUNS = frozenset(
     """PAGER GIT_PAGER MANPAGER SYSTEMD_PAGER LESSOPEN LESSCLOSE GIT_EXTERNAL_DIFF GIT_SSH_COMMAND GIT_SSH
-    GIT_EDITOR GIT_SEQUENCE_EDITOR EDITOR VISUAL GIT_ASKPASS SSH_ASKPASS SUDO_ASKPASS BASH_ENV ENV
-    PROMPT_COMMAND GIT_PROXY_COMMAND BROWSER""".split()
+    GIT_EDITOR GIT_SEQUENCE_EDITOR EDITOR VISUAL GIT_ASKPASS SSH_ASKPASS SUDO_ASKPASS PROMPT_COMMAND
+    GIT_PROXY_COMMAND BROWSER""".split()
 )
 _LOADS = frozenset(
     """LD_PRELOAD LD_AUDIT LD_LIBRARY_PATH PYTHONSTARTUP PYTHONPATH PYTHONHOME NODE_OPTIONS PERL5OPT PERL5LIB
@@ -29,7 +31,9 @@ _LOADS = frozenset(
 def _command_variables(c: _Call, head: _Word) -> Verdict:
     verdict = SAFE
     for name, value in c.env:
-        if name in _RUNS:
+        if name in ("BASH_ENV", "ENV"):  # a script the shell sources first
+            verdict = _worse(verdict, _run_script(c, value) if value.text else MODERATE)
+        elif name in _RUNS:
             if value.text is None:
                 return _bad(f"runs a command built at run time ({name}={value.show})")
             verdict = _worse(verdict, c.nested(value.text.lstrip("|"), f"{name}="))  # LESSOPEN='|cmd %s'

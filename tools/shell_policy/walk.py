@@ -9,7 +9,6 @@ script it writes and then runs is judged by what the line put in it.
 
 from __future__ import annotations
 
-import posixpath
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,7 +22,7 @@ import tree_sitter_bash
 from tools.base import Danger
 from tools.shell_policy.names import _canonical
 from tools.shell_policy.paths import _persists, _secret
-from tools.shell_policy.stdin import _printed, _program_of, _Stdin, _stdin_of
+from tools.shell_policy.stdin import _assignment, _key, _printed, _program_of, _Stdin, _stdin_of, _Written
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _worse
 from tools.shell_policy.words import _text, _Word, _word
 
@@ -53,17 +52,6 @@ _CLOBBERS = frozenset({">", ">|", "&>", ">&"})
 
 def _sink(w: _Word) -> bool:
     return w.text is not None and (w.text in _SINKS or w.text.startswith("/dev/fd/"))
-
-
-def _key(w: _Word) -> str | None:
-    """A written or run path as one spelling (``./x.sh`` is ``x.sh``)."""
-    return posixpath.normpath(w.text) if w.text else None
-
-
-@dataclass
-class _Written:
-    content: str | None  # what the line put there, when it shows it
-    how: str  # for reasons: "redirection to", "curl -o", "chmod"
 
 
 class _Scan:
@@ -155,6 +143,11 @@ class _Scan:
             return
         elif kind in ("command_substitution", "process_substitution"):
             stdin = None
+        elif kind in ("variable_assignment", "for_statement"):  # f=/etc/shadow; for f in ~/.ssh/*
+            values = node.children_by_field_name("value")
+            named = next((_word(v) for v in values if _secret(_word(v), self.cwd)), None)
+            if named is not None:
+                self.note(_bad(f"reads a secret file ({named.show})"))
         elif kind == "function_definition":
             self._fork_bomb(node)
         for child in node.named_children:
@@ -192,11 +185,6 @@ class _Scan:
             stack.extend(current.named_children)
         if calls >= 2:
             self.note(_bad(f"defines a fork bomb ({_text(name)})"))
-
-
-def _assignment(node: tree_sitter.Node) -> tuple[str, _Word]:
-    name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-    return (_text(name) if name is not None else "", _word(value) if value is not None else _Word("", ""))
 
 
 def _classify(command: str, table: _Table, nesting: int, parent: _Scan | None = None,

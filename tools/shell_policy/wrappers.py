@@ -4,6 +4,7 @@ what they run; and ``sudo`` and its kin, which run it as another user."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
@@ -80,6 +81,8 @@ def _runs_each(c: _Call, words: Sequence[_Word], via: str, placeholder: str | No
     deleter = PurePosixPath(head).name if head is not None else ""
     if verdict[0] is not Danger.DANGEROUS and deleter in _DELETERS:
         return _bad(f"deletes what {via.split()[0]} finds ({via} {deleter})")
+    if verdict[0] is not Danger.DANGEROUS and deleter in ("kill", "renice"):
+        return _bad(f"signals the processes it reads ({via} {deleter})")
     return verdict
 
 
@@ -215,7 +218,10 @@ def _cd(c: _Call) -> Verdict:
     c.scan.moved = True
     if target.text == "-" or c.outside(target):
         c.scan.cwd_outside = True
-        path = _path_of(target) if target.text not in (None, "-") else None
-        c.scan.cwd = None if path is None or ".." in path.split("/") else (
-            path if path.startswith(("/", "~")) or c.scan.cwd is None else f"{c.scan.cwd}/{path}")
+    path = _path_of(target) if target.text not in (None, "-") else None
+    if path is None or path.startswith(("/", "~")):
+        c.scan.cwd = path and posixpath.normpath(path)
+    else:  # relative to where it was: `cd .git && echo x > hooks/pre-commit` writes .git/hooks
+        c.scan.cwd = None if c.scan.cwd_outside and c.scan.cwd is None else posixpath.normpath(
+            posixpath.join(c.scan.cwd or ".", path))
     return SAFE

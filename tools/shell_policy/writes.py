@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 from tools.base import Danger
 from tools.shell_policy.accounts import _keeps_mode, _modes
+from tools.shell_policy.paths import _persists
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _worse
 from tools.shell_policy.walk import _Call, _sink
 from tools.shell_policy.words import _lit, _opts, _Word
@@ -37,8 +38,8 @@ def _copy_like(short: str = "") -> Callable[[_Call], Verdict]:
             return _bad(f"destroys files (mv ... {o.pos[-1].show})")
         if c.name in ("cp", "ln", "install") and any(w.text == "/dev/null" for w in sources) and targets:
             return _bad(f"empties or replaces a file ({c.name} /dev/null {targets[0].show})")
-        if c.name == "ln":
-            return _link(c, sources, targets[0] if targets else None, o.has("-s", "--symbolic"))
+        if c.name == "ln" or c.name == "cp" and o.has("-s", "-l", "--symbolic-link", "--link"):
+            return _link(c, sources, targets[0] if targets else None, o.has("-s", "--symbolic", "--symbolic-link"))
         if c.name == "install":
             if o.has("-o", "-g", "--owner", "--group"):
                 return _bad("changes owners (install -o)")
@@ -56,7 +57,9 @@ def _link(c: _Call, sources: list[_Word], link: _Word | None, symbolic: bool) ->
             base = link.text if link.text.endswith("/") else posixpath.dirname(link.text)
             text = posixpath.normpath(posixpath.join(base or ".", text))  # relative to the link
         if c.outside(source if text is None else _Word(text, source.raw)):
-            return _bad(f"links to a path outside the workspace (ln {source.show})")
+            return _bad(f"links to a path outside the workspace ({c.name} {source.show})")
+        if text and _persists(_Word(text, source.raw), c.scan.cwd):  # ln -s .git g; echo x > g/hooks/x
+            return _bad(f"links to a place where code runs later ({c.name} {source.show})")
     return MODERATE
 
 
@@ -112,7 +115,7 @@ def _mkdir(c: _Call) -> Verdict:
     return verdict if verdict[0] is Danger.DANGEROUS else _modes(c, o.values("-m", "--mode"))
 
 
-_SED_WRITES = re.compile(r"(?:^|[;{}\n/!\d$gpIiMm])\s*[wWe](?:\s|$|;)")
+_SED_WRITES = re.compile(r"(?:^|[;{}\n/!\d$gpIiMm])\s*[wWe](?:\s|$|;)|\bs(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]")
 
 
 def _sed(c: _Call) -> Verdict:
