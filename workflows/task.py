@@ -18,6 +18,7 @@ replies), delegation (plan, sub-agents), continuation (continue-as-new).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -74,8 +75,14 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
     # ---- signals, updates, queries ---------------------------------------------
 
     @workflow.signal
-    def stop(self, reason: str = "stopped by user") -> None:
-        self.state.stop_reason = reason or "stopped by user"
+    def stop(self, reason: Any = "stopped by user") -> None:
+        """Stop the task. Any payload stops it (a person sending ``{"reason": ...}``, a number
+        or nothing from the Temporal UI means stop too): a string is the reason as given."""
+        if isinstance(reason, dict) and isinstance(reason.get("reason"), str):
+            reason = reason["reason"]
+        if not isinstance(reason, str):
+            reason = f"stopped by user ({reason!r})" if reason not in (None, {}, []) else ""
+        self.state.stop_reason = reason.strip() or "stopped by user"
 
     @workflow.signal
     def interject(self, message: Interjection) -> None:
