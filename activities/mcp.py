@@ -42,6 +42,7 @@ from core.images import sniff_image_type
 from core.tool_outcome import MAX_IMAGE_BYTES, Danger, ImageRef, ToolOutcome
 from core.untrusted import TAG, neutralise, wrap_untrusted
 from runtime.logs import get_logger
+from tools.egress import NO_NETWORK
 
 if TYPE_CHECKING:  # imported where used: the SDK is slow to import, and most workers never call it
     import mcp_types
@@ -114,9 +115,13 @@ class McpActivities:
     async def list_tools(self, inp: McpListInput) -> McpListing:
         servers = dict(self.sessions.worker_servers) if inp.worker else {}
         servers.update(inp.servers)  # a task's own entry wins over the worker's of that name
+        listing = McpListing()
+        for name, config in inp.servers.items():
+            if not inp.network and config.type != "stdio":  # the network, which this task may not reach
+                listing.errors[name] = f"the server is reached over HTTP, and {NO_NETWORK}"
+                del servers[name]
         names = sorted(servers)
         found = await asyncio.gather(*(self._list(n, servers[n]) for n in names), return_exceptions=True)
-        listing = McpListing()
         for name, result in zip(names, found):
             if isinstance(result, BaseException):
                 listing.errors[name] = describe_error(result)

@@ -134,6 +134,9 @@ class McpListInput(BaseModel):
     context_id: str
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)  # the task's own
     worker: bool = False  # the worker's AGENT_MCP_CONFIG servers too
+    # The task was started with --network: without it, the task's own HTTP servers are not
+    # contacted at all (the worker's are the operator's, and are listed either way).
+    network: bool = False
 
 
 class McpListing(BaseModel):

@@ -38,7 +38,7 @@ class McpMixin(LoopBase):
         listing: McpListing = await workflow.execute_activity(
             MCP_LIST_ACTIVITY,
             McpListInput(task_id=workflow.info().workflow_id, context_id=state.context_id,
-                         servers=task.mcp_servers, worker=task.worker_mcp),
+                         servers=task.mcp_servers, worker=task.worker_mcp, network=task.network),
             result_type=McpListing,
             start_to_close_timeout=LIST_TIMEOUT,
             retry_policy=LIST_RETRY,

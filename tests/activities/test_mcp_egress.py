@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.mcp import McpToolRunner
+from activities.mcp import McpActivities, McpCatalog, McpToolRunner
 from activities.mcp_sessions import McpSessions, McpUnavailable
 from activities.tools import ToolActivities
 from contracts.activities import ToolCallInput
-from contracts.mcp import McpCall, McpServerConfig
+from contracts.mcp import McpCall, McpListInput, McpServerConfig
 from core.messages import ToolCallRequest
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore
@@ -67,3 +67,14 @@ async def test_a_call_of_the_tasks_own_http_server_runs_with_network(tmp_path, w
             _activities(tmp_path, sessions).run_tool, _call_input(workspace, config, network=True))
         await sessions.close()
     assert result.status == "ok" and "echo: hello" in result.content
+
+
+async def test_listing_the_tasks_own_http_server_without_network_sends_nothing(sessions, counting):
+    servers = {"kit": McpServerConfig(type="http", url=counting.url("/mcp"))}
+    listing = await McpActivities(sessions, McpCatalog()).list_tools(
+        McpListInput(task_id="t", context_id="c", servers=servers, network=False))
+    assert listing.tools == [] and listing.errors == {"kit": f"the server is reached over HTTP, and {NO_NETWORK}"}
+    assert counting.requests == []
+    with pytest.raises(McpUnavailable):  # with --network it is contacted (and is no MCP server)
+        await McpActivities(sessions, McpCatalog())._list("kit", servers["kit"])
+    assert counting.requests != []
