@@ -126,7 +126,7 @@ class ToolCallInput(BaseModel):
     # call's digest. None: not checked (inputs scheduled by workflows before the check).
     approval: str | None = None
     approved: str | None = omitted()
-    network: bool = omitted(False)  # shell commands may reach the network
+    network: bool = omitted(False)  # the task's tools may reach the network (--network)
     mcp: McpCall | None = omitted()  # set for a call of an MCP tool: which server and tool run it
     # The task's browser as recorded (browser tools reopen it on a worker that lost it);
     # sent only with browser tools' calls, and left out of the JSON when None.

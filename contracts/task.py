@@ -202,7 +202,7 @@ class TaskInput(BaseModel):
     fallbacks: list[ModelRef] = Field(default_factory=list)  # tried in order when a model keeps failing
     failover_after: int = 3  # failed attempts on one model before moving to the next
     cost_limit_usd: float | None = None  # fail the task when its spend passes this
-    network: bool = False  # shell commands may reach the network (the sandbox cuts it off by default)
+    network: bool = False  # the task's tools may reach the network (tools/egress.py; off by default)
     # Extended thinking: the model's thinking budget in tokens per answer (Anthropic, at least
     # 1024); None: no extended thinking.
     thinking_budget: int | None = None

@@ -33,7 +33,7 @@ class ToolContext:
     # Secrets in clear become placeholders: tools that cut their output call it first, so
     # that a secret straddling the cut never leaks in part.
     redact: Callable[[str], str] = lambda text: text
-    # Shell commands may reach the network (the task was started with --network).
+    # The task's tools may reach the network (it was started with --network): tools/egress.py.
     network: bool = False
     # Paths a sandboxed command must not see (the worker's data, secrets, store).
     hidden: tuple[Path, ...] = ()

@@ -18,7 +18,7 @@ and anything a script built are lost on a reopen, and the result says so.
 
 **Safety.** Every URL, the visited one and every request a page makes, goes through the
 task's ``Policy`` (see ``policy``): http and https only with ``--network``, never to
-cloud metadata endpoints or ``AGENT_BROWSER_DENY_HOSTS``, files only inside the workspace.
+hosts on the deny list (``tools.egress``), files only inside the workspace.
 ``visit`` refuses up front with the rule's name; the route aborts the rest and the next
 result lists what was refused. Downloads are off.
 
