@@ -57,6 +57,9 @@ class ToolDefinition(Generic[ArgsT]):
     # Per-call classification from the arguments (e.g. shell commands), alone or with the
     # reason a person reads when asked to approve; None uses `danger`.
     classify: Callable[[ArgsT], Danger | tuple[Danger, str]] | None = None
+    # The same verdict with the task's workspace at hand, for a reason that shows what is there
+    # (the shell: the script a command runs); None: ``classify`` alone.
+    classify_in: Callable[[ArgsT, Path], Danger | tuple[Danger, str]] | None = None
     # Whether a call may run again when a crash cut it off before its result was recorded:
     # reads and writes of the same content may; a command with effects may not (the model
     # is told it was interrupted instead). A function decides per call from the arguments.

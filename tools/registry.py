@@ -9,7 +9,7 @@ through.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -113,19 +113,18 @@ def classify_call(name: str, arguments: dict[str, Any], workspace: Path | None =
 
     The LLM activity calls this when the model's reply arrives, so the classification is
     recorded in the history with the call and a replay never re-classifies with newer rules.
-    With the task's ``workspace``, a tool whose ``classify`` has ``in_workspace`` (the shell)
-    completes the reason from it (the script a command runs); the danger is the same without.
+    With the task's ``workspace``, a tool with ``classify_in`` (the shell) completes the reason
+    from it (the script a command runs); the danger is the same without.
     """
     tool = REGISTRY.get(name)
     if tool is None:
         return Danger.SAFE, "unknown tool: it will not run"
     danger, reason = tool.danger, ""
     if tool.classify is not None:
-        in_workspace: Callable[[Any, Path], Danger | tuple[Danger, str]] | None = (
-            getattr(tool.classify, "in_workspace", None) if workspace is not None else None)
         try:
             args = _validate(tool, arguments)
-            verdict = tool.classify(args) if in_workspace is None or workspace is None else in_workspace(args, workspace)
+            verdict = (tool.classify(args) if tool.classify_in is None or workspace is None
+                       else tool.classify_in(args, workspace))
         except ValidationError:
             verdict = tool.danger  # invalid arguments never run: the call comes back as a retry
         danger, reason = verdict if isinstance(verdict, tuple) else (verdict, "")

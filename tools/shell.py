@@ -296,7 +296,8 @@ TOOL = ToolDefinition(
     args_model=ShellArgs,
     handler=run_shell,
     danger=Danger.MODERATE,
-    classify=shell_policy.ShellClassifier(),
+    classify=lambda args: shell_policy.classify_command(args.command),
+    classify_in=lambda args, workspace: shell_policy.classify_command(args.command, workspace),
     # A read-only command may run again after a crash; anything else is not rerun blindly.
     idempotent=lambda args: shell_policy.is_read_only(args.command),
     compact_keys=("command",),

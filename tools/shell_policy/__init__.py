@@ -87,14 +87,13 @@ program named by a path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 from tools.base import Danger
 from tools.shell_policy.table import _NO_CODE, _TABLE
 from tools.shell_policy.verdict import Verdict, _bad
 from tools.shell_policy.walk import MAX_CHARS, _classify, _Table
 
-__all__ = ["MAX_CHARS", "ShellClassifier", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
+__all__ = ["MAX_CHARS", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
 
 
 def classify_command(command: str, workspace: Path | None = None) -> Verdict:
@@ -125,19 +124,3 @@ def _guarded(command: str, table: _Table, workspace: Path | None) -> Verdict:
         return _bad("nested too deeply to see through")
     except Exception:  # a classifier bug must ask, not crash the activity deciding on approval
         return _bad("could not be inspected")
-
-
-class _Command(Protocol):
-    @property
-    def command(self) -> str: ...
-
-
-class ShellClassifier:
-    """The shell tool's ``classify``; ``in_workspace`` gives the same verdict with the scripts a
-    dangerous command runs shown from the task's workspace (``tools.registry.classify_call``)."""
-
-    def __call__(self, args: _Command) -> Verdict:
-        return classify_command(args.command)
-
-    def in_workspace(self, args: _Command, workspace: Path) -> Verdict:
-        return classify_command(args.command, workspace)
