@@ -13,6 +13,8 @@ import os
 import pytest
 
 from tools import sandbox
+from tools.base import ToolContext, ToolOutcome
+from tools.shell import ShellArgs, run_shell
 
 REQUIRE_ENV = "AGENT_TEST_REQUIRE_SANDBOX"
 
@@ -37,3 +39,8 @@ def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
     status = sandbox.status({"AGENT_SANDBOX": "off"})
     monkeypatch.setattr(sandbox, "_STATUS", status)
     return status
+
+
+async def run(ctx: ToolContext, command: str, timeout_s: int = 60) -> ToolOutcome:
+    """The shell tool's handler on ``command``, as the tool activity calls it."""
+    return await run_shell(ShellArgs(command=command, timeout_s=timeout_s), ctx)

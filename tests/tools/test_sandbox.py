@@ -16,16 +16,12 @@ import pytest
 from tests import sandboxing
 from tools import sandbox, shell
 from tools.base import ToolContext
-from tools.shell import ShellArgs, run_shell
 
 
 @pytest.fixture
 def box(monkeypatch) -> sandbox.SandboxStatus:
     return sandboxing.require(monkeypatch)
 
-
-async def _run(ctx: ToolContext, command: str, timeout_s: int = 30):
-    return await run_shell(ShellArgs(command=command, timeout_s=timeout_s), ctx)
 
 
 async def test_the_workspace_is_writable_and_nothing_outside_it_is(box, tmp_path):
@@ -34,7 +30,7 @@ async def test_the_workspace_is_writable_and_nothing_outside_it_is(box, tmp_path
     outside = Path.home() / f".sandbox-probe-{uuid.uuid4().hex[:8]}"
     sibling = tmp_path / "outside.txt"
     ctx = ToolContext(workspace=workspace)
-    result = await _run(ctx, "; ".join([
+    result = await sandboxing.run(ctx, "; ".join([
         "echo inside > in.txt",
         f"touch {outside} 2>&1 || echo touch-refused",
         f"echo x > {outside}.redirect 2>&1 || echo redirect-refused",
@@ -71,7 +67,7 @@ async def test_the_network_is_off_unless_the_task_allows_it(box, tmp_path, netwo
     ctx = ToolContext(workspace=tmp_path, network=network)
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
     try:
-        result = await _run(ctx, f'python3 -c "{code}" 2>&1 | tail -1')
+        result = await sandboxing.run(ctx, f'python3 -c "{code}" 2>&1 | tail -1')
         await asyncio.sleep(0.2)
     finally:
         server.close()
@@ -88,19 +84,19 @@ async def test_the_worker_and_its_files_are_out_of_sight(box, tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     ctx = ToolContext(workspace=workspace, hidden=(data,))
-    result = await _run(ctx, f"ls -A {data}; cat {data}/context.db 2>&1; ls /proc | grep -c '^[0-9]'; id -u")
+    result = await sandboxing.run(ctx, f"ls -A {data}; cat {data}/context.db 2>&1; ls /proc | grep -c '^[0-9]'; id -u")
     lines = result.content.splitlines()
     assert "private" not in result.content and "No such file" in result.content
     assert int(lines[-3]) < 10  # only the sandbox's own processes, not the worker's
     # No capability survives, even as root: nothing can be remounted writable.
-    remount = await _run(ctx, "mount -o remount,rw / 2>&1; touch /etc/sandbox-probe 2>&1")
+    remount = await sandboxing.run(ctx, "mount -o remount,rw / 2>&1; touch /etc/sandbox-probe 2>&1")
     assert not Path("/etc/sandbox-probe").exists()
     assert "denied" in remount.content.lower() or "read-only" in remount.content.lower()
 
 
 async def test_background_processes_end_with_the_command(box, tmp_path):
     ctx = ToolContext(workspace=tmp_path)
-    result = await _run(ctx, "(sleep 1; echo late > late.txt) & echo launched")
+    result = await sandboxing.run(ctx, "(sleep 1; echo late > late.txt) & echo launched")
     assert result.content.startswith("launched")
     await asyncio.sleep(1.5)
     assert not (tmp_path / "late.txt").exists()
@@ -114,8 +110,8 @@ def test_without_bubblewrap_only_read_only_commands_run(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "_STATUS", status)
     ctx = ToolContext(workspace=tmp_path)
     (tmp_path / "a.txt").write_text("hello")
-    read = asyncio.run(_run(ctx, "cat a.txt"))
-    write = asyncio.run(_run(ctx, "echo x > b.txt"))
+    read = asyncio.run(sandboxing.run(ctx, "cat a.txt"))
+    write = asyncio.run(sandboxing.run(ctx, "echo x > b.txt"))
     assert read.status == "ok" and "hello" in read.content
     assert write.status == "error" and "[refused]" in write.content and "bubblewrap" in write.content
     assert not (tmp_path / "b.txt").exists()
@@ -152,7 +148,7 @@ async def test_secrets_are_redacted_before_the_output_is_cut(box, tmp_path):
     half = shell.OUTPUT_CAP_CHARS // 2
     # The secret straddles the head's cut, then the tail's, of a flood the middle of which is dropped.
     (tmp_path / "out.txt").write_text("a" * (half - 10) + secret + "b" * 300_000 + secret + "c" * (half - 20))
-    result = await _run(ctx, "cat out.txt")
+    result = await sandboxing.run(ctx, "cat out.txt")
     assert result.truncated
     for part in (secret[:10], secret[-20:], secret[10:30]):
         assert part not in result.content
@@ -185,7 +181,7 @@ async def test_a_path_named_readable_is_shown_read_only_inside_a_hidden_director
     monkeypatch.setattr(sandbox, "_STATUS", replace(box, readable=(data / "tools",)))
     ctx = ToolContext(workspace=tmp_path / "ws", hidden=(data,))
     (tmp_path / "ws").mkdir()
-    result = await _run(ctx, f"ls -A {data}; sh {data}/tools/run.sh; touch {data}/tools/x 2>&1")
+    result = await sandboxing.run(ctx, f"ls -A {data}; sh {data}/tools/run.sh; touch {data}/tools/x 2>&1")
     assert result.content.splitlines()[:2] == ["tools", "tool ran"]
     assert "Read-only file system" in result.content and "private" not in result.content
 
@@ -198,7 +194,7 @@ async def test_everyday_commands_still_work_in_the_sandbox(box, tmp_path, monkey
     monkeypatch.setenv("AGENT_SHELL_ENV_ALLOW", "GIT_AUTHOR_NAME,GIT_AUTHOR_EMAIL,GIT_COMMITTER_NAME,GIT_COMMITTER_EMAIL")
     (tmp_path / "script.py").write_text("import json, sys\nprint(json.dumps({'sum': sum(range(5))}))\n")
     (tmp_path / "Makefile").write_text("all:\n\techo built > out.txt\n")
-    result = await _run(ToolContext(workspace=tmp_path), "set -e; " + "; ".join([
+    result = await sandboxing.run(ToolContext(workspace=tmp_path), "set -e; " + "; ".join([
         "python3 script.py",
         "python3 -m pip --version | cut -c1-4",
         "git init -q . && git add script.py && git commit -qm first && git log --format=%an:%s",
