@@ -45,6 +45,7 @@ from tools.browser import browser_pool, chromium_problem
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
+STICKY_WAIT = timedelta(seconds=5)
 
 
 def task_queue() -> str:
@@ -126,9 +127,13 @@ def build_worker(
         graceful_shutdown_timeout=shutdown_grace,
         identity=identity,
     )
+    # A task this worker ran stays pinned to it: if it dies, Temporal holds the task's next
+    # workflow task and queries this long before any worker may take them (the SDK's default
+    # is 10 s; the CLI also unpins a task it gets no answer for: cli/workers.py).
+    shared_options = dict(options, sticky_queue_schedule_to_start_timeout=STICKY_WAIT)
     return AgentWorker(
         Worker(client, task_queue=shared, workflows=[AgentTaskWorkflow], workflow_runner=WORKFLOW_RUNNER,
-               activities=activities, **options),
+               activities=activities, **shared_options),
         Worker(client, task_queue=own, activities=activities, **options),
         mcp,
     )

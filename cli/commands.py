@@ -13,9 +13,7 @@ from datetime import timedelta
 
 from temporalio.client import (
     Client,
-    WorkflowExecution,
     WorkflowExecutionStatus,
-    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -23,9 +21,9 @@ from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
 from activities.mcp_sessions import load_worker_config
-from cli import evals, mcp_serve, rewind, schedule
+from cli import evals, listing, mcp_serve, rewind, schedule
 from cli.follow import Follower, ask_person
-from cli.render import make_console, safe, shorten, status_lines
+from cli.render import approval_text, make_console, safe, status_lines
 from cli.screen import ConsoleSink
 from cli.sinks import JsonSink
 from cli.subagents import approval_holder, subagent_call
@@ -37,21 +35,19 @@ from cli.tasks import (
     configured_model,
     describe,
     finished_status,
-    queue_polled,
     start_task,
     task_input,
     ui_link,
     who,
-    worker_absence,
 )
 from cli.usage import HistoryUsage
-from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, PendingApproval, TaskState, TaskStatus
+from cli.workers import RESTART_WAIT, ask_status, unpin, worker_absence
+from contracts.task import ApprovalDecision, Interjection, PendingApproval, TaskState, TaskStatus
 from runtime.secrets import SecretStore
 from runtime.store import open_store
 from temporal.client import connect, is_embedded
 from tools import sandbox
 from worker import build_worker, check_browser, check_sandbox, task_queue
-from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
 CONFIRM_WAIT_S = 5.0  # how long `approve` waits for a worker to confirm a decision
@@ -131,12 +127,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
     client = await connect()
     desc = await describe(client, args.id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
-        try:
-            status: TaskStatus = await client.get_workflow_handle(args.id).query(
-                AgentTaskWorkflow.status, rpc_timeout=QUERY_TIMEOUT
-            )
-        except RPCError:
-            raise UserError(f"task {args.id} is running but no worker answers its status query") from None
+        answer = await ask_status(client, args.id, desc.task_queue, wait=QUERY_TIMEOUT, patience=RESTART_WAIT)
+        if answer is None:
+            raise UserError(f"task {args.id} is running but no worker answers its status query")
+        status = answer
     else:
         status = await finished_status(client, desc, await closed_outcome(client, args.id))
     if args.json:
@@ -175,11 +169,11 @@ async def cmd_approve(args: argparse.Namespace) -> int:
     (at the prompt, or by ``--yes``), and bound to its exact arguments, so a call that
     changed in the meantime is refused rather than approved."""
     client = await connect()
-    await describe(client, args.id)
+    desc = await describe(client, args.id)
     verdict = "deny" if args.deny else "approve"
     call_id, digest = args.call, None
     if call_id is None:
-        target, pending = await pending_call(client, args.id)
+        target, pending = await pending_call(client, args.id, desc.task_queue)
         whose = f" (sub-agent {safe(target)} of {safe(args.id)})" if target != args.id else ""
         print(f"pending{whose}: {pending.tool} call {pending.call_id}: {safe(approval_text(pending))}\n"
               f"  ({safe(pending.danger)}: {safe(pending.reason)})")
@@ -194,6 +188,7 @@ async def cmd_approve(args: argparse.Namespace) -> int:
         call_id, digest = pending.call_id, pending.digest or None
     else:  # a sub-agent's call, named by the parent's id, is decided in the sub-agent
         target = await approval_holder(client, args.id, call_id, timedelta(seconds=CONFIRM_WAIT_S / 2))
+        await unpin(client, target)  # no worker was asked: the one it is pinned to may be dead
     handle = client.get_workflow_handle(target)
     decision = ApprovalDecision(
         approved=not args.deny, call_id=call_id, digest=digest, reason=args.reason, decided_by=who()
@@ -218,31 +213,22 @@ async def cmd_approve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def pending_call(client: Client, workflow_id: str) -> tuple[str, PendingApproval]:
+async def pending_call(client: Client, workflow_id: str, queue: str) -> tuple[str, PendingApproval]:
     """The call waiting for approval, read from the task (so what is shown is what is decided):
     the task's own or, when it has none, one of its sub-agents'; with the id of the workflow
     that holds it."""
-    try:
-        status: TaskStatus = await client.get_workflow_handle(workflow_id).query(
-            AgentTaskWorkflow.status, rpc_timeout=timedelta(seconds=CONFIRM_WAIT_S)
-        )
-    except RPCError:
+    status = await ask_status(client, workflow_id, queue, wait=timedelta(seconds=CONFIRM_WAIT_S), patience=RESTART_WAIT)
+    if status is None:
         raise UserError(
-            f"no worker answered within {CONFIRM_WAIT_S:g} s, so the pending call cannot be shown: "
-            f"name it with --call CALL_ID (shown by `watch` and `status` when the task asked)"
-        ) from None
+            "no worker answered, so the pending call cannot be shown: "
+            "name it with --call CALL_ID (shown by `watch` and `status` when the task asked)"
+        )
     if status.pending_approval is not None:
         return workflow_id, status.pending_approval
     found = await subagent_call(client, workflow_id)
     if found is None:
         raise UserError(f"task {workflow_id} has no tool call waiting for approval (nor have its sub-agents)")
     return found
-
-
-def approval_text(pending: PendingApproval) -> str:
-    """A pending call as a person reads it: a shell command as it is, else its arguments."""
-    command = pending.arguments.get("command") if pending.tool == "shell" else None
-    return command if isinstance(command, str) else json.dumps(pending.arguments, ensure_ascii=False)
 
 
 async def cmd_interject(args: argparse.Namespace) -> int:
@@ -266,54 +252,12 @@ async def cmd_interject(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_list(args: argparse.Namespace) -> int:
-    client = await connect()
-    console = make_console()
-    query = f"WorkflowType = '{TASK_WORKFLOW}'"
-    if args.pending:
-        query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
-    found = [wf async for wf in client.list_workflows(query, limit=args.limit)]
-    waits = await asyncio.gather(*(waiting_for(client, wf) for wf in found)) if args.pending else [None] * len(found)
-    for wf, wait in zip(found, waits):
-        started = wf.start_time.strftime("%Y-%m-%d %H:%M:%S") if wf.start_time else "-"
-        status = wf.status.name if wf.status else "-"
-        state = wf.typed_search_attributes.get(AGENT_STATE) or "-"
-        whose = f"  sub-agent of {safe(wf.parent_id)}" if wf.parent_id else ""
-        console.print(f"{safe(wf.id):<50} {status:<10} {safe(state):<17} {started}{whose}")
-        if wait:
-            console.print(f"    {wait}")
-    if not found:
-        console.print("no tasks waiting for a person" if args.pending else "no tasks yet")
-    return 0
-
-
-async def waiting_for(client: Client, wf: WorkflowExecution) -> str | None:
-    """What a waiting task waits for, as one line (from its status query, when a worker
-    answers within a moment), and the command that answers it."""
-    if not await queue_polled(client, wf.task_queue):
-        return None
-    try:
-        status: TaskStatus = await client.get_workflow_handle(wf.id).query(
-            AgentTaskWorkflow.status, rpc_timeout=timedelta(seconds=2)
-        )
-    except (RPCError, WorkflowQueryFailedError):
-        return None
-    root = wf.root_id or wf.parent_id or wf.id
-    if status.pending_approval is not None:
-        p = status.pending_approval
-        return (f"{safe(p.tool)}: {safe(shorten(approval_text(p), 100))} ({safe(p.danger)}) · "
-                f"python starter.py approve {safe(root)}")
-    if status.question is not None:
-        return f"asks: {safe(shorten(status.question, 100))} · python starter.py reply {safe(wf.id)} \"TEXT\""
-    return None
-
-
 # ---- entry -----------------------------------------------------------------------
 
 
 COMMANDS = {
     "run": cmd_run, "start": cmd_start, "status": cmd_status,
-    "watch": cmd_watch, "stop": cmd_stop, "list": cmd_list,
+    "watch": cmd_watch, "stop": cmd_stop, "list": listing.cmd_list,
     "approve": cmd_approve, "interject": cmd_interject, "reply": cmd_interject,
     "schedule": schedule.cmd_schedule,
     "rewind": rewind.cmd_rewind, "fork": rewind.cmd_fork,

@@ -16,7 +16,7 @@ from temporalio.service import RPCError
 from cli.render import safe
 from cli.sinks import Sink
 from cli.subagents import waiting_subagents
-from cli.tasks import queue_polled
+from cli.workers import RESTARTED, queue_polled, unpin
 from contracts.activities import LLM_ACTIVITY, LiveText
 from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
 from core.entries import AiMessage, Entry, ToolCall
@@ -59,6 +59,7 @@ class Follower:
         self.live_key: tuple[int, int] | None = None  # (turn, attempt) of the text being shown
         self.live_shown = 0  # characters of it shown so far
         self.live_done_turn = 0  # turns up to this one have their reply shown in full
+        self.closed = False  # Temporal closed the task (terminated it, say): its replay never ends it
 
     async def run(self, closed_outcome, started: float | None = None) -> TaskOutcome:
         live = asyncio.ensure_future(self._live_loop())
@@ -72,6 +73,7 @@ class Follower:
         warned = False
         replayable = await self._replayable()
         while True:
+            closed = self.closed  # noted before the page is asked for: that page is then the last
             async with self.lock:
                 try:
                     page: EventsPage | None = await self._page() if replayable else None
@@ -80,24 +82,39 @@ class Follower:
                 if page is None:
                     desc = await self.handle.describe()
                     if desc.status != WorkflowExecutionStatus.RUNNING:
-                        outcome = await closed_outcome()
-                        await self.sink.ready([], True)
-                        self.sink.outcome(outcome, None)
-                        return outcome
+                        return await self._closed_end(closed_outcome)
                     if not warned:
-                        self.sink.note("no worker is answering; waiting (start one with `python worker.py`)")
+                        restarted = await queue_polled(self.client, desc.task_queue)
+                        self.sink.note(RESTARTED if restarted else
+                                       "no worker is answering; waiting (start one with `python worker.py`)")
                         warned = True
+                    await unpin(self.client, self.workflow_id)  # its last worker may be dead: any may answer
                     asked = False
                 else:
-                    asked = await self._show(page)
+                    asked = await self._show(page, ask=not closed)
                     if page.outcome is not None:
                         self.sink.outcome(page.outcome, time.monotonic() - started if started else None)
                         return page.outcome
+                    if closed:  # terminated or timed out: the task itself never got to say how it ended
+                        return await self._closed_end(closed_outcome)
             if page is None:
                 await asyncio.sleep(1.0)
             elif not asked:
                 await self._watch_server()
                 await asyncio.sleep(POLL_S)
+
+    async def _closed_end(self, closed_outcome) -> TaskOutcome:
+        """Under the lock: how Temporal says the task ended (its result, or why it has none)."""
+        outcome = await closed_outcome()
+        await self.sink.ready([], True)
+        self.sink.outcome(outcome, None)
+        return outcome
+
+    def _note(self, desc: WorkflowExecutionDescription) -> None:
+        """Note a closed task. A run continued as new is followed into its next run: the handle
+        names no run, so a description is of the latest one."""
+        if desc.status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
+            self.closed = True
 
     async def _replayable(self) -> bool:
         """False for a finished task no worker could replay (nobody polls its queue): its
@@ -106,13 +123,15 @@ class Follower:
             desc = await self.handle.describe()
         except RPCError:
             return True
+        self._note(desc)
         return desc.status == WorkflowExecutionStatus.RUNNING or await queue_polled(self.client, desc.task_queue)
 
     async def _page(self) -> EventsPage:
         return await self.handle.query(AgentTaskWorkflow.events, self.seq, rpc_timeout=QUERY_TIMEOUT)
 
-    async def _show(self, page: EventsPage) -> bool:
-        """Show new entries; ask a person if the task waits. True when it asked. Under the lock."""
+    async def _show(self, page: EventsPage, *, ask: bool = True) -> bool:
+        """Show new entries; ask a person if the task waits (and ``ask``: not for a task Temporal
+        closed, whose replay may stop at a wait). True when it asked. Under the lock."""
         await self.sink.ready([entry.turn for entry in page.entries], page.outcome is not None)
         if self.seq < page.base:
             self.sink.note(f"{page.base - self.seq} earlier entries are in earlier runs of this task")
@@ -123,7 +142,7 @@ class Follower:
         status = page.status
         self.sink.status(status)
         waiting_on = status.pending_approval.call_id if status.pending_approval else status.question
-        if page.outcome is None and status.state.waiting and waiting_on != self.asked:
+        if ask and page.outcome is None and status.state.waiting and waiting_on != self.asked:
             self.asked = waiting_on
             self.sink.waiting(status)
             with self.sink.paused():
@@ -190,6 +209,7 @@ class Follower:
                 await asyncio.sleep(1.0)
                 continue
             self.sink.started_at(desc.start_time)
+            self._note(desc)
             if desc.status != WorkflowExecutionStatus.RUNNING:
                 return
             streaming = await self._live_text(desc)
@@ -205,6 +225,7 @@ class Follower:
             desc = await self.handle.describe()
         except RPCError:
             return
+        self._note(desc)
         for activity, attempt, reason, next_in in pending_retries(desc):
             if (activity, attempt) not in self.retries_seen:
                 self.retries_seen.add((activity, attempt))

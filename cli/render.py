@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 from rich.markup import escape
 
-from contracts.task import TaskOutcome, TaskState, TaskStatus
+from contracts.task import PendingApproval, TaskOutcome, TaskState, TaskStatus
 from core.entries import (
     AiMessage,
     Entry,
@@ -96,6 +96,12 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
             console.print(f"[yellow]! reminder[/] {safe(shorten(entry.text, 200))}")
         case StatusNotice():
             console.print(f"[yellow]· {safe(entry.text)}[/]")
+
+
+def approval_text(pending: PendingApproval) -> str:
+    """A pending call as a person reads it: a shell command as it is, else its arguments."""
+    command = pending.arguments.get("command") if pending.tool == "shell" else None
+    return command if isinstance(command, str) else json.dumps(pending.arguments, ensure_ascii=False)
 
 
 def render_outcome(console: Console, outcome: TaskOutcome, duration_s: float | None = None) -> None:

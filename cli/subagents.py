@@ -10,10 +10,9 @@ from datetime import timedelta
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from cli.tasks import ANSWER_WAIT, worker_absence
+from cli.workers import ANSWER_WAIT, ask_status, worker_absence
 from contracts.task import PendingApproval, TaskState, TaskStatus
 from workflows.search_attributes import AGENT_STATE
-from workflows.task import AgentTaskWorkflow
 
 MAX_LEVELS = 4  # sub-agents nest two deep; a bound in case that ever changes
 
@@ -44,10 +43,10 @@ async def waiting_subagents(
     waiting = []
     for workflow_id in await running_subagents(client, desc):
         try:
-            status: TaskStatus = await client.get_workflow_handle(workflow_id).query(
-                AgentTaskWorkflow.status, rpc_timeout=wait
-            )
-        except (RPCError, WorkflowQueryFailedError):
+            status = await ask_status(client, workflow_id, desc.task_queue, wait=wait, say=None)
+        except WorkflowQueryFailedError:
+            continue
+        if status is None:
             continue
         if status.pending_approval is not None or status.question is not None:
             waiting.append((workflow_id, status))

@@ -8,20 +8,17 @@ import argparse
 import getpass
 import os
 import re
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeout
 from temporalio.service import RPCError, RPCStatusCode
 
 from cli.tool_selection import SelectionError, tool_fields
+from cli.workers import ANSWER_WAIT, queue_polled
 from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from core.markdown import code_span
 from providers.factory import MODES
@@ -37,10 +34,6 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 # Temporal refuses payloads over 2 MB: a longer instruction is handed over as a file.
 MAX_INLINE_INSTRUCTION = 64 * 1024
 MAX_INTERJECTION = 64 * 1024
-# A live worker renews its long poll of the task queue at least about once a minute; Temporal
-# keeps listing a poller for minutes after its last poll.
-POLLED_WITHIN_S = 75.0
-ANSWER_WAIT = timedelta(seconds=3)  # a worker answers a status query in milliseconds; this is "none answers"
 CLOSED_BY_TEMPORAL = (TaskState.CANCELLED, TaskState.TERMINATED, TaskState.TIMED_OUT)  # no outcome of the task's
 
 
@@ -220,40 +213,6 @@ def closing_outcome(err: WorkflowFailureError) -> TaskOutcome:
     if isinstance(cause, WorkflowTimeout):
         return TaskOutcome(status=TaskState.TIMED_OUT, error="timed out: the workflow's execution timeout passed")
     return TaskOutcome(status=TaskState.FAILED, error=f"workflow failed: {cause}")
-
-
-# ---- is a worker there? ---------------------------------------------------------
-
-
-async def queue_polled(client: Client, queue: str) -> bool:
-    """Whether a worker polled ``queue`` for workflow tasks lately (Temporal's list of the
-    queue's pollers, with the time of each one's last poll). True when it cannot be told."""
-    request = DescribeTaskQueueRequest(
-        namespace=client.namespace,
-        task_queue=TaskQueue(name=queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    )
-    try:
-        pollers = (await client.workflow_service.describe_task_queue(request, timeout=QUERY_TIMEOUT)).pollers
-    except RPCError:
-        return True
-    now = time.time()
-    return any(now - poller.last_access_time.ToMicroseconds() / 1e6 < POLLED_WITHIN_S for poller in pollers)
-
-
-async def worker_absence(client: Client, workflow_id: str, queue: str, wait: timedelta = ANSWER_WAIT) -> str | None:
-    """Why no worker serves the task now, in words; None when one does. A worker has polled
-    its task queue lately (cheap, and says at once when none has) and one answers the task's
-    status query within ``wait`` (so one that died a moment ago does not count)."""
-    if not await queue_polled(client, queue):
-        return f"no worker is polling task queue {queue}"
-    try:
-        await client.get_workflow_handle(workflow_id).query(AgentTaskWorkflow.status, rpc_timeout=wait)
-    except WorkflowQueryFailedError:
-        return None  # a worker answered, with an error
-    except RPCError:
-        return f"no worker answered for task {workflow_id} within {wait.total_seconds():g} s (task queue {queue})"
-    return None
 
 
 # ---- a finished task ------------------------------------------------------------------
