@@ -5,7 +5,8 @@ the model call of turn N+1 and resets the workflow to it (Temporal's reset: the 
 to there is kept, everything after is undone, and the task continues from there on a new
 run; signals sent after that point are not reapplied). Before the reset, the workspace is
 restored from the checkpoint taken before the first change after turn N
-(``runtime/checkpoints.py``). It works on running and finished tasks alike.
+(``runtime/checkpoints.py``), and files the checkpoints leave out (over the size limit) are
+named: they are left as they are. It works on running and finished tasks alike.
 
 ``fork ID --to-turn N`` leaves the task alone and starts a new one: a copy of the workspace
 as it was at the end of turn N, and the context of turns 1..N carried into the new task's
@@ -29,7 +30,7 @@ from temporalio.service import RPCError
 from cli.tasks import UserError, describe, who
 from contracts.activities import LLM_ACTIVITY, ContextPage, LlmCallInput
 from contracts.task import LoopState, TaskInput
-from runtime.checkpoints import CheckpointError, Checkpoints
+from runtime.checkpoints import CheckpointError, Checkpoints, LeftOut
 from workflows.task import AgentTaskWorkflow
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -79,10 +80,21 @@ def restore_workspace(task_id: str, workspace: Path, turn: int, checkpoints: Che
             if not checkpoints.turns(workspace, task_id):
                 return "no workspace checkpoints of this task on this host: the workspace was left as it is"
             return "the workspace has not changed since that turn"
-        checkpoints.restore(workspace, commit)
+        left = checkpoints.left_out(workspace, commit)
+        left += checkpoints.restore(workspace, commit)
     except CheckpointError as err:
         raise UserError(f"the workspace could not be restored: {err}") from None
-    return f"workspace restored to the end of turn {turn} (checkpoint {commit[:10]})"
+    said = f"workspace restored to the end of turn {turn} (checkpoint {commit[:10]})"
+    return said + left_out_line(left, "left as they are")
+
+
+def left_out_line(files: list[LeftOut], what: str) -> str:
+    """The files the checkpoints left out (over the size limit), once each, as a line to add."""
+    named = {f.path: f for f in files}
+    if not named:
+        return ""
+    return f"\nover the checkpoint size limit, so {what}: " + ", ".join(
+        named[p].describe() for p in sorted(named))
 
 
 async def cmd_rewind(args: argparse.Namespace) -> int:
@@ -140,6 +152,7 @@ async def cmd_fork(args: argparse.Namespace) -> int:
         if commit is None:
             raise UserError(f"no workspace checkpoints of {args.id} on this host: nothing to copy")
         checkpoints.export(source, commit, dest)
+        not_copied = left_out_line(checkpoints.left_out(source, commit), "not copied")
     except CheckpointError as err:
         raise UserError(f"the workspace could not be copied: {err}") from None
     context_id = str(uuid.uuid4())
@@ -150,6 +163,6 @@ async def cmd_fork(args: argparse.Namespace) -> int:
     task = point.task.model_copy(update={"workspace": str(dest), "carry": carry, "context_id": context_id})
     workflow_id = f"{args.id}-fork-t{args.to_turn}-{suffix}"
     await client.start_workflow(AgentTaskWorkflow.run, task, id=workflow_id, task_queue=desc.task_queue)
-    print(f"forked {args.id} at the end of turn {args.to_turn} into {dest}")
+    print(f"forked {args.id} at the end of turn {args.to_turn} into {dest}{not_copied}")
     print(workflow_id)
     return 0

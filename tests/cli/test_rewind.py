@@ -3,7 +3,7 @@ from the per-turn checkpoints, with Temporal's reset (rewind) or as a new task (
 
 from __future__ import annotations
 
-from contracts.task import TaskOutcome, TaskState
+from contracts.task import ApprovalMode, TaskOutcome, TaskState
 from fakes.scripted import tool
 from tests.cli.test_cli import cli
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, tool_messages
@@ -59,3 +59,27 @@ async def test_fork_copies_the_workspace_of_a_turn_into_a_new_task(client, task_
         assert len(tool_messages(model.requests[-1])) == 1  # turn 1 only
     assert files(copy) == {"one.txt": "1"}
     assert files(workspace) == {"one.txt": "changed\n", "three.txt": "3\n", "two.txt": "2"}  # untouched
+
+
+async def test_rewind_names_the_files_left_out_of_the_checkpoints_and_keeps_them(client, task_queue, workspace):
+    """A 4 GiB sparse image is over the checkpoint size limit (10 MB): never recorded, so a
+    rewind to before it was made leaves it where it is, and says so."""
+    steps = [
+        tool("file", action="write", path="one.txt", content="1"),
+        tool("shell", command="truncate -s 4G big.img && echo 2 > two.txt"),
+        tool("shell", command="echo 3 > three.txt"),
+        tool("message", type="result", text="first ending"),
+        tool("message", type="result", text="after the rewind"),
+    ]
+    async with scripted_worker(client, task_queue, steps):
+        # `truncate` cuts files: dangerous, so it would wait for a person.
+        handle = await start(client, task_queue, make_input(workspace, approval=ApprovalMode.NEVER))
+        assert (await outcome_of(handle)).final_text == "first ending"
+        code, out, err = await cli(client, "rewind", handle.id, "--to-turn", "1")
+        assert code == 0, err
+        assert "workspace restored to the end of turn 1" in out
+        assert "over the checkpoint size limit, so left as they are: big.img (4.0 GiB, sparse)" in out
+        assert sorted(p.name for p in workspace.iterdir()) == ["big.img", "one.txt"]
+        assert (workspace / "big.img").stat().st_size == 4 * 2**30
+        outcome = await outcome_of(client.get_workflow_handle(handle.id, result_type=TaskOutcome))
+        assert outcome.final_text == "after the rewind"
