@@ -221,7 +221,12 @@ class LlmActivities:
         result.cost_usd = cost_usd(inp.model, result.usage, self.prices)
         result.cost_estimated = bool(getattr(result.usage, "estimated", False)) or not is_priced(inp.model, self.prices)
         workspace = Path(inp.prompt.workspace)  # a script a shell command runs is shown to the person from it
+        offered = set(inp.tool_names)
         for call in result.tool_calls:  # what the tools declare, recorded with the call
+            if call.name not in offered:  # never runs: the answer names what this task has
+                call.not_offered = (f"Unknown tool {call.name!r}: this task has no such tool. "
+                                    f"Available tools: {', '.join(inp.tool_names)}.")
+                continue
             listed = mcp.get(call.name)
             danger, reason = (Danger(listed.danger), listed.reason) if listed else classify_call(
                 call.name, call.arguments, workspace)

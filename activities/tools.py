@@ -169,6 +169,8 @@ class ToolActivities:
     async def _execute(
         self, inp: ToolCallInput, key: str | None, started_before: bool, idempotent: bool, progress: ToolProgress
     ) -> ToolOutcome:
+        if inp.call.not_offered:
+            return ToolOutcome(status="error", content=inp.call.not_offered)
         workspace = Path(inp.workspace)
         if not workspace.is_dir():
             return ToolOutcome(status="error", content=f"the workspace {inp.workspace} does not exist")

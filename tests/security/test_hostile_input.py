@@ -156,6 +156,18 @@ async def test_a_lone_surrogate_in_tool_arguments_is_escaped_not_a_failing_activ
     assert len(model.requests) == 2
 
 
+async def test_a_tool_the_task_was_not_offered_does_not_run_and_the_answer_names_only_its_tools(
+        client, task_queue, workspace):
+    write = tool("file", action="write", path="x.txt", content="written")
+    async with scripted_worker(client, task_queue, [write, tool("search", query="q"), FINISH]) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, tools=["message", "shell"]))
+    assert outcome.status == TaskState.DONE
+    assert not (workspace / "x.txt").exists()
+    for request in model.requests[1:]:
+        answer = tool_messages(request)[-1]["content"]
+        assert "this task has no such tool" in answer and answer.endswith("Available tools: message, shell.")
+
+
 async def test_a_5_mb_instruction_reaches_the_task_as_a_file(client, task_queue, workspace):
     long = "Please follow these steps carefully.\n" + "step: do the next thing\n" * 220_000
     assert len(long.encode()) > 5_000_000

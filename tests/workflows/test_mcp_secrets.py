@@ -35,7 +35,8 @@ async def test_a_header_secret_reaches_the_http_server_and_never_the_history(
     with kit_http(marker, flags=["--auth", secret]) as url:
         servers = {"kit": {"type": "http", "url": url, "headers": {"Authorization": PLACEHOLDER}}}
         async with scripted_worker(client, task_queue, steps) as model:
-            handle = await start(client, task_queue, make_input(workspace, mcp_servers=servers))
+            # A server the task adds over HTTP is the network: the task needs --network for it.
+            handle = await start(client, task_queue, make_input(workspace, mcp_servers=servers, network=True))
             outcome = await outcome_of(handle)
     model.assert_consumed()
     assert outcome.status == TaskState.DONE, outcome.error

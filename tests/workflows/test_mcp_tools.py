@@ -36,8 +36,8 @@ async def test_a_stdio_tool_and_a_streamable_http_tool_reach_the_model(client, t
     ]
     with kit_http() as url:
         servers = {"time": time_server(), "kit": {"type": "http", "url": url}}
-        async with scripted_worker(client, task_queue, steps) as model:
-            outcome = await run_task(client, task_queue, make_input(workspace, mcp_servers=servers))
+        async with scripted_worker(client, task_queue, steps) as model:  # an HTTP server: --network
+            outcome = await run_task(client, task_queue, make_input(workspace, mcp_servers=servers, network=True))
     model.assert_consumed()
     assert outcome.status == TaskState.DONE, outcome.error
     tools = offered(model.requests[0])
