@@ -13,10 +13,10 @@ MIN_THINKING_BUDGET = 1024  # Anthropic's minimum budget_tokens
 def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", help="directory the task works in (default: current directory)")
     parser.add_argument("--model", help="model name (default: $AGENT_MODEL)")
-    parser.add_argument("--max-iterations", type=int, default=50)
+    parser.add_argument("--max-iterations", type=positive_int, default=50, metavar="TURNS")
     parser.add_argument("--approval", choices=[m.value for m in ApprovalMode], default="dangerous",
                         help="which tool calls wait for a person (default: dangerous)")
-    parser.add_argument("--approval-timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--approval-timeout", type=positive_seconds, default=None, metavar="SECONDS",
                         help="deny a pending call after this long (default: wait forever)")
     parser.add_argument("--session", help="start from the history of this session's earlier tasks")
     parser.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
@@ -25,12 +25,13 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                         help="ask the model for whole answers (stream: false), for servers that fail "
                         "when streaming (default: stream, unless AGENT_STREAM=0)")
     parser.add_argument("--network", action="store_true",
-                        help="let shell commands and the browser reach the network (both are cut off by default)")
+                        help="let the task's tools reach the network: shell commands, fetch_url, search, the browser, "
+                        "its own HTTP MCP servers (all are cut off by default)")
     parser.add_argument("--context-window", type=positive_int, metavar="TOKENS",
                         help="the model's context window (default: from the model table, see README)")
-    parser.add_argument("--provider-wait", type=float, default=1800.0, metavar="SECONDS",
+    parser.add_argument("--provider-wait", type=seconds, default=1800.0, metavar="SECONDS",
                         help="how long a task waits out a model that is down before failing (default: 1800)")
-    parser.add_argument("--cost-limit", type=float, metavar="USD", help="fail the task when it spends more")
+    parser.add_argument("--cost-limit", type=amount, metavar="USD", help="fail the task when it spends more")
     parser.add_argument("--thinking-budget", type=thinking_budget, metavar="TOKENS",
                         help="extended thinking (anthropic): tokens the model may think per answer, "
                         f"at least {MIN_THINKING_BUDGET} (default: off)")
@@ -38,7 +39,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                         "continue_as_new_after"].default, metavar="TURNS",
                         help="turns per workflow run before it continues as new (default: %(default)s; "
                         "sooner when Temporal suggests it)")
-    parser.add_argument("--failover-after", type=int, default=3, metavar="N",
+    parser.add_argument("--failover-after", type=positive_int, default=3, metavar="N",
                         help="failed attempts on one model before the next in the chain (default: 3)")
     parser.add_argument("--mcp-config", metavar="FILE",
                         help="MCP servers whose tools the task may use, in the mcpServers JSON format (see README)")
@@ -59,9 +60,44 @@ def thinking_budget(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A duration that may be zero (do not wait)."""
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def amount(text: str) -> float:
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 

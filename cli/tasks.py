@@ -51,7 +51,17 @@ def workflow_id_for(instruction: str) -> str:
 
 def instruction_text(text: str, workspace: Path) -> str:
     """The instruction as the task receives it: secrets redacted, and if it is too long to
-    travel in a workflow input, saved in the workspace with a short pointer instead."""
+    travel in a workflow input, saved in the workspace with a short pointer instead. An empty
+    one, or one with bytes that are not UTF-8 (a terminal in another encoding), is refused."""
+    if not text.strip():
+        raise UserError("the task is empty: say what the agent should do")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:  # argv's undecodable bytes arrive as lone surrogates
+        char = ord(text[err.start])
+        byte = f"byte {char - 0xDC00:#04x}" if 0xDC80 <= char <= 0xDCFF else f"character U+{char:04X}"
+        raise UserError(f"the task text is not valid UTF-8 ({byte} at position {err.start}): set the terminal "
+                        "to UTF-8, or put the text in a UTF-8 file") from None
     text = SecretStore.from_env().redact(text)
     if len(text.encode()) <= MAX_INLINE_INSTRUCTION:
         return text

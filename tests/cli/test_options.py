@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.tasks import task_input
+from cli.tasks import UserError, task_input
 from contracts.task import TaskInput
 from starter import parser
 
@@ -23,3 +23,31 @@ def test_continue_as_new_after_refuses_zero(capsys):
     with pytest.raises(SystemExit):
         parser().parse_args(["start", "--continue-as-new-after", "0", "go"])
     assert "must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("option", "value", "said"), [
+    ("--max-iterations", "0", "must be at least 1"),
+    ("--max-iterations", "-5", "must be at least 1"),
+    ("--cost-limit", "-1", "must be 0 or more"),
+    ("--cost-limit", "nan", "expected a finite number"),
+    ("--approval-timeout", "-10", "must be more than 0 seconds"),
+    ("--failover-after", "0", "must be at least 1"),
+    ("--provider-wait", "-1", "must be 0 or more seconds"),
+    ("--provider-wait", "soon", "expected a number"),
+])
+def test_a_number_that_would_fail_the_task_later_is_refused_at_the_door(capsys, option, value, said):
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["start", f"{option}={value}", "go"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert said in err[-1] and option in err[-1]  # one line naming the option
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("   ", "the task is empty"),
+    ("fix \udcff the bug", "not valid UTF-8 (byte 0xff at position 4)"),  # argv's undecodable byte
+])
+def test_an_empty_or_undecodable_task_is_refused_in_one_line(workspace, text, said):
+    args = parser().parse_args(["start", "--workspace", str(workspace), text])
+    with pytest.raises(UserError, match=said.replace("(", r"\(").replace(")", r"\)")):
+        task_input(args, "m")
