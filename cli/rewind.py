@@ -28,6 +28,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from cli.tasks import UserError, describe, who
+from cli.workers import RESTART_WAIT, ask
 from contracts.activities import LLM_ACTIVITY, ContextPage, LlmCallInput
 from contracts.task import LoopState, TaskInput
 from runtime.checkpoints import CheckpointError, Checkpoints, LeftOut
@@ -134,13 +135,11 @@ async def cmd_fork(args: argparse.Namespace) -> int:
     if dest.exists():
         raise UserError(f"{dest} already exists: give --workspace a new directory")
     checkpoints = Checkpoints()
-    try:
-        page: ContextPage = await client.get_workflow_handle(args.id).query(
-            AgentTaskWorkflow.model_context, 0, rpc_timeout=QUERY_TIMEOUT
-        )
-    except RPCError:
-        raise UserError("no worker answered within 5 s to read the task's context: start one "
-                        "(python worker.py) and fork again") from None
+    page: ContextPage | None = await ask(client, args.id, desc.task_queue, AgentTaskWorkflow.model_context, 0,
+                                         wait=QUERY_TIMEOUT, patience=RESTART_WAIT)
+    if page is None:
+        raise UserError(f"no worker answered within {QUERY_TIMEOUT.total_seconds():g} s to read the task's context: "
+                        "start one (python worker.py) and fork again")
     entries = [e for e in page.entries if e.turn <= args.to_turn]
     if page.base and page.entries and page.entries[0].turn > args.to_turn:
         raise UserError(f"turn {args.to_turn} is before the task's last continue-as-new: fork from a later turn")

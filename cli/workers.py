@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
@@ -64,17 +65,18 @@ async def unpin(client: Client, workflow_id: str) -> None:
         pass  # closed meanwhile, or refused: the query after it says what there is to say
 
 
-async def ask_status(
-    client: Client, workflow_id: str, queue: str, *, wait: timedelta = ANSWER_WAIT,
-    patience: timedelta | None = None, say: Callable[[str], None] | None = to_stderr,
-) -> TaskStatus | None:
-    """The task's status query, or None when no worker answers. When none answers within
-    ``wait`` but one polls ``queue``, the task is unpinned and asked once more, for up to
-    ``patience`` (default ``wait``), after ``say`` tells the person so. A worker that answers
-    with an error raises WorkflowQueryFailedError."""
+async def ask(
+    client: Client, workflow_id: str, queue: str, query: Callable[..., Any], *args: Any,
+    wait: timedelta = ANSWER_WAIT, patience: timedelta | None = None,
+    say: Callable[[str], None] | None = to_stderr,
+) -> Any:
+    """The task's answer to ``query``, or None when no worker answers. When none answers
+    within ``wait`` but one polls ``queue``, the task is unpinned and asked once more, for up
+    to ``patience`` (default ``wait``), after ``say`` tells the person so. A worker that
+    answers with an error raises WorkflowQueryFailedError."""
     handle = client.get_workflow_handle(workflow_id)
     try:
-        return await handle.query(AgentTaskWorkflow.status, rpc_timeout=wait)
+        return await handle.query(query, *args, rpc_timeout=wait)
     except RPCError:
         pass
     if not await queue_polled(client, queue):
@@ -83,9 +85,17 @@ async def ask_status(
         say(RESTARTED)
     await unpin(client, workflow_id)
     try:
-        return await handle.query(AgentTaskWorkflow.status, rpc_timeout=patience or wait)
+        return await handle.query(query, *args, rpc_timeout=patience or wait)
     except RPCError:
         return None
+
+
+async def ask_status(
+    client: Client, workflow_id: str, queue: str, *, wait: timedelta = ANSWER_WAIT,
+    patience: timedelta | None = None, say: Callable[[str], None] | None = to_stderr,
+) -> TaskStatus | None:
+    """The task's status query (``ask``)."""
+    return await ask(client, workflow_id, queue, AgentTaskWorkflow.status, wait=wait, patience=patience, say=say)
 
 
 async def worker_absence(client: Client, workflow_id: str, queue: str, wait: timedelta = ANSWER_WAIT) -> str | None:
