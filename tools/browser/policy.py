@@ -22,9 +22,10 @@ The rules, in order:
   secrets and store, which may sit inside a workspace that is a source checkout).
 - Anything else (``chrome://``, ``view-source:``, ``ftp:``, ``javascript:``) is refused.
 
-Hosts are compared in the egress policy's canonical form. ``check`` resolves a name here
-and Chromium resolves it again: the gap between the two is closed by the context's proxy,
-which connects to the address it checked.
+Hosts are compared in the egress policy's canonical form. ``check`` resolves a name only to
+refuse early, in words the model reads; what is connected to is the proxy's decision: Chromium
+hands it every http and https host by name, and it resolves the name, checks every address
+and connects to one it checked, so a DNS answer that changes after a check is never used.
 """
 
 from __future__ import annotations
