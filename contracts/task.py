@@ -120,8 +120,8 @@ class LoopState(BaseModel):
     It is also what continue-as-new carries (``TaskInput.carry``): a field added here is
     carried to the next run as it is, unless it says ``exclude=True`` (state of one run
     only, such as a pending approval, which never outlives a run: continue-as-new waits
-    until nothing is pending). Field names are those of the ``Carry`` model that came
-    before it, so the carries recorded in running tasks' histories still validate.
+    until nothing is pending). Its field names are those the carries in recorded histories
+    have, so those still validate: rename none.
     """
 
     context_id: str = ""  # the context store's key for this task, stable across runs
@@ -170,9 +170,6 @@ class LoopState(BaseModel):
     question: str | None = Field(default=None, exclude=True)
     stop_reason: str | None = Field(default=None, exclude=True)
     outcome: TaskOutcome | None = Field(default=None, exclude=True)
-
-
-Carry = LoopState  # the name continue-as-new inputs had before LoopState
 
 
 class TaskInput(BaseModel):

@@ -3,7 +3,7 @@
 Seed 000's three-way principle on Temporal: an entry appended here is
 (1) derived only from recorded activity results and signals, so it is in the
 workflow history, (2) what watchers read through the ``events`` query, and
-(3) what ``llm_messages`` turns into the model's view. There is no other
+(3) what ``to_chat_messages`` turns into the model's view. There is no other
 write path, so the three cannot differ.
 
 Pure and deterministic: no I/O, no clocks.
@@ -114,9 +114,6 @@ class Transcript:
 
     def since(self, seq: int) -> list[Entry]:
         return self.entries[max(seq - self.base, 0):]
-
-    def llm_messages(self) -> list[ChatMessage]:
-        return to_chat_messages(self.entries)
 
 
 def to_chat_messages(entries: list[Entry]) -> list[ChatMessage]:

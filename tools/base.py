@@ -44,7 +44,6 @@ class ToolContext:
 
 BULKY_KEYS = frozenset({"content", "new", "old"})  # file contents: never in a summary line
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
-Handler = Callable[[Any, ToolContext], Awaitable[ToolOutcome]]
 
 
 @dataclass(frozen=True)
