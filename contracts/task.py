@@ -12,7 +12,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from contracts.mcp import MCP_PREFIX, McpServerConfig, McpTool, matches
+from contracts.mcp import McpServerConfig, McpTool
+
+# Re-exported: the workflow, the activities and their tests import these names from here.
+from contracts.toolset import BROWSER_TOOLS as BROWSER_TOOLS
+from contracts.toolset import CHILD_WORKFLOW_TOOLS as CHILD_WORKFLOW_TOOLS
+from contracts.toolset import DEFAULT_TOOLS as DEFAULT_TOOLS
+from contracts.toolset import NOT_FOR_SUBAGENTS as NOT_FOR_SUBAGENTS
+from contracts.toolset import PAGE_TOOLS as PAGE_TOOLS
+from contracts.toolset import default_shown as default_shown
+from contracts.toolset import offered_names
+from contracts.toolset import shown_tools as shown_tools
 from core.entries import Entry
 from core.messages import Usage
 from core.tool_args import PlanItem
@@ -20,21 +30,6 @@ from core.tool_outcome import BrowserState
 
 TASK_WORKFLOW = "AgentTask"
 DEFAULT_TASK_QUEUE = "agent-tasks"
-
-# The one default tool list: what a task offers when its input names none. Opt-in tools
-# (``search``, which needs an API key) are added by the CLI when configured.
-DEFAULT_TOOLS = [
-    "message", "shell", "file", "plan", "fetch_url", "load_skill", "memory", "spawn",
-    "visit", "view", "click", "input", "scroll", "screenshot",
-]
-# The browser tools that act on an open page: offered only while the task has one open
-# (``LoopState.browser``), so a task that never browses sees only ``visit``.
-PAGE_TOOLS = ("view", "click", "input", "scroll", "screenshot")
-BROWSER_TOOLS = ("visit", *PAGE_TOOLS)
-# What the tools declare (``for_subagents=False``, ``runs_in="child_workflow"``), as data the
-# workflow may read without importing the tools; a test keeps the two in step.
-NOT_FOR_SUBAGENTS = ("load_skill", "memory")
-CHILD_WORKFLOW_TOOLS = ("spawn",)
 
 
 class TaskState(str, Enum):
@@ -214,42 +209,10 @@ class TaskInput(BaseModel):
         return bool(self.mcp_servers) or self.worker_mcp
 
     def offered_tools(self, mcp: list[str] | tuple[str, ...] = ()) -> list[str]:
-        """The tools offered to the model: the task's list (plus ``mcp``, the MCP tools listed
-        at its start) minus what its place hides. It depends only on the input and that
-        recorded listing, so it is the same every turn and the prompt cache holds.
-
-        No ``tools``: the default tools and every MCP tool. Otherwise its plain names, and
-        the MCP tools its names or globs match. ``allow_tools`` narrows, ``deny_tools`` removes
-        (names or globs)."""
-        if not self.tools:
-            names = [*DEFAULT_TOOLS, *mcp]
-        else:
-            plain = [n for n in self.tools if not n.startswith(MCP_PREFIX) and not _is_glob(n)]
-            names = plain + [n for n in mcp if matches(n, self.tools)]
-        if self.allow_tools:
-            names = [n for n in names if matches(n, self.allow_tools)]
-        names = [n for n in names if not matches(n, self.deny_tools)]
-        if self.depth >= self.max_depth:
-            names = [n for n in names if n not in CHILD_WORKFLOW_TOOLS]
-        if self.minimal_prompt:
-            names = [n for n in names if n not in NOT_FOR_SUBAGENTS]
-        return ["message"] + [n for n in names if n != "message"]  # message first: the only way to finish
-
-
-def default_shown(page_open: bool) -> list[str]:
-    """The default tool list as the model sees it, with or without an open page."""
-    return list(DEFAULT_TOOLS) if page_open else [n for n in DEFAULT_TOOLS if n not in PAGE_TOOLS]
-
-
-def shown_tools(offered: list[str], browser: BrowserState | None) -> list[str]:
-    """The offered tools the model sees this turn: the page tools only while a page is open."""
-    if browser is not None and browser.open:
-        return offered
-    return [n for n in offered if n not in PAGE_TOOLS]
-
-
-def _is_glob(pattern: str) -> bool:
-    return any(c in pattern for c in "*?[")
+        """The tools offered to the model (``contracts.toolset.offered_names``), plus ``mcp``,
+        the MCP tools listed at its start: the same every turn."""
+        return offered_names(self.tools, mcp, allow=self.allow_tools, deny=self.deny_tools,
+                             may_spawn=self.depth < self.max_depth, minimal=self.minimal_prompt)
 
 
 # Why a task failed: the type of the ApplicationError its workflow execution fails with, so
