@@ -64,7 +64,7 @@ async def test_without_the_secret_the_placeholder_is_sent_as_it_is_and_refused(t
         sessions = McpSessions(SecretStore({}), log_dir=tmp_path / "logs")
         try:
             listing = await McpActivities(sessions, McpCatalog()).list_tools(
-                McpListInput(task_id="t", context_id="c", servers={"kit": config}))
+                McpListInput(task_id="t", context_id="c", servers={"kit": config}, network=True))
         finally:
             await sessions.close()
     assert set(listing.errors) == {"kit"} and not listing.tools
