@@ -40,10 +40,11 @@ from temporalio.exceptions import ApplicationError
 
 import tools
 from activities.mcp import McpCatalog
-from contracts.activities import CONTEXT_GAP, LLM_ACTIVITY, ContextPage, LiveText, LlmCallInput, PromptParams
+from contracts.activities import LLM_ACTIVITY, ContextPage, LiveText, LlmCallInput, PromptParams
 from contracts.mcp import MCP_PREFIX
 from core.compaction import CompactionPolicy, compact
 from core.entries import AiMessage, Entry, ToolCall, ToolResult, entry_digest, to_chat_messages
+from core.errors import ErrorKind
 from core.heartbeat import with_heartbeats
 from core.images import sniff_image_type
 from core.messages import ChatMessage, ContextReport, ImagePart, LlmRequest, SystemPrompt, ToolSpec, TurnResult
@@ -51,7 +52,7 @@ from core.text import escape_surrogates
 from core.tool_outcome import MAX_IMAGE_BYTES
 from prompts import PromptContext, build_system_prompt
 from providers.circuit import CircuitBreaker, endpoint_key
-from providers.errors import CONTEXT_OVERFLOW, ProviderError, stated_context_window
+from providers.errors import ProviderError, stated_context_window
 from providers.factory import Provider, make_provider
 from providers.models import MODELS_FILE_ENV, accepts_images, load_models, model_spec, reply_budget
 from providers.pricing import cost_usd, is_priced, load_prices, lookup
@@ -70,7 +71,6 @@ __all__ = ["ContextSource", "LlmActivities", "ProviderSettings", "bounded", "to_
 # (workflow id, run id, first seq wanted) -> the workflow's entries from there on.
 ContextSource = Callable[[str, str | None, int], Awaitable[ContextPage]]
 
-CIRCUIT_OPEN = "circuit_open"
 MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
 # A server's Retry-After is honoured up to this; a longer outage is waited out by the task
 # itself (WAITING_PROVIDER), visibly, instead of one activity sleeping for an hour.
@@ -129,7 +129,7 @@ class LlmActivities:
             try:
                 self._providers[mode] = make_provider(mode, self.settings)
             except ValueError as err:
-                raise ApplicationError(str(err), type="ConfigError", non_retryable=True) from None
+                raise ApplicationError(str(err), type=ErrorKind.CONFIG_ERROR, non_retryable=True) from None
         return self._providers[mode]
 
     def _endpoint(self, mode: str) -> str:
@@ -175,7 +175,7 @@ class LlmActivities:
             builtin = iter(tools.specs([n for n in inp.tool_names if n not in mcp]))
             specs = [mcp[n].spec() if n in mcp else next(builtin) for n in inp.tool_names]
         except KeyError as err:
-            raise ApplicationError(f"unknown tool in the task's tool list: {err}", type="ConfigError",
+            raise ApplicationError(f"unknown tool in the task's tool list: {err}", type=ErrorKind.CONFIG_ERROR,
                                    non_retryable=True) from None
         system_tokens = (system_chars + sum(self._spec_chars(s) for s in specs)) // 4
         vision = accepts_images(inp.model, self.models)
@@ -199,7 +199,7 @@ class LlmActivities:
             log.warning("circuit open", endpoint=endpoint, retry_in_s=wait)
             raise ApplicationError(
                 f"{inp.provider}: circuit open after repeated failures; next probe in {wait:.0f}s",
-                type=CIRCUIT_OPEN, next_retry_delay=timedelta(seconds=max(wait, 1.0)),
+                type=ErrorKind.CIRCUIT_OPEN, next_retry_delay=timedelta(seconds=max(wait, 1.0)),
             )
         try:
             with chat_span(inp.provider, inp.model, inp.task_id, inp.turn) as span:
@@ -273,7 +273,7 @@ class LlmActivities:
         kept = self._setups.get(task_id)
         if kept is None or (inp.context_id and inp.context_id != kept[0]):
             raise ApplicationError("this worker does not have the task's context id and prompt inputs", [], [],
-                                   type=CONTEXT_GAP, non_retryable=True)
+                                   type=ErrorKind.CONTEXT_GAP, non_retryable=True)
         return kept
 
     async def _store_reply(self, inp: LlmCallInput, result: TurnResult) -> str:
@@ -316,7 +316,7 @@ class LlmActivities:
                 entries = await self._entries(inp)
         except ContextGap as gap:
             self._cache.pop(inp.context_id, None)
-            raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=CONTEXT_GAP, non_retryable=True) from None
+            raise ApplicationError(str(gap), gap.missing, gap.mismatched, type=ErrorKind.CONTEXT_GAP, non_retryable=True) from None
         shown = sum(1 for e in entries if isinstance(e, ToolResult) and e.image is not None) if vision else 0
         image_tokens = min(shown, MAX_IMAGES_SENT) * IMAGE_TOKENS
         view = compact(entries, CompactionPolicy(
@@ -491,7 +491,7 @@ def to_application_error(err: ProviderError) -> ApplicationError:
     delay = min(timedelta(seconds=err.retry_after_s), RETRY_AFTER_CAP) if err.retry_after_s else None
     # An overflow names the window the server has, when it says: the task compacts to it.
     # (llama.cpp names its window in the body, as n_ctx, not in the message)
-    details = [{"context_window": stated_context_window(err.body or err.message)}] if err.kind == CONTEXT_OVERFLOW else []
+    details = [{"context_window": stated_context_window(err.body or err.message)}] if err.kind == ErrorKind.CONTEXT_OVERFLOW else []
     return ApplicationError(
         str(err),
         *details,

@@ -25,9 +25,6 @@ REDACT_ACTIVITY = "redact_text"
 # Closes a finished task's browser pages on the worker that holds them (best effort: a
 # worker's idle reaper closes what this misses).
 BROWSER_CLOSE_ACTIVITY = "browser_close"
-CONTEXT_GAP = "ContextGap"  # ApplicationError type: the store lacks entries; resend in full
-# ApplicationError type: the request exceeds the model's window (details: {"context_window": N|None})
-CONTEXT_OVERFLOW = "context_overflow"
 CONTEXT_QUERY = "model_context"  # the workflow query a worker repairs its store from
 
 

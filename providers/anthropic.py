@@ -69,6 +69,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from core.errors import ErrorKind
 from core.messages import LlmRequest, TurnResult
 from providers.anthropic_wire import (
     MAX_BREAKPOINTS,
@@ -81,7 +82,6 @@ from providers.anthropic_wire import (
     turn_result,
 )
 from providers.errors import (
-    EMPTY_RESPONSE,
     ProviderError,
     error_message,
     is_retryable_status,
@@ -194,12 +194,12 @@ class AnthropicProvider(HttpProvider):
             if isinstance(exc, httpx.TimeoutException) or not state.started:
                 raise
             raise self._error(
-                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
+                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind=ErrorKind.STREAM_CUT
             ) from exc
         if not state.started:
-            raise self._error("empty stream: it ended before its first event", retryable=True, kind=EMPTY_RESPONSE)
+            raise self._error("empty stream: it ended before its first event", retryable=True, kind=ErrorKind.EMPTY_RESPONSE)
         if not state.done:
-            raise self._error("stream ended without message_stop", retryable=True, kind="stream_cut")
+            raise self._error("stream ended without message_stop", retryable=True, kind=ErrorKind.STREAM_CUT)
         return state.result()
 
     # -- errors --------------------------------------------------------------
@@ -223,7 +223,7 @@ class AnthropicProvider(HttpProvider):
         return self._error(
             message,
             retryable=is_retryable_status(status) or overloaded,
-            kind="overloaded" if overloaded else kind_for_status(status),
+            kind=ErrorKind.OVERLOADED if overloaded else kind_for_status(status),
             status=status,
             retry_after_s=parse_retry_after(response.headers),
         )
@@ -234,11 +234,11 @@ class AnthropicProvider(HttpProvider):
         error_type = _error_type(body)
         status = _ERROR_STATUS.get(error_type or "")
         if error_type == "overloaded_error":
-            kind = "overloaded"
+            kind = ErrorKind.OVERLOADED
         elif status is not None:
             kind = kind_for_status(status)
         else:
-            kind = "stream_error" if stream else "api_error"
+            kind = ErrorKind.STREAM_ERROR if stream else ErrorKind.API_ERROR
         # An unknown error type mid-stream is most likely the server's trouble.
         retryable = is_retryable_status(status) if status is not None else stream
         where = "error in stream" if stream else "error in response"

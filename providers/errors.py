@@ -20,11 +20,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
+from core.errors import ErrorKind
 from core.text import shorten
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-CONTEXT_OVERFLOW = "context_overflow"  # the request is longer than the model's window
-EMPTY_RESPONSE = "empty_response"  # a 2xx answer with nothing in it (body or stream)
 
 # How servers say the request does not fit the model's context window:
 _OVERFLOW = re.compile(
@@ -64,7 +63,6 @@ def is_context_overflow(text: str) -> bool:
     return bool(_OVERFLOW.search(text))
 
 
-IMAGES_REFUSED = "images_refused"  # the model takes no images, but was sent some
 # How servers say the model takes no images. llama.cpp answers 500 (retryable by status),
 # so without this a model wrongly marked "vision" would be retried until the task gave up.
 _NO_IMAGES = re.compile(
@@ -92,7 +90,7 @@ class ProviderError(Exception):
         retryable: bool,
         status: int | None = None,
         retry_after_s: float | None = None,
-        kind: str = "provider_error",
+        kind: ErrorKind = ErrorKind.PROVIDER_ERROR,
         body: str | None = None,
     ) -> None:
         super().__init__(message)
@@ -113,23 +111,23 @@ def is_retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUS or 500 <= status <= 599
 
 
-def kind_for_status(status: int) -> str:
-    """A short label for an HTTP error status, shared by every adapter."""
+def kind_for_status(status: int) -> ErrorKind:
+    """The kind of an HTTP error status, shared by every adapter."""
     if status == 429:
-        return "rate_limited"
+        return ErrorKind.RATE_LIMITED
     if status == 529:
-        return "overloaded"
+        return ErrorKind.OVERLOADED
     if status in (401, 403):
-        return "auth"
+        return ErrorKind.AUTH
     if status == 404:
-        return "not_found"
+        return ErrorKind.NOT_FOUND
     if status == 408:
-        return "timeout"
+        return ErrorKind.TIMEOUT
     if status in (400, 422):
-        return "bad_request"
+        return ErrorKind.BAD_REQUEST
     if status >= 500:
-        return "server_error"
-    return "client_error"
+        return ErrorKind.SERVER_ERROR
+    return ErrorKind.CLIENT_ERROR
 
 
 def error_message(body: object) -> str | None:

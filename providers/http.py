@@ -33,11 +33,9 @@ import httpx
 import structlog
 from httpx_sse import EventSource, aconnect_sse
 
+from core.errors import ErrorKind
 from core.messages import LlmRequest, TurnResult
 from providers.errors import (
-    CONTEXT_OVERFLOW,
-    EMPTY_RESPONSE,
-    IMAGES_REFUSED,
     NO_IMAGES_HINT,
     ProviderError,
     is_context_overflow,
@@ -137,7 +135,7 @@ class HttpProvider:
                 try:
                     result = await self._complete_stream(body, on_text)
                 except ProviderError as err:
-                    if err.kind != EMPTY_RESPONSE:
+                    if err.kind != ErrorKind.EMPTY_RESPONSE:
                         raise
                     body = self.to_wire(req.model_copy(update={"stream": False}))
                     result = await self._unstreamed(body, bool(req.tools), on_text)
@@ -147,16 +145,16 @@ class HttpProvider:
         except ProviderError:
             raise
         except StreamStalled as exc:
-            raise self._error(str(exc), retryable=True, kind="stream_stalled") from None
+            raise self._error(str(exc), retryable=True, kind=ErrorKind.STREAM_STALLED) from None
         except httpx.TimeoutException as exc:
             message = f"request timed out ({type(exc).__name__})"
-            raise self._error(message, retryable=True, kind="timeout") from exc
+            raise self._error(message, retryable=True, kind=ErrorKind.TIMEOUT) from exc
         except httpx.TransportError as exc:
             message = f"connection failed: {type(exc).__name__}: {exc}"
-            raise self._error(message, retryable=True, kind="connection") from exc
+            raise self._error(message, retryable=True, kind=ErrorKind.CONNECTION) from exc
         except Exception as exc:  # the contract: nothing but ProviderError leaves complete()
             message = f"unexpected failure: {type(exc).__name__}: {exc}"
-            raise self._error(message, retryable=False, kind="unexpected") from exc
+            raise self._error(message, retryable=False, kind=ErrorKind.UNEXPECTED) from exc
 
     async def _unstreamed(self, body: dict[str, Any], tools: bool, on_text: Callable[[str], None] | None) -> TurnResult:
         """A streamed call answered with no event at all, asked once more without streaming.
@@ -166,12 +164,12 @@ class HttpProvider:
         try:
             result = await self._complete_once(body)
         except ProviderError as err:
-            if err.kind != EMPTY_RESPONSE:
+            if err.kind != ErrorKind.EMPTY_RESPONSE:
                 raise
             raise self._error(
                 "the server answered this request with nothing, streamed and not streamed: check the "
                 "server's log (a chat template or tool-call handler that fails on this request?)",
-                retryable=False, kind=EMPTY_RESPONSE,
+                retryable=False, kind=ErrorKind.EMPTY_RESPONSE,
             ) from None
         if tools and not self._unstreamed_tools:
             self._unstreamed_tools = True
@@ -230,15 +228,15 @@ class HttpProvider:
         """A 2xx answer's body. Empty or cut short is transient (a proxy glitch, a server
         restarting): retryable. Anything else that is not JSON is not."""
         if not text.strip():
-            raise self._error(f"empty response body (HTTP {status})", retryable=True, kind=EMPTY_RESPONSE)
+            raise self._error(f"empty response body (HTTP {status})", retryable=True, kind=ErrorKind.EMPTY_RESPONSE)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             if _cut_short(text, exc):
                 message = f"response body cut short (HTTP {status}, {len(text)} characters): {snippet(text)}"
-                raise self._error(message, retryable=True, kind="truncated_response", body=text) from None
+                raise self._error(message, retryable=True, kind=ErrorKind.TRUNCATED_RESPONSE, body=text) from None
             message = f"response body is not valid JSON (HTTP {status}): {snippet(text)}"
-            raise self._error(message, retryable=False, kind="bad_response", body=text) from None
+            raise self._error(message, retryable=False, kind=ErrorKind.BAD_RESPONSE, body=text) from None
         return self.parse_response(data)
 
     def _failed(self, response: httpx.Response) -> ProviderError:
@@ -249,7 +247,7 @@ class HttpProvider:
         return err
 
     def _bad_response(self, message: str) -> ProviderError:
-        return self._error(message, retryable=False, kind="bad_response")
+        return self._error(message, retryable=False, kind=ErrorKind.BAD_RESPONSE)
 
     def _stream_json(self, data: str, what: str = "stream event") -> dict[str, Any]:
         """One SSE data line as the JSON object every wire sends there; a bad response if not."""
@@ -267,9 +265,9 @@ class HttpProvider:
         if self._api_key:
             message = message.replace(self._api_key, "***")
         if is_context_overflow(message):  # in any shape, streamed or not: the engine compacts
-            kwargs.update(kind=CONTEXT_OVERFLOW, retryable=False)
+            kwargs.update(kind=ErrorKind.CONTEXT_OVERFLOW, retryable=False)
         elif refuses_images(message):  # retrying cannot help: the model table is wrong
-            kwargs.update(kind=IMAGES_REFUSED, retryable=False)
+            kwargs.update(kind=ErrorKind.IMAGES_REFUSED, retryable=False)
             message += NO_IMAGES_HINT
         err = ProviderError(summary(message), provider=self.name, body=self._redacted(body), **kwargs)
         if body is not None:

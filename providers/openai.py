@@ -55,6 +55,7 @@ from typing import Any, assert_never
 import httpx
 from httpx_sse import EventSource
 
+from core.errors import ErrorKind
 from core.messages import ChatMessage, ImagePart, LlmRequest, ThinkingPart, ToolCallRequest, TurnResult, Usage
 from providers.arguments import history_arguments
 from providers.errors import ProviderError, is_retryable_status, kind_for_status, parse_retry_after, status_in_body
@@ -147,13 +148,13 @@ class OpenAIProvider(HttpProvider):
             if isinstance(exc, httpx.TimeoutException) or not state.started:
                 raise
             raise self._error(
-                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
+                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind=ErrorKind.STREAM_CUT
             ) from exc
         if not state.started:  # no chunk at all: whatever came is read as a plain answer
             return self._whole_answer("\n".join(events.stray), source.response.status_code, on_text)
         if not state.done and state.finish_reason is None:
             raise self._error(
-                "stream ended without [DONE] or a finish_reason", retryable=True, kind="stream_cut"
+                "stream ended without [DONE] or a finish_reason", retryable=True, kind=ErrorKind.STREAM_CUT
             )
         return state.result()
 
@@ -179,7 +180,7 @@ class OpenAIProvider(HttpProvider):
         status = status_in_body(error)
         message = _message(body) or _snippet(raw)
         if status is None:  # nothing says what it is: most likely the server's own trouble
-            return self._error(message, retryable=True, kind="api_error", body=raw)
+            return self._error(message, retryable=True, kind=ErrorKind.API_ERROR, body=raw)
         return self._error(message, retryable=is_retryable_status(status), kind=kind_for_status(status),
                            status=status, body=raw)
 

@@ -57,9 +57,9 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from core.errors import ErrorKind
 from core.messages import LlmRequest, TurnResult
 from providers.errors import (
-    EMPTY_RESPONSE,
     ProviderError,
     error_message,
     is_retryable_status,
@@ -148,12 +148,12 @@ class ResponsesProvider(HttpProvider):
             if isinstance(exc, httpx.TimeoutException) or not state.started:
                 raise
             raise self._error(
-                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind="stream_cut"
+                f"stream cut off: {type(exc).__name__}: {exc}", retryable=True, kind=ErrorKind.STREAM_CUT
             ) from exc
         if state.final is None and not state.started:
-            raise self._error("empty stream: it ended before its first event", retryable=True, kind=EMPTY_RESPONSE)
+            raise self._error("empty stream: it ended before its first event", retryable=True, kind=ErrorKind.EMPTY_RESPONSE)
         if state.final is None:
-            raise self._error("stream ended without response.completed", retryable=True, kind="stream_cut")
+            raise self._error("stream ended without response.completed", retryable=True, kind=ErrorKind.STREAM_CUT)
         return state.result()
 
     # -- errors --------------------------------------------------------------
@@ -190,7 +190,7 @@ class ResponsesProvider(HttpProvider):
         if status is not None:
             kind, retryable = kind_for_status(status), is_retryable_status(status)
         else:  # no code: most likely the server's trouble; an unknown code: the request's
-            kind, retryable = ("stream_error" if stream else "api_error"), code is None
+            kind, retryable = (ErrorKind.STREAM_ERROR if stream else ErrorKind.API_ERROR), code is None
         text = _str(error.get("message")) or code or snippet(json.dumps(error))
         if code and code not in text:
             text = f"{text} ({code})"

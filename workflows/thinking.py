@@ -15,9 +15,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.activities import CONTEXT_GAP, CONTEXT_OVERFLOW, LLM_ACTIVITY, LlmCallInput, PromptParams
+    from contracts.activities import LLM_ACTIVITY, LlmCallInput, PromptParams
     from contracts.task import TaskState, shown_tools
     from core.entries import AiMessage, StatusNotice, SystemReminder, ToolCall
+    from core.errors import ErrorKind
     from core.messages import ContextReport, TurnResult
     from workflows import policy
     from workflows.engine import LoopBase
@@ -73,11 +74,11 @@ class ThinkingMixin(LoopBase):
             except ActivityError as err:
                 if self._lost_affinity(err):
                     continue  # the warm worker is gone: the call never ran, any worker may take it
-                if policy.error_type(err) == CONTEXT_GAP and not full:
+                if policy.error_type(err) == ErrorKind.CONTEXT_GAP and not full:
                     full = True  # the store lacks entries (a lost file, another host): resend in full
                     continue
                 # patched(): tasks whose calls failed this way before this release failed at once.
-                if policy.error_type(err) == CONTEXT_OVERFLOW and self._since("context-overflow-compacts"):
+                if policy.error_type(err) == ErrorKind.CONTEXT_OVERFLOW and self._since("context-overflow-compacts"):
                     if overflowed:
                         raise self._fail(
                             f"the context does not fit the model's window even compacted to ~{self._window()} "

@@ -7,9 +7,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import CIRCUIT_OPEN, LlmActivities, ProviderSettings
-from contracts.activities import CONTEXT_GAP, ContextPage, LlmCallInput, PromptParams
+from activities.llm import LlmActivities, ProviderSettings
+from contracts.activities import ContextPage, LlmCallInput, PromptParams
 from core.entries import ToolCall, ToolResult, UserMessage
+from core.errors import ErrorKind
 from core.messages import ToolCallRequest
 from fakes.scripted import ScriptedModelServer, error, tool
 from providers.circuit import CircuitBreaker
@@ -44,7 +45,7 @@ async def test_the_circuit_breaker_skips_a_down_endpoint_then_probes_it(tmp_path
             assert not err.value.non_retryable and "503" in err.value.message
         with pytest.raises(ApplicationError) as err:
             await env.run(llm.call_llm, call_input(3))
-        assert err.value.type == CIRCUIT_OPEN and model.hits() == 3  # skipped, not called
+        assert err.value.type == ErrorKind.CIRCUIT_OPEN and model.hits() == 3  # skipped, not called
         assert err.value.next_retry_delay.total_seconds() == pytest.approx(30, abs=1)
         clock.now = 31  # the cooling period is over: one probe goes through and succeeds
         result = await env.run(llm.call_llm, call_input(4))
@@ -106,7 +107,7 @@ async def test_without_the_workflow_a_gap_asks_for_a_resend_and_the_prefix_stand
         llm = LlmActivities(ProviderSettings(openai_base_url=model.url), store, history=None)
         with pytest.raises(ApplicationError) as err:
             await ActivityEnvironment().run(llm.call_llm, later_call())
-        assert err.value.type == CONTEXT_GAP and err.value.non_retryable
+        assert err.value.type == ErrorKind.CONTEXT_GAP and err.value.non_retryable
         await ActivityEnvironment().run(llm.call_llm, later_call(new_entries=RUN_ENTRIES, prefix=PREFIX))
     assert user_texts(model.requests[0]) == ["the original request", "second request", "and now this"]
     assert store.get_prefix("ctx-2") == (2, PREFIX)  # kept: the next delta call needs no resend

@@ -14,11 +14,12 @@ from anthropic.types.message_create_params import MessageCreateParamsNonStreamin
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 
+from core.errors import ErrorKind
 from core.messages import ChatMessage, ImagePart, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
 from fakes.scripted import ScriptedModelServer, text
 from providers.anthropic import AnthropicProvider
 from providers.anthropic_wire import MAX_BREAKPOINTS, count_breakpoints
-from providers.errors import IMAGES_REFUSED, ProviderError
+from providers.errors import ProviderError
 from providers.models import BUILTIN_MODELS, accepts_images, load_models
 from providers.openai import OpenAIProvider
 from providers.responses import ResponsesProvider
@@ -274,6 +275,6 @@ async def test_llama_cpp_refusing_images_is_not_retried_and_says_how_to_fix_it()
         with pytest.raises(ProviderError) as err:
             await provider.complete(REQUEST)
         await provider.aclose()
-    assert err.value.status == 500 and not err.value.retryable and err.value.kind == IMAGES_REFUSED
+    assert err.value.status == 500 and not err.value.retryable and err.value.kind == ErrorKind.IMAGES_REFUSED
     assert "image input is not supported" in err.value.message
     assert 'set "vision": false for it in AGENT_MODELS_FILE' in err.value.message

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from core.errors import ErrorKind
 from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from fakes import scripted_strict
 from fakes.scripted import ScriptedModelServer, Step
-from providers.errors import CONTEXT_OVERFLOW, SUMMARY_LIMIT, ProviderError
+from providers.errors import SUMMARY_LIMIT, ProviderError
 from providers.openai import OpenAIProvider
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -103,23 +104,23 @@ async def test_a_stream_without_usage_gets_an_estimate():
 # -- errors -----------------------------------------------------------------------------
 
 ERRORS = [  # fixture, kind, retryable, status, retry after (s), start of the message
-    ("openai/context_overflow.json", CONTEXT_OVERFLOW, False, 400, None, "This model's maximum context length is 128000"),
+    ("openai/context_overflow.json", ErrorKind.CONTEXT_OVERFLOW, False, 400, None, "This model's maximum context length is 128000"),
     ("openai/bad_request.json", "bad_request", False, 400, None, "Invalid parameter: messages with role 'tool'"),
     ("openai/rate_limit.json", "rate_limited", True, 429, 20.0, "Rate limit reached for gpt-4o"),
     ("openai/server_error.json", "server_error", True, 500, None, "The server had an error"),
     ("openai/stream_error.sse", "server_error", True, 500, None, "The server had an error"),
-    ("vllm/context_overflow.json", CONTEXT_OVERFLOW, False, 400, None, "This model's maximum context length is 4096"),
-    ("vllm/context_overflow_v0.json", CONTEXT_OVERFLOW, False, 400, None, "The decoder prompt (length 9012)"),
+    ("vllm/context_overflow.json", ErrorKind.CONTEXT_OVERFLOW, False, 400, None, "This model's maximum context length is 4096"),
+    ("vllm/context_overflow_v0.json", ErrorKind.CONTEXT_OVERFLOW, False, 400, None, "The decoder prompt (length 9012)"),
     ("vllm/bad_request.json", "bad_request", False, 400, None, "Expecting ',' delimiter"),
     ("vllm/server_error.json", "server_error", True, 500, None, "EngineCore encountered an issue"),
     ("vllm/stream_error.sse", "server_error", True, 500, None, "EngineCore encountered an issue"),
-    ("ollama/context_overflow.json", CONTEXT_OVERFLOW, False, 400, None, "the input length exceeds the context length"),
+    ("ollama/context_overflow.json", ErrorKind.CONTEXT_OVERFLOW, False, 400, None, "the input length exceeds the context length"),
     ("ollama/bad_request.json", "bad_request", False, 400, None, "invalid tool call arguments"),
     ("ollama/model_not_found.json", "not_found", False, 404, None, 'model "llama3.3" not found'),
     ("ollama/busy.json", "server_error", True, 503, None, "server busy, please try again."),
     ("ollama/server_error.json", "server_error", True, 500, None, "llama runner process has terminated"),
-    ("llamacpp/context_overflow.json", CONTEXT_OVERFLOW, False, 400, None, "the request exceeds the available context"),
-    ("llamacpp/context_overflow_stream.sse", CONTEXT_OVERFLOW, False, 400, None,
+    ("llamacpp/context_overflow.json", ErrorKind.CONTEXT_OVERFLOW, False, 400, None, "the request exceeds the available context"),
+    ("llamacpp/context_overflow_stream.sse", ErrorKind.CONTEXT_OVERFLOW, False, 400, None,
      "the request exceeds the available context"),
     ("llamacpp/null_content.json", "server_error", True, 500, None, "Cannot subscript null at row 23, column 40:"),
     ("llamacpp/bad_request.json", "bad_request", False, 400, None, "Invalid tool_choice: any"),

@@ -12,10 +12,11 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
+from core.errors import ErrorKind
 from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from fakes.scripted import ScriptedModelServer, Step, text
 from providers.arguments import INVALID_ARGUMENTS, RAW_LIMIT
-from providers.errors import CONTEXT_OVERFLOW, SUMMARY_LIMIT, ProviderError
+from providers.errors import SUMMARY_LIMIT, ProviderError
 from providers.openai import OpenAIProvider
 from tests.providers.support import Recorder
 
@@ -134,7 +135,7 @@ async def test_the_strict_server_refuses_what_the_adapter_used_to_send():
 
 ERRORS = [  # (error object, kind, retryable, status)
     ({"code": 400, "message": "the request exceeds the available context size, try increasing it",
-      "type": "exceed_context_size_error"}, CONTEXT_OVERFLOW, False, 400),
+      "type": "exceed_context_size_error"}, ErrorKind.CONTEXT_OVERFLOW, False, 400),
     ({"message": "Expecting ',' delimiter: line 1 column 54 (char 53)", "type": "BadRequestError",
       "param": None, "code": 400}, "bad_request", False, 400),
     ({"message": "slow down", "type": "tokens", "param": None, "code": "rate_limit_exceeded"}, "rate_limited", True, 429),

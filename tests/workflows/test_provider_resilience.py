@@ -7,11 +7,10 @@ import asyncio
 from datetime import timedelta
 
 from activities.llm import RETRY_AFTER_CAP, to_application_error
-from contracts.activities import CONTEXT_OVERFLOW
 from contracts.task import TaskState
 from core.entries import StatusNotice
+from core.errors import ErrorKind
 from fakes.scripted import Step, error, tool
-from providers import errors
 from providers.errors import ProviderError
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
 from workflows.task import AgentTaskWorkflow
@@ -74,16 +73,16 @@ async def test_a_provider_down_past_the_horizon_fails_the_task(client, task_queu
 
 
 def test_retry_after_is_honoured_up_to_a_cap():
-    hour = ProviderError("slow down", provider="openai", retryable=True, retry_after_s=3600, kind="rate_limited")
+    hour = ProviderError("slow down", provider="openai", retryable=True, retry_after_s=3600, kind=ErrorKind.RATE_LIMITED)
     assert to_application_error(hour).next_retry_delay == RETRY_AFTER_CAP == timedelta(minutes=2)
-    short = ProviderError("slow down", provider="openai", retryable=True, retry_after_s=3, kind="rate_limited")
+    short = ProviderError("slow down", provider="openai", retryable=True, retry_after_s=3, kind=ErrorKind.RATE_LIMITED)
     assert to_application_error(short).next_retry_delay == timedelta(seconds=3)
 
 
 def test_the_overflow_type_is_the_same_on_both_sides_of_the_activity():
-    assert errors.CONTEXT_OVERFLOW == CONTEXT_OVERFLOW
-    failure = to_application_error(ProviderError(OVERFLOW, provider="vllm", retryable=False, kind=CONTEXT_OVERFLOW))
-    assert failure.type == CONTEXT_OVERFLOW and failure.details == ({"context_window": 4096},)
+    failure = to_application_error(
+        ProviderError(OVERFLOW, provider="vllm", retryable=False, kind=ErrorKind.CONTEXT_OVERFLOW))
+    assert failure.type == ErrorKind.CONTEXT_OVERFLOW and failure.details == ({"context_window": 4096},)
 
 
 async def test_an_unknown_model_with_no_usage_is_still_stopped_by_the_cost_limit(client, task_queue, workspace):
