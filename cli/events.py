@@ -1,21 +1,6 @@
-"""The task as a stream of JSON events (``watch ID --json``), one object per line.
-
-Every event has a stable ``type``, in the spirit of seed 001:
-
-| type | when | fields |
-|---|---|---|
-| ``thread.started`` | first event | ``thread_id`` (the workflow id) |
-| ``turn.started`` | an LLM call begins a new turn | ``turn`` |
-| ``item.started`` | the model called a tool | ``turn``, ``item`` {``id``, ``type``: ``tool_call``, ``tool``, ``arguments``, ``deferred``} |
-| ``item.completed`` | an entry was appended | ``turn``, ``item`` {``id``, ``type``, ...}; ``type`` is one of ``user_message``, ``agent_message``, ``tool_result``, ``system_reminder``, ``status_notice`` |
-| ``text.delta`` | streamed model text (from the model call's heartbeat) | ``turn``, ``text`` |
-| ``text.reset`` | the model call was retried: the turn's streamed text so far is void | ``turn`` |
-| ``approval.requested`` | a call waits for a person, in the task or one of its sub-agents | ``workflow_id`` (who waits: decide there), ``subagent``, ``call_id``, ``tool``, ``arguments``, ``danger``, ``reason`` |
-| ``reply.requested`` | the task (or a sub-agent) asked a question | ``workflow_id``, ``subagent``, ``question`` |
-| ``retry`` | an activity attempt failed and will be retried | ``activity``, ``attempt``, ``reason``, ``next_in_s`` |
-| ``turn.completed`` | a turn ended | ``turn``, ``usage`` and ``cost_usd`` of that turn alone |
-| ``turn.failed`` | the task failed in this turn | ``turn``, ``error`` |
-| ``task.completed`` | last event | ``status``, ``final_text``, ``error``, ``stopped``, ``turns``, ``usage``, ``cost_usd`` (the task's totals) |
+"""The task as a stream of JSON events (``watch ID --json``), one object per line, each with
+a stable ``type`` in the spirit of seed 001: the table of types and fields is the README's
+(Events for programs). ``thread.started`` comes first and ``task.completed`` last.
 
 A turn's usage is what its model call used (as the history records it), plus what a sub-agent it
 started used; it comes from ``turn_usage``, so the mapper itself stays pure.

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from temporalio.client import ScheduleOverlapPolicy
 
-from cli.schedules import (
+from cli.task_schedules import (
     CATCHUP_WINDOW,
     InvalidSchedule,
     ScheduleExists,

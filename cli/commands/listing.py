@@ -27,7 +27,15 @@ CLOSING_STATE = {
 }
 
 
-async def cmd_list(args: argparse.Namespace) -> int:
+def register(subparsers: argparse._SubParsersAction) -> None:
+    s = subparsers.add_parser("list", help="list tasks")
+    s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--pending", "--waiting", dest="pending", action="store_true",
+                   help="only tasks waiting for a person (sub-agents too, with whose they are)")
+    s.set_defaults(run=run)
+
+
+async def run(args: argparse.Namespace) -> int:
     client = await connect()
     console = make_console()
     query = f"WorkflowType = '{TASK_WORKFLOW}'"

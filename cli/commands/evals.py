@@ -1,11 +1,7 @@
-"""``eval`` and ``record``: run a suite of eval cases, turn a finished task into one.
+"""``eval SUITE``: run a suite of eval cases, K trials each, and report pass@k and pass^k.
 
-    python starter.py eval SUITE --trials K [--model M --provider P] [--demo | --replay]
-                       [--concurrency N] [--json FILE] [--min-pass X] [--case NAME] [--run-id ID]
-    python starter.py record ID --into SUITE [--name NAME] [--workspace DIR]
-
-The harness is ``evals/``; this module parses, shows progress and the report, and says
-what the exit status is: 1 when the overall pass@1 is below ``--min-pass``.
+The harness is ``evals/``; this module parses, shows progress and the report, and says what
+the exit status is: 1 when the overall pass@1 is below ``--min-pass``.
 """
 
 from __future__ import annotations
@@ -22,15 +18,14 @@ from cli.options import positive_int
 from cli.render import make_console, safe
 from cli.tasks import UserError, configured_model, provider_mode, streaming, ui_link
 from evals.metrics import Figures, Report, TrialResult
-from evals.record import record_task
 from evals.run import SCRIPTED_MODEL, EvalError, EvalOptions, new_run_id, run_suite
 from evals.suite import JudgeConfig, SuiteError, load_suite
 from providers.factory import MODES
 from temporal.client import connect, is_embedded
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("eval", help="run a suite of eval cases, K trials each: pass@k, pass^k and a report")
+def register(subparsers: argparse._SubParsersAction) -> None:
+    s = subparsers.add_parser("eval", help="run a suite of eval cases, K trials each: pass@k, pass^k and a report")
     s.add_argument("suite", help="the suite file (TOML or JSON; see README, Evals)")
     s.add_argument("--trials", type=positive_int, default=1, metavar="K", help="trials per case (default: 1)")
     s.add_argument("--k", type=positive_int, help="pass@k and pass^k at this k (default: --trials)")
@@ -47,15 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--judge-model", help="the model that grades rubrics (default: the suite's, else the model under test)")
     s.add_argument("--judge-provider", choices=list(MODES), default="openai", help="the judge's mode (default: openai)")
     s.add_argument("--no-stream", action="store_true", help="ask the model for whole answers")
-    s = sub.add_parser("record", help="turn a finished task into an eval case replayed from its history")
-    s.add_argument("id")
-    s.add_argument("--into", required=True, metavar="SUITE", help="the suite file to add the case to (created if missing)")
-    s.add_argument("--name", help="the case's name (default: from the task's id)")
-    s.add_argument("--workspace", metavar="DIR",
-                   help="the files the case starts from (default: the task's workspace as it began)")
+    s.set_defaults(run=run)
 
 
-async def cmd_eval(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace) -> int:
     try:
         suite = load_suite(args.suite)
     except SuiteError as err:
@@ -88,21 +78,6 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     if args.min_pass is not None and report.overall.pass_at_1 < args.min_pass:
         console.print(f"[red]pass@1 {report.overall.pass_at_1:.2f} is below --min-pass {args.min_pass:g}[/]")
         return 1
-    return 0
-
-
-async def cmd_record(args: argparse.Namespace) -> int:
-    client = await connect()
-    suite = Path(args.into)
-    try:
-        case, notes = await record_task(client, args.id, suite, name=args.name,
-                                        start=Path(args.workspace).resolve() if args.workspace else None)
-    except (EvalError, SuiteError) as err:
-        raise UserError(str(err)) from None
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"recorded {args.id} as case {case.name} in {suite} ({len(case.graders)} graders); replay it with:\n"
-          f"  python starter.py eval {suite} --replay --case {case.name}")
     return 0
 
 

@@ -1,15 +1,10 @@
-"""``starter.py mcp-serve``: the agent as an MCP server, so any MCP client (an IDE, another
-agent) can hand off durable work and come back for it later.
+"""``mcp-serve``: the agent as an MCP server, so any MCP client (an IDE, another agent) can
+hand off durable work and come back for it later.
 
-    python starter.py mcp-serve [--http PORT [--host HOST]] [--worker] [task options]
-
-Tools: ``start_task``, ``task_status``, ``approve``, ``interject``, ``list_tasks``. stdio by
-default (the client starts this process), or streamable HTTP at ``http://HOST:PORT/mcp``.
-The task options (``--model``, ``--approval``, ``--mcp-config``, ...) are the defaults of the
-tasks it starts. With ``--worker`` (and always on the embedded dev server) a worker runs in
-this process while it serves; otherwise run ``python worker.py``.
-
-Nothing here writes to stdout but the protocol: logs go to stderr.
+Tools: ``start_task``, ``task_status``, ``approve``, ``interject``, ``list_tasks``, over stdio
+(the client starts this process) or streamable HTTP at ``http://HOST:PORT/mcp``. The task
+options are the defaults of the tasks it starts. With ``--worker`` (and always on the
+embedded dev server) a worker runs in this process. Nothing but the protocol goes to stdout.
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 
 from cli import tasks
+from cli.local import local_worker
 from cli.options import add_task_options
 from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskStatus
 from runtime.secrets import SecretStore
@@ -39,17 +35,16 @@ INSTRUCTIONS = (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("mcp-serve", help="serve the agent over MCP (stdio, or streamable HTTP with --http)")
     s.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
     s.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on (default: 127.0.0.1)")
     s.add_argument("--worker", action="store_true", help="run a worker in this process while serving")
     add_task_options(s)
+    s.set_defaults(run=run)
 
 
-async def cmd_mcp_serve(args: argparse.Namespace) -> int:
-    from cli.commands import local_worker  # here: the commands module registers this one
-
+async def run(args: argparse.Namespace) -> int:
     client = await connect()
     async with AsyncExitStack() as stack:
         if args.worker or is_embedded():

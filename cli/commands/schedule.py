@@ -1,22 +1,15 @@
-"""``starter.py schedule``: tasks that start themselves on a cron or interval schedule.
-
-    python starter.py schedule create NAME (--cron "0 9 * * 1-5" | --every 30s) "TASK" [--workspace DIR]
-        [--model M] [--approval MODE] [--overlap skip|buffer_one|allow_all|cancel_other] [--note TEXT]
-    python starter.py schedule list
-    python starter.py schedule trigger NAME      start the task now; its workflow id is the last line
-    python starter.py schedule delete NAME       tasks already started run on
-"""
+"""``schedule create|list|trigger|delete``: tasks that start themselves on a cron or interval
+schedule (the Temporal side is ``cli/task_schedules.py``). ``trigger`` prints the started
+task's workflow id last; ``delete`` leaves the tasks already started running."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from datetime import datetime
-from types import ModuleType
 
-from cli import tasks
 from cli.options import add_task_options
-from cli.schedules import (
+from cli.task_schedules import (
     OVERLAP_POLICIES,
     ScheduleError,
     ScheduleSummary,
@@ -28,11 +21,12 @@ from cli.schedules import (
     schedule_id,
     trigger_task_schedule,
 )
+from cli.tasks import UserError, configured_model, task_input
 from temporal.client import connect, ensure_search_attributes
 from worker import task_queue
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("schedule", help="run a task on a schedule (create, list, trigger, delete)")
     sub = p.add_subparsers(dest="schedule_command", required=True)
 
@@ -51,24 +45,24 @@ def register(subparsers) -> None:
     for name, help_text in (("trigger", "start the schedule's task now"), ("delete", "delete a schedule")):
         s = sub.add_parser(name, help=help_text)
         s.add_argument("name")
+    p.set_defaults(run=run)
 
 
-async def cmd_schedule(args: argparse.Namespace) -> int:
-    cli = tasks  # the task-building helpers the commands share
+async def run(args: argparse.Namespace) -> int:
     command = {"create": _create, "list": _list, "trigger": _trigger, "delete": _delete}[args.schedule_command]
     try:
-        return await command(args, cli)
+        return await command(args)
     except ScheduleError as err:
-        raise cli.UserError(str(err)) from None
+        raise UserError(str(err)) from None
 
 
 # ---- subcommands -------------------------------------------------------------------
 
 
-async def _create(args: argparse.Namespace, cli: ModuleType) -> int:
+async def _create(args: argparse.Namespace) -> int:
     schedule_id(args.name)  # a bad name fails before anything is written or sent
     every = parse_interval(args.every) if args.every else None
-    inp = cli.task_input(args, cli.configured_model(args))
+    inp = task_input(args, configured_model(args))
     client = await connect()
     inp.search_attributes = await ensure_search_attributes(client)
     await create_task_schedule(
@@ -81,7 +75,7 @@ async def _create(args: argparse.Namespace, cli: ModuleType) -> int:
     return 0
 
 
-async def _list(args: argparse.Namespace, cli: ModuleType) -> int:
+async def _list(args: argparse.Namespace) -> int:
     schedules = await list_task_schedules(await connect())
     for summary in schedules:
         print(_line(summary))
@@ -90,7 +84,7 @@ async def _list(args: argparse.Namespace, cli: ModuleType) -> int:
     return 0
 
 
-async def _trigger(args: argparse.Namespace, cli: ModuleType) -> int:
+async def _trigger(args: argparse.Namespace) -> int:
     client = await connect()
     workflow_id = await trigger_task_schedule(client, args.name)
     if workflow_id is None:
@@ -106,7 +100,7 @@ async def _trigger(args: argparse.Namespace, cli: ModuleType) -> int:
     return 0
 
 
-async def _delete(args: argparse.Namespace, cli: ModuleType) -> int:
+async def _delete(args: argparse.Namespace) -> int:
     await delete_task_schedule(await connect(), args.name)
     print(f"deleted schedule {args.name} (tasks it started run on)")
     return 0

@@ -1,10 +1,7 @@
-"""Scheduled agent tasks: one Temporal Schedule per name, starting an ``AgentTask`` on each tick.
+"""Temporal Schedules that start agent tasks: one per name (id ``agent-<name>``), whose
+workflows (``sched-<name>-<time>``) are ordinary tasks for ``list``, ``watch``, ``approve``.
 
-Schedule ids are ``agent-<name>``. The workflows a schedule starts have ids
-``sched-<name>-<scheduled time>`` (Temporal appends the time), so they are ordinary tasks:
-``starter.py list``, ``status``, ``watch`` and ``approve`` work on them as on any other.
-
-Errors the caller can fix, all with a message fit to print as one line::
+Errors the caller can fix, each with a message fit to print as one line::
 
     ScheduleError
     ├── InvalidSchedule    a bad name, cron expression, interval or overlap policy

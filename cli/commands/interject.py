@@ -1,0 +1,44 @@
+"""``interject ID TEXT`` (also ``reply``): send a task a message; it cuts off what is running.
+The message is a signal, durable in the history: it takes effect when a worker runs the task."""
+
+from __future__ import annotations
+
+import argparse
+
+from temporalio.client import WorkflowExecutionStatus
+
+from cli.tasks import MAX_INTERJECTION, UserError, describe, who
+from cli.workers import worker_absence
+from contracts.task import Interjection
+from runtime.secrets import SecretStore
+from temporal.client import connect
+from workflows.task import AgentTaskWorkflow
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    for name in ("interject", "reply"):
+        s = subparsers.add_parser(name, help="send the task a message (cuts off what is running)")
+        s.add_argument("id")
+        s.add_argument("text")
+        s.set_defaults(run=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    client = await connect()
+    desc = await describe(client, args.id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        raise UserError(f"task {args.id} is not running")
+    if len(args.text.encode()) > MAX_INTERJECTION:
+        raise UserError(f"the message is {len(args.text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}: "
+                        "save it in a file in the workspace and point the task at it")
+    text = SecretStore.from_env().redact(args.text)
+    await client.get_workflow_handle(args.id).signal(  # durable: it waits in the history for a worker
+        AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who())
+    )
+    absent = await worker_absence(client, args.id, desc.task_queue)
+    if absent:
+        print(f"{absent}: the message was delivered to {args.id} and takes effect when a worker starts "
+              "(python worker.py)")
+    else:
+        print(f"message delivered to {args.id}")
+    return 0
