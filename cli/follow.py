@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import time
-from datetime import timedelta
 
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError
@@ -16,6 +15,7 @@ from temporalio.service import RPCError
 from cli.render import safe
 from cli.sinks import Sink
 from cli.subagents import waiting_subagents
+from cli.tasks import QUERY_TIMEOUT
 from cli.workers import RESTARTED, queue_polled, unpin
 from contracts.activities import LLM_ACTIVITY, LiveText
 from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
@@ -25,7 +25,6 @@ from workflows.task import AgentTaskWorkflow
 POLL_S = 0.25
 LIVE_POLL_S = 0.05  # while the model streams: its text is read this often
 DESCRIBE_EVERY_S = 1.0
-QUERY_TIMEOUT = timedelta(seconds=5)
 
 
 def pending_retries(desc: WorkflowExecutionDescription) -> list[tuple[str, int, str, float | None]]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import uuid
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 
-from cli.tasks import UserError, describe
+from cli.tasks import QUERY_TIMEOUT, UserError, describe
 from cli.turn_points import left_out_line, turn_point
 from cli.workers import RESTART_WAIT, ask
 from contracts.activities import ContextPage
@@ -20,8 +20,6 @@ from contracts.task import LoopState
 from runtime.checkpoints import CheckpointError, Checkpoints
 from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
-
-QUERY_TIMEOUT = timedelta(seconds=5)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
