@@ -20,6 +20,7 @@ from core.messages import (
     Usage,
 )
 from providers.arguments import history_arguments
+from providers.wire import as_count, as_str
 
 WIRE = "anthropic"  # ThinkingPart.provider of the parts this wire produces
 CACHED = {"type": "ephemeral"}
@@ -176,7 +177,7 @@ def turn_result(
     for position, block in enumerate(blocks):
         match block.get("type"):
             case "text":
-                text.append(_str(block.get("text")) or "")
+                text.append(as_str(block.get("text")) or "")
             case "thinking" | "redacted_thinking":
                 part = thinking_part(block)
                 if part is not None:
@@ -195,8 +196,8 @@ def turn_result(
 
 def _tool_call(block: dict[str, Any], raw_json: str | None, index: int) -> ToolCallRequest:
     """One tool_use block; input that is not a JSON object becomes a parse_error."""
-    call_id = _str(block.get("id")) or f"toolu_{index}"
-    name = _str(block.get("name")) or ""
+    call_id = as_str(block.get("id")) or f"toolu_{index}"
+    name = as_str(block.get("name")) or ""
     value: Any = block.get("input", {})
     if raw_json is not None and raw_json.strip():  # streamed: the input arrived as JSON text
         try:
@@ -211,18 +212,10 @@ def _tool_call(block: dict[str, Any], raw_json: str | None, index: int) -> ToolC
 
 
 def _usage(raw: dict[str, Any]) -> Usage:
-    def count(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and value > 0 else 0
-
-    read, write = count("cache_read_input_tokens"), count("cache_creation_input_tokens")
+    read, write = as_count(raw.get("cache_read_input_tokens")), as_count(raw.get("cache_creation_input_tokens"))
     return Usage(
-        input_tokens=count("input_tokens") + read + write,
-        output_tokens=count("output_tokens"),
+        input_tokens=as_count(raw.get("input_tokens")) + read + write,
+        output_tokens=as_count(raw.get("output_tokens")),
         cache_read_tokens=read,
         cache_write_tokens=write,
     )
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None

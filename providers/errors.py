@@ -1,17 +1,9 @@
-"""Provider errors, classified once at the protocol boundary.
-
-    ProviderError                 every failure a provider adapter raises
-      retryable=True              429, 408, 409, 5xx, 529 (overloaded), timeouts,
-                                  connection errors, a stream cut off mid-way
-      retryable=False             400, 401, 403, 404, 422, and responses we cannot parse;
-                                  a context overflow, and a model that takes no images
-                                  refusing them (llama.cpp says so with a 500), whatever
-                                  the status
-
-Adapters never retry: the LLM activity turns a ProviderError into an
-``ApplicationError`` and Temporal owns the retries, so every attempt is
-visible in the workflow history.
-"""
+"""Provider errors, classified once at the protocol boundary: a ``ProviderError`` has a kind
+(``core.errors.ErrorKind``) and says whether a retry may help (429, 408, 409, 5xx, 529,
+timeouts, connection errors and cut streams may; other 4xx, unreadable answers, a context
+overflow and a model refusing images may not, whatever the status). Also here: the kind of
+an HTTP status or of an error object in a body, a server's message and Retry-After, and the
+log line of its whole answer. Adapters never retry: Temporal does (docs/providers.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +11,8 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+
+import structlog
 
 from core.errors import ErrorKind
 from core.text import shorten
@@ -145,14 +139,14 @@ def error_message(body: object) -> str | None:
 
 
 # The HTTP status an error object in a body means, by its ``type`` or string ``code``, for
-# errors that come without one (in a stream, or in a 200 answer): OpenAI, vLLM, llama.cpp
-# and Ollama names. An integer ``code`` (vLLM, llama.cpp) is the status itself.
+# errors that come without one (in a stream, or in a 200 answer): OpenAI, Anthropic, vLLM,
+# llama.cpp and Ollama names. An integer ``code`` (vLLM, llama.cpp) is the status itself.
 _STATUS_OF = {
     "invalid_request_error": 400, "BadRequestError": 400, "exceed_context_size_error": 400,
     "context_length_exceeded": 400, "invalid_value": 400, "missing_required_parameter": 400,
     "authentication_error": 401, "invalid_api_key": 401, "AuthenticationError": 401,
     "permission_error": 403, "PermissionDeniedError": 403,
-    "not_found_error": 404, "NotFoundError": 404, "model_not_found": 404,
+    "not_found_error": 404, "NotFoundError": 404, "model_not_found": 404, "request_too_large": 413,
     "rate_limit_error": 429, "rate_limit_exceeded": 429, "RateLimitError": 429, "tokens": 429, "requests": 429,
     "server_error": 500, "api_error": 500, "InternalServerError": 500, "internal_error": 500,
     "not_supported_error": 501,
@@ -178,12 +172,26 @@ def status_in_body(error: object) -> int | None:
 
 
 SUMMARY_LIMIT = 300  # characters of a server's message kept in a ProviderError
+# Bodies longer than this are cut in the log line (a server can answer with megabytes).
+LOGGED_BODY_LIMIT = 20_000
+# structlog as runtime.logs configures it (providers may not import runtime): the worker's
+# processors, secret redaction included, apply to this logger too.
+_log = structlog.get_logger("providers")
 
 
 def summary(text: str) -> str:
     """One line of at most ``SUMMARY_LIMIT`` characters: servers put whole tracebacks and
     template dumps in their messages, and the message is shown on every retry."""
     return shorten(text, SUMMARY_LIMIT)
+
+
+def log_body(err: ProviderError, url: str) -> None:
+    """The server's whole answer (``err.body``, cut at LOGGED_BODY_LIMIT) in the worker log."""
+    body = err.body or ""
+    if len(body) > LOGGED_BODY_LIMIT:
+        body = body[:LOGGED_BODY_LIMIT] + f"... [{len(body) - LOGGED_BODY_LIMIT} more characters]"
+    _log.warning("provider error body", provider=err.provider, url=url, status=err.status, kind=err.kind,
+                 retryable=err.retryable, error=err.message, body=body)
 
 
 def snippet(text: str, limit: int = 200) -> str:

@@ -1,36 +1,17 @@
 """What every HTTP provider adapter shares: one POST (plain or streamed), transport errors
-mapped to ProviderError, the key kept out of error messages. Subclasses supply the three
-parts that differ: ``to_wire``/``parse_response``, ``_read_stream`` and ``_status_error``.
-
-Shared rules, streamed or not:
-    empty 200 body               empty_response (retryable: a proxy or server glitch)
-    truncated JSON 200 body      truncated_response (retryable)
-    other unparseable 200 body   bad_response (not retryable)
-    a server that ignores        its JSON answer is read as if not streamed
-      ``stream``
-    a stream with no event       asked once more, not streamed (llama-cpp-python refuses to
-                                 stream a call that may use tools after its 200 and headers);
-                                 calls with tools then go unstreamed to this endpoint, and the
-                                 result's ``notice`` says so once; empty both ways is no
-                                 outage: empty_response, not retryable
-    no usage reported            estimated from the text (providers/usage.py), marked so
-    a stream that starts, then   stream_stalled (retryable) after ``stream_idle_s`` (60 s,
-      sends nothing              AGENT_STREAM_IDLE_S) without data; keep-alive comments do not
-                                 count, the wait for the first data is not limited here
-    a model refusing images      images_refused, not retryable, with a hint to fix the model
-                                 table (llama.cpp answers it with a 500)
-    every error                  a one-line message of at most 300 characters; the whole
-                                 body goes to the worker log once, at warning level
-"""
+mapped to ProviderError, the key kept out of error messages, the rules for empty, cut-off
+and unreadable answers, an HTTP error status classified. A subclass supplies what differs:
+``to_wire``/``parse_response`` and ``_read_stream``, and where its wire says more than the
+status does, ``_status_kind``/``_status_message``. The rules: docs/providers.md."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 import httpx
-import structlog
 from httpx_sse import EventSource, aconnect_sse
 
 from core.errors import ErrorKind
@@ -38,7 +19,12 @@ from core.messages import LlmRequest, TurnResult
 from providers.errors import (
     NO_IMAGES_HINT,
     ProviderError,
+    error_message,
     is_context_overflow,
+    is_retryable_status,
+    kind_for_status,
+    log_body,
+    parse_retry_after,
     refuses_images,
     snippet,
     summary,
@@ -49,11 +35,12 @@ from providers.usage import request_text, with_estimate
 
 # A provider's connections: POOL_SHARDS pools of at most SHARD_CONNECTIONS each (see _client).
 POOL_SHARDS, SHARD_CONNECTIONS = 16, 8
-# Bodies longer than this are cut in the log line (a server can answer with megabytes).
-LOGGED_BODY_LIMIT = 20_000
-# structlog as runtime.logs configures it (providers may not import runtime): the worker's
-# processors, secret redaction included, apply to this logger too.
-_log = structlog.get_logger("providers")
+
+
+class Folding(Protocol):
+    """What a wire's stream state says while it folds events: whether any has come yet."""
+
+    started: bool
 
 
 class HttpProvider:
@@ -83,16 +70,8 @@ class HttpProvider:
         self._unstreamed_tools = False
 
     def _client(self) -> httpx.AsyncClient:
-        """The next of the provider's connection pools (created on first use), in turn.
-
-        Several small pools rather than one large one: httpcore matches every request against
-        every connection its pool holds (asking each idle one whether it is still open) when the
-        request starts and when its response closes, so the cost grows with requests in flight
-        times connections. At 50 calls in flight (python -m benchmarks.http_pool): one pool of
-        100 cost 7.6 to 8.5 ms of CPU per call; 16 pools of 8, 1.3 to 1.5 ms; the same on
-        asyncio streams (providers/netio.py), 0.9 ms. Each pool keeps as many idle connections
-        as it may open, so a busy worker reuses them rather than reconnecting (httpx keeps 20
-        by default)."""
+        """The next of the provider's connection pools (created on first use), in turn: several
+        small pools cost far less CPU than one large one (docs/providers.md, Connections)."""
         self._turn = (self._turn + 1) % len(self._shards)
         client = self._shards[self._turn]
         if client is None:
@@ -115,16 +94,20 @@ class HttpProvider:
         raise NotImplementedError
 
     def _headers(self) -> dict[str, str]:
-        raise NotImplementedError
+        """The key as a bearer token (the OpenAI wires)."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
-    def _status_error(self, response: httpx.Response) -> ProviderError:
-        raise NotImplementedError
+    def _status_kind(self, status: int, body: Any) -> tuple[ErrorKind, bool]:
+        """An HTTP error status's kind, and whether it is retryable; ``body`` is JSON or None."""
+        return kind_for_status(status), is_retryable_status(status)
+
+    def _status_message(self, body: Any, fallback: str) -> str:
+        """The message of an HTTP error: the body's (JSON or None), else ``fallback``."""
+        return error_message(body) or fallback
 
     # -- the call ------------------------------------------------------------
 
-    async def complete(
-        self, req: LlmRequest, on_text: Callable[[str], None] | None = None
-    ) -> TurnResult:
+    async def complete(self, req: LlmRequest, on_text: Callable[[str], None] | None = None) -> TurnResult:
         """One model call. Raises ProviderError and nothing else."""
         streamed = req.stream and not (req.tools and self._unstreamed_tools)
         body = self.to_wire(req if streamed == req.stream else req.model_copy(update={"stream": False}))
@@ -239,12 +222,38 @@ class HttpProvider:
             raise self._error(message, retryable=False, kind=ErrorKind.BAD_RESPONSE, body=text) from None
         return self.parse_response(data)
 
+
+    @contextmanager
+    def _cut_offs(self, state: Folding) -> Iterator[None]:
+        """Around a stream's events: a connection that breaks once events came is a cut stream
+        (retryable); a timeout, or a break before the first event, is the call's to report."""
+        try:
+            yield
+        except httpx.TransportError as exc:
+            if isinstance(exc, httpx.TimeoutException) or not state.started:
+                raise
+            raise self._error(f"stream cut off: {type(exc).__name__}: {exc}", retryable=True,
+                              kind=ErrorKind.STREAM_CUT) from exc
+
+    def _ended_early(self, state: Folding, last: str) -> ProviderError:
+        """A stream that ended before ``last``: empty if it sent no event, else cut."""
+        if not state.started:
+            return self._error("empty stream: it ended before its first event", retryable=True,
+                               kind=ErrorKind.EMPTY_RESPONSE)
+        return self._error(f"stream ended without {last}", retryable=True, kind=ErrorKind.STREAM_CUT)
+
     def _failed(self, response: httpx.Response) -> ProviderError:
-        """An HTTP error status, classified by the subclass; its whole body is logged."""
-        err = self._status_error(response)
-        err.body = self._redacted(response.text)
-        self._log_body(err)
-        return err
+        """An HTTP error status, with the body's message (else its start, else the status line)
+        and the server's Retry-After; its whole body is logged."""
+        status = response.status_code
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        kind, retryable = self._status_kind(status, body)
+        fallback = snippet(response.text) or f"HTTP {status} {response.reason_phrase}".strip()
+        return self._error(self._status_message(body, fallback), retryable=retryable, kind=kind, status=status,
+                           retry_after_s=parse_retry_after(response.headers), body=response.text)
 
     def _bad_response(self, message: str) -> ProviderError:
         return self._error(message, retryable=False, kind=ErrorKind.BAD_RESPONSE)
@@ -271,20 +280,13 @@ class HttpProvider:
             message += NO_IMAGES_HINT
         err = ProviderError(summary(message), provider=self.name, body=self._redacted(body), **kwargs)
         if body is not None:
-            self._log_body(err)
+            log_body(err, self._url)
         return err
 
     def _redacted(self, text: str | None) -> str | None:
         if text is None or not self._api_key:
             return text
         return text.replace(self._api_key, "***")
-
-    def _log_body(self, err: ProviderError) -> None:
-        body = err.body or ""
-        if len(body) > LOGGED_BODY_LIMIT:
-            body = body[:LOGGED_BODY_LIMIT] + f"... [{len(body) - LOGGED_BODY_LIMIT} more characters]"
-        _log.warning("provider error body", provider=self.name, url=self._url, status=err.status, kind=err.kind,
-                     retryable=err.retryable, error=err.message, body=body)
 
 
 def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:

@@ -9,6 +9,7 @@ import json
 from typing import Any, assert_never
 
 from core.messages import ChatMessage, ImagePart, ThinkingPart, ToolCallRequest, TurnResult, Usage
+from providers.wire import as_count, as_obj, as_str, data_url, image_label, tool_call, with_tool_images
 
 WIRE = "openai_responses"  # ThinkingPart.provider of the parts this wire produces
 _INCOMPLETE = {"max_output_tokens": "length"}
@@ -25,8 +26,8 @@ def turn_result(output: list[dict[str, Any]], response: dict[str, Any]) -> TurnR
         match item.get("type"):
             case "message":
                 for part in item.get("content") or []:
-                    part = _obj(part)
-                    text.append(_str(part.get("text")) or _str(part.get("refusal")) or "")
+                    part = as_obj(part)
+                    text.append(as_str(part.get("text")) or as_str(part.get("refusal")) or "")
             case "function_call":
                 calls.append(_tool_call(item, len(calls)))
             case "reasoning":
@@ -37,17 +38,17 @@ def turn_result(output: list[dict[str, Any]], response: dict[str, Any]) -> TurnR
         thinking=thinking,
         usage=_usage(response.get("usage")),
         finish_reason=_finish_reason(response, calls),
-        model=_str(response.get("model")),
+        model=as_str(response.get("model")),
     )
 
 
 def _reasoning_parts(item: dict[str, Any]) -> list[ThinkingPart]:
     """One part per summary text (the reasoning text itself where a server sends no summary),
     the first carrying the item's encrypted content."""
-    texts = [_str(_obj(s).get("text")) or "" for s in item.get("summary") or []]
+    texts = [as_str(as_obj(s).get("text")) or "" for s in item.get("summary") or []]
     if not texts:
-        texts = ["\n\n".join(_str(_obj(c).get("text")) or "" for c in item.get("content") or [])]
-    item_id, encrypted = _str(item.get("id")), _str(item.get("encrypted_content"))
+        texts = ["\n\n".join(as_str(as_obj(c).get("text")) or "" for c in item.get("content") or [])]
+    item_id, encrypted = as_str(item.get("id")), as_str(item.get("encrypted_content"))
     return [
         ThinkingPart(text=t, signature=encrypted if i == 0 else None, provider=WIRE, id=item_id)
         for i, t in enumerate(texts)
@@ -55,30 +56,15 @@ def _reasoning_parts(item: dict[str, Any]) -> list[ThinkingPart]:
 
 
 def _tool_call(item: dict[str, Any], index: int) -> ToolCallRequest:
-    """One function_call item; arguments that are not a JSON object become a parse_error."""
-    call_id = _str(item.get("call_id")) or _str(item.get("id")) or f"call_{index}"
-    name = _str(item.get("name")) or ""
-    raw = item.get("arguments")
-    if isinstance(raw, dict):  # some compatible servers send the object itself
-        return ToolCallRequest(id=call_id, name=name, arguments=raw)
-    raw = raw if isinstance(raw, str) else ""
-    if not raw.strip():
-        return ToolCallRequest(id=call_id, name=name)
-    try:
-        parsed = json.loads(raw)
-    except ValueError as exc:
-        error = f"arguments are not valid JSON: {exc}"
-    else:
-        if isinstance(parsed, dict):
-            return ToolCallRequest(id=call_id, name=name, arguments=parsed)
-        error = f"arguments must be a JSON object, got {type(parsed).__name__}"
-    return ToolCallRequest(id=call_id, name=name, arguments_raw=raw, parse_error=error)
+    """One function_call item, ``call_<index>`` when it came without an id."""
+    call_id = as_str(item.get("call_id")) or as_str(item.get("id")) or f"call_{index}"
+    return tool_call(call_id, as_str(item.get("name")) or "", item.get("arguments"))
 
 
 def _finish_reason(response: dict[str, Any], calls: list[ToolCallRequest]) -> str | None:
-    status = _str(response.get("status"))
+    status = as_str(response.get("status"))
     if status == "incomplete":
-        reason = _str(_obj(response.get("incomplete_details")).get("reason")) or "incomplete"
+        reason = as_str(as_obj(response.get("incomplete_details")).get("reason")) or "incomplete"
         return _INCOMPLETE.get(reason, reason)
     if status in (None, "completed"):
         return "tool_calls" if calls else "stop"
@@ -86,17 +72,13 @@ def _finish_reason(response: dict[str, Any], calls: list[ToolCallRequest]) -> st
 
 
 def _usage(raw: Any) -> Usage:
-    raw = _obj(raw)
-    details = _obj(raw.get("input_tokens_details"))
-
-    def count(value: Any) -> int:
-        return value if isinstance(value, int) and value > 0 else 0
-
+    raw = as_obj(raw)
+    details = as_obj(raw.get("input_tokens_details"))
     return Usage(
-        input_tokens=count(raw.get("input_tokens")),
-        output_tokens=count(raw.get("output_tokens")),
-        cache_read_tokens=count(details.get("cached_tokens")),
-        cache_write_tokens=count(details.get("cache_write_tokens")),
+        input_tokens=as_count(raw.get("input_tokens")),
+        output_tokens=as_count(raw.get("output_tokens")),
+        cache_read_tokens=as_count(details.get("cached_tokens")),
+        cache_write_tokens=as_count(details.get("cache_write_tokens")),
     )
 
 
@@ -104,46 +86,34 @@ def _usage(raw: Any) -> Usage:
 
 
 def input_list(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """Every message as input items; the images of each run of tool messages (the outputs of one
-    assistant turn) in one user message item right after the run: a ``function_call_output``
-    is sent as text here, and a user message takes ``input_image`` parts."""
-    items: list[dict[str, Any]] = []
-    shown: list[ChatMessage] = []  # tool messages of the current run that carry images
-    for message in messages:
-        if message.role != "tool" and shown:
-            items.append(tool_images_item(shown))
-            shown = []
-        items += input_items(message)
-        if message.role == "tool" and message.images:
-            shown.append(message)
-    if shown:
-        items.append(tool_images_item(shown))
-    return items
+    """Every message as input items, the images of tool outputs after them: a
+    ``function_call_output`` is sent as text here, and a user message takes ``input_image``."""
+    return with_tool_images(messages, _input_items, _tool_images_item)
 
 
-def tool_images_item(results: list[ChatMessage]) -> dict[str, Any]:
+def _tool_images_item(results: list[ChatMessage]) -> dict[str, Any]:
     """The user message item that shows the images of tool outputs, each call named first."""
     content: list[dict[str, Any]] = []
     for result in results:
-        content.append({"type": "input_text", "text": f"Image from tool call {result.tool_call_id} ({result.name}):"})
-        content += [input_image(image) for image in result.images]
+        content.append({"type": "input_text", "text": image_label(result)})
+        content += [_input_image(image) for image in result.images]
     return {"type": "message", "role": "user", "content": content}
 
 
-def input_image(image: ImagePart) -> dict[str, Any]:
-    """An ``input_image`` part holding the image inline as a base64 data URL; ``detail`` is
-    "auto", the API's default, sent because the typed params require it."""
-    return {"type": "input_image", "image_url": f"data:{image.media_type};base64,{image.data}", "detail": "auto"}
+def _input_image(image: ImagePart) -> dict[str, Any]:
+    """An ``input_image`` part holding the image inline; ``detail`` is "auto", the API's
+    default, sent because the typed params require it."""
+    return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
 
 
-def input_items(message: ChatMessage) -> list[dict[str, Any]]:
+def _input_items(message: ChatMessage) -> list[dict[str, Any]]:
     """One message as input items; a tool message's images are ``input_list``'s business."""
     match message.role:
         case "user":
             if message.images:  # tool results as text (XML path): the text, then the images
                 text = [{"type": "input_text", "text": message.content}] if message.content else []
                 return [{"type": "message", "role": "user",
-                         "content": text + [input_image(i) for i in message.images]}]
+                         "content": text + [_input_image(i) for i in message.images]}]
             return [{"type": "message", "role": "user", "content": message.content}]
         case "tool":
             return [{"type": "function_call_output", "call_id": message.tool_call_id or "", "output": message.content}]
@@ -157,12 +127,12 @@ def input_items(message: ChatMessage) -> list[dict[str, Any]]:
                 for call in message.tool_calls
             ]
             # A reasoning item must be followed by what it led to: none without it.
-            return reasoning_items(message.thinking) + said if said else []
+            return _reasoning_items(message.thinking) + said if said else []
         case _:
             assert_never(message.role)
 
 
-def reasoning_items(parts: list[ThinkingPart]) -> list[dict[str, Any]]:
+def _reasoning_items(parts: list[ThinkingPart]) -> list[dict[str, Any]]:
     """This wire's reasoning parts put back together as the items they came from (parts of
     one item are consecutive and share its id); items without encrypted content are left out."""
     items: list[dict[str, Any]] = []
@@ -179,11 +149,3 @@ def reasoning_items(parts: list[ThinkingPart]) -> list[dict[str, Any]]:
         if part.signature:
             item["encrypted_content"] = part.signature
     return [item for item in items if item["encrypted_content"]]
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
