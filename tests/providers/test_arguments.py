@@ -9,7 +9,8 @@ import pytest
 from core.messages import ChatMessage, LlmRequest, ToolCallRequest
 from providers.arguments import INVALID_ARGUMENTS, RAW_LIMIT, history_arguments
 from providers.openai import OpenAIProvider
-from providers.xml_tools import XmlToolsProvider, parse_tool_calls, render_tool_call
+from providers.xml_parse import parse_tool_calls
+from providers.xml_tools import XmlToolsProvider, render_tool_call
 from tools.base import ToolContext
 from tools.registry import execute
 

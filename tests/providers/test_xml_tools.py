@@ -12,13 +12,8 @@ from fakes.scripted import ScriptedModelServer, Step, error, text
 from providers.anthropic import AnthropicProvider
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
-from providers.xml_tools import (
-    XmlToolsProvider,
-    parse_tool_calls,
-    render_tool_call,
-    render_tool_result,
-    tools_prompt,
-)
+from providers.xml_parse import parse_tool_calls
+from providers.xml_tools import XmlToolsProvider, render_tool_call, render_tool_result, tools_prompt
 
 FILE = ToolSpec(
     name="file",
