@@ -1,11 +1,11 @@
-"""Wire protocols: each adapter maps the internal message model to a provider's
-API and back, and classifies its errors. Adapters never retry.
+"""Wire protocols: each adapter maps the internal message model (``core/messages.py``) to a
+provider's API and back, and classifies its errors (``core.errors.ErrorKind``). Adapters
+never retry: Temporal does.
 
-    types.py      the internal message model (pure pydantic, safe in workflows)
-    errors.py     ProviderError and the retryable/non-retryable classification
-    openai.py     OpenAI-compatible chat completions over httpx (JSON and SSE)
-    scripted.py   a scripted model behind a local OpenAI-compatible HTTP server
+    factory.py     the provider of a tool-calling mode: openai.py, anthropic.py,
+                   responses.py, or xml_tools.py over one of the first two
+    http.py        what every HTTP adapter shares; wire.py, what their JSON handling shares
+    errors.py      ProviderError and its classification
 
-Nothing is imported here on purpose: workflow code imports ``core.messages``
-inside the Temporal sandbox and must not pull in httpx through this package.
+Nothing is imported here, so one module does not pull in the others. More: docs/providers.md.
 """

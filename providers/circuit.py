@@ -1,21 +1,11 @@
 """A circuit breaker per provider endpoint (seed 000): skip a provider that keeps failing.
 
-    closed      calls pass; the outcomes of the last ``window`` calls are kept
-        |  at least ``failure_threshold`` of them failed
-        v
-    open        ``allow()`` is False until ``cooldown_s`` has passed
-        |  cooldown over
-        v
-    half_open   exactly one probe may pass; further ``allow()`` calls are False
-                probe succeeds -> closed (history cleared)
-                probe fails    -> open for another cooldown
-
-A probe that never reports back (its caller died) would keep the endpoint shut
-forever, so a probe older than ``cooldown_s`` no longer blocks the next one.
-Outcomes reported while open (calls let through before it opened) are ignored.
-
-Keys name an endpoint, e.g. ``endpoint_key("openai", "http://host/v1")``. Pure but
-for a lock (thread-safe) and the injectable clock; nothing here does I/O.
+closed (calls pass) -> open when ``failure_threshold`` of the last ``window`` calls failed
+(``allow()`` False for ``cooldown_s``) -> half_open (one probe passes: its success closes
+the circuit, its failure opens it again). A probe that never reports back stops blocking
+after ``cooldown_s``; outcomes reported while open are ignored. Keys name an endpoint
+(``endpoint_key("openai", "http://host/v1")``). Pure but for a lock and the injectable
+clock. The states drawn: docs/providers.md.
 """
 
 from __future__ import annotations

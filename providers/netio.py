@@ -1,17 +1,11 @@
 """The providers' connections on asyncio's own streams.
 
-httpx sends through httpcore, whose default network layer on asyncio is anyio: every read
-and write enters a cancel scope, and every pooled connection is asked whether it is still
-good (a ``poll`` system call, after anyio rebuilds a dict of the socket's attributes) each
-time a request is placed or a response is closed. A worker with fifty model calls in flight
-spends a good part of its CPU there. httpcore takes its network layer as a parameter
-(``network_backend``); this one is asyncio's streams, with the same errors and timeouts,
-and an idle connection is known closed by its reader having seen the end of the stream.
-
+httpx's default network layer on asyncio (anyio through httpcore) costs a worker with many
+model calls in flight a good part of its CPU; httpcore takes its network layer as a
+parameter, and this one is asyncio's streams, with the same errors and timeouts.
 ``lean_client`` builds an ``httpx.AsyncClient`` on it, unless proxies are set in the
-environment (then httpx's own client, which honours them) or the pinned httpx no longer
-builds its pool where this module expects it (then httpx's own transport: slower, never
-wrong). Measured by ``python -m benchmarks.http_pool``.
+environment or the pinned httpx no longer builds its pool where this module expects it
+(then httpx's own: slower, never wrong). Why and how much: docs/providers.md.
 """
 
 from __future__ import annotations

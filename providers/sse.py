@@ -1,20 +1,8 @@
-"""Server-sent events as OpenAI-compatible servers really send them.
-
-The SSE rules (https://html.spec.whatwg.org/multipage/server-sent-events.html), with two
-additions the spec would drop silently:
-
-  * ``error: {...}`` is an event named ``error``: llama.cpp's server writes a failure in a
-    stream as that line (``server_sent_event(sink, "error", ...)``), then ``data: [DONE]``;
-    a spec parser ignores the unknown field and the stream looks like an empty success.
-  * Lines that are no SSE field at all (a JSON error body sent as ``text/event-stream``)
-    are collected in ``Events.stray``, so the caller can read the body as a plain answer.
-
-An event is dispatched at a blank line; an event still open when the body ends (cut off
-mid-line) is dropped, as the spec says.
-
-``IdleGuard`` wraps a streamed body: once data has come, a gap of ``idle_s`` without more
-ends it with ``StreamStalled`` (a model that stopped generating with the connection open
-would otherwise hold the call for the whole attempt). Keep-alive comments are no data.
+"""Server-sent events as OpenAI-compatible servers really send them: the SSE rules, plus
+llama.cpp's ``error: {...}`` line as an event named ``error`` (a spec parser would drop it
+and see an empty success) and lines that are no SSE field collected in ``Events.stray`` (a
+JSON error body sent as ``text/event-stream``). ``IdleGuard`` ends a streamed body that
+goes quiet for ``idle_s`` once data has come (``StreamStalled``). Details: docs/providers.md.
 """
 
 from __future__ import annotations

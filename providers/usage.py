@@ -1,15 +1,10 @@
 """Token counts for a call whose server reported none, so cost limits still see it.
 
-Some OpenAI-compatible servers ignore ``stream_options.include_usage`` or send no
-``usage`` object at all; their calls would count as 0 tokens and a cost limit would
-never trigger. ``with_estimate`` fills in what the server left out and marks the usage
-``estimated``.
-
-The estimate is characters / 4, rounded up: the usual rule of thumb for English text and
-code with BPE tokenizers (about 4 characters per token), slightly high for JSON-heavy
-text, which errs on the safe side for a cost limit. A real tokenizer would be closer, but
-``tiktoken`` downloads its BPE files at run time, which workers here may not do, and
-local models use tokenizers of their own anyway.
+Some OpenAI-compatible servers send no usage; their calls would count as 0 tokens and a
+cost limit would never trigger. ``with_estimate`` fills in what the server left out and
+marks the usage ``estimated``: characters / 4, rounded up, slightly high for JSON-heavy
+text, which errs on the safe side (a real tokenizer would need files downloaded at run
+time, and local models use their own). Images count as ``IMAGE_TOKENS`` each.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The context window a local model server says it has, for a model the tables do not know.
 
-A user who points the agent at llama.cpp, vLLM or Ollama names a model no table lists, and
-the unknown-model default (32K) is often eight times what the server was started with: the
-first request then overflows, or a 4K model never gets the compact prompt. The servers say
-their window; asked once per endpoint and model (and cached for the worker's life):
-
-    llama.cpp server     GET  {root}/props          default_generation_settings.n_ctx (or n_ctx)
-    vLLM                 GET  {base}/models         data[id == model].max_model_len
-    Ollama               POST {root}/api/show       parameters' num_ctx, else model_info's
-                                                    *.context_length
-
-``{base}`` is the OpenAI base URL (``.../v1``), ``{root}`` the same without its ``/v1``.
-A server that answers none of them (llama-cpp-python, OpenAI) gives None, and the window is
-learned from its first overflow error instead (``providers/errors.stated_context_window``).
+The unknown-model default (32K) is often far more than a llama.cpp, vLLM or Ollama server
+was started with, so each endpoint and model is asked once (cached for the worker's life):
+llama.cpp's ``/props``, vLLM's ``/models``, Ollama's ``/api/show``. A server that answers
+none of them gives None, and the window is learned from its first overflow error
+(``providers/errors.stated_context_window``). The requests: docs/providers.md.
 """
 
 from __future__ import annotations
