@@ -1,26 +1,11 @@
 """What a model can take: its context window, its longest reply and whether it takes images, from a table.
 
-``BUILTIN_MODELS`` holds the published limits of well-known models (context window and
-maximum output tokens, from the vendors' model pages, 2026). Extend or override it with a
-JSON file named by ``AGENT_MODELS_FILE``; an entry may also carry prices (the fields of
-``AGENT_PRICES_FILE``, see providers/pricing.py), so one file describes a model:
-
-    {"qwen2.5-7b-instruct": {"context_window": 8192, "max_output": 2048,
-                             "input": 0, "output": 0},
-     "qwen2.5-vl-7b-instruct": {"vision": true}}
-
-``vision`` says whether the model takes images (tool results such as screenshots and image
-files are then shown to it as images; see activities/llm.py). It is False unless the table
-says so: an image sent to a text-only model fails the whole call (llama.cpp without a
-multimodal projector answers 500; providers/errors.py makes that a failure with a hint,
-not a retry), while a vision model wrongly marked text-only only gets a note instead of
-the image.
-
-Names match as prices do: exactly, then by the longest table name that is a prefix
-followed by "-", ":" or "@", then the same after any "vendor/" prefix. A model in no
-table gets ``DEFAULT_MODEL``: a 32K window (a guess that small local models overflow; the
-task then learns the real window from the server's error and compacts to it) and
-``DEFAULT_MAX_OUTPUT`` reply tokens.
+``BUILTIN_MODELS`` holds the published limits of well-known models; a JSON file
+(``AGENT_MODELS_FILE``) extends or overrides it, and may carry prices too. ``vision`` is
+False unless the table says so: an image sent to a text-only model fails the whole call.
+Names match as prices do (exactly, then by the longest prefix, then without a "vendor/");
+a model in no table gets ``DEFAULT_MODEL`` (a 32K window, until the server's overflow
+error names the real one). The file's format and the reasons: docs/providers.md.
 """
 
 from __future__ import annotations

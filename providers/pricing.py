@@ -1,28 +1,11 @@
 """What a model call cost, in USD, from a price table: an estimate, not a bill.
 
-``BUILTIN_PRICES`` holds list prices in USD per million tokens for a few well-known
-models. The Anthropic rows were compiled in 2026-04 from Anthropic's public price
-page (cache write = the 5-minute write price); the OpenAI rows are OpenAI's 2025
-list prices (OpenAI charges no cache-write premium, so cache_write = input).
-Prices change and discounts (batch, long context, priority tiers) are not modelled:
-extend or override the table with a JSON file named by ``AGENT_PRICES_FILE``:
-
-    {"my-model": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25}}
-
-``input`` and ``output`` are required; ``cache_read`` and ``cache_write`` default to
-``input``. Model names match exactly first, then by the longest table name that is
-a prefix followed by "-", ":" or "@" (so "claude-sonnet-4-20250514" and
-"gpt-4o-mini-2024-07-18" find their rows), then the same again after any
-"vendor/" prefix ("anthropic/claude-sonnet-4"). Prices may also come from the models
-file (``AGENT_MODELS_FILE``, providers/models.py).
-
-A model in no table is priced at the ``"*"`` row if the files give one, else at
-``FALLBACK_PRICE`` ($1 input, $4 output per million tokens: a deliberate middle guess),
-and the cost is marked estimated: a cost limit must still stop a task on a model nobody
-priced. For a local model that really costs nothing, give it (or ``"*"``) zero prices.
-
-``Usage.input_tokens`` counts every prompt token including the cached ones (see
-providers/anthropic.py), so the uncached part is input - cache_read - cache_write.
+``BUILTIN_PRICES`` holds list prices per million tokens of a few well-known models; a JSON
+file (``AGENT_PRICES_FILE``, or prices in the models file) extends or overrides it. Names
+match exactly, then by the longest table name that is a prefix followed by "-", ":" or "@",
+then the same after any "vendor/" prefix. A model in no table is priced at the ``"*"`` row,
+else at ``FALLBACK_PRICE``, and marked estimated: a cost limit must still stop a task on a
+model nobody priced. Sources, the file's format: docs/providers.md.
 """
 
 from __future__ import annotations
