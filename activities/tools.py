@@ -290,9 +290,9 @@ def _call_key(inp: ToolCallInput) -> str | None:
 def _gate(inp: ToolCallInput, verdict: tuple[Danger, str] | None = None) -> ToolOutcome | None:
     """A refusal when the call needs approval under the task's mode and this exact call
     was not approved; None when it may run. ``verdict``: the call's classification when the
-    registry cannot give it (an MCP tool's)."""
+    registry cannot give it (an MCP tool's). An input without an approval mode is refused."""
     if inp.approval is None:
-        return None
+        return ToolOutcome(status="error", content="[refused] This call was not run: its input names no approval mode.")
     danger, reason = verdict or classify_call(inp.call.name, inp.call.arguments)
     if not ApprovalMode(inp.approval).requires(danger.value):
         return None

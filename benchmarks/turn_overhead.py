@@ -70,7 +70,8 @@ class FloorWorkflow:
             )
             await workflow.execute_activity(
                 TOOL_ACTIVITY,
-                ToolCallInput(task_id="floor", turn=turn, workspace=workspace, call=result.tool_calls[0]),
+                ToolCallInput(task_id="floor", turn=turn, workspace=workspace, call=result.tool_calls[0],
+                              approval="never"),
                 result_type=ToolOutcome, start_to_close_timeout=TIMEOUT,
             )
         return turns

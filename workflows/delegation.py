@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from core.entries import SystemReminder
     from core.markdown import code_span
     from core.messages import ToolCallRequest
-    from core.tool_args import PlanArgs, SpawnArgs
+    from core.tool_args import SpawnArgs
     from core.tool_outcome import ToolOutcome
     from workflows import policy
     from workflows.engine import LoopBase
@@ -25,18 +25,10 @@ with workflow.unsafe.imports_passed_through():
 
 class DelegationMixin(LoopBase):
 
-    def _keep_plan(self, call: ToolCallRequest, result: ToolOutcome) -> None:
+    def _keep_plan(self, result: ToolOutcome) -> None:
         """The plan a tool declared in its outcome becomes the task's plan."""
-        plan = result.plan
-        # patched(): results recorded before tools declared the plan in their outcome
-        # carry none; those tasks read it from the call's arguments, as they did then.
-        if plan is None and call.name == "plan" and not self._since("plan-in-outcome"):
-            try:
-                plan = PlanArgs.model_validate(coerce_args(schema_of(PlanArgs), call.arguments)).items
-            except ValidationError:
-                return
-        if plan is not None:
-            self.state.plan, self.state.plan_turn = plan, self.state.turn
+        if result.plan is not None:
+            self.state.plan, self.state.plan_turn = result.plan, self.state.turn
 
     def _remind_of_plan(self) -> None:
         """An event-driven reminder (seed 004): only when a plan is open and has gone stale."""

@@ -44,7 +44,7 @@ class LoopBase:
     tool_names: list[str]
     _searchable: tuple | None = None  # the search attribute values last upserted by this run
     _searched_at: datetime | None = None  # when (workflow time), or when the run first looked
-    _release: bool | None = None  # whether this run recorded policy.RELEASE_PATCH (see _since)
+    _release: bool  # whether this run started on policy.RELEASE_PATCH (set by _enter_release)
 
     def _load(self, task: TaskInput) -> None:
         """The loop's state at the start of a run: fresh, or carried over by continue-as-new."""
@@ -58,13 +58,14 @@ class LoopBase:
         self.chain = [ModelRef(provider=task.provider, model=task.model), *task.fallbacks]
         self.tool_names = task.offered_tools([t.name for t in self.state.mcp_tools])
 
-    def _since(self, change: str) -> bool:
-        """Whether this run takes the behaviour ``change`` brought (a patch id): every run that
-        started on this release does, under its one marker; a run from before as its own
-        marker for ``change`` says (Temporal's ``patched``)."""
-        if self._release is None:  # the run's first question: at its start, the same on replay
-            self._release = workflow.patched(policy.RELEASE_PATCH)
-        return self._release or workflow.patched(change)
+    def _enter_release(self) -> None:
+        """The run's first command: the marker of the release it starts on, which the changes
+        since the previous release branch on (``_release``). A run started on the previous
+        release (replaying) has that release's marker instead: matched, never recorded anew.
+        The lifecycle is in docs/patches.md."""
+        self._release = workflow.patched(policy.RELEASE_PATCH)
+        if not self._release:
+            workflow.deprecate_patch(policy.PREVIOUS_RELEASE)
 
     @property
     def _model(self) -> ModelRef:
@@ -77,32 +78,12 @@ class LoopBase:
     def _set_state(self, phase: TaskState, activity: str | None = None, call: ToolCallRequest | None = None) -> None:
         """Enter ``phase``; ``call`` is the tool call it runs or waits on, shown in full in the
         Temporal UI's current details (which cost no history event)."""
-        changed = phase != self.state.phase
         self.state.phase = phase
         if activity is not None:
             self.state.last_activity = activity
         workflow.set_current_details(policy.current_details(phase, self.state.last_activity, call))
-        if not self.task.search_attributes:
-            return
-        # patched(): tasks started before this release upsert on every turn (or change of phase).
-        if self._since("paced-search-attributes"):
+        if self.task.search_attributes:
             self._upsert_paced(phase)
-        elif self._since("lean-search-attributes"):
-            # When the state or the turn changes: the phases of a working loop are all RUNNING
-            # (the fine phase is in the current details, which cost no event), so a turn costs
-            # one upsert; the model and the spend so far go along with it.
-            # Only the values that changed since this run's last upsert (all of them at first).
-            values = searchable_values(phase, self.state.turn, self._model.model, self.state.cost_usd)
-            last = self._searchable
-            if last is None or values[:2] != last[:2]:
-                self._searchable = values
-                updates = state_updates(*values)
-                workflow.upsert_search_attributes(
-                    updates if last is None else [u for u, old, new in zip(updates, last, values) if old != new])
-        elif changed:
-            workflow.upsert_search_attributes(
-                state_updates(phase, self.state.turn, self._model.model, self.state.cost_usd)
-            )
 
     def _upsert_paced(self, phase: TaskState) -> None:
         """Upsert the values that changed: the state and the model at once; the turns and the

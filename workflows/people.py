@@ -70,12 +70,18 @@ class PeopleMixin(LoopBase):
         await workflow.wait_condition(self._interrupted)
         self.state.question = None
 
-    def _decision_problem(self, decision: ApprovalDecision) -> str | None:
+    def _decision_problem(self, decision: ApprovalDecision, *, signal: bool = False) -> str | None:
+        """Why ``decision`` is refused, or None: it must name the pending call by its digest
+        (the call as the person saw it), and come before any other decision."""
         pending = self.state.pending
         if pending is None:
             return "no tool call is waiting for approval"
         if decision.call_id is not None and decision.call_id != pending.call_id:
             return f"call {decision.call_id} is not pending (pending: {pending.call_id})"
+        # patched(): runs started on the previous release took a signalled decision without one.
+        if decision.digest is None and not (signal and not self._release):
+            return (f"the decision names no call digest: it must carry the digest of the call it decides "
+                    f"(pending: {pending.tool} call {pending.call_id}, its digest in `status`)")
         if decision.digest is not None and decision.digest != pending.digest:
             return (
                 f"the pending call changed since it was shown: now {pending.tool} "
@@ -88,14 +94,11 @@ class PeopleMixin(LoopBase):
     async def _deliver_interjections(self) -> None:
         while self.state.inbox:
             message = self.state.inbox.pop(0)
-            text = message.text
-            # patched(): tasks that took interjections before this release replay without it.
-            if self._since("redact-interjections"):
-                # A raw `temporal workflow signal` may carry a secret in clear: it is redacted
-                # before it enters the context, the store or the event stream. A local
-                # activity, so the history records only the redacted text.
-                text = await workflow.execute_local_activity(
-                    REDACT_ACTIVITY, text, result_type=str, start_to_close_timeout=policy.REDACT_TIMEOUT,
-                    summary="redact · a person's message",
-                )
+            # A raw `temporal workflow signal` may carry a secret in clear: it is redacted before
+            # it enters the context, the store or the event stream. A local activity, so the
+            # history records only the redacted text.
+            text = await workflow.execute_local_activity(
+                REDACT_ACTIVITY, message.text, result_type=str, start_to_close_timeout=policy.REDACT_TIMEOUT,
+                summary="redact · a person's message",
+            )
             self._append(UserMessage(text=text))

@@ -15,11 +15,11 @@ from core.markdown import code_block, code_span
 from core.messages import ToolCallRequest
 from core.text import shorten as core_shorten
 
-# One patch marker for every change made to the loop so far: a run that records it takes all of
-# them, with no marker (and no TemporalChangeVersion search-attribute upsert, a visibility
-# write) for each; a run from before it replays each change by that change's own marker.
-# A later change that must keep running tasks as they were gets a patch of its own again.
-RELEASE_PATCH = "release-2026-11"
+# The release every new run records as its first command (one patch marker): the changes
+# since the previous release branch on it. Runs started on the previous release still replay
+# (its marker is deprecated); older ones do not. The lifecycle is in docs/patches.md.
+RELEASE_PATCH = "release-2026-11-25"
+PREVIOUS_RELEASE = "release-2026-11"
 
 PLAN_STALE_TURNS = 5  # remind the model of its plan after this many turns without an update
 

@@ -1,18 +1,11 @@
 """The task workflow: seed 000's task loop, with Temporal doing the durability.
 
-Deterministic: no I/O, no clocks but ``workflow.now()``. Every LLM call and
-every tool runs as an activity; everything the loop appends to the context
-is derived from their recorded results and from signals and updates, so
-replaying the history rebuilds the same transcript.
-
-People reach the loop through signals and updates: ``interject`` (a new
-user message, which cancels the running LLM call or tool), ``approve`` /
-``decide`` (a decision on a pending dangerous call) and ``stop``.
-
-The loop's state is one ``LoopState`` (``contracts/task.py``), which is also
-what continue-as-new carries. The parts of the loop are mixins over
-``workflows/engine.py``: thinking (the model call), people (approvals,
-replies), delegation (plan, sub-agents), continuation (continue-as-new).
+Deterministic: no I/O, no clocks but ``workflow.now()``. Every LLM call and tool runs as an
+activity; all the loop appends derives from their recorded results and from signals and
+updates (``interject``, ``approve`` / ``decide``, ``stop``), so a replay rebuilds the same
+transcript. The state is one ``LoopState`` (``contracts/task.py``); the parts of the loop are
+mixins over ``workflows/engine.py``: thinking, people, delegation, lifecycle (a run's start,
+continue-as-new and end), MCP.
 """
 
 from __future__ import annotations
@@ -21,19 +14,10 @@ import asyncio
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.activities import (
-        BROWSER_CLOSE_ACTIVITY,
-        CONTEXT_QUERY,
-        LOAD_SESSION_ACTIVITY,
-        PROMPT_CONTEXT_ACTIVITY,
-        TOOL_ACTIVITY,
-        ContextPage,
-        PromptContextInput,
-        ToolCallInput,
-    )
+    from contracts.activities import CONTEXT_QUERY, TOOL_ACTIVITY, ContextPage, ToolCallInput
     from contracts.task import (
         BROWSER_TOOLS,
         TASK_WORKFLOW,
@@ -46,28 +30,24 @@ with workflow.unsafe.imports_passed_through():
         TaskState,
         TaskStatus,
     )
-    from core.entries import Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage, result_entry
+    from core.entries import SystemReminder, ToolCall, ToolResult, result_entry
     from core.loop_detect import LOOP_REMINDER
     from core.messages import ToolCallRequest
-    from core.tool_outcome import BrowserState, ToolOutcome
+    from core.tool_outcome import ToolOutcome
     from workflows import policy
     from workflows.engine import TaskEnded
-    from workflows.search_attributes import session_update
-    from workflows.telemetry import record_task_span
 
-from workflows.continuation import ContinuationMixin
 from workflows.delegation import DelegationMixin
-from workflows.mcp import McpMixin
+from workflows.lifecycle import LifecycleMixin
 from workflows.people import PeopleMixin
 from workflows.thinking import ThinkingMixin
 
 INTERRUPTED_BY_USER = "[interrupted] The user sent a new message while this ran, so it was cancelled."
 INTERRUPTED_BY_STOP = "[interrupted] The task was stopped while this ran."
-PROMPT_SUMMARY = "prompt · memory, conventions, skills"
 
 
 @workflow.defn(name=TASK_WORKFLOW)
-class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, ContinuationMixin, McpMixin):
+class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMixin):
     @workflow.init
     def __init__(self, task: TaskInput) -> None:
         self._load(task)
@@ -90,7 +70,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
 
     @workflow.signal
     def approve(self, decision: ApprovalDecision) -> None:
-        problem = self._decision_problem(decision)
+        problem = self._decision_problem(decision, signal=True)
         if problem is None:
             self.state.decision = decision
         else:
@@ -158,8 +138,8 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskOutcome:
+        self._enter_release()  # first, so its marker leads every new run
         try:
-            self._since(policy.RELEASE_PATCH)  # asked first, so its marker leads every new run
             if task.carry is None:
                 await self._initialize(task)
             while True:
@@ -171,85 +151,11 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
                 if isinstance(thought, ToolCall):
                     await self._act(thought)  # approval -> tool -> result
         except TaskEnded as end:
-            self.state.outcome = outcome = end.outcome
+            outcome = end.outcome
         except asyncio.CancelledError:
-            # Cancelled from outside (the UI, `temporal workflow cancel`): what ran is cancelled
-            # by now; say so, and end the execution Canceled.
-            self.state.pending = self.state.question = None
-            self._append(StatusNotice(text="task cancelled: a cancellation was requested", reason="cancelled"))
-            self.state.outcome = self._end(TaskState.CANCELLED, error="cancelled: a cancellation was requested").outcome
-            self._set_state(TaskState.CANCELLED)
+            self._cancelled()
             raise
-        self._set_state(outcome.status)
-        await self._close_browser()
-        if task.session:
-            await self._record_session()
-        state = self.state
-        record_task_span(  # the task's invoke_agent span; nothing when tracing is off or on replay
-            model=self._model.model, provider=self._model.provider, status=outcome.status.value,
-            turns=state.turn, input_tokens=state.usage.input_tokens, output_tokens=state.usage.output_tokens,
-        )
-        # patched(): tasks that failed before this release completed with a FAILED outcome.
-        if outcome.status == TaskState.FAILED and self._since("failed-task-fails-its-workflow"):
-            raise ApplicationError(
-                f"task failed: {outcome.error}", outcome, type=outcome.failure or "failed", non_retryable=True
-            )
-        return outcome
-
-    async def _initialize(self, task: TaskInput) -> None:
-        state = self.state
-        state.context_id = task.context_id or str(workflow.uuid4())
-        state.prompt_date = workflow.now().date().isoformat()
-        # patched(): tasks started before the prompt context existed replay without it.
-        if not task.minimal_prompt and self._since("prompt-context"):
-            snapshot = PromptContextInput(workspace=task.workspace, session=task.session)
-            if self._release:
-                # A local activity on this worker: a few file reads and a store write, recorded
-                # as one marker event instead of an activity's three and a workflow task's three.
-                state.prompt_context = await workflow.execute_local_activity(
-                    PROMPT_CONTEXT_ACTIVITY, snapshot, result_type=str,
-                    start_to_close_timeout=policy.STORE_TIMEOUT, summary=PROMPT_SUMMARY,
-                )
-            else:  # runs from before this release
-                state.prompt_context = await workflow.execute_activity(
-                    PROMPT_CONTEXT_ACTIVITY, snapshot, result_type=str,
-                    start_to_close_timeout=policy.STORE_TIMEOUT, summary=PROMPT_SUMMARY,
-                )
-        # patched(): only tasks with MCP servers list them, so every other task's commands are as before.
-        if task.uses_mcp and self._since("mcp-tools"):
-            await self._list_mcp_tools()
-        if task.session:
-            if task.search_attributes:
-                workflow.upsert_search_attributes([session_update(task.session)])
-            earlier: list[Entry] = await workflow.execute_activity(
-                LOAD_SESSION_ACTIVITY,
-                task.session,
-                result_type=list[Entry],
-                start_to_close_timeout=policy.STORE_TIMEOUT,
-                summary=f"session · {task.session} · load history",
-            )
-            for entry in earlier:
-                self._append(entry)
-        self._append(UserMessage(text=task.instruction))
-
-    async def _close_browser(self) -> None:
-        """Close the finished task's pages on the worker that holds them (the one its calls
-        were pinned to). Best effort: a worker that is gone took its pages along, and a
-        worker's idle reaper closes whatever this misses."""
-        if self.state.browser is None or not self.state.browser.open:
-            return
-        try:
-            await workflow.execute_activity(
-                BROWSER_CLOSE_ACTIVITY,
-                workflow.info().workflow_id,
-                start_to_close_timeout=policy.BROWSER_CLOSE_TIMEOUT,
-                retry_policy=policy.NO_RETRY,
-                summary="browser · close",
-                **self._placement(),
-            )
-        except ActivityError:
-            pass
-        self.state.browser = BrowserState()
+        return await self._finish(outcome)
 
     async def _preflight(self) -> None:
         if self.state.stop_reason is not None:
@@ -279,9 +185,9 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             self._append(SystemReminder(text=LOOP_REMINDER.format(name=call.name, count=count), reason="loop"))
         if result.status != "ok":
             return
-        self._keep_plan(call, result)
+        self._keep_plan(result)
         if result.final_result is not None:
-            if self.state.inbox and self._release:
+            if self.state.inbox:
                 # A message from the user came in while the final answer was recorded (a local
                 # call leaves no time to interrupt it): not done until the model has read it.
                 return
@@ -331,7 +237,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, Continuatio
             mcp=self._mcp_call(call),
             browser=self.state.browser if call.name in BROWSER_TOOLS else None,
         )
-        if call.runs_in == "local_activity" and self._release:
+        if call.runs_in == "local_activity":
             # A read the tool declared local (recorded with the call): the same tool activity,
             # run by this worker inside the workflow task, recorded as one marker.
             handle = workflow.start_local_activity(

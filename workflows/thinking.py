@@ -77,8 +77,7 @@ class ThinkingMixin(LoopBase):
                 if policy.error_type(err) == ErrorKind.CONTEXT_GAP and not full:
                     full = True  # the store lacks entries (a lost file, another host): resend in full
                     continue
-                # patched(): tasks whose calls failed this way before this release failed at once.
-                if policy.error_type(err) == ErrorKind.CONTEXT_OVERFLOW and self._since("context-overflow-compacts"):
+                if policy.error_type(err) == ErrorKind.CONTEXT_OVERFLOW:
                     if overflowed:
                         raise self._fail(
                             f"the context does not fit the model's window even compacted to ~{self._window()} "
@@ -88,11 +87,10 @@ class ThinkingMixin(LoopBase):
                     continue
                 if policy.retryable_failure(err) and self._fail_over(err):
                     continue
-                if policy.retryable_failure(err) and self._since("provider-outage-waited-out"):
-                    if await self._wait_for_provider(err):
-                        if self._interrupted():
-                            return None  # a stop or a message came while waiting: the loop takes it
-                        continue
+                if policy.retryable_failure(err) and await self._wait_for_provider(err):
+                    if self._interrupted():
+                        return None  # a stop or a message came while waiting: the loop takes it
+                    continue
                 raise self._fail(f"LLM call failed ({self._model}): {policy.cause_message(err)}", "provider") from None
             if self.state.provider_down_since is not None:
                 down = (workflow.now() - self.state.provider_down_since).total_seconds()
@@ -202,9 +200,8 @@ class ThinkingMixin(LoopBase):
         if result is not None:
             self.sync.synced_to(total)
             # Recorded in the result, so replay decides the same. None: the call ran on the queue
-            # it was pinned to (or on a worker with no queue of its own), so nothing changes;
-            # patched(): tasks started before this release unpinned on None.
-            if result.worker_queue is not None or not self._since("affinity-kept-when-unnamed"):
+            # it was pinned to (or on a worker with no queue of its own), so nothing changes.
+            if result.worker_queue is not None:
                 state.affinity_queue = result.worker_queue
         return result
 

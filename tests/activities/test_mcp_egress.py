@@ -43,7 +43,7 @@ async def test_an_http_server_on_a_denied_host_is_refused_before_anything_is_sen
 
 def _call_input(workspace, config: McpServerConfig, *, network: bool) -> ToolCallInput:
     call = ToolCallRequest(id="call_1", name="mcp__kit__echo", arguments={"text": "hello"})
-    return ToolCallInput(turn=1, workspace=str(workspace), call=call, network=network,
+    return ToolCallInput(turn=1, workspace=str(workspace), call=call, network=network, approval="never",
                          mcp=McpCall(server="kit", tool="echo", config=config))
 
 

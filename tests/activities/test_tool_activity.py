@@ -28,7 +28,8 @@ KEY = f"{ActivityEnvironment().info.workflow_run_id}:3:call_1"  # run, result se
 
 def call_input(workspace, command: str = APPEND, **fields) -> ToolCallInput:
     call = ToolCallRequest(id="call_1", name="shell", arguments={"command": command})
-    values = dict(task_id="t1", turn=1, workspace=str(workspace), call=call, context_id="ctx-1", result_seq=3)
+    values = dict(task_id="t1", turn=1, workspace=str(workspace), call=call, context_id="ctx-1", result_seq=3,
+                  approval="never")
     values.update(fields)
     return ToolCallInput(**values)
 
@@ -169,6 +170,15 @@ async def test_a_call_that_needs_approval_runs_only_with_the_digest_of_that_exac
     assert (await ActivityEnvironment().run(
         acts.run_tool, call_input(workspace, "echo hi", approval="always", result_seq=9)
     )).content.startswith("[refused]")
+
+
+async def test_a_call_input_without_an_approval_mode_is_refused(tmp_path, workspace):
+    (workspace / "build").mkdir()
+    refused = await ActivityEnvironment().run(
+        activities(tmp_path).run_tool, call_input(workspace, "rm -rf build", approval=None, approved=None)
+    )
+    assert refused.status == "error" and "names no approval mode" in refused.content
+    assert (workspace / "build").is_dir()
 
 
 async def test_call_records_in_postgres(postgres_url, tmp_path, workspace):

@@ -168,7 +168,7 @@ async def test_a_recorded_task_replays_offline_to_the_same_outcome(client, task_
         pending = (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval
         assert pending is not None
         await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
-            approved=True, call_id=pending.call_id, reason="fine"))
+            approved=True, call_id=pending.call_id, digest=pending.digest, reason="fine"))
         original = await outcome_of(handle)
     assert original.status == TaskState.DONE
     suite_path = tmp_path / "regressions.toml"

@@ -1,6 +1,6 @@
 """Scripted scenarios whose histories are recorded and replayed on every change.
 
-Record (or re-record after an intended workflow change):
+Record (a new release's version, or a new scenario; docs/patches.md says when):
     python -m tests.workflows.replay_scenarios [--only NAME ...]
 ``--only`` records just the named scenarios (a new one) and leaves the others' files alone.
 Each run of a task (continue-as-new starts a new one) is saved as its own file,
@@ -27,9 +27,9 @@ from tests.workflows.harness import make_input, outcome_of, scripted_worker, wai
 from workflows.task import AgentTaskWorkflow
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
-# Bump when the workflow changes its commands (behind workflow.patched): older recordings stay
-# and keep proving that tasks started on the earlier code still replay.
-VERSION = "v6"
+# The histories recorded on the current release (workflows.policy.RELEASE_PATCH): a new release
+# bumps it; the previous release's recordings stay while its runs are supported (docs/patches.md).
+VERSION = "v7"
 Driver = Callable[[WorkflowHandle, ScriptedModelServer], Awaitable[None]]
 
 
@@ -38,10 +38,14 @@ async def _no_driver(handle: WorkflowHandle, model: ScriptedModelServer) -> None
 
 
 async def _people(handle: WorkflowHandle, model: ScriptedModelServer) -> None:
-    await wait_for_state(handle, TaskState.WAITING_APPROVAL)
-    await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(approved=False, reason="no", decided_by="replay"))
-    await wait_for_state(handle, TaskState.WAITING_APPROVAL)
-    await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(approved=True, decided_by="replay"))
+    first = (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval
+    assert first is not None
+    await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
+        approved=False, digest=first.digest, reason="no", decided_by="replay"))
+    while (pending := (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval) == first:
+        await asyncio.sleep(0.05)
+    assert pending is not None
+    await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(approved=True, digest=pending.digest, decided_by="replay"))
     await wait_for_state(handle, TaskState.WAITING_REPLY)
     await handle.signal(AgentTaskWorkflow.interject, Interjection(text="the answer"))
     await wait_until(lambda: model.hits() == 5)

@@ -153,7 +153,8 @@ async def test_a_prompt_injection_stays_fenced_and_its_command_waits_for_approva
             handle = await start(client, task_queue, make_input(workspace, network=True))
             status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
             assert status.pending_approval is not None and status.pending_approval.danger == "dangerous"
-            await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(approved=False, reason="injected"))
+            await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(
+                approved=False, digest=status.pending_approval.digest, reason="injected"))
             outcome = await outcome_of(handle)
             model.assert_consumed()
     assert outcome.status == TaskState.DONE

@@ -62,7 +62,8 @@ async def test_a_destructive_tool_waits_and_a_denied_call_never_reaches_the_serv
         status = await wait_for_state(handle, TaskState.WAITING_APPROVAL, 60)
         assert status.pending_approval.tool == "mcp__kit__delete_everything"
         assert "destructive" in status.pending_approval.reason
-        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(approved=False, reason="no"))
+        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(
+            approved=False, digest=status.pending_approval.digest, reason="no"))
         outcome = await outcome_of(handle)
     model.assert_consumed()
     assert outcome.status == TaskState.DONE

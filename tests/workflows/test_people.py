@@ -9,7 +9,7 @@ import time
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState
+from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState, TaskStatus
 from fakes.scripted import Step, tool
 from tests.workflows.harness import (
     make_input,
@@ -28,12 +28,14 @@ from workflows.task import AgentTaskWorkflow
 FINISH = tool("message", type="result", text="finished")
 
 
-def approve(reason: str = "looks fine", **kw) -> ApprovalDecision:
-    return ApprovalDecision(approved=True, reason=reason, decided_by="tester", **kw)
+def approve(status: TaskStatus | None, reason: str = "looks fine", **kw) -> ApprovalDecision:
+    """An approval of the call ``status`` shows pending, named by its digest as a client does."""
+    digest = status.pending_approval.digest if status and status.pending_approval else None
+    return ApprovalDecision(approved=True, reason=reason, decided_by="tester", digest=digest, **kw)
 
 
-def deny(reason: str) -> ApprovalDecision:
-    return ApprovalDecision(approved=False, reason=reason, decided_by="tester")
+def deny(status: TaskStatus, reason: str) -> ApprovalDecision:
+    return approve(status, reason).model_copy(update={"approved": False})
 
 
 async def test_dangerous_call_waits_for_approval_then_runs(client, task_queue, workspace):
@@ -46,7 +48,7 @@ async def test_dangerous_call_waits_for_approval_then_runs(client, task_queue, w
         assert "rm" in status.pending_approval.reason
         await asyncio.sleep(0.3)
         assert (workspace / "build").exists(), "ran before it was approved"
-        pending = await handle.execute_update(AgentTaskWorkflow.decide, approve())
+        pending = await handle.execute_update(AgentTaskWorkflow.decide, approve(status))
         assert pending.arguments == {"command": "rm -rf build"}
         outcome = await outcome_of(handle)
         page = await handle.query(AgentTaskWorkflow.events, 0)
@@ -61,8 +63,8 @@ async def test_denied_call_reaches_the_model_with_the_reason(client, task_queue,
     (workspace / "build").mkdir()
     async with scripted_worker(client, task_queue, [tool("shell", command="rm -rf build"), FINISH]) as model:
         handle = await start(client, task_queue, make_input(workspace))
-        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
-        await handle.execute_update(AgentTaskWorkflow.decide, deny("keep the build"))
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        await handle.execute_update(AgentTaskWorkflow.decide, deny(status, "keep the build"))
         outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert (workspace / "build").exists()
@@ -83,9 +85,10 @@ async def test_always_mode_waits_even_for_a_safe_call(client, task_queue, worksp
         handle = await start(client, task_queue, make_input(workspace, approval=ApprovalMode.ALWAYS))
         status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         assert status.pending_approval.tool == "file" and status.pending_approval.danger == "safe"
-        await handle.signal(AgentTaskWorkflow.approve, approve())  # the signal path works too
-        await wait_for_state(handle, TaskState.WAITING_APPROVAL)  # the message call waits as well
-        await handle.execute_update(AgentTaskWorkflow.decide, approve())
+        await handle.signal(AgentTaskWorkflow.approve, approve(status))  # the signal path works too
+        while status.pending_approval.tool != "message":  # the message call waits as well
+            status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        await handle.execute_update(AgentTaskWorkflow.decide, approve(status))
         outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
 
@@ -96,20 +99,40 @@ async def test_update_naming_a_call_that_is_not_pending_is_rejected_and_changes_
         handle = await start(client, task_queue, make_input(workspace))
         await wait_until(lambda: model.hits() == 1)  # thinking: nothing is pending
         with pytest.raises(WorkflowUpdateFailedError) as err:
-            await handle.execute_update(AgentTaskWorkflow.decide, approve())
+            await handle.execute_update(AgentTaskWorkflow.decide, approve(None))
         assert "no tool call is waiting" in str(err.value.cause)
         model.release()
         status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         with pytest.raises(WorkflowUpdateFailedError) as err:
-            await handle.execute_update(AgentTaskWorkflow.decide, approve(call_id="call_that_does_not_exist"))
+            await handle.execute_update(AgentTaskWorkflow.decide, approve(status, call_id="call_that_does_not_exist"))
         assert "not pending" in str(err.value.cause)
         after = await handle.query(AgentTaskWorkflow.status)
         assert after.state == TaskState.WAITING_APPROVAL
         assert after.pending_approval == status.pending_approval
-        await handle.execute_update(AgentTaskWorkflow.decide, deny("no sudo"))
+        await handle.execute_update(AgentTaskWorkflow.decide, deny(status, "no sudo"))
         outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert "no sudo" in tool_messages(model.requests[1])[0]["content"]
+
+
+async def test_a_decision_without_the_calls_digest_is_refused_by_update_and_ignored_by_signal(
+    client, task_queue, workspace
+):
+    (workspace / "build").mkdir()
+    async with scripted_worker(client, task_queue, [tool("shell", command="rm -rf build"), FINISH]):
+        handle = await start(client, task_queue, make_input(workspace))
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        blind = ApprovalDecision(approved=True, call_id=status.pending_approval.call_id, decided_by="tester")
+        with pytest.raises(WorkflowUpdateFailedError) as err:
+            await handle.execute_update(AgentTaskWorkflow.decide, blind)
+        assert "names no call digest" in str(err.value.cause)
+        await handle.signal(AgentTaskWorkflow.approve, blind)
+        await asyncio.sleep(0.5)
+        assert (await handle.query(AgentTaskWorkflow.status)).pending_approval == status.pending_approval
+        assert (workspace / "build").exists(), "ran on a decision without a digest"
+        await handle.execute_update(AgentTaskWorkflow.decide, approve(status))
+        assert (await outcome_of(handle)).status == TaskState.DONE
+    assert not (workspace / "build").exists()
 
 
 async def test_pending_call_is_denied_when_the_approval_timeout_expires(client, task_queue, workspace):
@@ -126,8 +149,8 @@ async def test_approval_after_the_worker_was_restarted_while_waiting(client, tas
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)
     # no worker now; the decision is accepted durably once a worker is back
     async with scripted_worker(client, task_queue, [FINISH]) as model:
-        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
-        await handle.execute_update(AgentTaskWorkflow.decide, deny("not as root"))
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        await handle.execute_update(AgentTaskWorkflow.decide, deny(status, "not as root"))
         outcome = await outcome_of(handle)
     assert outcome.status == TaskState.DONE
     assert "not as root" in tool_messages(model.requests[0])[0]["content"]
@@ -228,7 +251,7 @@ async def test_stop_during_a_tool_call_kills_it_and_fails_the_task_as_stopped(cl
 async def test_a_task_waiting_for_approval_is_found_by_its_search_attribute(client, task_queue, workspace):
     async with scripted_worker(client, task_queue, [tool("shell", command="sudo ls"), FINISH]):
         handle = await start(client, task_queue, make_input(workspace, search_attributes=True))
-        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         query = f"WorkflowId = '{handle.id}' AND AgentState = 'WAITING_APPROVAL'"
         found: list[str] = []
         for _ in range(100):
@@ -237,7 +260,7 @@ async def test_a_task_waiting_for_approval_is_found_by_its_search_attribute(clie
                 break
             await asyncio.sleep(0.1)
         assert found == [handle.id]
-        await handle.execute_update(AgentTaskWorkflow.decide, approve())
+        await handle.execute_update(AgentTaskWorkflow.decide, approve(status))
         await outcome_of(handle)
         desc = await handle.describe()
     assert desc.typed_search_attributes.get(AGENT_STATE) == "DONE"

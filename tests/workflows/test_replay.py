@@ -1,7 +1,12 @@
-"""Replay recorded histories with the current workflow code: a determinism break fails here first."""
+"""Replay recorded histories with the current workflow code: a determinism break fails here first.
+
+The committed histories are those of the runs this code still replays: recorded on the current
+release or the previous one (docs/patches.md)."""
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +14,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.workflows.replay_scenarios import HISTORIES, SCENARIOS, record_histories
+from tests.workflows.replay_scenarios import HISTORIES, SCENARIOS, VERSION, record_histories
+from workflows import policy
 from workflows.task import AgentTaskWorkflow
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
@@ -19,8 +25,27 @@ def replayer() -> Replayer:
     return Replayer(workflows=[AgentTaskWorkflow], data_converter=pydantic_data_converter)
 
 
-def test_recorded_histories_are_present():
-    assert {p.stem.split(".")[0] for p in RECORDED} >= set(SCENARIOS)
+def patch_ids(path: Path) -> list[str]:
+    """The patch markers a recorded history holds, in order."""
+    ids = []
+    for event in json.loads(path.read_text())["events"]:
+        marker = event.get("markerRecordedEventAttributes")
+        if marker and marker["markerName"] == "core_patch":
+            data = marker["details"]["patch-data"]["payloads"][0]["data"]
+            ids.append(json.loads(base64.b64decode(data))["id"])
+    return ids
+
+
+def test_every_scenario_has_a_history_recorded_on_the_current_release():
+    current = [p for p in RECORDED if p.name.split(".")[1] == VERSION]
+    assert {p.name.split(".")[0] for p in current} >= set(SCENARIOS)
+    assert all(patch_ids(p) == [policy.RELEASE_PATCH] for p in current)
+
+
+def test_every_history_was_recorded_on_a_release_this_code_replays():
+    """An older one goes together with the code it needs."""
+    supported = [[policy.RELEASE_PATCH], [policy.PREVIOUS_RELEASE]]
+    assert [p.name for p in RECORDED if patch_ids(p) not in supported] == []
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])

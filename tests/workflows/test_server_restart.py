@@ -59,10 +59,10 @@ async def test_approval_after_the_dev_server_restarted_on_its_database(tmp_path,
         handle = client.get_workflow_handle(handle.id, result_type=TaskOutcome)
         finish = tool("message", type="result", text="after the restart")
         async with scripted_worker(client, queue, [finish]) as model:
-            await wait_for_state(handle, TaskState.WAITING_APPROVAL, timeout_s=30)
-            await handle.execute_update(
-                AgentTaskWorkflow.decide, ApprovalDecision(approved=False, reason="not today", decided_by="tester")
-            )
+            status = await wait_for_state(handle, TaskState.WAITING_APPROVAL, timeout_s=30)
+            digest = status.pending_approval.digest
+            await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
+                approved=False, digest=digest, reason="not today", decided_by="tester"))
             outcome = await asyncio.wait_for(outcome_of(handle), 30)
         assert outcome.status == TaskState.DONE and outcome.final_text == "after the restart"
         assert "not today" in tool_messages(model.requests[0])[0]["content"]
