@@ -78,11 +78,12 @@ class PeopleMixin(LoopBase):
             return "no tool call is waiting for approval"
         if decision.call_id is not None and decision.call_id != pending.call_id:
             return f"call {decision.call_id} is not pending (pending: {pending.call_id})"
-        # patched(): runs started on the previous release took a signalled decision without one.
-        if decision.digest is None and not (signal and not self._release):
-            return (f"the decision names no call digest: it must carry the digest of the call it decides "
-                    f"(pending: {pending.tool} call {pending.call_id}, its digest in `status`)")
-        if decision.digest is not None and decision.digest != pending.digest:
+        if decision.digest is None:
+            # patched(): a run started on the previous release took a signalled decision without one.
+            if self._release or not signal:
+                return (f"the decision names no call digest: it must carry the digest of the call it decides "
+                        f"(pending: {pending.tool} call {pending.call_id}, its digest in `status`)")
+        elif decision.digest != pending.digest:
             return (
                 f"the pending call changed since it was shown: now {pending.tool} "
                 f"{policy.shorten(str(pending.arguments), 200)}; look again and decide on that call"

@@ -137,8 +137,8 @@ def shorten(text: str, limit: int = 60) -> str:
 
 def tool_detail(call: ToolCallRequest) -> str:
     """The call's detail as the tool declares it (``call.summary``, set by the LLM activity:
-    a shell call's command, a file call's action and path); calls recorded before tools
-    declared one give their arguments but file contents."""
+    a shell call's command, a file call's action and path); a call without one (of a tool
+    the task does not offer) gives its arguments but file contents."""
     if call.summary is not None:
         return call.summary
     return " ".join(str(v) for k, v in call.arguments.items() if k not in ("content", "new", "old"))
