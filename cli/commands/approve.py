@@ -1,9 +1,9 @@
 """``approve ID``: decide on the call a task (or one of its sub-agents) waits for.
 
-The decision names the call the person saw, by ``--call`` or shown here and confirmed (at
-the prompt, or by ``--yes``), and is bound to its exact arguments, so a call that changed in
-the meantime is refused rather than approved. A worker confirms it (an update); with none
-answering it is sent as a signal, applied when a worker runs the task.
+The decision names the call the person saw, by ``--call`` (its digest read from the task's
+history) or shown here and confirmed (at the prompt, or by ``--yes``), and is bound to its
+exact arguments, so a call that changed in the meantime is refused rather than approved. A
+worker confirms it (an update); with none answering it goes as a signal, applied later.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import asyncio
 import sys
 from datetime import timedelta
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
@@ -20,7 +21,9 @@ from cli.render import approval_text, safe
 from cli.subagents import approval_holder, subagent_call
 from cli.tasks import UserError, describe, who
 from cli.workers import RESTART_WAIT, ask_status, unpin
+from contracts.activities import LLM_ACTIVITY
 from contracts.task import ApprovalDecision, PendingApproval
+from core.messages import TurnResult
 from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
 
@@ -60,6 +63,7 @@ async def run(args: argparse.Namespace) -> int:
     else:  # a sub-agent's call, named by the parent's id, is decided in the sub-agent
         target = await approval_holder(client, args.id, call_id, timedelta(seconds=CONFIRM_WAIT_S / 2))
         await unpin(client, target)  # no worker was asked: the one it is pinned to may be dead
+        digest = await recorded_digest(client, target, call_id)
     handle = client.get_workflow_handle(target)
     decision = ApprovalDecision(
         approved=not args.deny, call_id=call_id, digest=digest, reason=args.reason, decided_by=who()
@@ -100,3 +104,21 @@ async def pending_call(client: Client, workflow_id: str, queue: str) -> tuple[st
     if found is None:
         raise UserError(f"task {workflow_id} has no tool call waiting for approval (nor have its sub-agents)")
     return found
+
+
+async def recorded_digest(client: Client, workflow_id: str, call_id: str) -> str | None:
+    """The digest of the call named ``call_id`` as the task's history records it (the model
+    calls' results), read without a worker; None when no call has that id (the task then
+    refuses the decision in its own words)."""
+    llm_calls: set[int] = set()
+    digest = None
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if event.activity_task_scheduled_event_attributes.activity_type.name == LLM_ACTIVITY:
+                llm_calls.add(event.event_id)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attrs = event.activity_task_completed_event_attributes
+            if attrs.scheduled_event_id in llm_calls:
+                (turn,) = await client.data_converter.decode(list(attrs.result.payloads), [TurnResult])
+                digest = next((c.digest for c in turn.tool_calls if c.id == call_id), digest)
+    return digest
