@@ -159,5 +159,3 @@ async def test_a_task_without_mcp_servers_schedules_no_listing(client, task_queu
     kinds = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
              if e.HasField("activity_task_scheduled_event_attributes")]
     assert "mcp_list_tools" not in kinds
-    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
-    assert all(b"mcp-tools" not in e.SerializeToString() for e in markers)
