@@ -120,7 +120,7 @@ class ToolCallInput(BaseModel):
     result_seq: int | None = None
     # The task's approval mode ("dangerous", "always", "never"), so the activity checks the
     # gate itself: a call its mode requires approval for runs only if ``approved`` is the
-    # call's digest. None: not checked (inputs scheduled by workflows before the check).
+    # call's digest. None (no mode named) is refused.
     approval: str | None = None
     approved: str | None = omitted()
     network: bool = omitted(False)  # the task's tools may reach the network (--network)

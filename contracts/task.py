@@ -88,7 +88,7 @@ class ApprovalDecision(BaseModel):
     approved: bool
     call_id: str | None = None  # None: whichever call is pending
     # The call as the person saw it (``call_digest`` of its tool and arguments): the decision
-    # is refused if the pending call is not that one. None: not checked (older clients).
+    # is refused if the pending call is not that one. None (no digest) is refused.
     digest: str | None = None
     reason: str = ""
     decided_by: str = "user"
