@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.settings import PathSettings
 from core.tool_outcome import ToolOutcome
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
@@ -44,8 +45,9 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def default_audit_path() -> Path:
-    return data_dir() / AUDIT_FILE
+def default_audit_path(paths: PathSettings | None = None) -> Path:
+    """``audit.jsonl`` in the data directory (None: see ``runtime.paths.data_dir``)."""
+    return data_dir(paths) / AUDIT_FILE
 
 
 class AuditLog:

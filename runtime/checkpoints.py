@@ -25,17 +25,17 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import stat
 import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.settings import CheckpointSettings
 from runtime.paths import data_dir
+from runtime.settings import from_process
 
-ENV = "AGENT_CHECKPOINTS"
-MAX_FILE_ENV = "AGENT_CHECKPOINT_MAX_FILE_MB"
-DEFAULT_MAX_FILE_MB = 10.0
 GIT_TIMEOUT_S = 120
 LEFT_OUT_HEADER = "Left out (over the size limit):"
 
@@ -44,18 +44,24 @@ class CheckpointError(Exception):
     pass
 
 
-def enabled() -> bool:
-    return os.environ.get(ENV, "on").strip().lower() not in ("off", "0", "false", "no")
+def enabled(settings: CheckpointSettings | None = None) -> bool:
+    """Whether tool calls are checkpointed (None: this process's environment, for
+    activities/tools.py until it is handed ``Settings.checkpoints``)."""
+    return _settings(settings).enabled
 
 
-def max_file_bytes() -> int:
-    """The largest file a checkpoint records, from ``AGENT_CHECKPOINT_MAX_FILE_MB``."""
-    raw = os.environ.get(MAX_FILE_ENV, "").strip()
+def max_file_bytes(settings: CheckpointSettings | None = None) -> int:
+    """The largest file a checkpoint records (``AGENT_CHECKPOINT_MAX_FILE_MB``)."""
+    return int(_settings(settings).max_file_mb * 1024 * 1024)
+
+
+def _settings(settings: CheckpointSettings | None) -> CheckpointSettings:
+    if settings is not None:
+        return settings
     try:
-        mb = float(raw) if raw else DEFAULT_MAX_FILE_MB
-    except ValueError:
-        raise CheckpointError(f"{MAX_FILE_ENV} must be a number of megabytes, not {raw!r}") from None
-    return int(mb * 1024 * 1024)
+        return from_process(CheckpointSettings)
+    except ValueError as err:  # read at a save: a bad limit fails that checkpoint, not the call
+        raise CheckpointError(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ def _digest(text: str) -> str:
 class Checkpoints:
     def __init__(self, root: Path | None = None, max_file_bytes: int | None = None) -> None:
         self.root = root if root is not None else data_dir() / "checkpoints"
-        self.max_file_bytes = max_file_bytes  # None: AGENT_CHECKPOINT_MAX_FILE_MB, read at each save
+        self.max_file_bytes = max_file_bytes  # None: max_file_bytes(), read at each save
 
     def repo(self, workspace: Path) -> Path:
         return self.root / f"{_digest(os.path.realpath(workspace))}.git"
@@ -95,12 +101,12 @@ class Checkpoints:
     def _git(self, workspace: Path, *args: str, stdin: bytes | None = None) -> bytes:
         repo = self.repo(workspace)
         cmd = [
-            "git", f"--git-dir={repo}", f"--work-tree={os.path.realpath(workspace)}",
+            shutil.which("git") or "git", f"--git-dir={repo}", f"--work-tree={os.path.realpath(workspace)}",
             "-c", "user.name=durable-agent", "-c", "user.email=agent@localhost",
             "-c", "core.autocrlf=false", "-c", "gc.auto=0", "-c", "advice.addEmbeddedRepo=false",
             *args,
         ]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(self.root)}
+        env = {"PATH": os.defpath, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(self.root)}  # git found on ours
         try:
             done = subprocess.run(cmd, input=stdin, capture_output=True, timeout=GIT_TIMEOUT_S, env=env, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:

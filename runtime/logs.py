@@ -10,9 +10,13 @@ import logging
 import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+
+if TYPE_CHECKING:
+    from runtime.secrets import SecretStore
 
 _configured = False
 SDK_LOGGER = "temporalio"  # the SDK's loggers: temporalio.activity, temporalio.worker, ...
@@ -32,7 +36,9 @@ class QuietPrintLogger(structlog.PrintLogger):
     fatal = failure = err = error = critical = exception = msg
 
 
-def configure_logging(level: str = "INFO") -> None:
+def configure_logging(level: str = "INFO", secrets: SecretStore | None = None) -> None:
+    """Once per process; ``secrets`` are redacted from every line (None: the process's own,
+    for callers not yet handed them: starter.py, benchmarks)."""
     global _configured
     if _configured:
         return
@@ -44,13 +50,14 @@ def configure_logging(level: str = "INFO") -> None:
     )
     from runtime.secrets import SecretStore, redact_processor
 
+    secrets = SecretStore.from_env() if secrets is None else secrets
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             structlog.processors.format_exc_info,
-            redact_processor(SecretStore.from_env()),  # no secret ever reaches a log line
+            redact_processor(secrets),  # no secret ever reaches a log line
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),

@@ -4,14 +4,16 @@ the audit log, the prompt context and the embedded Temporal server.
 In a source checkout everything lives under ``<checkout>/data``; an installed copy (a
 non-editable ``pip install .``) uses ``$XDG_DATA_HOME/durable-agent`` (by default
 ``~/.local/share/durable-agent``), since its package folder is no place for data.
-``AGENT_DATA_DIR`` overrides both.
+``AGENT_DATA_DIR`` (``PathSettings.data_dir``) overrides both.
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
+
+from core.settings import PathSettings
+from runtime.settings import from_process
 
 APP_NAME = "durable-agent"
 
@@ -23,15 +25,15 @@ def source_root() -> Path | None:
     return root if (root / "pyproject.toml").is_file() else None
 
 
-def data_dir() -> Path:
-    """The data directory, created on first use."""
-    configured = os.environ.get("AGENT_DATA_DIR")
-    if configured:
-        path = Path(configured)
+def data_dir(settings: PathSettings | None = None) -> Path:
+    """The data directory, created on first use. None: this process's environment, for
+    callers not yet handed their settings (starter.py, cli/, activities/, evals/)."""
+    settings = from_process(PathSettings) if settings is None else settings
+    if settings.data_dir is not None:
+        path = settings.data_dir
     elif (root := source_root()) is not None:
         path = root / "data"
     else:
-        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        path = Path(xdg) / APP_NAME
+        path = (settings.xdg_data_home or Path.home() / ".local" / "share") / APP_NAME
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -1,6 +1,6 @@
 """Secrets the model must never see: redacted to placeholders, restored at execution.
 
-Where secrets come from (``SecretStore.from_env``):
+Where secrets come from (``SecretStore.from_settings``, given ``Settings.secrets``):
 
 - environment variables ``AGENT_SECRET_<NAME>=value``; ``NAME`` is kept as written;
 - the file named by ``AGENT_SECRETS_FILE``, one ``NAME=value`` per line. Blank
@@ -19,7 +19,6 @@ ordinary text; a warning names them) but their placeholders are still restored.
 from __future__ import annotations
 
 import base64
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
@@ -29,7 +28,10 @@ from urllib.parse import quote
 import structlog
 from pydantic import BaseModel
 
-ENV_PREFIX = "AGENT_SECRET_"
+from core.settings import SECRET_PREFIX, SecretSettings
+from runtime.settings import from_process
+
+ENV_PREFIX = SECRET_PREFIX
 FILE_ENV = "AGENT_SECRETS_FILE"
 MIN_SECRET_CHARS = 4
 
@@ -85,14 +87,19 @@ class SecretStore:
         self._pattern = re.compile("|".join(alternatives)) if ordered else None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> SecretStore:
+    def from_settings(cls, settings: SecretSettings) -> SecretStore:
+        """The file's secrets, then the variables' (which win for the same name)."""
         secrets: dict[str, str] = {}
-        if path := env.get(FILE_ENV):
-            secrets.update(read_secrets_file(Path(path)))
-        for key, value in env.items():
-            if key.startswith(ENV_PREFIX) and len(key) > len(ENV_PREFIX):
-                secrets[key[len(ENV_PREFIX) :]] = value
+        if settings.file is not None:
+            secrets.update(read_secrets_file(settings.file))
+        secrets.update(settings.values)
         return cls(secrets)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SecretStore:
+        """For callers not yet handed ``Settings.secrets`` (cli/, activities/, evals/): None
+        reads this process's environment."""
+        return cls.from_settings(from_process(SecretSettings) if env is None else SecretSettings.from_env(env))
 
     def names(self) -> list[str]:
         return sorted(self._values)

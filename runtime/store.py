@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import sqlite3
 import threading
 import time
@@ -32,8 +31,10 @@ from typing import Protocol
 from pydantic import TypeAdapter
 
 from core.entries import Entry, entry_digest
+from core.settings import PathSettings, StoreSettings
 from runtime.logs import get_logger
 from runtime.paths import data_dir
+from runtime.settings import from_process
 
 _ENTRY = TypeAdapter(Entry)
 _ENTRIES = TypeAdapter(list[Entry])
@@ -76,14 +77,16 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 """
 
 
-def default_store_path() -> Path:
-    configured = os.environ.get("AGENT_CONTEXT_DB")
-    if configured and "://" in configured:
-        scheme = configured.split("://", 1)[0]
+def default_store_path(store: StoreSettings | None = None, paths: PathSettings | None = None) -> Path:
+    """The SQLite file: ``AGENT_CONTEXT_DB``, else ``<data dir>/context.db``. None: this
+    process's environment, for callers not yet handed their settings."""
+    configured = (from_process(StoreSettings) if store is None else store).context_db
+    if "://" in configured:
         raise StoreUnavailable(
-            f"AGENT_CONTEXT_DB: a {scheme}:// store is not supported; give a postgresql:// URL or a SQLite file path"
+            f"AGENT_CONTEXT_DB: a {configured.split('://', 1)[0]}:// store is not supported; "
+            "give a postgresql:// URL or a SQLite file path"
         )
-    return Path(configured or data_dir() / "context.db")
+    return Path(configured) if configured else data_dir(paths) / "context.db"
 
 
 def checked_range(
@@ -387,17 +390,14 @@ def as_store(store: Store | ContextStore) -> Store:
     return LocalStore(store) if isinstance(store, ContextStore) else store
 
 
-def open_store(target: str | None = None) -> Store:
+def open_store(store: StoreSettings | str | None = None, paths: PathSettings | None = None) -> Store:
     """The store ``AGENT_CONTEXT_DB`` names: a ``postgresql://`` URL (one store shared by every
-    host), or a SQLite file path (default: ``<data dir>/context.db``, a cache per host)."""
-    target = target if target is not None else os.environ.get("AGENT_CONTEXT_DB", "")
-    if target.startswith(("postgresql://", "postgres://")):
+    host), or a SQLite file path (default: ``<data dir>/context.db``, a cache per host).
+    None: this process's environment, for callers not yet handed their settings."""
+    settings = StoreSettings(context_db=store) if isinstance(store, str) else store
+    settings = from_process(StoreSettings) if settings is None else settings
+    if settings.context_db.startswith(("postgresql://", "postgres://")):
         from runtime.pg_store import PostgresStore  # psycopg only where Postgres is used
 
-        return PostgresStore(target)
-    if "://" in target:
-        raise StoreUnavailable(
-            f"AGENT_CONTEXT_DB: a {target.split('://', 1)[0]}:// store is not supported; "
-            "give a postgresql:// URL or a SQLite file path"
-        )
-    return LocalStore(ContextStore(target or None))
+        return PostgresStore(settings.context_db)
+    return LocalStore(ContextStore(default_store_path(settings, paths)))

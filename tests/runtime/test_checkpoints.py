@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from runtime.checkpoints import MAX_FILE_ENV, CheckpointError, Checkpoints, LeftOut, max_file_bytes
+from core.settings import CheckpointSettings
+from runtime.checkpoints import CheckpointError, Checkpoints, LeftOut, max_file_bytes
+
+MAX_FILE_ENV = "AGENT_CHECKPOINT_MAX_FILE_MB"
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -137,11 +140,17 @@ def test_restoring_never_deletes_a_file_left_out(tmp_path: Path):
     assert (workspace / "big.bin").read_bytes() == b"\1" * 2000
 
 
-def test_the_limit_comes_from_the_environment(monkeypatch):
+def test_the_limit_comes_from_the_settings():
+    assert max_file_bytes(CheckpointSettings()) == 10 * 2**20
+    assert max_file_bytes(CheckpointSettings.from_env({MAX_FILE_ENV: "0.5"})) == 2**19
+    with pytest.raises(ValueError, match=MAX_FILE_ENV):
+        CheckpointSettings.from_env({MAX_FILE_ENV: "lots"})
+
+
+def test_a_bad_limit_read_at_a_save_fails_the_checkpoint(monkeypatch):
+    # activities/tools.py still reads the process's settings at each save (issue 29, second pass).
     monkeypatch.delenv(MAX_FILE_ENV, raising=False)
     assert max_file_bytes() == 10 * 2**20
-    monkeypatch.setenv(MAX_FILE_ENV, "0.5")
-    assert max_file_bytes() == 2**19
     monkeypatch.setenv(MAX_FILE_ENV, "lots")
     with pytest.raises(CheckpointError, match=MAX_FILE_ENV):
         max_file_bytes()

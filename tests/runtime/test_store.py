@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from core.entries import ToolResult, UserMessage, entry_digest
-from runtime.store import ContextGap, ContextStore, LocalStore, RecentEntries, StoreUnavailable, default_store_path
+from core.settings import StoreSettings
+from runtime.store import (
+    ContextGap,
+    ContextStore,
+    LocalStore,
+    RecentEntries,
+    StoreUnavailable,
+    default_store_path,
+    open_store,
+)
 
 
 @pytest.fixture
@@ -85,10 +94,12 @@ def test_a_store_that_cannot_be_created_is_refused_with_one_line(tmp_path):
     assert "cannot be opened" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_a_database_url_the_store_does_not_speak_is_refused(monkeypatch):
-    monkeypatch.setenv("AGENT_CONTEXT_DB", "mysql://db.example/agent")
+def test_a_database_url_the_store_does_not_speak_is_refused():
+    settings = StoreSettings.from_env({"AGENT_CONTEXT_DB": "mysql://db.example/agent"})
     with pytest.raises(StoreUnavailable, match="mysql:// store is not supported"):
-        default_store_path()
+        default_store_path(settings)
+    with pytest.raises(StoreUnavailable, match="mysql:// store is not supported"):
+        open_store(settings)
 
 
 async def test_a_read_naming_the_digests_this_process_wrote_is_answered_from_memory(store):

@@ -1,0 +1,287 @@
+"""Settings: every variable the worker and the CLI read, parsed once into frozen groups.
+
+The entry points build ``Settings.from_env(os.environ)`` and hand each service its group;
+nothing below them reads the environment (issue 29). Each field names its variable
+(``var``); ``variables()`` lists them for the README check. Unset or empty keeps the
+default; a bad value is a ValueError naming the variable, so a worker refuses to start in
+one line. Plain dataclasses, not pydantic: settings never cross a Temporal boundary and
+each rule is a line here. They sit on the bottom floor so that ``tools/`` and
+``providers/``, siblings of ``runtime/``, can take their group; ``runtime/settings.py``
+reads the process's environment. Groups and defaults: docs/settings.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
+
+FALSE = ("0", "false", "no", "off")
+SECRET_PREFIX = "AGENT_SECRET_"  # AGENT_SECRET_<NAME>=value
+# What every shell command gets of the worker's environment (with LC_* and AGENT_SHELL_ENV_ALLOW).
+BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ")
+
+
+def var(name: str, default: Any = None, *, also: Sequence[str] = (), secret: bool = False, sep: str = ",",
+        parse: Callable[[str], Any] | None = None, positive: bool = False) -> Any:
+    """A field read from ``name`` (then ``also``: lists join them, scalars take the first set)."""
+    meta = {"env": (name, *also), "sep": sep, "parse": parse, "positive": positive}
+    return field(default=default, repr=not secret, metadata=meta)
+
+
+class Group:
+    """A frozen group of settings; ``from_env`` reads its fields' variables (and nested groups)."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            kind = hints[f.name]
+            if isinstance(kind, type) and issubclass(kind, Group):
+                values[f.name] = kind.from_env(environ)
+            elif "env" in f.metadata:
+                raws = [environ.get(name, "").strip() for name in f.metadata["env"]]
+                if any(raws):
+                    values[f.name] = _parse(f, kind, [r for r in raws if r])
+        return cls(**values)
+
+
+def _parse(f: dataclasses.Field[Any], kind: Any, raws: list[str]) -> Any:
+    name, raw = f.metadata["env"][0], raws[0]
+    if f.metadata["parse"] is not None:
+        return f.metadata["parse"](raw)
+    if get_origin(kind) is tuple:
+        item = get_args(kind)[0]
+        return tuple(_scalar(item, p.strip()) for r in raws for p in r.split(f.metadata["sep"]) if p.strip())
+    if get_origin(kind) is Literal:
+        if raw.lower() not in get_args(kind):
+            raise ValueError(f"{name}={raw!r}: expected one of {', '.join(get_args(kind))}")
+        return raw.lower()
+    base = next((a for a in get_args(kind) if a is not type(None)), kind)  # X | None -> X
+    if base is bool:
+        return raw.lower() not in FALSE
+    if base is int:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"{name}={raw!r}: expected a whole number above 0")
+        return int(raw)
+    if base is float:
+        try:
+            number = float(raw)
+        except ValueError:
+            number = -1.0
+        if number < 0 or (f.metadata["positive"] and number == 0):
+            raise ValueError(f"{name}={raw!r}: expected a {'positive' if f.metadata['positive'] else 'non-negative'} number")
+        return number
+    return _scalar(base, raw)
+
+
+def _scalar(kind: Any, raw: str) -> Any:
+    return Path(raw).expanduser() if kind is Path else kind(raw)
+
+
+@dataclass(frozen=True)
+class PathSettings(Group):
+    data_dir: Path | None = var("AGENT_DATA_DIR")  # None: <checkout>/data, or $XDG_DATA_HOME/durable-agent
+    xdg_data_home: Path | None = var("XDG_DATA_HOME")  # None: ~/.local/share
+
+
+@dataclass(frozen=True)
+class StoreSettings(Group):
+    context_db: str = var("AGENT_CONTEXT_DB", "", secret=True)  # a path or postgresql:// URL (may hold a password)
+
+
+@dataclass(frozen=True)
+class CheckpointSettings(Group):
+    enabled: bool = var("AGENT_CHECKPOINTS", True)
+    max_file_mb: float = var("AGENT_CHECKPOINT_MAX_FILE_MB", 10.0)
+
+
+@dataclass(frozen=True)
+class SecretSettings(Group):
+    file: Path | None = var("AGENT_SECRETS_FILE")
+    values: Mapping[str, str] = field(default_factory=dict, repr=False)  # AGENT_SECRET_<NAME>, as written
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        values = {k[len(SECRET_PREFIX):]: v for k, v in environ.items() if k.startswith(SECRET_PREFIX) and k != SECRET_PREFIX}
+        return dataclasses.replace(super().from_env(environ), values=types.MappingProxyType(values))
+
+
+@dataclass(frozen=True)
+class LogSettings(Group):
+    level: str | None = var("AGENT_LOG_LEVEL")  # None: WARNING for the CLI, INFO for a worker
+
+
+@dataclass(frozen=True)
+class TracingSettings(Group):
+    trace_file: str | None = var("AGENT_TRACE_FILE")
+    otlp_endpoint: str | None = var("OTEL_EXPORTER_OTLP_ENDPOINT")
+    otlp_traces_endpoint: str | None = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    sdk_disabled: bool = var("OTEL_SDK_DISABLED", False, parse=lambda raw: raw.lower() == "true")
+    service_name: str | None = var("OTEL_SERVICE_NAME")
+
+
+@dataclass(frozen=True)
+class CodecSettings(Group):
+    keys: str = var("AGENT_CODEC_KEYS", "", secret=True)  # id:base64key,... ("": no encryption)
+    token: str = var("AGENT_CODEC_TOKEN", "", secret=True)
+    cors_origins: tuple[str, ...] = var("AGENT_CODEC_CORS_ORIGINS", ())  # (): the dev server's UI
+
+
+@dataclass(frozen=True)
+class TemporalSettings(Group):
+    """What we read ourselves; the SDK's envconfig reads the rest of TEMPORAL_* (and the address again)."""
+
+    address: str | None = var("TEMPORAL_ADDRESS")  # None: the embedded dev server
+    ui_url: str | None = var("TEMPORAL_UI_URL")
+    task_queue: str | None = var("AGENT_TASK_QUEUE")  # None: contracts.task.DEFAULT_TASK_QUEUE
+
+    @property
+    def embedded(self) -> bool:
+        return not self.address
+
+
+@dataclass(frozen=True)
+class WorkerSettings(Group):
+    local_tools: bool = var("AGENT_LOCAL_TOOLS", True)
+    shutdown_grace_s: float = var("AGENT_SHUTDOWN_GRACE_S", 30.0)
+    blob_cap_chars: int = var("AGENT_BLOB_CAP_CHARS", 8000)
+
+
+@dataclass(frozen=True)
+class ShellLimits(Group):
+    procs: int = var("AGENT_SHELL_MAX_PROCS", 256)  # processes and threads of the whole command
+    memory_mb: int = var("AGENT_SHELL_MAX_MEMORY_MB", 2048)  # per process
+    cpu_s: int = var("AGENT_SHELL_MAX_CPU_S", 1800)  # per process
+    file_mb: int = var("AGENT_SHELL_MAX_FILE_MB", 4096)  # the largest file a command may write
+
+
+@dataclass(frozen=True)
+class SandboxSettings(Group):
+    mode: Literal["auto", "required", "off"] = var("AGENT_SANDBOX", "auto")
+    bwrap: str | None = var("AGENT_BWRAP")  # None: bwrap on PATH
+    readable: tuple[Path, ...] = var("AGENT_SANDBOX_READABLE", ())
+    limits: ShellLimits = field(default_factory=ShellLimits)
+
+
+@dataclass(frozen=True)
+class ShellSettings(Group):
+    env_allow: tuple[str, ...] = var("AGENT_SHELL_ENV_ALLOW", ())
+    inherited: Mapping[str, str] = field(default_factory=dict, repr=False)  # what a command gets of the worker's
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        read = super().from_env(environ)
+        return dataclasses.replace(read, inherited=types.MappingProxyType(allowed_env(environ, read.env_allow)))
+
+
+def allowed_env(environ: Mapping[str, str], allow: Sequence[str] = ()) -> dict[str, str]:
+    """The part of ``environ`` a shell command sees: ``BASE_ENV``, ``LC_*`` and the names in ``allow``."""
+    names = {*BASE_ENV, *allow}
+    return {name: value for name, value in environ.items() if name in names or name.startswith("LC_")}
+
+
+@dataclass(frozen=True)
+class EgressSettings(Group):
+    deny_hosts: tuple[str, ...] = var("AGENT_DENY_HOSTS", (), also=("AGENT_BROWSER_DENY_HOSTS",))
+
+
+@dataclass(frozen=True)
+class SearchSettings(Group):
+    backend: str | None = var("AGENT_SEARCH_BACKEND")  # None: the first configured, Tavily first
+    tavily_api_key: str | None = var("TAVILY_API_KEY", secret=True)
+    tavily_base_url: str | None = var("TAVILY_BASE_URL")
+    brave_api_key: str | None = var("BRAVE_API_KEY", secret=True)
+    brave_base_url: str | None = var("BRAVE_BASE_URL")
+    searxng_url: str | None = var("SEARXNG_URL")
+
+
+@dataclass(frozen=True)
+class SkillSettings(Group):
+    dirs: tuple[Path, ...] = var("AGENT_SKILLS_DIRS", (), sep=":")  # os.pathsep, as PATH
+
+
+@dataclass(frozen=True)
+class PromptSettings(Group):
+    user_preferences: str = var("AGENT_USER_PREFERENCES", "")
+
+
+@dataclass(frozen=True)
+class BrowserSettings(Group):
+    chromium: str | None = var("AGENT_CHROMIUM")  # None: chromium, chromium-browser or google-chrome on PATH
+    idle_s: float = var("AGENT_BROWSER_IDLE_S", 600.0)
+
+
+@dataclass(frozen=True)
+class McpSettings(Group):
+    config: Path | None = var("AGENT_MCP_CONFIG")
+
+
+@dataclass(frozen=True)
+class ProviderSettings(Group):
+    """The fields of ``providers.settings.ProviderSettings``, which worker.py builds from these."""
+
+    openai_base_url: str = var("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    openai_api_key: str | None = var("OPENAI_API_KEY", secret=True)
+    anthropic_base_url: str = var("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+    anthropic_api_key: str | None = var("ANTHROPIC_API_KEY", secret=True)
+    anthropic_version: str = var("ANTHROPIC_VERSION", "2023-06-01")
+    xml_wire: Literal["anthropic", "openai"] = var("AGENT_XML_WIRE", "anthropic")
+    stream_idle_s: float = var("AGENT_STREAM_IDLE_S", 60.0, positive=True)
+
+
+@dataclass(frozen=True)
+class ModelTableSettings(Group):
+    prices_file: Path | None = var("AGENT_PRICES_FILE")
+    models_file: Path | None = var("AGENT_MODELS_FILE")
+
+
+@dataclass(frozen=True)
+class TaskDefaults(Group):
+    """What the CLI starts a task with when its options do not say."""
+
+    model: str | None = var("AGENT_MODEL")
+    provider: str = var("AGENT_PROVIDER", "openai")
+    fallback: str | None = var("AGENT_FALLBACK")
+    stream: bool = var("AGENT_STREAM", True)
+
+
+@dataclass(frozen=True)
+class Settings(Group):
+    paths: PathSettings = field(default_factory=PathSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    secrets: SecretSettings = field(default_factory=SecretSettings)
+    logging: LogSettings = field(default_factory=LogSettings)
+    tracing: TracingSettings = field(default_factory=TracingSettings)
+    codec: CodecSettings = field(default_factory=CodecSettings)
+    temporal: TemporalSettings = field(default_factory=TemporalSettings)
+    worker: WorkerSettings = field(default_factory=WorkerSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    shell: ShellSettings = field(default_factory=ShellSettings)
+    egress: EgressSettings = field(default_factory=EgressSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    skills: SkillSettings = field(default_factory=SkillSettings)
+    prompt: PromptSettings = field(default_factory=PromptSettings)
+    browser: BrowserSettings = field(default_factory=BrowserSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
+    providers: ProviderSettings = field(default_factory=ProviderSettings)
+    models: ModelTableSettings = field(default_factory=ModelTableSettings)
+    task: TaskDefaults = field(default_factory=TaskDefaults)
+
+
+def variables(group: type[Group] = Settings) -> Iterator[str]:
+    """Every variable ``group`` reads, in field order (``AGENT_SECRET_<NAME>`` as its prefix)."""
+    hints = get_type_hints(group)
+    for f in dataclasses.fields(group):  # type: ignore[arg-type]
+        kind = hints[f.name]
+        if isinstance(kind, type) and issubclass(kind, Group):
+            yield from variables(kind)
+        else:
+            yield from f.metadata.get("env", ())
+    if group is SecretSettings:
+        yield SECRET_PREFIX
