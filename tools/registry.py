@@ -9,15 +9,16 @@ through.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
+from core.cache import BoundedCache
 from core.coerce import coerce_args, schema_of
 from core.compaction import compact_line as core_compact_line
-from core.messages import ToolSpec
+from core.messages import ToolCallRequest, ToolSpec
 from core.text import shorten
 from tools import browser, fetch, file, memory, message, plan, search, shell, skills, spawn
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
@@ -74,8 +75,7 @@ async def execute(
 # The latest calls' arguments as validated, by the arguments object: a call is classified and
 # placed when the model's reply arrives, then gated, checked for idempotence and run, each step
 # needing its arguments validated. Kept with a copy that must still equal them.
-_VALIDATED: dict[tuple[str, int], tuple[Any, dict[str, Any], StrictArgs]] = {}
-_VALIDATED_MAX = 64
+_VALIDATED: BoundedCache[tuple[str, int], tuple[Any, dict[str, Any], StrictArgs]] = BoundedCache(64)
 
 
 def _validate(tool: ToolDefinition[Any], arguments: Any) -> StrictArgs:
@@ -85,9 +85,7 @@ def _validate(tool: ToolDefinition[Any], arguments: Any) -> StrictArgs:
         return kept[2]
     args = tool.args_model.model_validate(coerce_args(schema_of(tool.args_model), arguments))
     if isinstance(arguments, dict):
-        _VALIDATED[key] = (arguments, dict(arguments), args)  # the object itself: its id stays its own
-        if len(_VALIDATED) > _VALIDATED_MAX:
-            del _VALIDATED[next(iter(_VALIDATED))]
+        _VALIDATED.put(key, (arguments, dict(arguments), args))  # the object itself: its id stays its own
     return args
 
 
@@ -163,9 +161,37 @@ def runs_in(name: str, arguments: dict[str, Any]) -> Literal["activity", "local_
         return "activity"
 
 
-def danger_of(name: str, arguments: dict[str, Any]) -> Danger:
-    """The policy level of one call: the tool's classification, or its default."""
-    return classify_call(name, arguments)[0]
+class Listed(Protocol):
+    """A tool the task listed from an MCP server (``contracts.mcp.McpTool``): its declared danger."""
+
+    @property
+    def danger(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+def declare(call: ToolCallRequest, offered: Sequence[str], workspace: Path | None = None,
+            listed: Mapping[str, Listed] | None = None, local_tools: bool = True,
+            redact: Callable[[str], str] = str) -> ToolCallRequest:
+    """The call with what its tool declares, recorded with it in the history: its danger and
+    the reason a person reads (``classify_call``, or an MCP tool's ``listed`` danger; through
+    ``redact``), where it runs (``runs_in``; never a local activity without ``local_tools``)
+    and its one-line summary. A call of a tool not ``offered`` gets the answer it will have
+    instead of running, naming the tools the task has."""
+    if call.name not in offered:
+        return call.model_copy(update={"not_offered": f"Unknown tool {call.name!r}: this task has no such tool. "
+                                                      f"Available tools: {', '.join(offered)}."})
+    mcp = listed.get(call.name) if listed else None
+    danger, reason = (Danger(mcp.danger), mcp.reason) if mcp else classify_call(call.name, call.arguments, workspace)
+    declared: dict[str, Any] = {"danger": danger.value, "danger_reason": redact(reason) or None}
+    tool = REGISTRY.get(call.name)
+    if tool is not None:
+        where = runs_in(call.name, call.arguments)
+        declared["runs_in"] = "activity" if where == "local_activity" and not local_tools else where
+        declared["summary"] = tool.summarize(call.arguments)
+    elif mcp is not None:
+        declared["summary"] = " ".join(str(v) for v in call.arguments.values())
+    return call.model_copy(update=declared)
 
 
 def compact_line(name: str, arguments: dict[str, Any], result_status: str | None = None) -> str:

@@ -5,7 +5,7 @@ import pytest
 
 from contracts.task import DEFAULT_TOOLS
 from prompts import build_system_prompt, load_prompt_context
-from tools import REGISTRY, compact_line, danger_of, execute, memory
+from tools import REGISTRY, classify_call, compact_line, execute, memory
 from tools.base import Danger, ToolContext, ToolOutcome
 from tools.memory import HEADER, MAX_FACT_CHARS, MAX_MEMORY_CHARS
 
@@ -173,8 +173,8 @@ async def test_memory_read_without_memory_md_says_it_is_empty(workspace):
 
 def test_memory_is_registered_moderate_except_read_and_not_a_default_tool():
     assert REGISTRY["memory"] is memory.TOOL and "memory" in DEFAULT_TOOLS
-    assert danger_of("memory", {"action": "append", "fact": "x"}) is Danger.MODERATE
-    assert danger_of("memory", {"action": "read"}) is Danger.SAFE
+    assert classify_call("memory", {"action": "append", "fact": "x"})[0] is Danger.MODERATE
+    assert classify_call("memory", {"action": "read"})[0] is Danger.SAFE
     assert compact_line("memory", {"action": "append", "fact": "x"}) == '<tool name="memory" action="append"/>'
 
 

@@ -1,10 +1,12 @@
 import asyncio
+from dataclasses import dataclass
 from typing import Literal
 
 import pytest
 
 from contracts.task import DEFAULT_TOOLS
-from tools import REGISTRY, coerce_args, compact_line, danger_of, execute, registry, runs_in, specs
+from core.messages import ToolCallRequest
+from tools import REGISTRY, classify_call, coerce_args, compact_line, declare, execute, registry, runs_in, specs
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 
@@ -201,8 +203,8 @@ def test_registry_holds_each_tool_under_its_own_name():
         ("browse", {"url": "x"}, Danger.SAFE),
     ],
 )
-def test_danger_of_classifies_each_call(name, arguments, expected):
-    assert danger_of(name, arguments) is expected
+def test_classify_call_gives_each_call_its_danger(name, arguments, expected):
+    assert classify_call(name, arguments)[0] is expected
 
 
 def test_compact_line_uses_the_tool_compact_keys():
@@ -273,3 +275,46 @@ def test_arguments_validated_once_per_call_are_validated_again_when_they_change(
     # An equal dict that is another object is validated on its own.
     assert registry.classify_call("shell", {"command": "rm -rf /"})[0] is Danger.DANGEROUS
     assert len(validations) == 3
+
+
+def call(name: str, **arguments) -> ToolCallRequest:
+    return ToolCallRequest(id="c1", name=name, arguments=arguments)
+
+
+def test_declare_records_the_danger_placement_and_summary_the_tool_declares(tmp_path):
+    declared = declare(call("shell", command="rm -rf build"), ["shell", "file"], tmp_path)
+    assert (declared.danger, declared.runs_in, declared.not_offered) == ("dangerous", "activity", None)
+    assert declared.danger_reason and declared.summary == REGISTRY["shell"].summarize({"command": "rm -rf build"})
+    read = declare(call("file", action="read", path="a.txt"), ["shell", "file"])
+    assert (read.danger, read.danger_reason, read.runs_in) == ("safe", None, "local_activity")
+
+
+def test_declare_places_local_reads_in_the_activity_when_local_tools_are_off():
+    declared = declare(call("file", action="read", path="a.txt"), ["file"], local_tools=False)
+    assert declared.runs_in == "activity"
+
+
+def test_declare_passes_the_reason_through_redact():
+    declared = declare(call("shell", command="rm -rf build"), ["shell"], redact=lambda text: "[redacted]")
+    assert declared.danger_reason == "[redacted]"
+
+
+def test_declare_answers_a_tool_the_task_was_not_offered_and_classifies_nothing():
+    original = call("shell", command="rm -rf /")
+    declared = declare(original, ["message", "file"])
+    assert declared.not_offered == "Unknown tool 'shell': this task has no such tool. Available tools: message, file."
+    assert (declared.danger, declared.danger_reason, declared.summary) == ("safe", None, None)
+    assert original.not_offered is None  # the call given is left as it was
+
+
+@dataclass
+class Listed:
+    danger: str = "dangerous"
+    reason: str = "the server says it deletes"
+
+
+def test_declare_takes_an_mcp_tools_danger_from_its_listing():
+    name = "mcp__files__delete"
+    declared = declare(call(name, path="a", force=True), [name], listed={name: Listed()})
+    assert (declared.danger, declared.danger_reason) == ("dangerous", "the server says it deletes")
+    assert (declared.runs_in, declared.summary) == ("activity", "a True")

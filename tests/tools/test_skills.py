@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from contracts.task import DEFAULT_TOOLS
-from tools import REGISTRY, compact_line, danger_of, execute, skills
+from tools import REGISTRY, classify_call, compact_line, execute, skills
 from tools.base import Danger, ToolContext
 from tools.skills import (
     MAX_SKILL_FILE_CHARS,
@@ -164,5 +164,5 @@ async def test_load_skill_cuts_a_very_long_skill_with_a_note(ws):
 
 def test_load_skill_is_registered_safe_and_not_a_default_tool():
     assert REGISTRY["load_skill"] is skills.TOOL and "load_skill" in DEFAULT_TOOLS
-    assert danger_of("load_skill", {"name": "x"}) is Danger.SAFE
+    assert classify_call("load_skill", {"name": "x"})[0] is Danger.SAFE
     assert 'name="deploy"' in compact_line("load_skill", {"name": "deploy"})
