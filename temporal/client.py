@@ -2,13 +2,14 @@
 
 A real cluster is configured the way Temporal's own tools are: ``TEMPORAL_ADDRESS``,
 ``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*`` and profiles
-(``TEMPORAL_PROFILE``, ``TEMPORAL_CONFIG_FILE``), read by the SDK's envconfig.
+(``TEMPORAL_PROFILE``, ``TEMPORAL_CONFIG_FILE``), read by the SDK's envconfig. We read
+only ``TEMPORAL_ADDRESS`` (set or not: a cluster or the embedded server) and
+``TEMPORAL_UI_URL``, through ``Settings.temporal``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +24,9 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from temporal.codec import codec_from_env, data_converter
+from core.settings import CodecSettings, Settings, TemporalSettings, TracingSettings
+from runtime.settings import from_process
+from temporal.codec import codec_for, data_converter
 from temporal.server import (
     EMBEDDED_HOST,
     EMBEDDED_PORT,
@@ -38,43 +41,51 @@ class TemporalUnavailable(RuntimeError):
     pass
 
 
-def is_embedded() -> bool:
-    return not os.environ.get("TEMPORAL_ADDRESS")
+def is_embedded(settings: TemporalSettings | None = None) -> bool:
+    """No ``TEMPORAL_ADDRESS``: the embedded dev server. None: this process's environment,
+    for callers not yet handed their settings (cli/)."""
+    return (from_process(TemporalSettings) if settings is None else settings).embedded
 
 
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]")
 
 
-def ui_base_url() -> str:
+def ui_base_url(settings: TemporalSettings | None = None) -> str:
     """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the dev server's UI (port 8233 on
     the same host) for the embedded server or any local address; Temporal Cloud otherwise."""
-    configured = os.environ.get("TEMPORAL_UI_URL")
-    if configured:
-        return configured.rstrip("/")
-    if is_embedded():
+    settings = from_process(TemporalSettings) if settings is None else settings
+    if settings.ui_url:
+        return settings.ui_url.rstrip("/")
+    if settings.embedded:
         return f"http://{EMBEDDED_HOST}:{EMBEDDED_UI_PORT}"
-    host = os.environ.get("TEMPORAL_ADDRESS", "").rsplit(":", 1)[0]
+    host = (settings.address or "").rsplit(":", 1)[0]
     if host.startswith(LOCAL_HOSTS):
         return f"http://{host}:{EMBEDDED_UI_PORT}"
     return "https://cloud.temporal.io"
 
 
-async def connect(*, start_embedded: bool = True) -> Client:
-    config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())
-    if is_embedded():
+async def connect(settings: Settings | None = None, *, start_embedded: bool = True) -> Client:
+    """A client of the cluster ``settings.temporal`` names (or the embedded server), with the
+    codec and tracing they configure. None: this process's environment (cli/, until it passes them)."""
+    if settings is None:
+        settings = Settings(temporal=from_process(TemporalSettings), codec=from_process(CodecSettings),
+                            tracing=from_process(TracingSettings))
+    config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())  # the SDK reads TEMPORAL_*
+    embedded = settings.temporal.embedded
+    if embedded:
         if start_embedded:
             await ensure_embedded_server()
         config["target_host"] = f"{EMBEDDED_HOST}:{EMBEDDED_PORT}"
         config.setdefault("namespace", "default")
-    config["data_converter"] = data_converter(codec_from_env())
-    configure_tracing()  # off (and free) unless OTEL_EXPORTER_OTLP_ENDPOINT or AGENT_TRACE_FILE is set
+    config["data_converter"] = data_converter(codec_for(settings.codec))
+    configure_tracing(settings.tracing)  # off (and free) unless an OTLP endpoint or AGENT_TRACE_FILE is set
     config["interceptors"] = interceptors()
     target = config.get("target_host")
     try:
         client = await Client.connect(**config)
     except RuntimeError as err:
         raise TemporalUnavailable(f"cannot reach Temporal at {target}: {err}") from None
-    if is_embedded():
+    if embedded:
         await wait_until_ready(client)
     return client
 

@@ -25,7 +25,7 @@ import binascii
 import dataclasses
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from cryptography.exceptions import InvalidTag
@@ -33,6 +33,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
+
+from core.settings import CodecSettings
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
 ENCODING = b"binary/encrypted"
@@ -118,10 +120,9 @@ class EncryptionCodec(PayloadCodec):
         return Payload.FromString(plain)
 
 
-def codec_from_env(env: Mapping[str, str] = os.environ) -> EncryptionCodec | None:
-    """The codec configured by ``AGENT_CODEC_KEYS``, or None when it is unset (no encryption)."""
-    spec = env.get(KEYS_ENV, "").strip()
-    return EncryptionCodec.from_spec(spec) if spec else None
+def codec_for(settings: CodecSettings) -> EncryptionCodec | None:
+    """The codec ``AGENT_CODEC_KEYS`` configures, or None when it is unset (no encryption)."""
+    return EncryptionCodec.from_spec(settings.keys) if settings.keys else None
 
 
 def data_converter(codec: PayloadCodec | None) -> DataConverter:

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import hmac
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,7 +33,9 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadCodec
 
-from temporal.codec import CodecError, codec_from_env
+from core.settings import CodecSettings
+from runtime.settings import from_process
+from temporal.codec import CodecError, codec_for
 from temporal.server import EMBEDDED_HOST, EMBEDDED_UI_PORT
 
 TOKEN_ENV = "AGENT_CODEC_TOKEN"
@@ -115,21 +116,26 @@ def make_server(
     return ThreadingHTTPServer((host, port), Handler)
 
 
-def main(argv: Sequence[str] | None = None, env: Mapping[str, str] = os.environ) -> int:
+def main(argv: Sequence[str] | None = None, settings: CodecSettings | None = None) -> int:
+    """``python -m temporal.codec_server``: an entry point, so None reads this process's environment."""
     parser = argparse.ArgumentParser(prog="python -m temporal.codec_server", description=(__doc__ or "").split("\n")[0])
+    try:
+        settings = from_process(CodecSettings) if settings is None else settings
+    except ValueError as exc:
+        parser.error(str(exc))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(
         "--origins",
-        default=env.get(ORIGINS_ENV, ",".join(DEFAULT_ORIGINS)),
+        default=",".join(settings.cors_origins or DEFAULT_ORIGINS),
         help=f"comma-separated UI origins allowed by CORS (env {ORIGINS_ENV})",
     )
     args = parser.parse_args(argv)
-    token = env.get(TOKEN_ENV, "")
+    token = settings.token
     if not token:
         parser.error(f"set {TOKEN_ENV}: the codec server refuses to run without a token")
     try:
-        codec = codec_from_env(env)
+        codec = codec_for(settings)
     except CodecError as exc:
         parser.error(str(exc))
     if codec is None:

@@ -1,10 +1,10 @@
 """OpenTelemetry tracing: off unless configured, GenAI-convention spans when on.
 
-On when the process environment names an OTLP endpoint
-(``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``;
-spans go out over OTLP/HTTP, which reads the other standard ``OTEL_EXPORTER_OTLP_*``
-variables such as headers itself) and/or ``AGENT_TRACE_FILE`` (one JSON object
-per finished span, appended to that file). ``OTEL_SDK_DISABLED=true`` wins.
+On when ``Settings.tracing`` names an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``; spans go out over OTLP/HTTP, whose exporter reads
+the other standard ``OTEL_EXPORTER_OTLP_*`` variables such as headers itself) and/or
+``AGENT_TRACE_FILE`` (one JSON object per finished span, appended to that file).
+``OTEL_SDK_DISABLED=true`` wins.
 Off, there is no provider and no interceptor, and the span helpers are no-ops.
 
 Where spans come from:
@@ -28,7 +28,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -51,10 +51,10 @@ from opentelemetry.trace import (
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from core.messages import TurnResult
+from core.settings import TracingSettings
 
 SERVICE_NAME = "durable-agent"  # the OpenTelemetry service name
 
-TRACE_FILE_ENV = "AGENT_TRACE_FILE"
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,12 @@ _state: _Tracing | None = None
 
 
 def configure_tracing(
-    service_name: str = SERVICE_NAME,
-    env: Mapping[str, str] = os.environ,
+    settings: TracingSettings,
     *,
+    service_name: str = SERVICE_NAME,
     install_global: bool = True,
 ) -> TracerProvider | None:
-    """Turn tracing on if ``env`` asks for it; None (and nothing set up) otherwise.
+    """Turn tracing on if ``settings`` ask for it; None (and nothing set up) otherwise.
 
     Once on, later calls return the same provider. ``install_global`` also makes it
     OpenTelemetry's global provider (tests pass False: the global can be set once).
@@ -84,13 +84,13 @@ def configure_tracing(
     global _state
     if _state is not None:
         return _state.provider
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    if settings.sdk_disabled:
         return None
-    endpoint = _otlp_endpoint(env)
-    trace_file = env.get(TRACE_FILE_ENV)
+    endpoint = _otlp_endpoint(settings)
+    trace_file = settings.trace_file
     if not endpoint and not trace_file:
         return None
-    resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or service_name})
+    resource = Resource.create({"service.name": settings.service_name or service_name})
     provider = TracerProvider(resource=resource)
     if endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
@@ -111,11 +111,11 @@ def configure_tracing(
     return provider
 
 
-def _otlp_endpoint(env: Mapping[str, str]) -> str | None:
-    if traces := env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        return traces
-    if base := env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-        return base.rstrip("/") + "/v1/traces"
+def _otlp_endpoint(settings: TracingSettings) -> str | None:
+    if settings.otlp_traces_endpoint:
+        return settings.otlp_traces_endpoint
+    if settings.otlp_endpoint:
+        return settings.otlp_endpoint.rstrip("/") + "/v1/traces"
     return None
 
 

@@ -8,12 +8,14 @@ from google.protobuf import json_format
 from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 
+from core.settings import CodecSettings
+from temporal import codec_server
 from temporal.codec import (
     ENCODING,
     KEY_ID_METADATA,
     CodecError,
     EncryptionCodec,
-    codec_from_env,
+    codec_for,
     data_converter,
     generate_key,
     main,
@@ -56,7 +58,7 @@ async def test_codec_rotation_keeps_old_payloads_readable_and_encodes_with_the_n
     old_codec, old_keys = _codec("old")
     (old_payload,) = await old_codec.encode([_payload()])
     new_key = generate_key()
-    rotated = codec_from_env({"AGENT_CODEC_KEYS": f"new:{new_key}, old:{old_keys['old']}"})
+    rotated = codec_for(CodecSettings.from_env({"AGENT_CODEC_KEYS": f"new:{new_key}, old:{old_keys['old']}"}))
     assert rotated is not None and rotated.key_ids == ["new", "old"]
     assert await rotated.decode([old_payload]) == [_payload()]
     (new_payload,) = await rotated.encode([_payload()])
@@ -87,9 +89,9 @@ async def test_codec_passes_unencrypted_payloads_through_on_decode():
     assert await codec.decode([plain]) == [plain]
 
 
-def test_codec_from_env_is_off_unless_keys_are_set():
-    assert codec_from_env({}) is None
-    assert codec_from_env({"AGENT_CODEC_KEYS": "  "}) is None
+def test_the_codec_is_off_unless_keys_are_set():
+    assert codec_for(CodecSettings()) is None
+    assert codec_for(CodecSettings.from_env({"AGENT_CODEC_KEYS": "  "})) is None
 
 
 @pytest.mark.parametrize(
@@ -208,3 +210,12 @@ def test_codec_server_refuses_to_start_without_a_token():
     codec, _ = _codec("k1")
     with pytest.raises(ValueError, match="token"):
         make_server(codec, "", port=0)
+
+
+def test_the_codec_server_refuses_to_run_without_a_token_or_keys(capsys):
+    with pytest.raises(SystemExit):
+        codec_server.main([], CodecSettings(keys=f"k1:{generate_key()}"))
+    assert "AGENT_CODEC_TOKEN" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        codec_server.main([], CodecSettings(token="t"))
+    assert "AGENT_CODEC_KEYS" in capsys.readouterr().err

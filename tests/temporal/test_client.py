@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from temporal.client import ui_base_url
+from core.settings import TemporalSettings
+from temporal.client import is_embedded, ui_base_url
 
 
 @pytest.mark.parametrize(
@@ -18,9 +19,14 @@ from temporal.client import ui_base_url
         ({}, "http://127.0.0.1:8233"),  # the embedded server
     ],
 )
-def test_the_ui_link_follows_the_configured_ui_then_a_local_address(monkeypatch, env, expected):
-    for name in ("TEMPORAL_UI_URL", "TEMPORAL_ADDRESS"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    assert ui_base_url() == expected
+def test_the_ui_link_follows_the_configured_ui_then_a_local_address(env, expected):
+    assert ui_base_url(TemporalSettings.from_env(env)) == expected
+
+
+def test_callers_without_settings_read_the_process_environment(monkeypatch):
+    # The CLI does until it is handed its settings (issue 29, second pass).
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "prod.tmprl.cloud:7233")
+    monkeypatch.delenv("TEMPORAL_UI_URL", raising=False)
+    assert ui_base_url() == "https://cloud.temporal.io" and not is_embedded()
+    monkeypatch.delenv("TEMPORAL_ADDRESS")
+    assert ui_base_url() == "http://127.0.0.1:8233" and is_embedded()

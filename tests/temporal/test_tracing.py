@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from temporalio.worker import Replayer, Worker
 
 with workflow.unsafe.imports_passed_through():
     from core.messages import TurnResult, Usage
+    from core.settings import TracingSettings
     from temporal import tracing
     from temporal.tracing import chat_span, configure_tracing, interceptors, tool_span
     from tools.base import ToolOutcome
@@ -43,7 +45,7 @@ def trace_file(tmp_path: Path) -> Path:
 
 
 def turn_on(trace_file: Path) -> None:
-    assert configure_tracing(env={"AGENT_TRACE_FILE": str(trace_file)}, install_global=False) is not None
+    assert configure_tracing(TracingSettings(trace_file=str(trace_file)), install_global=False) is not None
 
 
 def project_root() -> Path:
@@ -82,7 +84,7 @@ def bench_turn() -> TurnResult:
 
 
 def test_tracing_is_off_without_configuration():
-    assert configure_tracing(env={}, install_global=False) is None
+    assert configure_tracing(TracingSettings(), install_global=False) is None
     assert interceptors() == []
     with chat_span("openai", "bench-model", "wf-1", 1) as chat:
         chat.record(bench_turn())
@@ -92,7 +94,7 @@ def test_tracing_is_off_without_configuration():
 
 def test_sdk_disabled_wins_over_a_trace_file(trace_file: Path):
     env = {"OTEL_SDK_DISABLED": "true", "AGENT_TRACE_FILE": str(trace_file)}
-    assert configure_tracing(env=env, install_global=False) is None
+    assert configure_tracing(TracingSettings.from_env(env), install_global=False) is None
     assert interceptors() == []
     with tool_span("shell", "call-1", "wf-1", 1) as tool:
         tool.record("ok")
@@ -100,8 +102,8 @@ def test_sdk_disabled_wins_over_a_trace_file(trace_file: Path):
 
 
 def test_configure_tracing_is_idempotent(trace_file: Path):
-    first = configure_tracing(env={"AGENT_TRACE_FILE": str(trace_file)}, install_global=False)
-    again = configure_tracing(env={"AGENT_TRACE_FILE": str(trace_file)}, install_global=False)
+    first = configure_tracing(TracingSettings(trace_file=str(trace_file)), install_global=False)
+    again = configure_tracing(TracingSettings(trace_file=str(trace_file)), install_global=False)
     assert first is not None and again is first
     assert interceptors() == interceptors() and len(interceptors()) == 1
 
@@ -149,8 +151,9 @@ def test_failed_chat_span_has_error_status_and_type_but_not_the_message(trace_fi
 def test_trace_file_is_shared_safely_by_several_processes(trace_file: Path):
     script = (
         "import sys\n"
+        "from core.settings import TracingSettings\n"
         "from temporal.tracing import configure_tracing, shutdown_tracing, tool_span\n"
-        "configure_tracing(env={'AGENT_TRACE_FILE': sys.argv[1]}, install_global=False)\n"
+        "configure_tracing(TracingSettings(trace_file=sys.argv[1]), install_global=False)\n"
         "for i in range(200):\n"
         "    with tool_span('shell', f'call-{i}', sys.argv[2], i) as span:\n"
         "        span.record('ok')\n"
@@ -197,7 +200,8 @@ def test_otlp_endpoint_receives_spans_with_configured_headers(monkeypatch: pytes
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=agents")
         monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
         monkeypatch.delenv("AGENT_TRACE_FILE", raising=False)
-        assert configure_tracing(install_global=False) is not None
+        # The endpoint from the settings; the exporter reads the headers from the environment itself.
+        assert configure_tracing(TracingSettings.from_env(os.environ), install_global=False) is not None
         with tool_span("shell", "call-7", "wf-otlp", 2) as tool:
             tool.record("error")
         tracing.shutdown_tracing()  # the batch processor sends on flush
@@ -362,7 +366,7 @@ async def test_a_real_task_exports_invoke_agent_chat_and_tool_spans_linked_in_on
 
     spans_file = tmp_path / "spans.jsonl"
     tracing._reset_for_tests()
-    assert tracing.configure_tracing(env={"AGENT_TRACE_FILE": str(spans_file)}, install_global=False) is not None
+    assert tracing.configure_tracing(TracingSettings(trace_file=str(spans_file)), install_global=False) is not None
     try:
         traced = await Client.connect(client.service_client.config.target_host,
                                       data_converter=pydantic_data_converter, interceptors=tracing.interceptors())
