@@ -35,7 +35,8 @@ import tools
 from activities.mcp import McpToolRunner
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
 from contracts.mcp import MCP_CONFIG_ENV
-from contracts.task import BROWSER_TOOLS, ApprovalMode
+from contracts.task import ApprovalMode
+from contracts.toolset import BROWSER_TOOLS
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
 from core.messages import call_digest

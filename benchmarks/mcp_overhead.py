@@ -28,7 +28,7 @@ from activities.mcp_sessions import McpSessions
 from activities.tools import ToolActivities
 from contracts.activities import LlmCallInput, PromptParams, ToolCallInput
 from contracts.mcp import McpCall, McpListInput, McpServerConfig
-from contracts.task import DEFAULT_TOOLS
+from contracts.toolset import DEFAULT_TOOLS
 from core.messages import ToolCallRequest
 from runtime.audit import AuditLog
 from runtime.logs import configure_logging

@@ -19,7 +19,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from cli.tool_selection import SelectionError, tool_fields
 from cli.workers import ANSWER_WAIT, queue_polled
-from contracts.task import DEFAULT_TOOLS, ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
+from contracts.task import ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
+from contracts.toolset import DEFAULT_TOOLS
 from core.markdown import code_span
 from providers.factory import MODES
 from providers.models import model_spec

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from contracts.mcp import McpCall
-from contracts.task import default_shown
+from contracts.toolset import default_shown
 from core.entries import Entry
 from core.lean import omitted, omitted_empty
 from core.messages import ToolCallRequest, TurnResult

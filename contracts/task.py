@@ -13,16 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from contracts.mcp import McpServerConfig, McpTool
-
-# Re-exported: the workflow, the activities and their tests import these names from here.
-from contracts.toolset import BROWSER_TOOLS as BROWSER_TOOLS
-from contracts.toolset import CHILD_WORKFLOW_TOOLS as CHILD_WORKFLOW_TOOLS
-from contracts.toolset import DEFAULT_TOOLS as DEFAULT_TOOLS
-from contracts.toolset import NOT_FOR_SUBAGENTS as NOT_FOR_SUBAGENTS
-from contracts.toolset import PAGE_TOOLS as PAGE_TOOLS
-from contracts.toolset import default_shown as default_shown
 from contracts.toolset import offered_names
-from contracts.toolset import shown_tools as shown_tools
 from core.entries import Entry
 from core.messages import Usage
 from core.tool_args import PlanItem

@@ -19,7 +19,6 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import CONTEXT_QUERY, TOOL_ACTIVITY, ContextPage, ToolCallInput
     from contracts.task import (
-        BROWSER_TOOLS,
         TASK_WORKFLOW,
         ApprovalDecision,
         EventsPage,
@@ -30,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         TaskState,
         TaskStatus,
     )
+    from contracts.toolset import BROWSER_TOOLS
     from core.entries import SystemReminder, ToolCall, ToolResult, result_entry
     from core.loop_detect import LOOP_REMINDER
     from core.messages import ToolCallRequest

@@ -16,7 +16,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import LLM_ACTIVITY, LlmCallInput, PromptParams
-    from contracts.task import TaskState, shown_tools
+    from contracts.task import TaskState
+    from contracts.toolset import shown_tools
     from core.entries import AiMessage, StatusNotice, SystemReminder, ToolCall
     from core.errors import ErrorKind
     from core.messages import ContextReport, TurnResult

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from contracts.mcp import McpHints, McpServerConfig, parse_mcp_config, tool_name
-from contracts.task import DEFAULT_TOOLS, TaskInput
+from contracts.task import TaskInput
+from contracts.toolset import DEFAULT_TOOLS
 from core.tool_outcome import Danger
 
 

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from contracts.task import DEFAULT_TOOLS
+from contracts.toolset import DEFAULT_TOOLS
 from core.untrusted import wrap_untrusted
 from tests.tools.browsing import shared_pool
 from tests.tools.web_fixtures import LocalWebServer, Reply, fetch_routes

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.task import DEFAULT_TOOLS
+from contracts.toolset import DEFAULT_TOOLS
 from prompts import build_system_prompt, load_prompt_context
 from tools import REGISTRY, classify_call, compact_line, execute, memory
 from tools.base import Danger, ToolContext, ToolOutcome

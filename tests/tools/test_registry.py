@@ -4,7 +4,7 @@ from typing import Literal
 
 import pytest
 
-from contracts.task import DEFAULT_TOOLS
+from contracts.toolset import DEFAULT_TOOLS
 from core.messages import ToolCallRequest
 from tools import REGISTRY, classify_call, coerce_args, compact_line, declare, execute, registry, runs_in, specs
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
@@ -231,7 +231,7 @@ def test_compact_line_for_an_unknown_tool_names_it_only():
 
 def test_the_task_contract_agrees_with_what_the_tools_declare():
     """The workflow reads these declarations as data (it may not import the tools)."""
-    from contracts.task import CHILD_WORKFLOW_TOOLS, NOT_FOR_SUBAGENTS
+    from contracts.toolset import CHILD_WORKFLOW_TOOLS, NOT_FOR_SUBAGENTS
 
     assert sorted(CHILD_WORKFLOW_TOOLS) == sorted(n for n, t in REGISTRY.items() if t.runs_in == "child_workflow")
     assert sorted(NOT_FOR_SUBAGENTS) == sorted(n for n, t in REGISTRY.items() if not t.for_subagents)

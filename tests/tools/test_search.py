@@ -6,7 +6,7 @@ from typing import get_args
 import httpx
 import pytest
 
-from contracts.task import DEFAULT_TOOLS
+from contracts.toolset import DEFAULT_TOOLS
 from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from tools import REGISTRY, compact_line, execute, search, web
 from tools.base import Danger, ToolContext

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.task import DEFAULT_TOOLS
+from contracts.toolset import DEFAULT_TOOLS
 from tools import REGISTRY, classify_call, compact_line, execute, skills
 from tools.base import Danger, ToolContext
 from tools.skills import (

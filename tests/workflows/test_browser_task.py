@@ -26,7 +26,8 @@ import uuid
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from contracts.task import PAGE_TOOLS, ApprovalDecision, TaskState
+from contracts.task import ApprovalDecision, TaskState
+from contracts.toolset import PAGE_TOOLS
 from fakes.scripted import ScriptedModelServer, Step, tool
 from tests.browsing import require_browser
 from tests.tools.web_fixtures import LocalWebServer, Reply, Seen

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import tools
-from contracts.task import DEFAULT_TOOLS, TaskState, default_shown
+from contracts.task import TaskState
+from contracts.toolset import DEFAULT_TOOLS, default_shown
 from core.messages import ToolCallRequest
 from fakes.scripted import text
 from prompts import build_system_prompt

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from contracts.task import TaskState, TaskStatus, default_shown
+from contracts.task import TaskState, TaskStatus
+from contracts.toolset import default_shown
 from fakes.scripted import Step, error, text, tool
 from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, start
 from workflows.task import AgentTaskWorkflow
