@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LONG_LINES = 300
 # Trees that are not the product's source: long files there do not count.
-NOT_SOURCE = ("tests", "benchmarks", "fakes", "evals", ".venv", "data")
+NOT_SOURCE = ("tests", "benchmarks", "fakes", "evals", ".venv", "data", "build")
 # Where reading the environment belongs: the settings and the entry points.
 ENV_READERS = ("runtime/settings.py", "worker.py", "starter.py")
 _PATH = re.compile(r"`((?:[a-z_]+/)*[a-z_]+\.py)`")
