@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from contracts.task import ApprovalMode, TaskInput
 from providers.factory import MODES
@@ -79,26 +80,19 @@ def _number(text: str) -> float:
     return value
 
 
-def seconds(text: str) -> float:
-    """A duration that may be zero (do not wait)."""
-    value = _number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
-    return value
+def _from(low: float, said: str, *, strict: bool = False) -> Callable[[str], float]:
+    """An argument type: a finite number of at least ``low`` (more than it, ``strict``)."""
+    def parse(text: str) -> float:
+        value = _number(text)
+        if value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"{said}, got {text}")
+        return value
+    return parse
 
 
-def positive_seconds(text: str) -> float:
-    value = _number(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
-
-
-def amount(text: str) -> float:
-    value = _number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
+seconds = _from(0, "must be 0 or more seconds")  # a duration that may be zero (do not wait)
+positive_seconds = _from(0, "must be more than 0 seconds", strict=True)
+amount = _from(0, "must be 0 or more")
 
 
 def name_list(text: str) -> list[str]:
