@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import IMAGE_MISSING_NOTE, IMAGE_OMITTED_NOTE, MAX_IMAGES_SENT, LlmActivities, ProviderSettings
+from activities.llm import LlmActivities, ProviderSettings
+from activities.model_view import IMAGE_MISSING_NOTE, IMAGE_OMITTED_NOTE, MAX_IMAGES_SENT
 from contracts.activities import LlmCallInput, PromptParams
 from core.entries import Entry, ToolCall, ToolResult, UserMessage
 from core.messages import ToolCallRequest
