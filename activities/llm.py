@@ -1,12 +1,13 @@
 """The LLM activity: one model call, errors translated once into ApplicationError.
 
-One call is five named steps: the setup (what the input leaves out, the system prompt and
-the tool schemas, built here so neither is repeated in the history), the model's view
-(activities/model_view.py), the call (through the provider factory, behind a circuit breaker
-per endpoint: while one is open the call fails at once, retryable, with the time until the
-next probe), the reply bounded and redacted with each tool call declared by its tool
-(``tools.declare``), and the price. The reply is stored for the workflow to name by digest;
-the model's text streams to watchers on this host as heartbeats.
+``_call_llm`` reads setup -> view -> call -> bound -> declare -> price: what the input leaves
+out, the system prompt and tool schemas (activities/llm_setup.py, built here so neither is
+repeated in the history); the model's view (activities/model_view.py); the provider, behind
+a circuit breaker per endpoint (while one is open the call fails at once, retryable, with
+the time until the next probe); the reply capped and redacted as it enters the history
+(before the declarations, which classify the arguments as recorded); what each call's tool
+declares (``tools.declare``); the cost. The reply is then stored for the workflow to name by
+digest, and the model's text streams to watchers on this host as heartbeats.
 """
 
 from __future__ import annotations
@@ -150,8 +151,7 @@ class LlmActivities:
         return result
 
     def _bound(self, result: TurnResult) -> TurnResult:
-        """The model's output as it enters the history: capped (``bounded``) and redacted. Before
-        the declarations, which classify the arguments as they are recorded."""
+        """The model's output as it enters the history: capped (``bounded``) and redacted."""
         return self.secrets.redact_obj(bounded(result))
 
     def _declare(self, setup: Setup, calls: list[ToolCallRequest]) -> list[ToolCallRequest]:

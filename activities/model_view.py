@@ -4,10 +4,10 @@ The workflow sends only what is new (``LlmCallInput``); this service writes it t
 store, reads the task's entries (this worker's cache, then the store, large outputs expanded),
 fills what the store lacks from the workflow (the ``model_context`` query) or lets the prefix
 of earlier runs stand in, compacts the whole to the window and converts it to messages,
-redacted, with the latest images attached. How and why: docs/turn.md, "The model's view". A
-gap it cannot fill raises ``ContextGap`` (the activity asks for a resend). It lives in
-activities/, not runtime/, because it joins the floors below it: contracts, tools, providers
-and runtime.
+redacted, with the latest images attached; and it stores the model's reply where the next
+view reads it. How and why: docs/turn.md, "The model's view". A gap it cannot fill raises
+``ContextGap``. In activities/, not runtime/, because it joins floors runtime/ may not import
+(contracts, tools, providers).
 """
 
 from __future__ import annotations
