@@ -1,7 +1,8 @@
 """A worker process for the task queue: `python worker.py`.
 
-Runs the task workflow and the LLM and tool activities. Provider endpoints
-and keys are read from this process's environment (see README).
+Runs the task workflow and the LLM and tool activities. The composition root: it reads
+this process's environment once (``Settings.from_env``, see README) and hands each
+service its settings.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
@@ -32,24 +35,46 @@ from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
+from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.secrets import SecretStore
+from runtime.settings import Settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
-from tools import sandbox
+from tools import egress, sandbox, search, shell, skills
 from tools.browser import browser_pool, chromium_problem
+from tools.browser import pool as browser
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
 STICKY_WAIT = timedelta(seconds=5)
 
 
-def task_queue() -> str:
-    return os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE)
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """This process's settings (ValueError naming a bad variable): read once, here."""
+    return Settings.from_env(os.environ if environ is None else environ)
+
+
+def task_queue(settings: TemporalSettings | None = None) -> str:
+    """``AGENT_TASK_QUEUE`` or the default (None: this process's, for the CLI)."""
+    settings = TemporalSettings.from_env(os.environ) if settings is None else settings
+    return settings.task_queue or DEFAULT_TASK_QUEUE
+
+
+def configure_tools(settings: Settings) -> None:
+    """Hand the tool modules their settings: tools take no settings through their context yet
+    (tools/base.py's ToolContext), so each keeps its group for this process. ValueError for a
+    bad deny list entry."""
+    sandbox.configure(settings.sandbox)
+    shell.configure(settings.shell)
+    egress.configure(settings.egress)
+    search.configure(settings.search)
+    skills.configure(settings.skills)
+    browser.configure(settings.browser)
 
 
 # Our own packages are deterministic by construction (workflows/ does no I/O, reads no clock;
@@ -93,11 +118,15 @@ def build_worker(
     store: Store | ContextStore | None = None,
     shutdown_grace: timedelta = timedelta(0),
     local_tools: bool | None = None,
+    config: Settings | None = None,
 ) -> AgentWorker:
     # The composition root: stores, secrets and settings are built once here and injected.
-    store = as_store(store) if store is not None else open_store()
-    secrets = SecretStore.from_env()
-    shared = queue or task_queue()
+    config = load_settings() if config is None else config
+    configure_tools(config)
+    store = as_store(store) if store is not None else open_store(config.store, config.paths)
+    secrets = SecretStore.from_settings(config.secrets)
+    settings = ProviderSettings(**asdict(config.providers)) if settings is None else settings
+    shared = queue or task_queue(config.temporal)
     # Temporal's own form (pid@host), made unique: it is in every event a worker completes,
     # and with the queue name below in every activity a task schedules, so it is kept short.
     identity = f"{os.getpid()}@{socket.gethostname()}.{uuid.uuid4().hex[:4]}"
@@ -106,10 +135,11 @@ def build_worker(
     mcp = McpSessions(secrets, load_worker_config())
     catalog = McpCatalog(workflow_mcp_tools(client))
     if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
-        local_tools = os.environ.get("AGENT_LOCAL_TOOLS", "1").strip().lower() not in ("0", "false", "no", "off")
+        local_tools = config.worker.local_tools
     llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
                         local_tools=local_tools)
-    tools = ToolActivities(store, secrets, AuditLog(default_audit_path(), secrets), mcp=McpToolRunner(mcp))
+    audit = AuditLog(default_audit_path(config.paths), secrets)
+    tools = ToolActivities(store, secrets, audit, mcp=McpToolRunner(mcp))
     mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets)
@@ -177,31 +207,42 @@ class AgentWorker:
             await self._stop_mcp()
 
 
-def check_browser() -> str | None:
+def check_browser(settings: BrowserSettings | None = None) -> str | None:
     """One line saying how to install Chromium when the browser tools cannot run; None when
-    they can. Never a refusal to start: only the browser tools are missing."""
+    they can. Never a refusal to start: only the browser tools are missing. None: this
+    process's settings (the CLI's, before it builds a worker)."""
+    browser.configure(BrowserSettings.from_env(os.environ) if settings is None else settings)
     return chromium_problem()
 
 
-def check_sandbox() -> sandbox.SandboxStatus:
+def check_sandbox(settings: SandboxSettings | None = None) -> sandbox.SandboxStatus:
     """What shell commands will run in, probed once at start; raises SandboxUnavailable
     under AGENT_SANDBOX=required when bubblewrap cannot run, ValueError on a bad value."""
+    sandbox.configure(SandboxSettings.from_env(os.environ) if settings is None else settings)
     return sandbox.status()
+
+
+async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client]:
+    """What every worker process checks at start, each failure one line (see ``preflight``)."""
+    configure_logging(secrets=SecretStore.from_settings(config.secrets))
+    box = check_sandbox(config.sandbox)
+    configure_tools(config)
+    load_worker_config()  # a bad AGENT_MCP_CONFIG refuses to start, in one line
+    store = open_store(config.store, config.paths)  # checked before anything else: a bad store refuses to start
+    try:
+        await store.check()
+        return box, store, await connect(config)
+    except BaseException:
+        await store.close()
+        raise
 
 
 async def preflight() -> int:
     """The checks every worker process makes at start, made once by a supervisor before it
     starts its processes: a bad configuration is one line, not one per process."""
-    configure_logging()
     try:
-        check_sandbox()
-        load_worker_config()
-        store = open_store()
-        try:
-            await store.check()
-        finally:
-            await store.close()
-        await connect()
+        _box, store, _client = await _start(load_settings())
+        await store.close()
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -211,23 +252,19 @@ async def preflight() -> int:
 async def main(stop_requested: list[int] | None = None) -> int:
     """One worker process. ``stop_requested``: signals that arrived before the worker could
     handle them (a supervised child starting up), acted on as soon as it can."""
-    configure_logging()
-    log = get_logger(component="worker")
     try:
-        box = check_sandbox()
-        load_worker_config()  # a bad AGENT_MCP_CONFIG refuses to start, in one line
-        store = open_store()  # checked before anything else: a bad store refuses to start
-        await store.check()
-        client = await connect()
+        config = load_settings()
+        box, store, client = await _start(config)
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    log = get_logger(component="worker")
     if not box.active:
         print(box.notice(), file=sys.stderr)
-    if browser := check_browser():
-        print(browser, file=sys.stderr)
-    grace = shutdown_grace()
-    worker = build_worker(client, store=store, shutdown_grace=grace)
+    if problem := check_browser(config.browser):
+        print(problem, file=sys.stderr)
+    grace = timedelta(seconds=config.worker.shutdown_grace_s)
+    worker = build_worker(client, store=store, shutdown_grace=grace, config=config)
     loop = asyncio.get_running_loop()
     stopping: list[asyncio.Future[None]] = []
 
@@ -249,7 +286,7 @@ async def main(stop_requested: list[int] | None = None) -> int:
         loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
     for signum in stop_requested or ():
         stop(signal.Signals(signum).name)
-    log.info("worker started", task_queue=task_queue(), sandbox=box.notice())
+    log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
     await worker.run()
     if stopping:
         await stopping[0]
@@ -257,11 +294,6 @@ async def main(stop_requested: list[int] | None = None) -> int:
     log.info("worker stopped")
     shutdown_tracing()
     return 0
-
-
-def shutdown_grace() -> timedelta:
-    """How long a stopping worker lets running activities finish (``AGENT_SHUTDOWN_GRACE_S``)."""
-    return timedelta(seconds=float(os.environ.get("AGENT_SHUTDOWN_GRACE_S", "30")))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

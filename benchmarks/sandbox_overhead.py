@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from core.settings import SandboxSettings
 from tools import sandbox
 from tools.base import ToolContext
 from tools.shell import ShellArgs, run_shell
+from worker import configure_tools, load_settings
 
 
 def p95(values: list[float]) -> float:
@@ -42,13 +43,13 @@ async def main() -> int:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--command", default="true")
     args = parser.parse_args()
-    env = {"PATH": os.environ.get("PATH", "")}
+    configure_tools(load_settings())  # commands get what they would get from a worker started here
     try:
-        boxed = sandbox.status({**env, "AGENT_SANDBOX": "required"})
+        boxed = sandbox.probe(SandboxSettings(mode="required"))
     except sandbox.SandboxUnavailable as err:
         print(f"no sandbox here: {err}", file=sys.stderr)
         return 2
-    bare = sandbox.status({**env, "AGENT_SANDBOX": "off"})
+    bare = sandbox.probe(SandboxSettings(mode="off"))
     with tempfile.TemporaryDirectory() as tmp:
         ctx = ToolContext(workspace=Path(tmp))
         plain: list[float] = []

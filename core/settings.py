@@ -13,6 +13,7 @@ reads the process's environment. Groups and defaults: docs/settings.md.
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -202,7 +203,7 @@ class SearchSettings(Group):
 
 @dataclass(frozen=True)
 class SkillSettings(Group):
-    dirs: tuple[Path, ...] = var("AGENT_SKILLS_DIRS", (), sep=":")  # os.pathsep, as PATH
+    dirs: tuple[Path, ...] = var("AGENT_SKILLS_DIRS", (), sep=os.pathsep)  # as PATH is
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@
   exists, that file's facts are shown too, after the workspace's.
 - agents: ``AGENTS.md`` at the workspace root, the project's conventions.
 - skills: names and descriptions of the skills under ``skills_dirs``
-  (default: ``tools.skills.skills_dirs(workspace)``).
-- preferences: the ``AGENT_USER_PREFERENCES`` environment variable, or else
+  (default: ``tools.skills.skills_dirs(workspace)``, as ``load_skill`` finds them).
+- preferences: ``AGENT_USER_PREFERENCES`` (``PromptSettings``), or else
   ``<data_dir>/preferences.md``.
 
 Each text is capped at ``FILE_CAP_CHARS`` with a note saying so. A file that
@@ -18,12 +18,12 @@ note in its place; loading never raises for a bad file.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from core.settings import PromptSettings
+from runtime.settings import from_process
 from tools.skills import SkillInfo, discover_skills, read_text
 from tools.skills import skills_dirs as default_skills_dirs
 
@@ -49,20 +49,21 @@ def load_prompt_context(
     data_dir: Path,
     session: str | None = None,
     skills_dirs: list[Path] | None = None,
-    env: Mapping[str, str] = os.environ,
+    settings: PromptSettings | None = None,
 ) -> PromptContext:
-    """The prompt context of a task in ``workspace`` (see the module docstring for the rules)."""
+    """The prompt context of a task in ``workspace`` (see the module docstring for the rules).
+    ``settings`` None: this process's, for activities/prompt.py until it passes them (issue 29)."""
     workspace = Path(workspace)
     memory = read_capped(workspace / MEMORY_FILE, root=workspace)
     session_path = session_memory(data_dir, session)
     if session_path is not None:
         shared = read_capped(session_path, root=data_dir)
         memory = f"{memory}\n\nSession {session!r}:\n{shared}".strip() if shared else memory
-    preferences = env.get(PREFERENCES_ENV, "").strip()
+    preferences = (from_process(PromptSettings) if settings is None else settings).user_preferences
     return PromptContext(
         memory=memory,
         agents=read_capped(workspace / AGENTS_FILE, root=workspace),
-        skills=discover_skills(default_skills_dirs(workspace, env) if skills_dirs is None else skills_dirs),
+        skills=discover_skills(default_skills_dirs(workspace) if skills_dirs is None else skills_dirs),
         preferences=_cap(preferences, PREFERENCES_ENV) if preferences else read_capped(
             data_dir / PREFERENCES_FILE, root=data_dir
         ),

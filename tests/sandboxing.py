@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from core.settings import SandboxSettings
 from tools import sandbox
 from tools.base import ToolContext, ToolOutcome
 from tools.shell import ShellArgs, run_shell
@@ -20,7 +21,7 @@ REQUIRE_ENV = "AGENT_TEST_REQUIRE_SANDBOX"
 
 
 def probe() -> sandbox.SandboxStatus:
-    return sandbox.status({"AGENT_SANDBOX": "auto", "PATH": os.environ.get("PATH", "")})
+    return sandbox.probe(SandboxSettings(mode="auto"))
 
 
 def require(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
@@ -36,7 +37,7 @@ def require(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
 
 
 def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
-    status = sandbox.status({"AGENT_SANDBOX": "off"})
+    status = sandbox.probe(SandboxSettings(mode="off"))
     monkeypatch.setattr(sandbox, "_STATUS", status)
     return status
 

@@ -10,8 +10,9 @@ browser and everything its pages load, a task's own MCP servers over HTTP):
 - never to a host on the deny list, nor to a host name any of whose addresses is on it.
   ``DEFAULT_DENY``: cloud metadata endpoints and the link-local ranges, plus
   ``AGENT_DENY_HOSTS`` (and ``AGENT_BROWSER_DENY_HOSTS``, its older name, also read):
-  comma-separated host names, globs (``*.internal``), addresses and CIDR ranges, read by
-  ``Egress.of`` (the one reader of these variables) each time a tool call builds its fence.
+  comma-separated host names, globs (``*.internal``), addresses and CIDR ranges
+  (``Settings.egress``, which worker.py hands to ``configure`` once; ``Egress.of`` builds
+  each tool call's fence from it).
 
 Hosts are compared in canonical form (``canonical_host``): lower case, no brackets,
 trailing dot or IPv6 zone, addresses as Chromium writes them (``0xA9FEA9FE`` and
@@ -30,19 +31,19 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import re
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
 
 import httpx
 
+from core.settings import EgressSettings
+
 DENY_ENV = "AGENT_DENY_HOSTS"
-DENY_ENV_ALIAS = "AGENT_BROWSER_DENY_HOSTS"  # the browser's name for it, before it was shared
 # Cloud metadata endpoints (AWS, Azure, GCP and Oracle's 169.254.169.254, AWS's IPv6 one, ECS
 # task metadata, Alibaba, GCP's names), then every link-local address. Named before the
 # ranges so that a refusal names the endpoint.
@@ -116,10 +117,9 @@ class DenyList:
         return None
 
 
-def deny_list(environ: Mapping[str, str]) -> DenyList:
-    """``DEFAULT_DENY`` plus ``AGENT_DENY_HOSTS`` and ``AGENT_BROWSER_DENY_HOSTS``; ValueError
-    naming an entry with a ``/`` that is not a CIDR range (a fence is not silently dropped)."""
-    extra = [part for var in (DENY_ENV, DENY_ENV_ALIAS) for part in environ.get(var, "").split(",") if part.strip()]
+def deny_list(extra: Sequence[str] = ()) -> DenyList:
+    """``DEFAULT_DENY`` plus ``extra`` (``EgressSettings.deny_hosts``); ValueError naming an
+    entry with a ``/`` that is not a CIDR range (a fence is not silently dropped)."""
     entries: list[str] = []
     for raw in (*DEFAULT_DENY, *extra):
         entry = canonical_host(raw) if "/" not in raw else raw.strip().lower()
@@ -130,6 +130,15 @@ def deny_list(environ: Mapping[str, str]) -> DenyList:
                 raise ValueError(f"{DENY_ENV}: {raw.strip()!r} is not an address range such as 10.0.0.0/8") from None
         entries.append(entry)
     return DenyList(tuple(dict.fromkeys(entries)))
+
+
+_DENY = deny_list()  # the built-in list until worker.py configures this process
+
+
+def configure(settings: EgressSettings) -> None:
+    """This process's deny list (worker.py, once); ValueError for an entry that is not one."""
+    global _DENY
+    _DENY = deny_list(settings.deny_hosts)
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -152,8 +161,9 @@ class Egress:
     deny: DenyList
 
     @classmethod
-    def of(cls, network: bool, environ: Mapping[str, str] = os.environ) -> Egress:
-        return cls(network=network, deny=deny_list(environ))
+    def of(cls, network: bool) -> Egress:
+        """A tool call's fence, with this process's deny list (see ``configure``)."""
+        return cls(network=network, deny=_DENY)
 
     def refusal(self, host: str) -> str | None:
         """Why ``host`` may not be reached, as written (no DNS), or None."""
@@ -210,6 +220,6 @@ class EgressTransport(httpx.AsyncBaseTransport):
 
 
 __all__ = [
-    "DEFAULT_DENY", "DENY_ENV", "DENY_ENV_ALIAS", "NO_NETWORK", "DenyList", "Egress", "EgressTransport",
-    "Refused", "Unreachable", "canonical_host", "deny_list", "resolve",
+    "DEFAULT_DENY", "DENY_ENV", "NO_NETWORK", "DenyList", "Egress", "EgressTransport",
+    "Refused", "Unreachable", "canonical_host", "configure", "deny_list", "resolve",
 ]  # fmt: skip

@@ -33,8 +33,9 @@ Why it holds as root, the default in containers (each measured here, bwrap 0.8, 
 | ``off`` | commands run unsandboxed | commands run unsandboxed |
 
 ``AGENT_SANDBOX_READABLE`` (comma-separated paths) shows paths inside hidden directories
-again, read-only: a toolchain installed in a home directory (``/root/.pyenv``). The worker
-probes once at start (``status()``) and says which of these holds, with the limits.
+again, read-only: a toolchain installed in a home directory (``/root/.pyenv``). worker.py
+hands this module ``Settings.sandbox`` (``configure``) and probes once at start
+(``status()``), saying which of these holds, with the limits.
 """
 
 from __future__ import annotations
@@ -47,12 +48,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tools.sandbox_limits import Limits, find_pids_cgroup
+from core.settings import SandboxSettings, ShellLimits
+from tools.sandbox_limits import describe, find_pids_cgroup
 
 MODE_ENV = "AGENT_SANDBOX"
-BWRAP_ENV = "AGENT_BWRAP"  # path of the bwrap binary, if not on PATH
-READABLE_ENV = "AGENT_SANDBOX_READABLE"
-MODES = ("auto", "required", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
 PROBE_TIMEOUT_S = 10.0
 # Entries of /proc that write to the host's kernel, bound read-only (those that exist).
@@ -76,7 +75,7 @@ class SandboxStatus:
     mode: str  # auto | required | off
     bwrap: str | None  # the working bwrap binary, or None
     problem: str = ""  # why there is no sandbox, when there is none
-    limits: Limits = field(default_factory=Limits)
+    limits: ShellLimits = field(default_factory=ShellLimits)
     pids_cgroup: Path | None = None  # where each command gets a pids cgroup, if anywhere
     readable: tuple[Path, ...] = ()  # shown read-only inside hidden directories
 
@@ -95,7 +94,7 @@ class SandboxStatus:
 
     def notice(self) -> str:
         """One line for the worker's start: what commands run in, under which limits."""
-        limits = f"; limits: {self.limits.describe(self.procs_limited)}"
+        limits = f"; limits: {describe(self.limits, self.procs_limited)}"
         if self.active:
             return f"sandbox: shell commands run in bubblewrap ({self.bwrap}){limits}"
         if self.mode == "off":
@@ -113,29 +112,32 @@ class SandboxStatus:
         )
 
 
+_SETTINGS = SandboxSettings()  # the defaults until worker.py configures this process
 _STATUS: SandboxStatus | None = None
 
 
-def status(env: dict[str, str] | None = None, *, refresh: bool = False) -> SandboxStatus:
+def configure(settings: SandboxSettings) -> None:
+    """This process's sandbox settings (worker.py, once); a change is probed at the next ``status()``."""
+    global _SETTINGS, _STATUS
+    if settings != _SETTINGS:
+        _SETTINGS, _STATUS = settings, None
+
+
+def status(*, refresh: bool = False) -> SandboxStatus:
     """The sandbox this process runs commands in, probed once (``bwrap`` runs ``true``)."""
     global _STATUS
-    if _STATUS is None or refresh or env is not None:
-        found = probe(dict(os.environ) if env is None else env)
-        if env is not None:
-            return found
-        _STATUS = found
+    if _STATUS is None or refresh:
+        _STATUS = probe(_SETTINGS)
     return _STATUS
 
 
-def probe(env: dict[str, str]) -> SandboxStatus:
-    mode = env.get(MODE_ENV, "auto").strip().lower() or "auto"
-    if mode not in MODES:
-        raise ValueError(f"{MODE_ENV}={mode!r}: expected one of {', '.join(MODES)}")
-    readable = tuple(Path(p.strip()) for p in env.get(READABLE_ENV, "").split(",") if p.strip())
-    base = SandboxStatus(mode, None, limits=Limits.from_env(env), pids_cgroup=find_pids_cgroup(), readable=readable)
+def probe(settings: SandboxSettings, *, path: str | None = None) -> SandboxStatus:
+    """What ``settings`` give here; ``path`` is where to look for ``bwrap`` (None: ``PATH``)."""
+    mode = settings.mode
+    base = SandboxStatus(mode, None, limits=settings.limits, pids_cgroup=find_pids_cgroup(), readable=settings.readable)
     if mode == "off":
         return base
-    binary = env.get(BWRAP_ENV) or shutil.which("bwrap", path=env.get("PATH"))
+    binary = settings.bwrap or shutil.which("bwrap", path=path)
     if not binary:
         found = replace(base, problem="bubblewrap (bwrap) is not installed")
     else:

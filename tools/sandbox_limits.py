@@ -1,4 +1,4 @@
-"""Per-command resource limits: processes, memory, CPU time and file size.
+"""Per-command resource limits: processes, memory, CPU time and file size (``ShellLimits``).
 
 Why these mechanisms (measured on Linux 6.x, as root, the default in containers):
 
@@ -23,49 +23,23 @@ import os
 import resource
 import time
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
+
+from core.settings import ShellLimits
 
 MIB = 1024 * 1024
 CGROUP_PREFIX = "durable-agent-"
 STALE_CGROUP_S = 60.0  # an empty command cgroup older than this was left by a worker that died
 RELEASE_TRIES = 50  # x 10 ms: the cgroup empties as the sandbox's last processes are reaped
 
-ENV = {
-    "procs": "AGENT_SHELL_MAX_PROCS",
-    "memory_mb": "AGENT_SHELL_MAX_MEMORY_MB",
-    "cpu_s": "AGENT_SHELL_MAX_CPU_S",
-    "file_mb": "AGENT_SHELL_MAX_FILE_MB",
-}
 
-
-@dataclass(frozen=True)
-class Limits:
-    procs: int = 256  # processes and threads of the whole command
-    memory_mb: int = 2048  # per process
-    cpu_s: int = 1800  # per process
-    file_mb: int = 4096  # the largest file a command may write
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Limits:
-        values: dict[str, int] = {}
-        for field in fields(cls):
-            var = ENV[field.name]
-            raw = env.get(var, "").strip()
-            if not raw:
-                continue
-            if not raw.isdigit() or int(raw) < 1:
-                raise ValueError(f"{var}={raw!r}: expected a whole number above 0")
-            values[field.name] = int(raw)
-        return cls(**values)
-
-    def describe(self, procs_enforced: bool) -> str:
-        procs = f"{self.procs} processes" if procs_enforced else "no process limit (root without a pids cgroup)"
-        return (
-            f"{procs}, {self.memory_mb} MiB memory, {self.cpu_s} s CPU per process, "
-            f"files up to {self.file_mb} MiB"
-        )
+def describe(limits: ShellLimits, procs_enforced: bool) -> str:
+    """The limits in a few words, for the worker's start line."""
+    procs = f"{limits.procs} processes" if procs_enforced else "no process limit (root without a pids cgroup)"
+    return (
+        f"{procs}, {limits.memory_mb} MiB memory, {limits.cpu_s} s CPU per process, "
+        f"files up to {limits.file_mb} MiB"
+    )
 
 
 def find_pids_cgroup() -> Path | None:
@@ -180,7 +154,7 @@ class Confinement:
     """One command's limits: made before it starts, entered in its child between fork and
     exec (``enter``), and released once it has ended (``release``)."""
 
-    def __init__(self, limits: Limits, pids_cgroup: Path | None) -> None:
+    def __init__(self, limits: ShellLimits, pids_cgroup: Path | None) -> None:
         self.cgroup: Path | None = None
         self._procs_fd = -1
         wanted = [

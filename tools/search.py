@@ -10,7 +10,7 @@ Backends are pluggable. A backend is any object with
 ``async search(query, max_results, *, topic) -> list[SearchHit]`` that raises
 ``SearchError`` (phrased for the model, marked retryable or not) for every
 failure it knows. ``AGENT_SEARCH_BACKEND`` names one in ``BACKENDS``, each
-built from the environment:
+built from ``Settings.search`` (worker.py hands it to ``configure``):
 
 - ``tavily``: ``POST {TAVILY_BASE_URL}/search`` with ``TAVILY_API_KEY``;
 - ``brave``: ``GET {BRAVE_BASE_URL}/res/v1/web/search?q=...&count=...`` with
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -44,6 +44,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from core.heartbeat import with_heartbeats
+from core.settings import SearchSettings
 from core.untrusted import wrap_untrusted
 from tools import web
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
@@ -143,8 +144,7 @@ class _KeyedBackend:
         self.timeout_s = timeout_s
 
 
-def _api_key(env: Mapping[str, str], variable: str, what: str) -> str:
-    key = env.get(variable, "").strip()
+def _api_key(key: str | None, variable: str, what: str) -> str:
     if not key:
         raise SearchError(
             f"Web search is not configured: set {variable} to {what} in the worker's environment, then try again."
@@ -158,9 +158,9 @@ class TavilyBackend(_KeyedBackend):
     DEFAULT_URL = TAVILY_URL
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> TavilyBackend:
-        key = _api_key(env, "TAVILY_API_KEY", "a Tavily API key (https://tavily.com)")
-        return cls(key, env.get("TAVILY_BASE_URL") or TAVILY_URL)
+    def from_settings(cls, settings: SearchSettings) -> TavilyBackend:
+        key = _api_key(settings.tavily_api_key, "TAVILY_API_KEY", "a Tavily API key (https://tavily.com)")
+        return cls(key, settings.tavily_base_url or TAVILY_URL)
 
     async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]:
         body = {
@@ -208,9 +208,9 @@ class BraveBackend(_KeyedBackend):
     DEFAULT_URL = BRAVE_URL
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> BraveBackend:
-        key = _api_key(env, "BRAVE_API_KEY", "a Brave Search API key (https://brave.com/search/api)")
-        return cls(key, env.get("BRAVE_BASE_URL") or BRAVE_URL)
+    def from_settings(cls, settings: SearchSettings) -> BraveBackend:
+        key = _api_key(settings.brave_api_key, "BRAVE_API_KEY", "a Brave Search API key (https://brave.com/search/api)")
+        return cls(key, settings.brave_base_url or BRAVE_URL)
 
     async def search(self, query: str, max_results: int, *, topic: Topic) -> list[SearchHit]:
         headers = {"X-Subscription-Token": self.api_key, "Accept": "application/json"}
@@ -266,8 +266,8 @@ class SearxngBackend:
         self.timeout_s = timeout_s
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> SearxngBackend:
-        url = env.get("SEARXNG_URL", "").strip()
+    def from_settings(cls, settings: SearchSettings) -> SearxngBackend:
+        url = settings.searxng_url
         if not url:
             raise SearchError(
                 "Web search is not configured: set SEARXNG_URL to the address of a SearXNG "
@@ -364,47 +364,56 @@ def _detail(response: httpx.Response) -> str:
 
 # --- the tool -----------------------------------------------------------------
 
-BACKENDS: dict[str, Callable[[Mapping[str, str]], SearchBackend]] = {
-    "tavily": TavilyBackend.from_env,
-    "brave": BraveBackend.from_env,
-    "searxng": SearxngBackend.from_env,
+BACKENDS: dict[str, Callable[[SearchSettings], SearchBackend]] = {
+    "tavily": TavilyBackend.from_settings,
+    "brave": BraveBackend.from_settings,
+    "searxng": SearxngBackend.from_settings,
 }
-# Without AGENT_SEARCH_BACKEND: the first backend whose variable is set, else Tavily.
-AUTO_DETECT: tuple[tuple[str, str], ...] = (
-    ("tavily", "TAVILY_API_KEY"),
-    ("brave", "BRAVE_API_KEY"),
-    ("searxng", "SEARXNG_URL"),
+# Without AGENT_SEARCH_BACKEND: the first backend whose setting is there, else Tavily.
+AUTO_DETECT: tuple[tuple[str, Callable[[SearchSettings], str | None]], ...] = (
+    ("tavily", lambda s: s.tavily_api_key),
+    ("brave", lambda s: s.brave_api_key),
+    ("searxng", lambda s: s.searxng_url),
 )
+_SETTINGS = SearchSettings()  # no backend until worker.py configures this process
 
 
-def backend_name(env: Mapping[str, str] | None = None) -> str:
+def configure(settings: SearchSettings) -> None:
+    """This process's search backend settings (worker.py, once)."""
+    global _SETTINGS
+    _SETTINGS = settings
+
+
+def backend_name(settings: SearchSettings | None = None) -> str:
     """The backend ``AGENT_SEARCH_BACKEND`` names, or the one ``AUTO_DETECT`` finds."""
-    env = os.environ if env is None else env
-    if name := env.get("AGENT_SEARCH_BACKEND", "").strip().lower():
+    settings = _SETTINGS if settings is None else settings
+    if name := (settings.backend or "").lower():
         return name
-    return next((name for name, var in AUTO_DETECT if env.get(var, "").strip()), "tavily")
+    return next((name for name, setting in AUTO_DETECT if setting(settings)), "tavily")
 
 
-def search_configured(env: Mapping[str, str] | None = None) -> bool:
-    """Whether a search backend can be built from ``env`` (to offer the tool at all)."""
+def search_configured(settings: SearchSettings | None = None) -> bool:
+    """Whether a search backend can be built (to offer the tool at all). None: this process's
+    environment, for cli/tasks.py until it passes ``Settings.search`` (issue 29, second pass)."""
     try:
-        backend_from_env(env)
+        make_backend(SearchSettings.from_env(os.environ) if settings is None else settings)
     except SearchError:
         return False
     return True
 
 
-def backend_from_env(env: Mapping[str, str] | None = None) -> SearchBackend:
-    """The backend ``AGENT_SEARCH_BACKEND`` names; SearchError if it cannot be built."""
-    env = os.environ if env is None else env
-    name = backend_name(env)
+def make_backend(settings: SearchSettings | None = None) -> SearchBackend:
+    """The backend ``AGENT_SEARCH_BACKEND`` names (None: this process's settings, see
+    ``configure``); SearchError if it cannot be built."""
+    settings = _SETTINGS if settings is None else settings
+    name = backend_name(settings)
     factory = BACKENDS.get(name)
     if factory is None:
         raise SearchError(
             f"Unknown search backend {name!r} in AGENT_SEARCH_BACKEND; "
             f"choose one of: {', '.join(BACKENDS)}."
         )
-    return factory(env)
+    return factory(settings)
 
 
 def shape_query(query: str, search_type: SearchType) -> str:
@@ -440,7 +449,7 @@ async def search_tool(args: SearchArgs, ctx: ToolContext) -> ToolOutcome:
     query = shape_query(args.query, args.type)
     topic: Topic = "news" if args.type == "news" else "general"
     try:
-        backend = backend_from_env()
+        backend = make_backend()
         hits = await with_heartbeats(
             backend.search(query, args.max_results, topic=topic),
             ctx.heartbeat,

@@ -6,10 +6,11 @@ read as it comes and at most ``HEAD_BYTES`` + ``TAIL_BYTES`` of it is kept, so a
 exhaust memory. What the model sees is capped at ``OUTPUT_CAP_CHARS`` characters: longer
 output keeps its first and last half, with a ``[... N characters truncated ...]`` line between.
 
-The command's environment is built by allow-list (``allowed_env``): ``PATH``, ``HOME``,
-``LANG``, ``LANGUAGE``, ``LC_*``, ``TERM``, ``TZ``, and the names in ``AGENT_SHELL_ENV_ALLOW``
-(comma-separated), never anything else of the worker's, so a command (or a prompt injection
-driving one) cannot read ``DATABASE_URL`` or an API key with ``env``.
+The command's environment is built by allow-list (``core.settings.allowed_env``, taken
+from the worker's when worker.py builds ``Settings.shell``): ``PATH``, ``HOME``, ``LANG``,
+``LANGUAGE``, ``LC_*``, ``TERM``, ``TZ``, and the names in ``AGENT_SHELL_ENV_ALLOW``, never
+anything else of the worker's, so a command (or a prompt injection driving one) cannot
+read ``DATABASE_URL`` or an API key with ``env``.
 
 Commands run in the sandbox of ``tools/sandbox.py`` (bubblewrap): read-only filesystem but
 the workspace and a private ``/tmp`` (also ``HOME``), home directories and the worker's files
@@ -33,8 +34,9 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
+from core.settings import ShellSettings
 from tools import sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
@@ -73,19 +75,13 @@ Run a bash command in the workspace (the working directory) and return its outpu
 """
 
 
-ENV_ALLOW_VAR = "AGENT_SHELL_ENV_ALLOW"
-BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ")  # and LC_*: what every command gets
+_SETTINGS = ShellSettings()  # nothing of the worker's environment until worker.py configures this process
 
 
-def allowed_env(env: Mapping[str, str], allow: Sequence[str] = ()) -> dict[str, str]:
-    """The part of ``env`` a command sees: ``BASE_ENV``, ``LC_*`` and the names in ``allow``."""
-    names = {*BASE_ENV, *allow}
-    return {name: value for name, value in env.items() if name in names or name.startswith("LC_")}
-
-
-def env_allow_list(env: Mapping[str, str]) -> list[str]:
-    """The names in ``AGENT_SHELL_ENV_ALLOW`` (comma-separated)."""
-    return [name.strip() for name in env.get(ENV_ALLOW_VAR, "").split(",") if name.strip()]
+def configure(settings: ShellSettings) -> None:
+    """What commands get of the worker's environment (worker.py, once)."""
+    global _SETTINGS
+    _SETTINGS = settings
 
 
 class ShellArgs(StrictArgs):
@@ -214,8 +210,8 @@ def _die_with_worker() -> None:
         pass
 
 
-def command_env(box: sandbox.SandboxStatus, env: Mapping[str, str] = os.environ) -> dict[str, str]:
-    found = allowed_env(env, env_allow_list(env))
+def command_env(box: sandbox.SandboxStatus) -> dict[str, str]:
+    found = dict(_SETTINGS.inherited)
     if box.active:  # home directories are hidden in the sandbox: HOME and caches in its private /tmp
         found.update(HOME="/tmp", TMPDIR="/tmp", XDG_CACHE_HOME="/tmp/.cache")
     return found

@@ -16,7 +16,7 @@ other files come through the ``load_skill`` tool.
 
 Where skills are looked for (``skills_dirs``), first folder first:
 ``<workspace>/.agent/skills``, then each folder in ``AGENT_SKILLS_DIRS``
-(``os.pathsep``-separated), then the repository's ``skills/``. A name found
+(``Settings.skills``, handed to ``configure`` by worker.py), then the repository's ``skills/``. A name found
 in an earlier folder hides the same name in a later one. A skill folder must
 lie inside its skills folder once symlinks are resolved.
 """
@@ -27,18 +27,18 @@ import asyncio
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from core.settings import SkillSettings
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 SKILL_FILE = "SKILL.md"
 WORKSPACE_SKILLS = Path(".agent") / "skills"
 REPO_SKILLS = Path(__file__).parents[1] / "skills"
-SKILLS_DIRS_ENV = "AGENT_SKILLS_DIRS"
 MAX_SKILL_FILE_CHARS = 20_000  # a SKILL.md or supporting file returned by load_skill
 MAX_DESCRIPTION_CHARS = 400  # descriptions sit in every prompt; longer ones are cut
 MAX_LISTED_FILES = 50
@@ -114,10 +114,19 @@ def _unquote(value: str) -> str:
 # --- discovery ------------------------------------------------------------
 
 
-def skills_dirs(workspace: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
-    """Where skills are looked for, in order of precedence (see the module docstring)."""
-    extra = [Path(p).expanduser() for p in env.get(SKILLS_DIRS_ENV, "").split(os.pathsep) if p.strip()]
-    return [workspace / WORKSPACE_SKILLS, *extra, REPO_SKILLS]
+_SETTINGS = SkillSettings()  # no extra folders until worker.py configures this process
+
+
+def configure(settings: SkillSettings) -> None:
+    """This process's extra skills folders (worker.py, once)."""
+    global _SETTINGS
+    _SETTINGS = settings
+
+
+def skills_dirs(workspace: Path, extra: Sequence[Path] | None = None) -> list[Path]:
+    """Where skills are looked for, in order of precedence (see the module docstring);
+    ``extra`` (None: this process's ``AGENT_SKILLS_DIRS``) between the workspace's and ours."""
+    return [workspace / WORKSPACE_SKILLS, *(_SETTINGS.dirs if extra is None else extra), REPO_SKILLS]
 
 
 def discover_skills(dirs: Iterable[Path]) -> list[SkillInfo]:

@@ -14,6 +14,7 @@ from contracts.mcp import McpCall, McpListInput, McpServerConfig
 from core.messages import ToolCallRequest
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore
+from tests import configured
 from tests.mcp_support import kit_http
 from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools.egress import NO_NETWORK
@@ -35,7 +36,7 @@ def counting():
 
 @pytest.mark.parametrize("kind", ["http", "sse"])
 async def test_an_http_server_on_a_denied_host_is_refused_before_anything_is_sent(sessions, counting, monkeypatch, kind):
-    monkeypatch.setenv("AGENT_DENY_HOSTS", "127.0.0.2")
+    configured.use(monkeypatch, AGENT_DENY_HOSTS="127.0.0.2")
     with pytest.raises(McpUnavailable, match=r"is refused: the host 127\.0\.0\.2 is on the deny list \(127\.0\.0\.2;"):
         await sessions.connection("denied", McpServerConfig(type=kind, url=counting.url("/mcp")))
     assert counting.requests == []

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from core.messages import LlmRequest, SystemPrompt
+from core.settings import PromptSettings, SkillSettings
 from core.untrusted import SECURITY_PROMPT_SEGMENT
 from prompts import (
     DYNAMIC_SEGMENTS,
@@ -15,7 +16,8 @@ from prompts import (
     stable_prompt,
 )
 from prompts.context import FILE_CAP_CHARS, PREFERENCES_ENV
-from tools.skills import REPO_SKILLS, SKILLS_DIRS_ENV, SkillInfo
+from tools import skills
+from tools.skills import REPO_SKILLS, SkillInfo
 
 TOOLS = ["message", "shell", "file", "load_skill", "memory"]
 SKILL_BODY = "Step one: run the secret ritual of the frobnicator."
@@ -120,8 +122,8 @@ def test_skills_catalogue_is_left_out_when_load_skill_is_not_a_tool(tmp_path):
     assert "<skills>" not in system and "deploy" not in system
 
 
-def test_default_skills_dirs_are_the_workspace_ones_then_the_repository_ones(tmp_path, workspace, monkeypatch):
-    monkeypatch.delenv(SKILLS_DIRS_ENV, raising=False)
+def test_default_skills_dirs_are_the_workspace_ones_then_the_repository_ones(tmp_path, workspace):
+    skills.configure(SkillSettings())  # no AGENT_SKILLS_DIRS (the next test gets this process's back)
     _skill(workspace / ".agent" / "skills", "python-testing", "Use when the workspace says so.")
     context = load_prompt_context(workspace, data_dir=tmp_path / "data", session=None, skills_dirs=None)
     by_name = {s.name: s for s in context.skills}
@@ -160,13 +162,11 @@ def test_session_memory_is_shown_after_the_workspace_memory_when_the_session_has
     assert _load(workspace, tmp_path, session="../../ws").memory == "- workspace fact"
 
 
-def test_preferences_come_from_the_environment_before_the_data_dir_file(tmp_path, workspace, monkeypatch):
+def test_preferences_come_from_the_settings_before_the_data_dir_file(tmp_path, workspace):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "preferences.md").write_text("Answer briefly.\n")
-    monkeypatch.delenv(PREFERENCES_ENV, raising=False)
-    assert _load(workspace, tmp_path).preferences == "Answer briefly."
-    monkeypatch.setenv(PREFERENCES_ENV, "Answer at length.")
-    context = _load(workspace, tmp_path)
+    assert _load(workspace, tmp_path, settings=PromptSettings()).preferences == "Answer briefly."
+    context = _load(workspace, tmp_path, settings=PromptSettings.from_env({PREFERENCES_ENV: "Answer at length."}))
     assert context.preferences == "Answer at length."
     assert "Answer at length." in _system(context).dynamic
 

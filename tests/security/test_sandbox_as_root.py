@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from core.settings import SandboxSettings
 from tests import sandboxing
 from tools import sandbox
 from tools.base import ToolContext
@@ -136,9 +137,9 @@ async def test_a_4_gib_allocation_is_refused(mode, tmp_path, monkeypatch):
 
 
 async def test_the_limits_are_what_the_operator_set(tmp_path, monkeypatch):
-    env = {"AGENT_SANDBOX": "auto", "PATH": os.environ.get("PATH", ""), "AGENT_SHELL_MAX_MEMORY_MB": "1024",
+    env = {"AGENT_SANDBOX": "auto", "AGENT_SHELL_MAX_MEMORY_MB": "1024",
            "AGENT_SHELL_MAX_CPU_S": "60", "AGENT_SHELL_MAX_FILE_MB": "1", "AGENT_SHELL_MAX_PROCS": "20"}
-    box = sandbox.status(env)
+    box = sandbox.probe(SandboxSettings.from_env(env))
     if not box.active:
         sandboxing.require(monkeypatch)  # skips, or fails in CI
     monkeypatch.setattr(sandbox, "_STATUS", box)

@@ -2,9 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from tests import sandboxing
+from core.settings import ShellSettings, allowed_env
+from tests import configured, sandboxing
 from tools.base import ToolContext
-from tools.shell import ShellArgs, allowed_env, env_allow_list, run_shell
+from tools.shell import ShellArgs, run_shell
 
 CREDENTIALS = {
     "AGENT_SECRET_X": "agent-secret",
@@ -59,11 +60,16 @@ def test_allowed_env_adds_the_names_on_the_allow_list():
 
 
 def test_env_allow_list_reads_comma_separated_names():
-    assert env_allow_list({"AGENT_SHELL_ENV_ALLOW": " GITHUB_TOKEN, ,AWS_PROFILE "}) == [
+    assert ShellSettings.from_env({"AGENT_SHELL_ENV_ALLOW": " GITHUB_TOKEN, ,AWS_PROFILE "}).env_allow == (
         "GITHUB_TOKEN",
         "AWS_PROFILE",
-    ]
-    assert env_allow_list({}) == []
+    )
+    assert ShellSettings.from_env({}).env_allow == ()
+
+
+def test_a_command_inherits_what_the_settings_took_from_the_worker_when_they_were_read():
+    environ = {**CREDENTIALS, **WORKERS_OWN, **BASE, "AGENT_SHELL_ENV_ALLOW": "VIRTUAL_ENV"}
+    assert ShellSettings.from_env(environ).inherited == {**BASE, "VIRTUAL_ENV": "/venv"}
 
 
 async def _env_seen_by_command(ws: Path) -> dict[str, str]:
@@ -83,6 +89,7 @@ def credentials(request, monkeypatch: pytest.MonkeyPatch) -> str:
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
     monkeypatch.delenv("AGENT_SHELL_ENV_ALLOW", raising=False)
+    configured.use(monkeypatch)  # a worker started in this environment
     return request.param
 
 
@@ -97,7 +104,7 @@ async def test_shell_command_sees_only_the_base_environment(tmp_path, credential
 
 
 async def test_shell_command_sees_variables_listed_in_agent_shell_env_allow(tmp_path, credentials, monkeypatch):
-    monkeypatch.setenv("AGENT_SHELL_ENV_ALLOW", "GITHUB_TOKEN,VIRTUAL_ENV")
+    configured.use(monkeypatch, AGENT_SHELL_ENV_ALLOW="GITHUB_TOKEN,VIRTUAL_ENV")
     env = await _env_seen_by_command(tmp_path)
     assert env["GITHUB_TOKEN"] == "ghp_x" and env["VIRTUAL_ENV"] == "/venv"
     assert "OPENAI_API_KEY" not in env and "AGENT_SECRET_X" not in env and "DATABASE_URL" not in env

@@ -16,7 +16,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from core.settings import BrowserSettings
 from core.tool_outcome import BrowserState, ToolOutcome
+from tests import configured
 from tests.tools.browsing import require_browser, shared_pool
 from tests.tools.web_fixtures import LocalWebServer, Reply, Route, Seen
 from tools import REGISTRY, compact_line, execute
@@ -324,7 +326,7 @@ async def test_cloud_metadata_hosts_are_refused(task, url):
 
 
 async def test_the_deny_list_takes_globs_from_the_environment(task, monkeypatch):
-    monkeypatch.setenv("AGENT_BROWSER_DENY_HOSTS", "*.internal, intranet.example.com")
+    configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS="*.internal, intranet.example.com")
     for url in ("http://db.corp.internal/", "https://INTRANET.example.com./x"):
         result = await task.call("visit", url=url)
         assert result.status == "error" and "deny list" in result.content, url
@@ -521,9 +523,9 @@ async def test_calls_of_different_tasks_run_side_by_side(pool, server, tmp_path)
 @pytest.mark.parametrize("how", ["AGENT_CHROMIUM", "PATH"])
 async def test_without_chromium_every_tool_says_how_to_install_it(tmp_path, monkeypatch, how):
     if how == "AGENT_CHROMIUM":
-        monkeypatch.setenv("AGENT_CHROMIUM", str(tmp_path / "no-such-chromium"))
+        configured.use(monkeypatch, AGENT_CHROMIUM=str(tmp_path / "no-such-chromium"))
     else:
-        monkeypatch.delenv("AGENT_CHROMIUM", raising=False)
+        pool_module.configure(BrowserSettings())  # no AGENT_CHROMIUM: looked for on PATH
         monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(pool_module, "_POOL", BrowserPool())
     ctx = ToolContext(

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass, field
 
 import pytest
 
+from tests import configured
 from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools.browser.policy import Policy, workspace_url
 from tools.browser.proxy import PolicyProxy
-from tools.egress import canonical_host, deny_list
+from tools.egress import canonical_host
 
 
 @pytest.mark.parametrize(
@@ -27,10 +27,10 @@ def test_hosts_are_compared_in_the_form_chromium_writes_them(host, canonical):
     assert canonical_host(host) == canonical
 
 
-def test_the_environment_adds_to_the_built_in_deny_list(monkeypatch):
+def test_the_environment_adds_to_the_built_in_deny_list(monkeypatch, tmp_path):
     monkeypatch.delenv("AGENT_DENY_HOSTS", raising=False)
-    monkeypatch.setenv("AGENT_BROWSER_DENY_HOSTS", " *.internal ,10.0.0.1,,")
-    hosts = deny_list(os.environ).entries
+    configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS=" *.internal ,10.0.0.1,,")
+    hosts = Policy.of(True, tmp_path).egress.deny.entries
     assert "169.254.169.254" in hosts and "metadata.google.internal" in hosts
     assert hosts[-2:] == ("*.internal", "10.0.0.1")
 
@@ -96,7 +96,7 @@ def test_a_workspace_path_becomes_its_file_url(tmp_path):
 
 
 async def test_a_host_name_that_resolves_to_a_denied_address_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setenv("AGENT_BROWSER_DENY_HOSTS", "127.0.0.1")
+    configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS="127.0.0.1")
     reason = await Policy.of(True, tmp_path).check("http://localhost:9/")
     assert reason is not None and "the host localhost resolves to 127.0.0.1" in reason
 
@@ -166,7 +166,7 @@ async def test_the_proxy_refuses_a_tunnel_to_a_denied_host_with_403(proxied):
 
 async def test_the_proxy_checks_the_address_a_name_resolves_to(proxied, monkeypatch, tmp_path):
     owner, proxy_url = proxied
-    monkeypatch.setenv("AGENT_BROWSER_DENY_HOSTS", "127.0.0.1")
+    configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS="127.0.0.1")
     owner.policy = Policy.of(True, tmp_path)
     answer = await _exchange(proxy_url, b"CONNECT localhost:9 HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 403")

@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from core.settings import EgressSettings
 from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools import egress as egress_module
 from tools.egress import (
@@ -28,19 +29,20 @@ from tools.egress import (
 
 
 def test_the_default_deny_list_is_cloud_metadata_and_link_local():
-    entries = deny_list({}).entries
+    entries = deny_list().entries
     assert entries == DEFAULT_DENY
     assert {"169.254.169.254", "fd00:ec2::254", "169.254.0.0/16", "fe80::/10"} <= set(entries)
 
 
 def test_both_variables_add_to_the_deny_list_in_canonical_form():
     environ = {"AGENT_DENY_HOSTS": " Intranet.Example. ,10.1.2.3/8", "AGENT_BROWSER_DENY_HOSTS": "*.internal,FE80::/10,,"}
-    assert deny_list(environ).entries[len(DEFAULT_DENY):] == ("intranet.example", "10.0.0.0/8", "*.internal")
+    extra = EgressSettings.from_env(environ).deny_hosts
+    assert deny_list(extra).entries[len(DEFAULT_DENY):] == ("intranet.example", "10.0.0.0/8", "*.internal")
 
 
 def test_a_malformed_range_is_an_error_not_a_hole():
     with pytest.raises(ValueError, match=r"'10\.0\.0\.0/33' is not an address range"):
-        deny_list({"AGENT_DENY_HOSTS": "10.0.0.0/33"})
+        egress_module.configure(EgressSettings.from_env({"AGENT_DENY_HOSTS": "10.0.0.0/33"}))
 
 
 @pytest.mark.parametrize(
@@ -50,7 +52,7 @@ def test_a_malformed_range_is_an_error_not_a_hole():
      ("127.0.0.1", None), ("example.com", None), ("10.example", None), ("::1", None)],
 )  # fmt: skip
 def test_a_host_matches_names_globs_and_ranges(host, entry):
-    deny = deny_list({"AGENT_DENY_HOSTS": "10.0.0.0/8,*.internal"})
+    deny = deny_list(("10.0.0.0/8", "*.internal"))
     assert deny.match(canonical_host(host)) == entry
 
 
@@ -70,7 +72,7 @@ def test_without_network_every_host_is_refused_and_the_reason_says_how_to_get_it
 
 
 async def test_addresses_refuses_a_denied_literal_address_without_resolving():
-    egress = Egress(network=True, deny=deny_list({}))
+    egress = Egress(network=True, deny=deny_list())
     with pytest.raises(Refused, match=r"the host 169\.254\.169\.254 is on the deny list \(169\.254\.169\.254; see AGENT_DENY_HOSTS\)"):
         await egress.addresses("2852039166", 80)
     assert await egress.addresses("127.0.0.1", 80) == ["127.0.0.1"]
@@ -111,7 +113,7 @@ async def test_the_transport_connects_to_the_checked_address_with_the_names_tls(
         return ["127.0.0.1"]
 
     monkeypatch.setattr(egress_module, "resolve", resolve)
-    transport = EgressTransport(Egress(network=True, deny=deny_list({})), verify=client_tls)
+    transport = EgressTransport(Egress(network=True, deny=deny_list()), verify=client_tls)
     with LocalWebServer({"/page": Reply(body=b"over tls")}, tls=server_tls) as server:
         port = server.base_url.rsplit(":", 1)[1]
         async with httpx.AsyncClient(transport=transport) as client:

@@ -6,6 +6,7 @@ import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
 from core.untrusted import wrap_untrusted
+from tests import configured
 from tests.tools.browsing import shared_pool
 from tests.tools.web_fixtures import LocalWebServer, Reply, fetch_routes
 from tools import REGISTRY, compact_line, execute, fetch, web
@@ -425,7 +426,7 @@ def test_readable_chars_counts_text_beyond_the_title_without_link_targets():
 async def test_fetch_without_chromium_returns_the_shell_and_says_how_to_install_it(
     js_server, tmp_path, monkeypatch, no_browser
 ):
-    monkeypatch.setenv("AGENT_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    configured.use(monkeypatch, AGENT_CHROMIUM=str(tmp_path / "no-such-chromium"))
     result = await _fetch(ToolContext(workspace=tmp_path, network=True), js_server.url("/app"))
     assert result.status == "ok" and _inside(result.content) == "# App"
     note = result.content.rsplit("</untrusted_content>\n", 1)[1]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.settings import EgressSettings
 from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools import egress, fetch
 from tools.base import ToolContext
@@ -17,9 +18,8 @@ PAGE = Reply(body=b"<title>Inside</title><p>The other server's page.</p>")
 
 
 @pytest.fixture(autouse=True)
-def no_extra_deny(monkeypatch):
-    for name in (egress.DENY_ENV, egress.DENY_ENV_ALIAS):
-        monkeypatch.delenv(name, raising=False)
+def no_extra_deny():
+    egress.configure(EgressSettings())  # the built-in list only (conftest puts this process's back)
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ async def test_a_redirect_to_the_second_loopback_address_is_followed_when_nothin
 async def test_a_redirect_to_a_denied_host_is_refused_before_it_is_sent(
     first, second, tmp_path, monkeypatch, variable, entry
 ):
-    monkeypatch.setenv(variable, entry)
+    egress.configure(EgressSettings.from_env({variable: entry}))
     result = await _fetch(first.url("/away"), tmp_path)
     assert result.status == "error", result.content
     assert "the host 127.0.0.2 is on the deny list" in result.content
@@ -72,7 +72,7 @@ async def test_a_redirect_to_a_denied_host_is_refused_before_it_is_sent(
 
 
 async def test_a_host_name_that_resolves_to_a_denied_address_is_refused(first, tmp_path, monkeypatch):
-    monkeypatch.setenv("AGENT_DENY_HOSTS", "127.0.0.0/8")
+    egress.configure(EgressSettings.from_env({"AGENT_DENY_HOSTS": "127.0.0.0/8"}))
     port = first.base_url.rsplit(":", 1)[1]
     result = await _fetch(f"http://localhost:{port}/page", tmp_path)
     assert result.status == "error", result.content

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import sandboxing
+from core.settings import SandboxSettings
+from tests import configured, sandboxing
 from tools import sandbox, shell
 from tools.base import ToolContext
 
@@ -103,7 +104,7 @@ async def test_background_processes_end_with_the_command(box, tmp_path):
 
 
 def test_without_bubblewrap_only_read_only_commands_run(tmp_path, monkeypatch):
-    status = sandbox.status({"AGENT_SANDBOX": "auto", "PATH": str(tmp_path)})
+    status = sandbox.probe(SandboxSettings(mode="auto"), path=str(tmp_path))
     assert not status.active and status.refuses_unsafe
     assert "apt-get install bubblewrap" in status.notice() and "AGENT_SANDBOX=off" in status.notice()
     assert len(status.notice().splitlines()) == 1
@@ -118,16 +119,16 @@ def test_without_bubblewrap_only_read_only_commands_run(tmp_path, monkeypatch):
 
 
 def test_sandbox_modes(tmp_path):
-    off = sandbox.status({"AGENT_SANDBOX": "off", "PATH": ""})
+    off = sandbox.probe(SandboxSettings.from_env({"AGENT_SANDBOX": "off"}), path="")
     assert not off.active and not off.refuses_unsafe and "unsandboxed" in off.notice()
     with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install bubblewrap"):
-        sandbox.status({"AGENT_SANDBOX": "required", "PATH": str(tmp_path)})
+        sandbox.probe(SandboxSettings.from_env({"AGENT_SANDBOX": "required"}), path=str(tmp_path))
     with pytest.raises(ValueError, match="AGENT_SANDBOX"):
-        sandbox.status({"AGENT_SANDBOX": "maybe"})
+        SandboxSettings.from_env({"AGENT_SANDBOX": "maybe"})
     broken = tmp_path / "bwrap"
     broken.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     broken.chmod(0o755)
-    refused = sandbox.status({"AGENT_SANDBOX": "auto", "AGENT_BWRAP": str(broken)})
+    refused = sandbox.probe(SandboxSettings.from_env({"AGENT_SANDBOX": "auto", "AGENT_BWRAP": str(broken)}))
     assert not refused.active and "No permissions to create new namespace" in refused.notice()
 
 
@@ -191,7 +192,7 @@ async def test_everyday_commands_still_work_in_the_sandbox(box, tmp_path, monkey
         monkeypatch.setenv(name, "Agent")
     for name in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
         monkeypatch.setenv(name, "agent@example.com")
-    monkeypatch.setenv("AGENT_SHELL_ENV_ALLOW", "GIT_AUTHOR_NAME,GIT_AUTHOR_EMAIL,GIT_COMMITTER_NAME,GIT_COMMITTER_EMAIL")
+    configured.use(monkeypatch, AGENT_SHELL_ENV_ALLOW="GIT_AUTHOR_NAME,GIT_AUTHOR_EMAIL,GIT_COMMITTER_NAME,GIT_COMMITTER_EMAIL")
     (tmp_path / "script.py").write_text("import json, sys\nprint(json.dumps({'sum': sum(range(5))}))\n")
     (tmp_path / "Makefile").write_text("all:\n\techo built > out.txt\n")
     result = await sandboxing.run(ToolContext(workspace=tmp_path), "set -e; " + "; ".join([

@@ -1,4 +1,4 @@
-"""Per-command limits: read from the environment, the pids cgroup found, rlimits chosen.
+"""Per-command limits: read from the settings, the pids cgroup found, rlimits chosen.
 
 What they refuse, in the sandbox and out of it, is in tests/security/test_sandbox_as_root.py.
 """
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from core.settings import ShellLimits
 from tools import sandbox, sandbox_limits
-from tools.sandbox_limits import Confinement, Limits, candidates
+from tools.sandbox_limits import Confinement, candidates
 
 HYBRID_HOST = (
     "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
@@ -34,12 +35,12 @@ SYSTEMD_V2 = (
 
 
 def test_limits_have_defaults_the_operator_can_raise():
-    assert Limits.from_env({}) == Limits(procs=256, memory_mb=2048, cpu_s=1800, file_mb=4096)
-    raised = Limits.from_env({"AGENT_SHELL_MAX_PROCS": "1000", "AGENT_SHELL_MAX_MEMORY_MB": " 8192 "})
+    assert ShellLimits.from_env({}) == ShellLimits(procs=256, memory_mb=2048, cpu_s=1800, file_mb=4096)
+    raised = ShellLimits.from_env({"AGENT_SHELL_MAX_PROCS": "1000", "AGENT_SHELL_MAX_MEMORY_MB": " 8192 "})
     assert raised.procs == 1000 and raised.memory_mb == 8192 and raised.cpu_s == 1800
     for bad in ("0", "-5", "lots", "1.5"):
         with pytest.raises(ValueError, match="AGENT_SHELL_MAX_CPU_S"):
-            Limits.from_env({"AGENT_SHELL_MAX_CPU_S": bad})
+            ShellLimits.from_env({"AGENT_SHELL_MAX_CPU_S": bad})
 
 
 def test_the_pids_cgroup_is_found_v1_first_then_v2():
@@ -55,7 +56,7 @@ def test_a_worker_counts_its_own_tasks():
 
 
 def test_rlimits_are_memory_cpu_file_size_and_no_core_dumps():
-    fence = Confinement(Limits(memory_mb=100, cpu_s=7, file_mb=3), pids_cgroup=None)
+    fence = Confinement(ShellLimits(memory_mb=100, cpu_s=7, file_mb=3), pids_cgroup=None)
     chosen = dict(fence.rlimits)
     assert chosen[resource.RLIMIT_DATA] == 100 * 2**20 and chosen[resource.RLIMIT_CPU] == 7
     assert chosen[resource.RLIMIT_FSIZE] == 3 * 2**20 and chosen[resource.RLIMIT_CORE] == 0
@@ -63,7 +64,7 @@ def test_rlimits_are_memory_cpu_file_size_and_no_core_dumps():
 
 def test_without_a_cgroup_a_worker_that_is_not_root_limits_its_uid(monkeypatch):
     monkeypatch.setattr(sandbox_limits.os, "getuid", lambda: 2**31 - 7)  # a uid with no processes
-    chosen = dict(Confinement(Limits(procs=40), pids_cgroup=None).rlimits)
+    chosen = dict(Confinement(ShellLimits(procs=40), pids_cgroup=None).rlimits)
     assert chosen[resource.RLIMIT_NPROC] == min(40, resource.getrlimit(resource.RLIMIT_NPROC)[1])
 
 
@@ -79,7 +80,7 @@ async def test_each_command_gets_a_pids_cgroup_that_goes_with_it():
     base = sandbox_limits.find_pids_cgroup()
     if base is None:
         pytest.skip("no writable pids cgroup here")
-    fence = Confinement(Limits(procs=7), base)
+    fence = Confinement(ShellLimits(procs=7), base)
     assert fence.cgroup is not None and fence.cgroup.parent == base
     made = fence.cgroup
     assert (made / "pids.max").read_text().strip() == "7" and resource.RLIMIT_NPROC not in dict(fence.rlimits)
@@ -91,7 +92,7 @@ async def test_a_cgroup_still_in_use_at_release_goes_once_its_processes_end():
     base = sandbox_limits.find_pids_cgroup()
     if base is None:
         pytest.skip("no writable pids cgroup here")
-    fence = Confinement(Limits(), base)
+    fence = Confinement(ShellLimits(), base)
     made = fence.cgroup
     assert made is not None
     background = subprocess.Popen(["sleep", "0.3"], preexec_fn=fence.enter)  # an unsandboxed command's
@@ -99,5 +100,5 @@ async def test_a_cgroup_still_in_use_at_release_goes_once_its_processes_end():
     assert made.exists() and made in sandbox_limits._LEFT
     background.wait()
     await asyncio.sleep(0.05)
-    await Confinement(Limits(), base).release()  # the next command tidies up
+    await Confinement(ShellLimits(), base).release()  # the next command tidies up
     assert not made.exists() and made not in sandbox_limits._LEFT

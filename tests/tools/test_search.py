@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
+from core.settings import SearchSettings
 from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from tools import REGISTRY, compact_line, execute, search, web
 from tools.base import Danger, ToolContext
@@ -19,7 +20,7 @@ from tools.search import (
     SearchHit,
     SearchType,
     TavilyBackend,
-    backend_from_env,
+    make_backend,
 )
 from tools.web import USER_AGENT
 
@@ -27,14 +28,17 @@ KEY = "tvly-test-key-123"
 
 
 @pytest.fixture
-def tavily(monkeypatch):
+def tavily():
     """A fake Tavily API; set ``tavily.routes["/search"]`` to change its answer."""
     with LocalWebServer({"/search": _json_reply(tavily_results())}) as server:
-        monkeypatch.setenv("TAVILY_API_KEY", KEY)
-        monkeypatch.setenv("TAVILY_BASE_URL", server.base_url)
-        for other in ("AGENT_SEARCH_BACKEND", "BRAVE_API_KEY", "SEARXNG_URL"):
-            monkeypatch.delenv(other, raising=False)
+        _use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=server.base_url)
         yield server
+
+
+def _use(**env: str) -> None:
+    """Search as a worker started with ``env`` (and no other search variable) has it; conftest
+    gives this process's back after the test."""
+    search.configure(SearchSettings.from_env(env))
 
 
 @pytest.fixture
@@ -96,15 +100,13 @@ def test_search_query_suffix_table_covers_every_type():
     assert set(QUERY_SUFFIX) == set(get_args(SearchType))
 
 
-async def test_search_uses_the_default_base_url_when_none_is_set(monkeypatch):
-    monkeypatch.setenv("TAVILY_API_KEY", KEY)
-    monkeypatch.delenv("TAVILY_BASE_URL", raising=False)
-    backend = backend_from_env()
+async def test_search_uses_the_default_base_url_when_none_is_set():
+    backend = make_backend(SearchSettings.from_env({"TAVILY_API_KEY": KEY}))
     assert isinstance(backend, TavilyBackend) and backend.base_url == "https://api.tavily.com"
 
 
-async def test_search_accepts_a_base_url_with_a_trailing_slash(tavily, ctx, monkeypatch):
-    monkeypatch.setenv("TAVILY_BASE_URL", tavily.base_url + "/")
+async def test_search_accepts_a_base_url_with_a_trailing_slash(tavily, ctx):
+    _use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=tavily.base_url + "/")
     result = await _search(ctx)
     assert result.status == "ok" and tavily.requests[-1].path == "/search"
 
@@ -180,15 +182,15 @@ async def test_search_skips_hits_without_a_url(tavily, ctx):
 # --- configuration and errors -----------------------------------------------------
 
 
-async def test_search_without_a_key_says_how_to_configure_it(tavily, ctx, monkeypatch):
-    monkeypatch.delenv("TAVILY_API_KEY")
+async def test_search_without_a_key_says_how_to_configure_it(tavily, ctx):
+    _use(TAVILY_BASE_URL=tavily.base_url)
     result = await _search(ctx)
     assert result.status == "error" and "set TAVILY_API_KEY" in result.content
     assert tavily.requests == []
 
 
-async def test_search_with_an_unknown_backend_names_the_choices(tavily, ctx, monkeypatch):
-    monkeypatch.setenv("AGENT_SEARCH_BACKEND", "bing")
+async def test_search_with_an_unknown_backend_names_the_choices(tavily, ctx):
+    _use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=tavily.base_url, AGENT_SEARCH_BACKEND="bing")
     result = await _search(ctx)
     assert result.status == "error"
     assert "Unknown search backend 'bing'" in result.content and "tavily" in result.content
@@ -224,7 +226,7 @@ async def test_search_says_a_busy_or_failing_service_may_be_retried(tavily, ctx,
 async def test_search_reports_another_client_error_as_not_retryable(tavily, ctx):
     tavily.routes["/search"] = _json_reply({"detail": {"error": "Query is too long."}}, 400)
     with pytest.raises(SearchError) as caught:
-        await backend_from_env().search("q", 5, topic="general")
+        await make_backend().search("q", 5, topic="general")
     assert (
         str(caught.value)
         == "The search service rejected the request (HTTP 400: Query is too long.)."

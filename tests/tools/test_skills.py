@@ -3,12 +3,12 @@ from pathlib import Path
 import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
+from core.settings import SkillSettings
 from tools import REGISTRY, classify_call, compact_line, execute, skills
 from tools.base import Danger, ToolContext
 from tools.skills import (
     MAX_SKILL_FILE_CHARS,
     REPO_SKILLS,
-    SKILLS_DIRS_ENV,
     WORKSPACE_SKILLS,
     discover_skills,
     parse_front_matter,
@@ -28,8 +28,8 @@ def _good(name: str, description: str = "Use when testing. Not for production.",
 
 
 @pytest.fixture
-def ws(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(SKILLS_DIRS_ENV, raising=False)
+def ws(workspace: Path) -> Path:
+    skills.configure(SkillSettings())  # no AGENT_SKILLS_DIRS (the next test gets this process's back)
     return workspace
 
 
@@ -99,10 +99,12 @@ def test_discover_skills_cuts_an_overlong_description(tmp_path):
 
 
 def test_skills_dirs_are_the_workspace_then_the_env_then_the_repository(tmp_path):
-    env = {SKILLS_DIRS_ENV: f"{tmp_path / 'a'}{__import__('os').pathsep}{tmp_path / 'b'}"}
-    assert skills_dirs(tmp_path / "ws", env) == [
+    env = {"AGENT_SKILLS_DIRS": f"{tmp_path / 'a'}{__import__('os').pathsep}{tmp_path / 'b'}"}
+    skills.configure(SkillSettings.from_env(env))
+    assert skills_dirs(tmp_path / "ws") == [
         tmp_path / "ws" / ".agent" / "skills", tmp_path / "a", tmp_path / "b", REPO_SKILLS,
     ]
+    assert skills_dirs(tmp_path / "ws", extra=()) == [tmp_path / "ws" / ".agent" / "skills", REPO_SKILLS]
 
 
 def test_repository_skills_are_well_formed_routing_conditions():

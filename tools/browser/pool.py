@@ -46,6 +46,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.settings import BrowserSettings
 from core.tool_outcome import BrowserState
 from tools.browser.page import ACTION_TIMEOUT_MS, NAV_TIMEOUT_MS, Watch
 from tools.browser.policy import Policy
@@ -66,8 +67,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHROMIUM_ENV = "AGENT_CHROMIUM"
-IDLE_ENV = "AGENT_BROWSER_IDLE_S"
-DEFAULT_IDLE_S = 600.0
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 INSTALL_HINT = "install it with `apt-get install chromium`, or set AGENT_CHROMIUM to a Chromium executable"
 VIEWPORT = {"width": 1280, "height": 800}
@@ -90,10 +89,18 @@ class BrowserUnavailable(Exception):
     """No browser can run here; the message is one line for the model and the log."""
 
 
+_SETTINGS = BrowserSettings()  # Chromium on PATH, 600 s idle, until worker.py configures this process
+
+
+def configure(settings: BrowserSettings) -> None:
+    """This process's browser settings (worker.py, once, before the first browser call makes the pool)."""
+    global _SETTINGS
+    _SETTINGS = settings
+
+
 def find_chromium() -> tuple[str | None, str | None]:
     """(the Chromium executable, None) or (None, one line saying what is wrong)."""
-    configured = os.environ.get(CHROMIUM_ENV, "").strip()
-    if configured:
+    if configured := _SETTINGS.chromium:
         found = shutil.which(configured)
         if found and os.access(found, os.X_OK):
             return found, None
@@ -280,7 +287,7 @@ class BrowserPool:
     """This process's browser and its tasks' contexts (see the module docstring)."""
 
     def __init__(self, *, idle_s: float | None = None) -> None:
-        self.idle_s = idle_s if idle_s is not None else float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE_S)
+        self.idle_s = idle_s if idle_s is not None else _SETTINGS.idle_s
         self.launches = 0  # how many times Chromium was started (benchmarks, tests)
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
@@ -472,5 +479,6 @@ __all__ = [
     "TaskBrowser",
     "browser_pool",
     "chromium_problem",
+    "configure",
     "find_chromium",
 ]
