@@ -1,13 +1,13 @@
 """Settings: every variable the worker and the CLI read, parsed once into frozen groups.
 
-The entry points build ``Settings.from_env(os.environ)`` and hand each service its group;
-nothing below them reads the environment (issue 29). Each field names its variable
-(``var``); ``variables()`` lists them for the README check. Unset or empty keeps the
-default; a bad value is a ValueError naming the variable, so a worker refuses to start in
-one line. Plain dataclasses, not pydantic: settings never cross a Temporal boundary and
-each rule is a line here. They sit on the bottom floor so that ``tools/`` and
+The entry points build ``Settings.from_env`` from the process's environment and hand each
+service its group; nothing below them reads the environment (issue 29). Each field names
+its variable (``var``); ``variables()`` lists them for the README check. Unset or empty
+keeps the default; a bad value is a ValueError naming the variable, so a worker refuses to
+start in one line. Plain dataclasses, not pydantic: settings never cross a Temporal
+boundary and each rule is a line here. They sit on the bottom floor so that ``tools/`` and
 ``providers/``, siblings of ``runtime/``, can take their group; ``runtime/settings.py``
-reads the process's environment. Groups and defaults: docs/settings.md.
+reads the process's environment. How they flow, and how to add one: docs/settings.md.
 """
 
 from __future__ import annotations

@@ -1,0 +1,24 @@
+"""Nothing reads the environment but the entry points and runtime/settings.py (issue 29): the
+settings are read once and handed down. The modules below still do, until the second pass
+converts them; the list only shrinks, and a new reader fails here with its line."""
+
+from __future__ import annotations
+
+from benchmarks.house import count
+
+SECOND_PASS = {
+    "activities/mcp_sessions.py",  # load_worker_config: AGENT_MCP_CONFIG
+    "activities/tools.py",  # AGENT_BLOB_CAP_CHARS; the hidden paths (AGENT_SECRETS_FILE, AGENT_CONTEXT_DB, ...)
+    "cli/tasks.py",  # AGENT_FALLBACK, AGENT_STREAM, AGENT_PROVIDER, AGENT_MODEL
+    "cli/tool_selection.py",  # AGENT_MCP_CONFIG
+    "providers/models.py",  # AGENT_MODELS_FILE
+    "providers/pricing.py",  # AGENT_PRICES_FILE
+    "providers/settings.py",  # ProviderSettings.from_env's default
+    "tools/search.py",  # search_configured() for cli/tasks.py, which passes no settings yet
+}
+
+
+def test_no_other_module_reads_the_environment():
+    reads = count().env_reads
+    new = [read for read in reads if read.split(":")[0] not in SECOND_PASS]
+    assert not new, f"read the environment through runtime/settings.py or an entry point instead: {new}"
