@@ -34,6 +34,7 @@ from tools.base import ToolContext
 from tools.browser import actions, chromium_problem
 from tools.browser import pool as pool_module
 from tools.browser.pool import BrowserPool
+from worker import configure_tools, load_settings
 
 PAGE = b"""<!DOCTYPE html><html><head><title>Bench article</title></head><body>
 <header><a href="/">Home</a> <a href="/about">About</a></header>
@@ -108,6 +109,7 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description="What a browser call costs: visit then view, cold and warm.")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    configure_tools(load_settings())  # AGENT_CHROMIUM and the deny list, as a worker started here has them
     if problem := chromium_problem():
         print(problem, file=sys.stderr)
         return 2
