@@ -37,9 +37,3 @@ class BoundedCache(Generic[K, V]):
 
     def pop(self, key: K) -> V | None:
         return self._items.pop(key, None)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
