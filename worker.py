@@ -33,7 +33,7 @@ from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
-from contracts.mcp import MCP_TOOLS_QUERY, McpTool
+from contracts.mcp import MCP_CONFIG_ENV, MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
@@ -63,6 +63,12 @@ def task_queue(settings: TemporalSettings | None = None) -> str:
     """``AGENT_TASK_QUEUE`` or the default (None: this process's, for the CLI)."""
     settings = TemporalSettings.from_env(os.environ) if settings is None else settings
     return settings.task_queue or DEFAULT_TASK_QUEUE
+
+
+def worker_mcp_servers(settings: Settings) -> dict[str, McpServerConfig]:
+    """The servers of ``AGENT_MCP_CONFIG``, for every task (ValueError when it cannot be used)."""
+    config = settings.mcp.config  # load_worker_config takes a mapping until the second pass gives it the path
+    return load_worker_config({MCP_CONFIG_ENV: str(config)} if config is not None else {})
 
 
 def configure_tools(settings: Settings) -> None:
@@ -132,7 +138,7 @@ def build_worker(
     identity = f"{os.getpid()}@{socket.gethostname()}.{uuid.uuid4().hex[:4]}"
     own = f"{shared}@{identity}"  # this worker alone: a task's later calls prefer it (warm cache)
     # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
-    mcp = McpSessions(secrets, load_worker_config())
+    mcp = McpSessions(secrets, worker_mcp_servers(config))
     catalog = McpCatalog(workflow_mcp_tools(client))
     if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
         local_tools = config.worker.local_tools
@@ -227,7 +233,7 @@ async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client
     configure_logging(secrets=SecretStore.from_settings(config.secrets))
     box = check_sandbox(config.sandbox)
     configure_tools(config)
-    load_worker_config()  # a bad AGENT_MCP_CONFIG refuses to start, in one line
+    worker_mcp_servers(config)  # a bad AGENT_MCP_CONFIG refuses to start, in one line
     store = open_store(config.store, config.paths)  # checked before anything else: a bad store refuses to start
     try:
         await store.check()

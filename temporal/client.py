@@ -24,7 +24,7 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.settings import CodecSettings, Settings, TemporalSettings, TracingSettings
+from core.settings import CodecSettings, PathSettings, Settings, TemporalSettings, TracingSettings
 from runtime.settings import from_process
 from temporal.codec import codec_for, data_converter
 from temporal.server import (
@@ -65,16 +65,17 @@ def ui_base_url(settings: TemporalSettings | None = None) -> str:
 
 
 async def connect(settings: Settings | None = None, *, start_embedded: bool = True) -> Client:
-    """A client of the cluster ``settings.temporal`` names (or the embedded server), with the
-    codec and tracing they configure. None: this process's environment (cli/, until it passes them)."""
+    """A client of the cluster ``settings.temporal`` names (or the embedded server, its files in
+    ``settings.paths``), with the codec and tracing they configure. None: this process's
+    environment (cli/, until it passes them)."""
     if settings is None:
         settings = Settings(temporal=from_process(TemporalSettings), codec=from_process(CodecSettings),
-                            tracing=from_process(TracingSettings))
+                            tracing=from_process(TracingSettings), paths=from_process(PathSettings))
     config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())  # the SDK reads TEMPORAL_*
     embedded = settings.temporal.embedded
     if embedded:
         if start_embedded:
-            await ensure_embedded_server()
+            await ensure_embedded_server(settings.paths)
         config["target_host"] = f"{EMBEDDED_HOST}:{EMBEDDED_PORT}"
         config.setdefault("namespace", "default")
     config["data_converter"] = data_converter(codec_for(settings.codec))

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.settings import PathSettings
 from runtime.paths import data_dir
 
 if TYPE_CHECKING:
@@ -75,11 +76,12 @@ def start_dev_command(db_file: Path, *, port: int = EMBEDDED_PORT, ui_port: int 
     return command
 
 
-async def ensure_embedded_server(timeout_s: float = 60.0) -> bool:
-    """Start the embedded dev server unless something answers on its port. True if started."""
+async def ensure_embedded_server(paths: PathSettings | None = None, timeout_s: float = 60.0) -> bool:
+    """Start the embedded dev server unless something answers on its port, keeping its files in
+    the data directory (``paths``; None: see ``runtime.paths.data_dir``). True if started."""
     if port_open(EMBEDDED_HOST, EMBEDDED_PORT):
         return False
-    directory = data_dir()
+    directory = data_dir(paths)
     log = open(directory / "temporal-server.log", "ab")
     subprocess.Popen(
         start_dev_command(directory / "temporal.db"),

@@ -37,3 +37,11 @@ def test_a_worker_whose_postgres_is_down_refuses_to_start_with_one_line(tmp_path
     assert done.returncode == 2
     line = done.stderr.strip()
     assert "\n" not in line and "cannot be used" in line and "hunter2" not in line and "Traceback" not in line
+
+
+def test_a_worker_with_a_bad_setting_refuses_to_start_naming_the_variable(tmp_path):
+    for name, value in (("AGENT_SHELL_MAX_PROCS", "lots"), ("AGENT_DENY_HOSTS", "10.0.0.0/33")):
+        done = _worker(tmp_path, **{name: value})
+        assert done.returncode == 2
+        line = done.stderr.strip()
+        assert "\n" not in line and name in line and "Traceback" not in line
