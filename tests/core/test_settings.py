@@ -102,8 +102,6 @@ def _named_in(text: str, name: str) -> bool:
     return re.search(rf"(?<![A-Z0-9_]){re.escape(name)}(?![A-Z0-9_])", text) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="issue 29: the README's table of variables is not in yet; remove this mark "
-                                       "when it is (the failure names the variables it lacks)")
 def test_every_variable_the_settings_read_is_in_the_readme():
     text = README.read_text(encoding="utf-8")
     missing = [name for name in variables() if not _named_in(text, name)]
