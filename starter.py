@@ -18,6 +18,7 @@ from cli.commands import COMMANDS
 from cli.tasks import UserError
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
+from runtime.settings import Settings
 from runtime.store import StoreUnavailable
 from temporal.client import TemporalUnavailable
 from temporal.server import ServerError
@@ -36,8 +37,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    configure_logging(os.environ.get("AGENT_LOG_LEVEL", "WARNING"))
-    sdk_logs_to(data_dir() / WORKER_LOG)  # a worker run in-process logs there, not over the output
+    try:
+        settings = Settings.from_env(os.environ)  # read once, here
+    except ValueError as err:  # a variable with a bad value, named
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    args.task_defaults = settings.task
+    configure_logging(settings.logging.level or "WARNING")
+    sdk_logs_to(data_dir(settings.paths) / WORKER_LOG)  # a worker run in-process logs there, not over the output
     try:
         return asyncio.run(args.run(args))
     except (UserError, TemporalUnavailable, ServerError, StoreUnavailable) as err:

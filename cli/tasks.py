@@ -22,9 +22,11 @@ from cli.workers import ANSWER_WAIT, queue_polled
 from contracts.task import ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from contracts.toolset import DEFAULT_TOOLS
 from core.markdown import code_span
+from core.settings import SearchSettings, TaskDefaults
 from providers.factory import MODES
 from providers.models import model_spec
 from runtime.secrets import SecretStore
+from runtime.settings import from_process
 from temporal.client import ensure_search_attributes, ui_base_url
 from tools.search import search_configured
 from workflows.policy import failed_outcome
@@ -91,7 +93,7 @@ def fallback_chain(spec: str | None) -> list[ModelRef]:
 
 def default_tools() -> list[str] | None:
     """The engine's default tools, plus web search when a search backend is configured."""
-    if search_configured():
+    if search_configured(from_process(SearchSettings)):
         return [*DEFAULT_TOOLS, "search"]
     return None
 
@@ -106,7 +108,7 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         model=model,
         provider=provider_mode(args),
         max_iterations=args.max_iterations,
-        fallbacks=fallback_chain(getattr(args, "fallback", None) or os.environ.get("AGENT_FALLBACK")),
+        fallbacks=fallback_chain(getattr(args, "fallback", None) or task_defaults(args).fallback),
         cost_limit_usd=getattr(args, "cost_limit", None),
         failover_after=getattr(args, "failover_after", 3),
         continue_as_new_after=getattr(args, "continue_as_new_after", TaskInput.model_fields["continue_as_new_after"].default),
@@ -137,23 +139,30 @@ def model_window(model: str) -> int:
         raise UserError(str(err)) from None
 
 
+def task_defaults(args: argparse.Namespace) -> TaskDefaults:
+    """What a task starts with when its options do not say: the settings starter.py read
+    (``args.task_defaults``), or this process's when a caller built ``args`` itself."""
+    defaults = getattr(args, "task_defaults", None)
+    return defaults if isinstance(defaults, TaskDefaults) else from_process(TaskDefaults)
+
+
 def streaming(args: argparse.Namespace) -> bool:
     """Whether the model streams its answers: yes, unless --no-stream or AGENT_STREAM=0
     (also false, no, off)."""
     if getattr(args, "no_stream", False):
         return False
-    return os.environ.get("AGENT_STREAM", "1").strip().lower() not in ("0", "false", "no", "off")
+    return task_defaults(args).stream
 
 
 def provider_mode(args: argparse.Namespace) -> str:
-    mode = getattr(args, "provider", None) or os.environ.get("AGENT_PROVIDER", "openai")
+    mode = getattr(args, "provider", None) or task_defaults(args).provider
     if mode not in MODES:
         raise UserError(f"unknown provider {mode!r}: AGENT_PROVIDER is one of {', '.join(MODES)}")
     return mode
 
 
 def configured_model(args: argparse.Namespace) -> str:
-    model = getattr(args, "model", None) or os.environ.get("AGENT_MODEL")
+    model = getattr(args, "model", None) or task_defaults(args).model
     if not model:
         raise UserError(
             "no model configured: set AGENT_MODEL (and OPENAI_BASE_URL, OPENAI_API_KEY), "

@@ -34,7 +34,6 @@ against the deny list, and the hits it returns are only read, never fetched.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -392,11 +391,10 @@ def backend_name(settings: SearchSettings | None = None) -> str:
     return next((name for name, setting in AUTO_DETECT if setting(settings)), "tavily")
 
 
-def search_configured(settings: SearchSettings | None = None) -> bool:
-    """Whether a search backend can be built (to offer the tool at all). None: this process's
-    environment, for cli/tasks.py until it passes ``Settings.search`` (issue 29, second pass)."""
+def search_configured(settings: SearchSettings) -> bool:
+    """Whether a search backend can be built (to offer the tool at all)."""
     try:
-        make_backend(SearchSettings.from_env(os.environ) if settings is None else settings)
+        make_backend(settings)
     except SearchError:
         return False
     return True
