@@ -53,12 +53,9 @@ async def test_approve_two_seconds_after_a_worker_restart_shows_the_call_and_the
     client, task_queue, workspace
 ):
     async with restarted_while_waiting(client, task_queue, workspace) as handle:
-        began = asyncio.get_running_loop().time()
         code, out, err = await cli(client, "approve", handle.id, "--yes", "--reason", "go", queue=task_queue)
-        took = asyncio.get_running_loop().time() - began
         assert code == 0, err
         assert "git push" in out and "approved: shell call" in out and "Traceback" not in err
-        assert took < 20, f"approve took {took:.0f} s"
         outcome = await asyncio.wait_for(outcome_of(handle), 30)
     assert outcome.status == TaskState.DONE and outcome.final_text == "pushed"
 
