@@ -19,6 +19,8 @@ No call runs twice and no call runs unapproved:
   started but not finished runs it again only if the tool declares the call
   idempotent (reads, writes of the same content); otherwise the model is told
   the call was interrupted, with the output it had printed so far.
+
+The gate and the started/finished records are in ``activities/tool_records.py``.
 """
 
 from __future__ import annotations
@@ -33,13 +35,12 @@ from temporalio import activity
 
 import tools
 from activities.mcp import McpToolRunner
+from activities.tool_records import _call_key, _finished, _gate, _offline, _output_so_far, _started
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
 from contracts.mcp import MCP_CONFIG_ENV
-from contracts.task import ApprovalMode
 from contracts.toolset import BROWSER_TOOLS
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
-from core.messages import call_digest
 from core.untrusted import wrap_untrusted
 from runtime import checkpoints
 from runtime.audit import AuditLog, default_audit_path
@@ -48,7 +49,7 @@ from runtime.paths import data_dir
 from runtime.secrets import FILE_ENV, SecretStore
 from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
 from temporal.tracing import tool_span
-from tools.base import Danger, ToolContext, ToolOutcome
+from tools.base import ToolContext, ToolOutcome
 from tools.browser import browser_pool
 from tools.egress import NO_NETWORK
 from tools.registry import REGISTRY, classify_call, is_idempotent
@@ -73,13 +74,6 @@ def _hidden_paths() -> tuple[Path, ...]:
             if "://" not in value:
                 paths.append(Path(value).expanduser())
     return tuple(paths)
-
-
-def _offline(inp: ToolCallInput) -> bool:
-    """A call of an HTTP MCP server the task added itself (the worker's own are the operator's),
-    in a task started without --network: refused before the server is asked anything."""
-    config = inp.mcp.config if inp.mcp is not None else None
-    return not inp.network and config is not None and config.type != "stdio"
 
 
 class ToolActivities:
@@ -278,58 +272,3 @@ class ToolActivities:
         result = result.model_copy(update={"stored_digest": entry_digest(entry)})
         await self.store.finish_call(inp.context_id, [entry], key, result.model_dump_json())
         return result
-
-
-def _call_key(inp: ToolCallInput) -> str | None:
-    """A call's key in the store: the workflow run, the result's seq and the call's id (ids
-    alone may repeat across turns; a rewind (reset) starts a new run that reuses seqs)."""
-    if inp.result_seq is None:
-        return None
-    return f"{activity.info().workflow_run_id}:{inp.result_seq}:{inp.call.id}"
-
-
-def _gate(inp: ToolCallInput, verdict: tuple[Danger, str] | None = None) -> ToolOutcome | None:
-    """A refusal when the call needs approval under the task's mode and this exact call
-    was not approved; None when it may run. ``verdict``: the call's classification when the
-    registry cannot give it (an MCP tool's). An input without an approval mode is refused."""
-    if inp.approval is None:
-        return ToolOutcome(status="error", content="[refused] This call was not run: its input names no approval mode.")
-    danger, reason = verdict or classify_call(inp.call.name, inp.call.arguments)
-    if not ApprovalMode(inp.approval).requires(danger.value):
-        return None
-    if inp.approved == call_digest(inp.call.name, inp.call.arguments):
-        return None
-    why = reason or f"approval mode is {inp.approval}"
-    return ToolOutcome(
-        status="error",
-        content=f"[refused] This call was not run: it needs approval ({why}) and this exact call was not approved.",
-    )
-
-
-def _details(details: Any) -> dict[str, Any] | None:
-    """The last heartbeat's ToolProgress as a dict (a legacy string counts as started)."""
-    if not details:
-        return None
-    last = details[-1] if isinstance(details, list | tuple) else details
-    if isinstance(last, ToolProgress):
-        return last.model_dump()
-    if isinstance(last, dict):
-        return last
-    return {"started": True, "output": ""}
-
-
-def _finished(details: Any) -> ToolOutcome | None:
-    """The result an earlier attempt ran to the end with and could not store, if any."""
-    found = _details(details)
-    kept = found.get("finished") if found else None
-    return ToolOutcome.model_validate(kept) if isinstance(kept, dict) else None
-
-
-def _started(details: Any) -> bool:
-    found = _details(details)
-    return bool(found and found.get("started", True))
-
-
-def _output_so_far(details: Any) -> str:
-    found = _details(details)
-    return str(found.get("output", "")) if found else ""

@@ -4,7 +4,8 @@ The command runs as ``/bin/bash -c`` in its own process group, so a timeout or a
 activity kills it together with every child it started. Output (stdout and stderr merged) is
 read as it comes and at most ``HEAD_BYTES`` + ``TAIL_BYTES`` of it is kept, so a flood cannot
 exhaust memory. What the model sees is capped at ``OUTPUT_CAP_CHARS`` characters: longer
-output keeps its first and last half, with a ``[... N characters truncated ...]`` line between.
+output keeps its first and last half, with a ``[... N characters truncated ...]`` line between
+(the capture is ``tools/shell_output.py``).
 
 The command's environment is built by allow-list (``core.settings.allowed_env``, taken
 from the worker's when worker.py builds ``Settings.shell``): ``PATH``, ``HOME``, ``LANG``,
@@ -34,23 +35,16 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Callable
 
 from core.settings import ShellSettings
 from tools import sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
 from tools.sandbox_setuid import strip_setuid
+from tools.shell_output import HEAD_BYTES as HEAD_BYTES  # the capture's sizes, importable here too
+from tools.shell_output import OUTPUT_CAP_CHARS, _Capture
+from tools.shell_output import TAIL_BYTES as TAIL_BYTES
 
-OUTPUT_CAP_CHARS = 20_000
-_HALF = OUTPUT_CAP_CHARS // 2
-# Kept beyond each half, so secrets are redacted in whole before the cut: a secret of up to
-# REDACT_MARGIN_BYTES / 4 characters that straddles a cut is never shown in part.
-REDACT_MARGIN_BYTES = 16 * 1024
-# A UTF-8 character is at most 4 bytes, so these always hold a full half (and the margin).
-HEAD_BYTES = 4 * _HALF + 16 + REDACT_MARGIN_BYTES
-TAIL_BYTES = 4 * _HALF + 16 + REDACT_MARGIN_BYTES
-PROGRESS_CHARS = 2000  # the output tail a heartbeat carries, for a retry after a crash
 PR_SET_PDEATHSIG = 1
 READ_CHUNK = 64 * 1024
 HEARTBEAT_INTERVAL_S = 2.0
@@ -87,50 +81,6 @@ def configure(settings: ShellSettings) -> None:
 class ShellArgs(StrictArgs):
     command: str = Field(description="The bash command line to run.")
     timeout_s: int = Field(120, ge=1, le=3600, description="Seconds before the command is killed.")
-
-
-class _Capture:
-    """Keeps the first HEAD_BYTES and a rolling last TAIL_BYTES of a stream."""
-
-    def __init__(self) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0  # bytes between head and tail that were not kept
-
-    def feed(self, chunk: bytes) -> None:
-        room = HEAD_BYTES - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self.tail += chunk
-        excess = len(self.tail) - TAIL_BYTES
-        if excess > 0:
-            del self.tail[:excess]
-            self.dropped += excess
-
-    def tail_text(self, chars: int = PROGRESS_CHARS) -> str:
-        kept = self.tail if self.tail else self.head
-        return bytes(kept[-4 * chars:]).decode("utf-8", errors="replace")[-chars:]
-
-    def render(self, redact: Callable[[str], str] = lambda text: text) -> tuple[str, bool]:
-        """The output as text within OUTPUT_CAP_CHARS, and whether it was cut. Secrets are
-        redacted before the cut."""
-        if not self.dropped:
-            text = redact((self.head + self.tail).decode("utf-8", errors="replace"))
-            if len(text) <= OUTPUT_CAP_CHARS:
-                return text, False
-            return _join(text[:_HALF], len(text) - 2 * _HALF, text[-_HALF:]), True
-        head = redact(self.head.decode("utf-8", errors="replace"))
-        tail = redact(self.tail.decode("utf-8", errors="replace"))
-        # The dropped middle is counted in bytes: exact for ASCII, close enough otherwise.
-        cut = len(head) - _HALF + self.dropped + len(tail) - _HALF
-        return _join(head[:_HALF], cut, tail[-_HALF:]), True
-
-
-def _join(head: str, cut: int, tail: str) -> str:
-    return f"{head}\n[... {cut} characters truncated ...]\n{tail}"
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

@@ -1,0 +1,81 @@
+"""The tool activity's records of a call: its gate and its started/finished bookkeeping.
+
+Split from ``activities/tools.py`` (which runs the call) so each stays one concept under 300
+lines: the gate refuses a call that needs approval unless that exact call was approved, and
+the helpers read what an earlier attempt left (its heartbeat's ``ToolProgress``) and name the
+call in the store, so a retry never runs a call twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+
+from contracts.activities import ToolCallInput, ToolProgress
+from contracts.task import ApprovalMode
+from core.messages import call_digest
+from tools.base import Danger, ToolOutcome
+from tools.registry import classify_call
+
+
+def _offline(inp: ToolCallInput) -> bool:
+    """A call of an HTTP MCP server the task added itself (the worker's own are the operator's),
+    in a task started without --network: refused before the server is asked anything."""
+    config = inp.mcp.config if inp.mcp is not None else None
+    return not inp.network and config is not None and config.type != "stdio"
+
+
+def _call_key(inp: ToolCallInput) -> str | None:
+    """A call's key in the store: the workflow run, the result's seq and the call's id (ids
+    alone may repeat across turns; a rewind (reset) starts a new run that reuses seqs)."""
+    if inp.result_seq is None:
+        return None
+    return f"{activity.info().workflow_run_id}:{inp.result_seq}:{inp.call.id}"
+
+
+def _gate(inp: ToolCallInput, verdict: tuple[Danger, str] | None = None) -> ToolOutcome | None:
+    """A refusal when the call needs approval under the task's mode and this exact call
+    was not approved; None when it may run. ``verdict``: the call's classification when the
+    registry cannot give it (an MCP tool's). An input without an approval mode is refused."""
+    if inp.approval is None:
+        return ToolOutcome(status="error", content="[refused] This call was not run: its input names no approval mode.")
+    danger, reason = verdict or classify_call(inp.call.name, inp.call.arguments)
+    if not ApprovalMode(inp.approval).requires(danger.value):
+        return None
+    if inp.approved == call_digest(inp.call.name, inp.call.arguments):
+        return None
+    why = reason or f"approval mode is {inp.approval}"
+    return ToolOutcome(
+        status="error",
+        content=f"[refused] This call was not run: it needs approval ({why}) and this exact call was not approved.",
+    )
+
+
+def _details(details: Any) -> dict[str, Any] | None:
+    """The last heartbeat's ToolProgress as a dict (a legacy string counts as started)."""
+    if not details:
+        return None
+    last = details[-1] if isinstance(details, list | tuple) else details
+    if isinstance(last, ToolProgress):
+        return last.model_dump()
+    if isinstance(last, dict):
+        return last
+    return {"started": True, "output": ""}
+
+
+def _finished(details: Any) -> ToolOutcome | None:
+    """The result an earlier attempt ran to the end with and could not store, if any."""
+    found = _details(details)
+    kept = found.get("finished") if found else None
+    return ToolOutcome.model_validate(kept) if isinstance(kept, dict) else None
+
+
+def _started(details: Any) -> bool:
+    found = _details(details)
+    return bool(found and found.get("started", True))
+
+
+def _output_so_far(details: Any) -> str:
+    found = _details(details)
+    return str(found.get("output", "")) if found else ""
