@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     args.task_defaults = settings.task
+    args.mcp_settings = settings.mcp
     configure_logging(settings.logging.level or "WARNING")
     sdk_logs_to(data_dir(settings.paths) / WORKER_LOG)  # a worker run in-process logs there, not over the output
     try:

@@ -33,7 +33,7 @@ from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
-from contracts.mcp import MCP_CONFIG_ENV, MCP_TOOLS_QUERY, McpServerConfig, McpTool
+from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
@@ -67,8 +67,7 @@ def task_queue(settings: TemporalSettings | None = None) -> str:
 
 def worker_mcp_servers(settings: Settings) -> dict[str, McpServerConfig]:
     """The servers of ``AGENT_MCP_CONFIG``, for every task (ValueError when it cannot be used)."""
-    config = settings.mcp.config  # load_worker_config takes a mapping until the second pass gives it the path
-    return load_worker_config({MCP_CONFIG_ENV: str(config)} if config is not None else {})
+    return load_worker_config(settings.mcp.config)
 
 
 def configure_tools(settings: Settings) -> None:

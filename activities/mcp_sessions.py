@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from contracts.mcp import MCP_CONFIG_ENV, McpServerConfig, parse_mcp_config
+from core.settings import McpSettings
 from runtime.logs import get_logger
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
+from runtime.settings import from_process
 from tools.egress import Egress, Refused, Unreachable
 
 if TYPE_CHECKING:  # the SDK takes over half a second to import: only workers that use it do
@@ -62,13 +64,13 @@ class CallTimedOut(Exception):
     """The server did not answer within the call's timeout."""
 
 
-def load_worker_config(env: dict[str, str] | os._Environ[str] = os.environ) -> dict[str, McpServerConfig]:
-    """The servers of ``AGENT_MCP_CONFIG`` (a file); ValueError when it cannot be used."""
-    path = env.get(CONFIG_ENV)
-    if not path:
+def load_worker_config(path: Path | None) -> dict[str, McpServerConfig]:
+    """The servers of ``AGENT_MCP_CONFIG`` (``McpSettings.config``, a file; None: none);
+    ValueError when it cannot be used."""
+    if path is None:
         return {}
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
+        text = path.expanduser().read_text(encoding="utf-8")
     except OSError as err:
         raise ValueError(f"{CONFIG_ENV}: cannot read {path}: {err.strerror or err}") from None
     return parse_mcp_config(text, f"{CONFIG_ENV} {path}")
@@ -270,7 +272,8 @@ class McpSessions:
 
     @classmethod
     def from_env(cls, secrets: SecretStore | None = None) -> McpSessions:
-        return cls(secrets, load_worker_config())
+        """This process's servers (``runtime.settings.from_process``), for callers without settings."""
+        return cls(secrets, load_worker_config(from_process(McpSettings).config))
 
     def config_for(self, name: str, config: McpServerConfig | None) -> McpServerConfig:
         found = config or self.worker_servers.get(name)

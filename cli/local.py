@@ -17,6 +17,8 @@ from cli.sinks import JsonSink
 from cli.tasks import UserError, who
 from cli.usage import HistoryUsage
 from contracts.task import TaskStatus
+from core.settings import McpSettings
+from runtime.settings import from_process
 from runtime.store import open_store
 from tools import sandbox
 from worker import build_worker, check_browser, check_sandbox
@@ -39,7 +41,7 @@ def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False) 
 async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
     try:
         box = check_sandbox()
-        load_worker_config()  # a bad AGENT_MCP_CONFIG is one line, not a traceback
+        load_worker_config(from_process(McpSettings).config)  # a bad AGENT_MCP_CONFIG is one line, not a traceback
     except (sandbox.SandboxUnavailable, ValueError) as err:
         raise UserError(str(err)) from None
     if not box.active:

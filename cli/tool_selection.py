@@ -8,13 +8,14 @@ kept as they are and matched by the task once it has listed its servers' tools.
 from __future__ import annotations
 
 import argparse
-import os
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from contracts.mcp import MCP_CONFIG_ENV, MCP_PREFIX, McpServerConfig, parse_mcp_config
+from contracts.mcp import MCP_PREFIX, McpServerConfig, parse_mcp_config
+from core.settings import McpSettings
 from runtime.secrets import SecretStore
+from runtime.settings import from_process
 from tools.registry import REGISTRY
 
 
@@ -40,8 +41,15 @@ def tool_fields(args: argparse.Namespace, default: list[str] | None) -> dict[str
         "mcp_servers": load_mcp_config(path) if path else {},
         # The worker's own servers (AGENT_MCP_CONFIG) are listed when it is set here too, as it is
         # for `run`'s worker in this process: a task without MCP schedules no listing at all.
-        "worker_mcp": bool(os.environ.get(MCP_CONFIG_ENV)),
+        "worker_mcp": mcp_settings(args).config is not None,
     }
+
+
+def mcp_settings(args: argparse.Namespace) -> McpSettings:
+    """The MCP settings starter.py read (``args.mcp_settings``), or this process's when a
+    caller built ``args`` itself."""
+    found = getattr(args, "mcp_settings", None)
+    return found if isinstance(found, McpSettings) else from_process(McpSettings)
 
 
 def expand(patterns: list[str]) -> list[str]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 from benchmarks.house import count
 
 SECOND_PASS = {
-    "activities/mcp_sessions.py",  # load_worker_config: AGENT_MCP_CONFIG
     "activities/tools.py",  # AGENT_BLOB_CAP_CHARS; the hidden paths (AGENT_SECRETS_FILE, AGENT_CONTEXT_DB, ...)
-    "cli/tool_selection.py",  # AGENT_MCP_CONFIG
     "providers/models.py",  # AGENT_MODELS_FILE
     "providers/pricing.py",  # AGENT_PRICES_FILE
     "providers/settings.py",  # ProviderSettings.from_env's default

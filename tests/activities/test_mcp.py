@@ -125,9 +125,9 @@ def test_a_bad_worker_config_is_refused_in_one_line(tmp_path):
     path = tmp_path / "mcp.json"
     path.write_text('{"mcpServers": {"x": {"type": "http"}}}')
     with pytest.raises(ValueError, match="server 'x': an http server needs a url"):
-        load_worker_config({"AGENT_MCP_CONFIG": str(path)})
+        load_worker_config(path)
     with pytest.raises(ValueError, match="cannot read"):
-        load_worker_config({"AGENT_MCP_CONFIG": str(tmp_path / "missing.json")})
+        load_worker_config(tmp_path / "missing.json")
 
 
 def test_an_mcp_image_becomes_the_results_image_and_others_stay_notes():
