@@ -31,7 +31,7 @@ from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
 from activities.mcp_sessions import McpSessions, load_worker_config
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
-from activities.tools import ToolActivities
+from activities.tools import ToolActivities, hidden_paths
 from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
@@ -144,7 +144,8 @@ def build_worker(
     llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
                         local_tools=local_tools)
     audit = AuditLog(default_audit_path(config.paths), secrets)
-    tools = ToolActivities(store, secrets, audit, mcp=McpToolRunner(mcp))
+    tools = ToolActivities(store, secrets, audit, mcp=McpToolRunner(mcp), blob_cap_chars=config.worker.blob_cap_chars,
+                           hidden=hidden_paths(config))
     mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets)

@@ -26,7 +26,6 @@ The gate and the started/finished records are in ``activities/tool_records.py``.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -37,16 +36,17 @@ import tools
 from activities.mcp import McpToolRunner
 from activities.tool_records import _call_key, _finished, _gate, _offline, _output_so_far, _started
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
-from contracts.mcp import MCP_CONFIG_ENV
 from contracts.toolset import BROWSER_TOOLS
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
+from core.settings import Settings, WorkerSettings
 from core.untrusted import wrap_untrusted
 from runtime import checkpoints
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
 from runtime.paths import data_dir
-from runtime.secrets import FILE_ENV, SecretStore
+from runtime.secrets import SecretStore
+from runtime.settings import from_process
 from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
@@ -54,7 +54,6 @@ from tools.browser import browser_pool
 from tools.egress import NO_NETWORK
 from tools.registry import REGISTRY, classify_call, is_idempotent
 
-BLOB_CAP_CHARS = int(os.environ.get("AGENT_BLOB_CAP_CHARS", "8000"))
 PREVIEW_CHARS = 1500
 
 INTERRUPTED = (
@@ -64,15 +63,15 @@ INTERRUPTED = (
 )
 
 
-def _hidden_paths() -> tuple[Path, ...]:
+def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     """The worker's own files a sandboxed command must not see (the host's are hidden by the
     sandbox itself): its data directory (store, audit log, checkpoints, sessions, the
     workspaces of evals), secrets file, context store and MCP config (it may name tokens)."""
-    paths = [data_dir()]
-    for var in (FILE_ENV, "AGENT_CONTEXT_DB", MCP_CONFIG_ENV):
-        if value := os.environ.get(var):
-            if "://" not in value:
-                paths.append(Path(value).expanduser())
+    paths = [data_dir(settings.paths)]
+    db = settings.store.context_db
+    for path in (settings.secrets.file, Path(db).expanduser() if db and "://" not in db else None, settings.mcp.config):
+        if path is not None:
+            paths.append(path)
     return tuple(paths)
 
 
@@ -84,8 +83,16 @@ class ToolActivities:
         audit: AuditLog | None = None,
         workspace_checkpoints: checkpoints.Checkpoints | None = None,
         mcp: McpToolRunner | None = None,
+        *,
+        blob_cap_chars: int | None = None,
+        hidden: tuple[Path, ...] | None = None,
     ) -> None:
+        """``blob_cap_chars`` (``AGENT_BLOB_CAP_CHARS``) and ``hidden`` (``hidden_paths``) come
+        from the worker's settings; None: this process's (``from_process``), for callers
+        not yet handed theirs."""
         self.store = as_store(store)
+        self.blob_cap_chars = from_process(WorkerSettings).blob_cap_chars if blob_cap_chars is None else blob_cap_chars
+        self.hidden = hidden_paths(from_process(Settings)) if hidden is None else hidden
         self.mcp = mcp  # runs calls of MCP tools (None: such calls fail)
         self._checkpoints = workspace_checkpoints
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
@@ -193,7 +200,7 @@ class ToolActivities:
             beat("started")
         ctx = ToolContext(
             workspace=workspace, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
-            redact=self.secrets.redact, network=inp.network, hidden=_hidden_paths(), browser=inp.browser,
+            redact=self.secrets.redact, network=inp.network, hidden=self.hidden, browser=inp.browser,
         )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)
@@ -256,7 +263,7 @@ class ToolActivities:
 
     async def _store_result(self, inp: ToolCallInput, key: str, result: ToolOutcome) -> ToolOutcome:
         """The result's entry in the store, and the call's finished record with it (one write)."""
-        if len(result.content) > BLOB_CAP_CHARS:
+        if len(result.content) > self.blob_cap_chars:
             digest = await self.store.put_blob(result.content)
             preview = result.content[:PREVIEW_CHARS]
             result = result.model_copy(

@@ -7,7 +7,6 @@ from __future__ import annotations
 from benchmarks.house import count
 
 SECOND_PASS = {
-    "activities/tools.py",  # AGENT_BLOB_CAP_CHARS; the hidden paths (AGENT_SECRETS_FILE, AGENT_CONTEXT_DB, ...)
     "providers/models.py",  # AGENT_MODELS_FILE
     "providers/pricing.py",  # AGENT_PRICES_FILE
     "providers/settings.py",  # ProviderSettings.from_env's default
