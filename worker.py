@@ -142,7 +142,7 @@ def build_worker(
     if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
         local_tools = config.worker.local_tools
     llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
-                        local_tools=local_tools)
+                        local_tools=local_tools, tables=config.models)
     audit = AuditLog(default_audit_path(config.paths), secrets)
     tools = ToolActivities(store, secrets, audit, mcp=McpToolRunner(mcp), blob_cap_chars=config.worker.blob_cap_chars,
                            hidden=hidden_paths(config))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from contracts.activities import LLM_ACTIVITY, LiveText, LlmCallInput
 from core.errors import ErrorKind
 from core.heartbeat import with_heartbeats
 from core.messages import LlmRequest, ToolCallRequest, TurnResult
+from core.settings import ModelTableSettings
+from core.settings import ProviderSettings as ProviderGroup
 from core.text import escape_surrogates
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError, stated_context_window
@@ -37,6 +40,7 @@ from providers.models import accepts_images, load_models, model_spec, reply_budg
 from providers.pricing import cost_usd, is_priced, load_prices
 from providers.settings import ProviderSettings
 from runtime.secrets import SecretStore
+from runtime.settings import from_process
 from runtime.store import ContextGap, ContextStore, Store, as_store
 from temporal.tracing import chat_span
 
@@ -59,12 +63,16 @@ class LlmActivities:
         own_queue: str | None = None,
         mcp: McpCatalog | None = None,
         local_tools: bool = True,
+        tables: ModelTableSettings | None = None,
     ) -> None:
-        self.settings = settings or ProviderSettings.from_env()
+        # The worker passes its settings and model tables (build_worker); None: this process's
+        # (runtime.settings.from_process), for callers not yet handed theirs (tests, evals).
+        self.settings = settings or ProviderSettings(**asdict(from_process(ProviderGroup)))
+        tables = from_process(ModelTableSettings) if tables is None else tables
         self.secrets = secrets if secrets is not None else SecretStore.from_env()
         self.breaker = breaker or CircuitBreaker()
-        self.prices = load_prices()
-        self.models = load_models()
+        self.prices = load_prices(tables)
+        self.models = load_models(tables)
         self._providers: dict[str, Provider] = {}
         self.store = as_store(store)
         self.setup = LlmSetup(self.settings, self.store, self.models, mcp or McpCatalog())

@@ -22,9 +22,9 @@ from cli.workers import ANSWER_WAIT, queue_polled
 from contracts.task import ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from contracts.toolset import DEFAULT_TOOLS
 from core.markdown import code_span
-from core.settings import SearchSettings, TaskDefaults
+from core.settings import ModelTableSettings, SearchSettings, TaskDefaults
 from providers.factory import MODES
-from providers.models import model_spec
+from providers.models import load_models, model_spec
 from runtime.secrets import SecretStore
 from runtime.settings import from_process
 from temporal.client import ensure_search_attributes, ui_base_url
@@ -134,7 +134,7 @@ def selected_tools(args: argparse.Namespace) -> dict:
 
 def model_window(model: str) -> int:
     try:
-        return model_spec(model).context_window
+        return model_spec(model, load_models(from_process(ModelTableSettings))).context_window
     except ValueError as err:  # a bad AGENT_MODELS_FILE
         raise UserError(str(err)) from None
 

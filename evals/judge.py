@@ -9,14 +9,17 @@ broken judge never passes a suite.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ToolSpec
+from core.settings import ProviderSettings as ProviderGroup
 from core.text import shorten
 from evals.graders import RubricGrader, Trial, Verdict
 from evals.suite import JudgeConfig
 from providers.errors import ProviderError
 from providers.factory import Provider, make_provider
 from providers.settings import ProviderSettings
+from runtime.settings import from_process
 
 SYSTEM = """\
 You grade the work of an AI agent. You get the task it was given, a transcript of what it did
@@ -43,7 +46,7 @@ PLAIN = re.compile(r"\b(PASS|FAIL)(?:ED)?\b")
 class Judge:
     def __init__(self, config: JudgeConfig, settings: ProviderSettings | None = None) -> None:
         self.config = config
-        self.settings = settings or ProviderSettings.from_env()
+        self.settings = settings or ProviderSettings(**asdict(from_process(ProviderGroup)))
         self._provider: Provider | None = None
 
     async def grade(self, grader: RubricGrader, trial: Trial) -> Verdict:

@@ -33,6 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome, TaskState
 from core.markdown import code_span
+from core.settings import ModelTableSettings
 from evals.graders import RubricGrader, Trial, Verdict, grade_code
 from evals.judge import Judge
 from evals.metrics import Report, Skipped, TrialResult, case_report, overall
@@ -40,9 +41,10 @@ from evals.people import ANSWER_WAIT, Person
 from evals.suite import Case, JudgeConfig, Suite, SuiteError, load_recording
 from evals.transcript import read_transcript
 from fakes.routed import RoutedModelServer, steps_from_turns
-from providers.models import model_spec
+from providers.models import load_models, model_spec
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
+from runtime.settings import from_process
 from runtime.store import open_store
 from temporal.client import ensure_search_attributes
 from tools import sandbox
@@ -239,7 +241,7 @@ class TrialRunner:
             instruction=self.secrets.redact(case.instruction), workspace=str(workspace), model=model,
             provider=provider, max_iterations=case.limits.turns, cost_limit_usd=case.limits.cost,
             approval=case.approval_mode, stream=self.options.stream, search_attributes=self.search_attributes,
-            context_window=case.limits.context_window or model_spec(model).context_window,
+            context_window=case.limits.context_window or model_window(model),
         )
 
     def _steps(self, case: Case):
@@ -310,3 +312,8 @@ async def _exists(handle: WorkflowHandle) -> bool:
             return False
         raise
     return True
+
+
+def model_window(model: str) -> int:
+    """The model's context window, by this process's model tables (``AGENT_MODELS_FILE``)."""
+    return model_spec(model, load_models(from_process(ModelTableSettings))).context_window

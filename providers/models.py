@@ -11,12 +11,12 @@ error names the real one). The file's format and the reasons: docs/providers.md.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.settings import ModelTableSettings
 from providers.pricing import PRICE_FIELDS, lookup
 
 MODELS_FILE_ENV = "AGENT_MODELS_FILE"
@@ -58,12 +58,13 @@ BUILTIN_MODELS: dict[str, ModelSpec] = {
 }
 
 
-def load_models(env: Mapping[str, str] = os.environ) -> dict[str, ModelSpec]:
-    """The built-in table with the user's file merged over it; a bad file raises ValueError."""
+def load_models(tables: ModelTableSettings) -> dict[str, ModelSpec]:
+    """The built-in table with the user's file (``AGENT_MODELS_FILE``) merged over it; a bad
+    file raises ValueError."""
     models = dict(BUILTIN_MODELS)
-    path = env.get(MODELS_FILE_ENV)
-    if not path:
+    if tables.models_file is None:
         return models
+    path = str(tables.models_file)
     for model, entry in read_models_file(path).items():
         known = models.get(model, DEFAULT_MODEL)
         window = entry.get("context_window", known.context_window)
@@ -92,12 +93,12 @@ def read_models_file(path: str) -> dict[str, dict[str, Any]]:
     return raw
 
 
-def model_spec(model: str, models: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
-    found = lookup(model, models if models is not None else load_models())
+def model_spec(model: str, models: Mapping[str, ModelSpec]) -> ModelSpec:
+    found = lookup(model, models)
     return found if found is not None else DEFAULT_MODEL
 
 
-def accepts_images(model: str, models: Mapping[str, ModelSpec] | None = None) -> bool:
+def accepts_images(model: str, models: Mapping[str, ModelSpec]) -> bool:
     """Whether ``model`` takes images, by its row of the table (built in, or the models file's
     ``"vision"``); a model in no table does not."""
     return model_spec(model, models).vision

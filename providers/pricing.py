@@ -11,13 +11,13 @@ model nobody priced. Sources, the file's format: docs/providers.md.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from core.messages import Usage
+from core.settings import ModelTableSettings
 
 PRICES_FILE_ENV = "AGENT_PRICES_FILE"
 MODELS_FILE_ENV = "AGENT_MODELS_FILE"  # read here for prices, in providers/models.py for limits
@@ -65,24 +65,24 @@ BUILTIN_PRICES: dict[str, Price] = {
 FALLBACK_PRICE = Price(1.00, 4.00, 1.00, 1.00)
 
 
-def load_prices(env: Mapping[str, str] = os.environ) -> dict[str, Price]:
+def load_prices(tables: ModelTableSettings) -> dict[str, Price]:
     """The built-in table with the models file's prices and the prices file merged over it.
 
     A missing or malformed file raises ValueError naming the file: a price table
     that silently fails to load would report every call as free.
     """
     prices = dict(BUILTIN_PRICES)
-    models_path = env.get(MODELS_FILE_ENV)
-    if models_path:
+    if tables.models_file is not None:
+        models_path = str(tables.models_file)
         from providers.models import read_models_file
 
         for model, entry in read_models_file(models_path).items():
             priced = {k: v for k, v in entry.items() if k in PRICE_FIELDS}
             if priced:
                 prices[model] = _price(priced, f"{models_path}: {model}")
-    path = env.get(PRICES_FILE_ENV)
-    if not path:
+    if tables.prices_file is None:
         return prices
+    path = str(tables.prices_file)
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

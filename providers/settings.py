@@ -14,7 +14,6 @@ object does not leak them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, cast
@@ -39,8 +38,8 @@ class ProviderSettings:
             raise ValueError(f"xml_wire must be one of {', '.join(XML_WIRES)}, got {self.xml_wire!r}")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> ProviderSettings:
-        """Settings from the environment; unset or empty variables keep the defaults."""
+    def from_env(cls, env: Mapping[str, str]) -> ProviderSettings:
+        """Settings from ``env`` (the entry points' environment); unset or empty variables keep the defaults."""
         defaults = cls()
         return cls(
             openai_base_url=env.get("OPENAI_BASE_URL") or defaults.openai_base_url,

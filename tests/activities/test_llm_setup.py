@@ -13,6 +13,7 @@ from activities.llm_setup import COMPACT_WINDOW, LlmSetup, Setup
 from activities.mcp import McpCatalog
 from contracts.activities import LlmCallInput, PromptParams
 from core.errors import ErrorKind
+from core.settings import ModelTableSettings
 from providers.models import load_models
 from providers.settings import ProviderSettings
 from runtime.store import ContextStore, as_store
@@ -23,7 +24,7 @@ PROMPT = PromptParams(workspace="/tmp", date="2026-01-01")
 def setup_of(tmp_path) -> LlmSetup:
     # A model in the table: no server is asked for its window.
     return LlmSetup(ProviderSettings(openai_base_url="http://127.0.0.1:9/v1"), as_store(ContextStore(tmp_path / "c.db")),
-                    load_models(), McpCatalog())
+                    load_models(ModelTableSettings()), McpCatalog())
 
 
 def call(**fields: Any) -> LlmCallInput:

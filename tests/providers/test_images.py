@@ -16,6 +16,7 @@ from openai.types.responses.response_create_params import ResponseCreateParamsNo
 
 from core.errors import ErrorKind
 from core.messages import ChatMessage, ImagePart, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
+from core.settings import ModelTableSettings
 from fakes.scripted import ScriptedModelServer, text
 from providers.anthropic import AnthropicProvider
 from providers.anthropic_wire import MAX_BREAKPOINTS, count_breakpoints
@@ -237,7 +238,7 @@ def test_the_models_file_marks_a_model_as_taking_images_or_not(tmp_path: Path):
     path = tmp_path / "models.json"
     path.write_text(json.dumps({"qwen2.5-vl-7b": {"vision": True, "context_window": 32768},
                                 "gpt-4o": {"vision": False}, "gpt-4.1": {"context_window": 500_000}}))
-    models = load_models({"AGENT_MODELS_FILE": str(path)})
+    models = load_models(ModelTableSettings(models_file=path))
     assert accepts_images("qwen2.5-vl-7b", models) and not accepts_images("gpt-4o", models)
     assert accepts_images("gpt-4.1", models)  # an override of other keys keeps the built-in vision
 
@@ -247,7 +248,7 @@ def test_the_models_file_takes_only_a_boolean_vision(tmp_path: Path, value: Any)
     path = tmp_path / "models.json"
     path.write_text(json.dumps({"local": {"vision": value}}))
     with pytest.raises(ValueError, match="local: vision must be true or false"):
-        load_models({"AGENT_MODELS_FILE": str(path)})
+        load_models(ModelTableSettings(models_file=path))
 
 
 # -- usage estimates ---------------------------------------------------------------------------

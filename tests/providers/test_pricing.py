@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.messages import Usage
+from core.settings import ModelTableSettings
 from providers.pricing import BUILTIN_PRICES, FALLBACK_PRICE, Price, cost_usd, find_price, load_prices
 
 
@@ -45,16 +46,16 @@ def test_an_unknown_model_is_priced_at_the_fallback_so_cost_limits_still_apply()
 
 
 def test_the_models_file_gives_limits_and_prices(tmp_path):
-    from providers.models import load_models, model_spec, reply_budget
+    from providers.models import BUILTIN_MODELS, load_models, model_spec, reply_budget
 
     path = tmp_path / "models.json"
     path.write_text('{"tiny-7b": {"context_window": 4096, "max_output": 1024, "input": 0.5, "output": 1.5}}')
-    env = {"AGENT_MODELS_FILE": str(path)}
+    env = ModelTableSettings.from_env({"AGENT_MODELS_FILE": str(path)})
     spec = model_spec("tiny-7b-q4", load_models(env))
     assert (spec.context_window, spec.max_output) == (4096, 1024)
     assert find_price("tiny-7b", load_prices(env)) == Price(0.5, 1.5, 0.5, 0.5)
     assert reply_budget(spec, 4096, 3500) == 596 and reply_budget(spec, 4096, 100) == 1024
-    assert model_spec("unheard-of").context_window == 32_768
+    assert model_spec("unheard-of", BUILTIN_MODELS).context_window == 32_768
     path.write_text('{"tiny-7b": {"context_window": "big"}}')
     with pytest.raises(ValueError, match="context_window must be a positive integer"):
         load_models(env)
@@ -80,8 +81,8 @@ def test_cost_of_claude_sonnet_with_a_cache_hit_uses_the_builtin_row():
 
 
 def test_load_prices_without_a_file_is_the_builtin_table():
-    assert load_prices({}) == BUILTIN_PRICES
-    assert load_prices({}) is not BUILTIN_PRICES
+    assert load_prices(ModelTableSettings()) == BUILTIN_PRICES
+    assert load_prices(ModelTableSettings()) is not BUILTIN_PRICES
 
 
 def test_load_prices_merges_the_user_file_over_the_builtins(tmp_path: Path):
@@ -90,7 +91,7 @@ def test_load_prices_merges_the_user_file_over_the_builtins(tmp_path: Path):
         "gpt-4o": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25},
         "my-model": {"input": 4, "output": 8},
     }))
-    prices = load_prices({"AGENT_PRICES_FILE": str(path)})
+    prices = load_prices(ModelTableSettings(prices_file=path))
     assert prices["gpt-4o"] == Price(1.0, 2.0, 0.1, 1.25)
     assert prices["my-model"] == Price(4.0, 8.0, 4.0, 4.0)
     assert prices["claude-sonnet-4"] == BUILTIN_PRICES["claude-sonnet-4"]
@@ -107,12 +108,12 @@ def test_load_prices_rejects_a_malformed_file_naming_it(tmp_path: Path, content:
     path = tmp_path / "prices.json"
     path.write_text(content)
     with pytest.raises(ValueError, match="prices.json"):
-        load_prices({"AGENT_PRICES_FILE": str(path)})
+        load_prices(ModelTableSettings(prices_file=path))
 
 
 def test_load_prices_rejects_a_missing_file(tmp_path: Path):
     with pytest.raises(ValueError, match="AGENT_PRICES_FILE"):
-        load_prices({"AGENT_PRICES_FILE": str(tmp_path / "nope.json")})
+        load_prices(ModelTableSettings(prices_file=tmp_path / "nope.json"))
 
 
 def test_a_match_is_kept_per_table_and_found_again_when_the_table_changes():
