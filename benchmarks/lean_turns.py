@@ -135,6 +135,11 @@ def serve_model(files: int, port: Any) -> None:  # port: a multiprocessing.Value
 
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if not self.path.endswith("/chat/completions"):  # e.g. the worker asking for the window
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             messages = body["messages"]
             asked = next(m for m in messages if m["role"] == "user")
             found = TASK_RE.search(json.dumps(asked.get("content")))
