@@ -12,7 +12,13 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowQueryFailedError,
+)
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeout
 from temporalio.service import RPCError, RPCStatusCode
@@ -205,6 +211,15 @@ async def describe(client: Client, workflow_id: str):
         if err.status == RPCStatusCode.NOT_FOUND:
             raise UserError(f"no task with id {workflow_id}") from None
         raise
+
+
+async def running(client: Client, workflow_id: str):
+    """The task's description, when it is running; a UserError saying how it is otherwise."""
+    desc = await describe(client, workflow_id)
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        state = desc.status.name.lower() if desc.status else "unknown"
+        raise UserError(f"task {workflow_id} is not running ({state})")
+    return desc
 
 
 async def memo_model(desc) -> str:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from temporalio.client import WorkflowExecutionStatus
-
-from cli.tasks import MAX_INTERJECTION, UserError, describe, who
+from cli.tasks import MAX_INTERJECTION, UserError, running, who
 from cli.workers import worker_absence
 from contracts.task import Interjection
 from runtime.secrets import SecretStore
@@ -25,9 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect()
-    desc = await describe(client, args.id)
-    if desc.status != WorkflowExecutionStatus.RUNNING:
-        raise UserError(f"task {args.id} is not running")
+    desc = await running(client, args.id)
     if len(args.text.encode()) > MAX_INTERJECTION:
         raise UserError(f"the message is {len(args.text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}: "
                         "save it in a file in the workspace and point the task at it")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from temporalio.client import WorkflowExecutionStatus
-
-from cli.tasks import UserError, describe
+from cli.tasks import running
 from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
 
@@ -20,9 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect()
-    desc = await describe(client, args.id)
-    if desc.status != WorkflowExecutionStatus.RUNNING:
-        raise UserError(f"task {args.id} is not running ({desc.status.name.lower() if desc.status else 'unknown'})")
+    await running(client, args.id)
     await client.get_workflow_handle(args.id).signal(AgentTaskWorkflow.stop, args.reason)
     print(f"stop requested for {args.id}")
     return 0
