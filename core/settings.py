@@ -126,11 +126,19 @@ class TracingSettings(Group):
     service_name: str | None = var("OTEL_SERVICE_NAME")
 
 
+def _bytes(name: str, raw: str) -> int:
+    """A size in bytes where 0 means off."""
+    if not raw.isdigit():
+        raise ValueError(f"{name}={raw!r}: expected a whole number of bytes (0: off)")
+    return int(raw)
+
+
 @dataclass(frozen=True)
 class CodecSettings(Group):
     keys: str = var("AGENT_CODEC_KEYS", "", secret=True)  # id:base64key,... ("": no encryption)
     token: str = var("AGENT_CODEC_TOKEN", "", secret=True)
     cors_origins: tuple[str, ...] = var("AGENT_CODEC_CORS_ORIGINS", ())  # (): the dev server's UI
+    compress_over: int = var("AGENT_CODEC_COMPRESS_OVER", 1024, parse=lambda raw: _bytes("AGENT_CODEC_COMPRESS_OVER", raw))
 
 
 @dataclass(frozen=True)
