@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
@@ -42,6 +43,7 @@ from runtime.secrets import SecretStore
 from runtime.settings import Settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
+from temporal.metrics import approvals_waiting, metrics_runtime
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
@@ -228,7 +230,7 @@ def check_sandbox(settings: SandboxSettings | None = None) -> sandbox.SandboxSta
     return sandbox.status()
 
 
-async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client]:
+async def _start(config: Settings, runtime: Runtime | None = None) -> tuple[sandbox.SandboxStatus, Store, Client]:
     """What every worker process checks at start, each failure one line (see ``preflight``)."""
     configure_logging(secrets=SecretStore.from_settings(config.secrets))
     box = check_sandbox(config.sandbox)
@@ -237,7 +239,7 @@ async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client
     store = open_store(config.store, config.paths)  # checked before anything else: a bad store refuses to start
     try:
         await store.check()
-        return box, store, await connect(config)
+        return box, store, await connect(config, runtime=runtime)
     except BaseException:
         await store.close()
         raise
@@ -255,12 +257,15 @@ async def preflight() -> int:
     return 0
 
 
-async def main(stop_requested: list[int] | None = None) -> int:
+async def main(stop_requested: list[int] | None = None, index: int = 0) -> int:
     """One worker process. ``stop_requested``: signals that arrived before the worker could
-    handle them (a supervised child starting up), acted on as soon as it can."""
+    handle them (a supervised child starting up), acted on as soon as it can. ``index``: its
+    place among a supervisor's processes (its metrics port is ``AGENT_METRICS_PORT + index``)."""
     try:
         config = load_settings()
-        box, store, client = await _start(config)
+        port = config.worker.metrics_port
+        runtime = metrics_runtime(port + index) if port else None
+        box, store, client = await _start(config, runtime)
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -293,7 +298,10 @@ async def main(stop_requested: list[int] | None = None) -> int:
     for signum in stop_requested or ():
         stop(signal.Signals(signum).name)
     log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
+    gauge = asyncio.ensure_future(approvals_waiting(client, runtime)) if runtime is not None else None
     await worker.run()
+    if gauge is not None:
+        gauge.cancel()
     if stopping:
         await stopping[0]
     await store.close()
@@ -307,6 +315,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="worker processes, each with its own event loop, sharing the store "
                              "(default: the number of cores)")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve Prometheus metrics on this port, the Nth process on PORT+N "
+                             "(default: $AGENT_METRICS_PORT, else none)")
     return parser.parse_args(argv)
 
 
@@ -314,9 +325,9 @@ def supervise(processes: int) -> int:
     """Run ``processes`` worker processes; SIGTERM/SIGINT go to each, which drains and exits.
     Each child dies with this process (a parent-death signal), so none outlives it."""
     children = [
-        subprocess.Popen([sys.executable, "-c", _CHILD], cwd=os.path.dirname(os.path.abspath(__file__)),
+        subprocess.Popen([sys.executable, "-c", _CHILD, str(index)], cwd=os.path.dirname(os.path.abspath(__file__)),
                          preexec_fn=_die_with_parent)
-        for _ in range(processes)
+        for index in range(processes)
     ]
 
     def forward(signum: int, _frame: Any) -> None:
@@ -337,13 +348,13 @@ _CHILD = (
     "stop = []\n"
     "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, lambda n, f: stop.append(n))\n"
     "import worker\n"
-    "worker.run_child(stop)\n"
+    "worker.run_child(stop, int(sys.argv[1]))\n"
 )
 
 
-def run_child(stop_requested: list[int]) -> None:
+def run_child(stop_requested: list[int], index: int) -> None:
     try:
-        code = asyncio.run(main(stop_requested))
+        code = asyncio.run(main(stop_requested, index))
     except KeyboardInterrupt:
         code = 130
     _flush_quietly()
@@ -366,6 +377,8 @@ def _die_with_parent() -> None:
 
 if __name__ == "__main__":
     options = parse_args(sys.argv[1:])
+    if options.metrics_port is not None:  # for this process and the ones it supervises
+        os.environ["AGENT_METRICS_PORT"] = str(options.metrics_port)
     try:
         if options.processes > 1:
             code = asyncio.run(preflight()) or supervise(options.processes)

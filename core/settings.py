@@ -159,6 +159,7 @@ class WorkerSettings(Group):
     local_tools: bool = var("AGENT_LOCAL_TOOLS", True)
     shutdown_grace_s: float = var("AGENT_SHUTDOWN_GRACE_S", 30.0)
     blob_cap_chars: int = var("AGENT_BLOB_CAP_CHARS", 8000)
+    metrics_port: int | None = var("AGENT_METRICS_PORT")  # None: no Prometheus endpoint
 
 
 @dataclass(frozen=True)
