@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import os
 import sys
+from pathlib import Path
 
 from temporalio.service import RPCError
 
@@ -28,7 +29,8 @@ WORKER_LOG = "worker.log"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="starter.py", description="Durable agent tasks on Temporal.")
+    prog = "durable-agent" if Path(sys.argv[0]).name == "durable-agent" else "starter.py"
+    p = argparse.ArgumentParser(prog=prog, description="Durable agent tasks on Temporal.")
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
@@ -58,10 +60,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The installed ``durable-agent`` command (pyproject.toml), and ``python starter.py``."""
     code = main()
     shutdown_tracing()  # flush spans: os._exit below skips atexit
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter finalization: the SDK's native runtime threads can race it and abort.
     os._exit(code)
+
+
+if __name__ == "__main__":
+    entry()

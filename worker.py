@@ -312,13 +312,27 @@ async def main(stop_requested: list[int] | None = None, index: int = 0) -> int:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="worker.py", description="A worker for the agent's task queue.")
+    add_options(parser)
+    return parser.parse_args(argv)
+
+
+async def serve(options: argparse.Namespace) -> int:
+    """``python worker.py`` and ``durable-agent worker``: one worker process, or a supervisor
+    of ``--processes`` of them."""
+    if options.metrics_port is not None:  # for this process and the ones it supervises
+        os.environ["AGENT_METRICS_PORT"] = str(options.metrics_port)
+    if options.processes > 1:
+        return await preflight() or supervise(options.processes)
+    return await main()
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="worker processes, each with its own event loop, sharing the store "
                              "(default: the number of cores)")
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve Prometheus metrics on this port, the Nth process on PORT+N "
                              "(default: $AGENT_METRICS_PORT, else none)")
-    return parser.parse_args(argv)
 
 
 def supervise(processes: int) -> int:
@@ -376,14 +390,8 @@ def _die_with_parent() -> None:
 
 
 if __name__ == "__main__":
-    options = parse_args(sys.argv[1:])
-    if options.metrics_port is not None:  # for this process and the ones it supervises
-        os.environ["AGENT_METRICS_PORT"] = str(options.metrics_port)
     try:
-        if options.processes > 1:
-            code = asyncio.run(preflight()) or supervise(options.processes)
-        else:
-            code = asyncio.run(main())
+        code = asyncio.run(serve(parse_args(sys.argv[1:])))
     except KeyboardInterrupt:
         code = 130
     _flush_quietly()

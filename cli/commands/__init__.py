@@ -22,6 +22,7 @@ from cli.commands import (
     status,
     stop,
     watch,
+    worker,
 )
 
-COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve)
+COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve, worker)
