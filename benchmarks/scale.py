@@ -33,7 +33,7 @@ from typing import Any
 from temporalio.client import Client
 
 from benchmarks.common import answer_tool_call, start_env
-from contracts.task import ApprovalDecision, TaskInput, TaskState, TaskStatus
+from contracts.task import ApprovalDecision, TaskInput, TaskState
 from workflows.task import AgentTaskWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -195,7 +195,7 @@ async def _approve_all(client: Client, ids: list[str]) -> None:
     async def one(workflow_id: str) -> None:
         async with semaphore:
             handle = client.get_workflow_handle(workflow_id)
-            status = await handle.query(AgentTaskWorkflow.status, result_type=TaskStatus)
+            status = await handle.query(AgentTaskWorkflow.status)
             pending = status.pending_approval
             assert pending is not None, status
             await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
