@@ -16,6 +16,7 @@ from temporalio.service import RPCError
 
 from cli.commands import COMMANDS
 from cli.tasks import UserError
+from cli.version import PACKAGE, package_version
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
 from runtime.settings import Settings
@@ -29,6 +30,7 @@ WORKER_LOG = "worker.log"
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="starter.py", description="Durable agent tasks on Temporal.")
+    p.add_argument("--version", action="version", version=f"{PACKAGE} {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
