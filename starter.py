@@ -46,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.task_defaults = settings.task
     args.mcp_settings = settings.mcp
-    configure_logging(settings.logging.level or "WARNING")
-    sdk_logs_to(data_dir(settings.paths) / WORKER_LOG)  # a worker run in-process logs there, not over the output
+    log_file = data_dir(settings.paths) / WORKER_LOG  # a worker run in-process logs there, not over the output
+    configure_logging(settings.logging.level or "WARNING", file=log_file)
+    sdk_logs_to(log_file)
     try:
         return asyncio.run(args.run(args))
     except (UserError, TemporalUnavailable, ServerError, StoreUnavailable) as err:

@@ -27,11 +27,13 @@ from rich.text import Text
 from cli.render import render_entry, render_outcome, safe
 from cli.sinks import Sink
 from contracts.task import TaskOutcome, TaskState, TaskStatus
-from core.entries import AiMessage, Entry, ToolCall
+from core.entries import AiMessage, Entry, StatusNotice, ToolCall
 from core.text import shorten, terminal_safe
 
 BUSY = (TaskState.INITIALIZING, TaskState.THINKING, TaskState.EXECUTING_TOOL, TaskState.FINALIZING)
 REFRESH_PER_S = 10
+# The notice a failing task appends (workflows/engine.py ``_fail``): the outcome's line says it.
+FAILED_NOTICE = "task failed: "
 
 
 class ConsoleSink(Sink):
@@ -82,6 +84,9 @@ class ConsoleSink(Sink):
             self.streamed.discard(turn)
 
     def entry(self, entry: Entry, status: TaskStatus) -> None:
+        if isinstance(entry, StatusNotice) and entry.text.startswith(FAILED_NOTICE):
+            self.status(status)
+            return  # a failure is one line on the terminal: the outcome's, which follows
         self._end_line()
         if self.live:
             if isinstance(entry, (AiMessage, ToolCall)) and entry.turn == self.reply_turn and self.reply:
