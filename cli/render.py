@@ -141,7 +141,7 @@ def status_lines(workflow_id: str, status: TaskStatus, ui_url: str) -> list[str]
         lines.append("plan:     " + "\n          ".join(f"{marks.get(i['status'], '[?]')} {i['id']}. {i['desc']}" for i in status.plan))
     if status.pending_approval:
         p = status.pending_approval
-        lines.append(f"pending:  {p.tool} {json.dumps(p.arguments, ensure_ascii=False)[:200]} (call {p.call_id})")
+        lines.append(f"pending:  {p.tool} {shorten(approval_text(p), 200)} (call {p.call_id})")
         lines.append(f"why:      {p.danger}: {p.reason}")
     if status.question:
         lines.append(f"question: {status.question}")

@@ -225,7 +225,7 @@ async def test_cli_schedule_create_list_trigger_and_delete(client, task_queue, w
 
         async def completed_line():
             line = await listed_line()
-            return line if line and line.endswith(f"last {workflow_id} COMPLETED") else None
+            return line if line and line.endswith(f" {workflow_id} COMPLETED") else None
 
         await poll(completed_line)
 
