@@ -26,8 +26,6 @@ RESULT_PREVIEW_LINES = 6
 # The lines of the untrusted-content wrapper (core/untrusted.py), which only the model needs: a
 # look-alike inside the content has its "<" escaped, so only the wrapper's own lines match.
 _WRAPPER_LINE = re.compile(rf"<{TAG}(?: [^>]*)?>|</{TAG}>|{re.escape(UNTRUSTED_NOTE)}")
-# The line the tool activity puts under the preview of an output kept as a blob (activities/tools.py).
-_BLOB_NOTE = re.compile(r"\[\.\.\. preview of \d+ characters; the model sees the full output \(blob \w+\) \.\.\.\]")
 # A tool's own line saying it cut its output (tools/shell_output.py, tools/file.py, the browser).
 _CUT_NOTE = re.compile(r"\[.*\b(?:truncated|capped|cut|not shown|stopped at)\b.*\]")
 
@@ -50,7 +48,10 @@ def preview(result: ToolResult, lines: int = RESULT_PREVIEW_LINES) -> str:
     """The first ``lines`` a person sees of a result, blank lines left out, and what the model got
     beyond them: the whole output of one kept as a blob (the history holds only its start),
     else the lines not shown; a tool's own note that it cut the output stays in view."""
-    rows = [row for row in unwrap(result.content).splitlines() if row.strip() and not _BLOB_NOTE.fullmatch(row)]
+    content = result.content
+    if result.blob:  # the start of the output, then a line the tool activity adds for the history
+        content = content.rsplit("\n", 1)[0]
+    rows = [row for row in unwrap(content).splitlines() if row.strip()]
     shown = rows[:lines]
     if result.full_chars:
         shown.append(f"… the rest is not shown here; the model got all {result.full_chars:,} characters")

@@ -45,3 +45,4 @@ async def test_a_wrong_api_key_is_one_line_on_the_terminal_and_the_details_are_i
     assert "Incorrect API key provided" in failures[0] and "sk-wrong" not in out  # the key itself is redacted
     log = (Path(os.environ["AGENT_DATA_DIR"]) / "worker.log").read_text()
     assert "llm call failed" in log and "Traceback" in log  # the details are in the log file
+    assert "sk-wrong" not in log  # redacted there too
