@@ -73,10 +73,11 @@ def test_a_tools_own_note_that_it_cut_the_output_stays_in_view():
 
 
 def test_the_approval_prompt_can_show_a_gated_write_as_its_diff():
-    console = Console(file=io.StringIO(), width=100, color_system=None)
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None)
     render_call(console, "file", {"action": "write", "path": "deploy.sh", "content": "#!/bin/sh\nrm -rf build\n"})
     render_call(console, "shell", {"command": "ls -la"})
-    assert console.file.getvalue().splitlines() == [
+    assert out.getvalue().splitlines() == [
         "→ file write deploy.sh", "    --- a/deploy.sh", "    +++ b/deploy.sh",
         "    @@ the whole file as written, 2 lines @@", "    +#!/bin/sh", "    +rm -rf build",
         '→ shell {"command": "ls -la"}',
