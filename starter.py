@@ -17,6 +17,7 @@ from temporalio.service import RPCError
 
 from cli.commands import COMMANDS
 from cli.tasks import UserError
+from cli.version import PACKAGE, package_version
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
 from runtime.settings import Settings
@@ -31,6 +32,7 @@ WORKER_LOG = "worker.log"
 def parser() -> argparse.ArgumentParser:
     prog = "durable-agent" if Path(sys.argv[0]).name == "durable-agent" else "starter.py"
     p = argparse.ArgumentParser(prog=prog, description="Durable agent tasks on Temporal.")
+    p.add_argument("--version", action="version", version=f"{PACKAGE} {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
@@ -46,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.task_defaults = settings.task
     args.mcp_settings = settings.mcp
-    configure_logging(settings.logging.level or "WARNING")
-    sdk_logs_to(data_dir(settings.paths) / WORKER_LOG)  # a worker run in-process logs there, not over the output
+    log_file = data_dir(settings.paths) / WORKER_LOG  # a worker run in-process logs there, not over the output
+    configure_logging(settings.logging.level or "WARNING", file=log_file)
+    sdk_logs_to(log_file)
     try:
         return asyncio.run(args.run(args))
     except (UserError, TemporalUnavailable, ServerError, StoreUnavailable) as err:
