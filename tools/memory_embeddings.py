@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import heapq
-import math
-import operator
 import sqlite3
 import ssl
-from array import array
 from collections.abc import Sequence
 
 import httpx
+import numpy
 from pydantic import BaseModel, ValidationError
 
+from core.cache import BoundedCache
 from core.settings import MemorySettings
 
 BATCH = 128  # inputs per request: under every server's limit (OpenAI's is 2048)
@@ -34,6 +32,7 @@ MAX_INPUT_CHARS = 2000  # a line longer than this is embedded by its start (mode
 TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_S = 3.0
 RANKED = 50  # lines each ranking brings to the merge
+LOOKUPS = 500  # more vectors missing from this process than this: one scan of the index's
 
 
 class EmbeddingsError(Exception):
@@ -108,31 +107,55 @@ def _reason(response: httpx.Response) -> str:
     return f": {' '.join(str(message).split())[:200]}" if message else ""
 
 
+# Vectors by (model, digest of the text), as the index keeps them: content-addressed, so never stale;
+# a warm search then reads only the lines from SQLite. On the event loop only.
+_VECTORS: BoundedCache[tuple[str, str], bytes] = BoundedCache(20_000)
+
+
 async def nearest(db: sqlite3.Connection, query: str, settings: MemorySettings) -> list[int]:
-    """Ids of the lines nearest ``query`` in meaning, best first; vectors missing from the cache
-    are asked for first, once per distinct text."""
+    """Ids of the lines nearest ``query`` in meaning, best first; vectors in neither this process
+    nor the index are asked for first, once per distinct text."""
     model = settings.embeddings_model or ""
-    missing = await asyncio.to_thread(lambda: db.execute(
-        "SELECT l.digest, MIN(l.text) FROM lines l LEFT JOIN vectors v ON v.model = ? AND v.digest = l.digest "
-        "WHERE v.digest IS NULL GROUP BY l.digest", (model,)).fetchall())
-    vectors = await embed([text for _, text in missing] + [query], settings)
+    rows = await asyncio.to_thread(lambda: db.execute("SELECT id, digest, text FROM lines").fetchall())
+    blobs = {digest: blob for _, digest, _ in rows if (blob := _VECTORS.get((model, digest))) is not None}
+    need = list({digest for _, digest, _ in rows} - blobs.keys())
+    if need:
+        blobs.update(await asyncio.to_thread(_stored, db, model, need))
+    missing = {digest: text for _, digest, text in reversed(rows) if digest not in blobs}
+    vectors = await embed([*missing.values(), query], settings)
     wanted = _unit(vectors.pop())
+    fresh = [(model, digest, _unit(v).tobytes()) for digest, v in zip(missing, vectors, strict=True)]
+    blobs.update((digest, blob) for _, digest, blob in fresh)
+    for _, digest, _ in rows:
+        _VECTORS.put((model, digest), blobs[digest])
 
     def rank() -> list[int]:
-        if missing:
+        if fresh:
             db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                           [(model, digest, _unit(v).tobytes()) for (digest, _), v in zip(missing, vectors, strict=True)])
+            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", fresh)
             db.execute("COMMIT")
-        rows = db.execute("SELECT l.id, v.vector FROM lines l JOIN vectors v ON v.model = ? AND v.digest = l.digest",
-                          (model,))
-        scored = ((sum(map(operator.mul, wanted, array("f", blob))), row) for row, blob in rows
-                  if len(blob) == 4 * len(wanted))
-        return [row for _, row in heapq.nlargest(RANKED, scored)]
+        known = [(row, blobs[digest]) for row, digest, _ in rows if len(blobs[digest]) == wanted.nbytes]
+        if not known:  # (a vector of another length is another model's: skipped)
+            return []
+        ids = numpy.fromiter((row for row, _ in known), dtype=numpy.int64, count=len(known))
+        matrix = numpy.frombuffer(b"".join(blob for _, blob in known), dtype=numpy.float32).reshape(len(known), -1)
+        # Cosines, as every vector is kept of length 1; einsum, not BLAS, whose threads cost more here.
+        scores = numpy.einsum("ij,j->i", matrix, wanted)
+        return [int(i) for i in ids[numpy.argsort(-scores, kind="stable")[:RANKED]]]
 
     return await asyncio.to_thread(rank)
 
 
-def _unit(vector: list[float]) -> array[float]:
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return array("f", (x / norm for x in vector))
+def _stored(db: sqlite3.Connection, model: str, digests: list[str]) -> list[tuple[str, bytes]]:
+    """The index's vectors of these texts: looked up when they are few, else one scan (faster then)."""
+    if len(digests) > LOOKUPS:
+        return db.execute("SELECT digest, vector FROM vectors WHERE model = ?", (model,)).fetchall()
+    marks = ",".join("?" * len(digests))
+    return db.execute(f"SELECT digest, vector FROM vectors WHERE model = ? AND digest IN ({marks})",
+                      (model, *digests)).fetchall()
+
+
+def _unit(vector: list[float]) -> numpy.ndarray:
+    array = numpy.asarray(vector, dtype=numpy.float32)
+    norm = float(numpy.linalg.norm(array))
+    return array / norm if norm else array

@@ -50,7 +50,7 @@ CREATE INDEX lines_path ON lines(path);
 CREATE INDEX lines_digest ON lines(digest);
 CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='lines', content_rowid='id',
                                           tokenize='porter unicode61 remove_diacritics 2');
-CREATE TABLE vectors (model TEXT, digest TEXT, vector BLOB, PRIMARY KEY (model, digest)) WITHOUT ROWID
+CREATE TABLE vectors (model TEXT, digest TEXT, vector BLOB, PRIMARY KEY (model, digest))
 """
 
 
@@ -143,6 +143,7 @@ def _connect(path: str | Path) -> sqlite3.Connection:
                     db.execute(statement)  # one by one: executescript would commit the transaction
             db.execute("COMMIT")
         db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")  # a cache: a crash may lose the latest writes, never the file
     except BaseException:
         db.close()
         raise

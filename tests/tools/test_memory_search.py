@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from core.cache import BoundedCache
 from core.settings import MemorySettings
 from fakes.embeddings import EmbeddingsServer
-from tools import classify_call, execute, memory, memory_index
+from tools import classify_call, execute, memory, memory_embeddings, memory_index
 from tools.base import Danger, ToolContext, ToolOutcome
 from tools.memory_index import HEADER
 from tools.registry import is_idempotent
@@ -58,7 +59,8 @@ def notes(workspace: Path, index_dir: Path) -> Path:
 
 
 @pytest.fixture
-def embeddings(index_dir: Path) -> Iterator[EmbeddingsServer]:
+def embeddings(index_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingsServer]:
+    monkeypatch.setattr(memory_embeddings, "_VECTORS", BoundedCache(1000))  # as in a new worker process
     with EmbeddingsServer(synonyms={"automobile": "car"}) as server:
         memory_index.configure(MemorySettings(embeddings_url=server.url, embeddings_model=MODEL), index_dir)
         yield server
