@@ -33,8 +33,9 @@ _WORD = re.compile(r"\w+")
 def vector(text: str, synonyms: Mapping[str, str] | None = None, dimensions: int = DIMENSIONS) -> list[float]:
     """The text's hashed bag of words, normalized (all zeros for a text without words)."""
     values = [0.0] * dimensions
-    for word in _WORD.findall(text.casefold()):
-        word = (synonyms or {}).get(word, word)
+    synonyms = synonyms or {}
+    for found in _WORD.findall(text.casefold()):
+        word = synonyms[found] if found in synonyms else found
         digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
         values[int.from_bytes(digest[:4], "big") % dimensions] += 1.0 if digest[4] & 1 else -1.0
     norm = math.sqrt(sum(v * v for v in values)) or 1.0
