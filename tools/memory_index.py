@@ -38,6 +38,7 @@ HEADER = (  # what the memory tool writes atop a new MEMORY.md: never indexed
     "`memory` tool; edit freely.\n\n"
 )
 MAX_HITS = 10
+MAX_FILE_BYTES = 4_000_000  # of one file, indexed (a daily note holds a few KB)
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
 SCHEMA_VERSION = 1
 _DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
@@ -84,9 +85,9 @@ class Found:
     problem: str = ""  # why the semantic ranking is missing, when one is configured
 
 
-async def search(workspace: Path, query: str, config: _Config | None = None) -> Found:
+async def search(workspace: Path, query: str) -> Found:
     """The lines best matching ``query``, best first (Refused or OSError when the files cannot be read)."""
-    config = _CONFIG if config is None else config
+    config = _CONFIG
     db = await asyncio.to_thread(_opened, workspace, config.index_dir)
     try:
         ranked = [await asyncio.to_thread(_bm25, db, query)]
@@ -105,14 +106,14 @@ async def search(workspace: Path, query: str, config: _Config | None = None) -> 
 # --- the index file -----------------------------------------------------------
 
 
-def index_path(index_dir: Path, workspace: Path) -> Path:
+def _index_path(index_dir: Path, workspace: Path) -> Path:
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:24]
     return index_dir / f"{key}.sqlite"
 
 
 def _opened(workspace: Path, index_dir: Path | None) -> sqlite3.Connection:
     """The workspace's index, brought up to date; a damaged file is moved aside and rebuilt."""
-    path = ":memory:" if index_dir is None else index_path(index_dir, workspace)
+    path = ":memory:" if index_dir is None else _index_path(index_dir, workspace)
     if index_dir is not None:
         index_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -229,7 +230,7 @@ def _read(workspace: Path, path: str) -> bytes:
     finally:
         os.close(root)
     with os.fdopen(fd, "rb") as f:
-        return f.read()
+        return f.read(MAX_FILE_BYTES)
 
 
 def _date(path: str, st: os.stat_result) -> str:

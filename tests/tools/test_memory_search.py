@@ -3,6 +3,7 @@ merged with an embeddings endpoint's ranking when there is one (the local fake i
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -117,6 +118,12 @@ async def test_search_reindexes_only_a_file_whose_content_changed(notes, index_d
     await _search(notes, "staging")
     assert _ids(index_dir, "memory/2025-03-14.md") == before[0]
     assert _ids(index_dir, "MEMORY.md") != before[1] and len(_ids(index_dir, "MEMORY.md")) == 4
+
+
+async def test_searches_at_once_share_one_index(notes, index_dir, embeddings):
+    results = await asyncio.gather(*(_search(notes, "backup host") for _ in range(4)))
+    assert all(result == results[0] for result in results) and "backup host" in _hits(results[0])[0]
+    assert len(list(index_dir.glob("*.sqlite"))) == 1
 
 
 async def test_a_deleted_index_is_rebuilt_by_the_next_search(notes, index_dir):
