@@ -217,7 +217,8 @@ def _note(root: Path, note: str) -> ToolOutcome:
 
 
 def _found(query: str, found: Found) -> ToolOutcome:
-    head = f"Memory search {query!r}: {len(found.hits)} lines, best first ({found.ranking})."
+    count = f"{len(found.hits)} line{'s' if len(found.hits) != 1 else ''}"
+    head = f"Memory search {query!r}: {count}, best first ({found.ranking})."
     if not found.hits:
         head = f"Memory search {query!r}: no line of {MEMORY_FILE} or {NOTES_DIR}/*.md matches ({found.ranking})."
     lines = [f"- {hit.path}:{hit.line} ({hit.date}) {shorten(hit.text.removeprefix('- '), MAX_SHOWN_CHARS)}"
