@@ -51,7 +51,7 @@ CREATE INDEX lines_path ON lines(path);
 CREATE INDEX lines_digest ON lines(digest);
 CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='lines', content_rowid='id',
                                           tokenize='porter unicode61 remove_diacritics 2');
-CREATE TABLE vectors (model TEXT, digest TEXT, vector BLOB, PRIMARY KEY (model, digest))
+CREATE TABLE vectors (model TEXT, digest TEXT, vector BLOB, PRIMARY KEY (digest, model))
 """
 
 
@@ -144,7 +144,7 @@ def _connect(path: str | Path) -> sqlite3.Connection:
                     db.execute(statement)  # one by one: executescript would commit the transaction
             db.execute("COMMIT")
         db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")  # a cache: a crash may lose the latest writes, never the file
+        db.execute("PRAGMA synchronous = OFF")  # a cache: a crash may lose or damage it, and it is rebuilt
     except BaseException:
         db.close()
         raise
@@ -169,8 +169,9 @@ def _refresh(db: sqlite3.Connection, workspace: Path) -> None:
     try:
         files = _listing(workspace)
         known_digests = {p: (m, s, d) for p, m, s, d in db.execute("SELECT path, mtime_ns, size, digest FROM files")}
+        dropped: set[str] = set()  # digests of the lines taken out: their vectors go unless a line keeps them
         for path in known_digests.keys() - files.keys():
-            _drop(db, path)
+            dropped |= _drop(db, path)
         for path, st in files.items():
             old = known_digests.get(path)
             if old is not None and old[:2] == (st.st_mtime_ns, st.st_size):
@@ -178,16 +179,17 @@ def _refresh(db: sqlite3.Connection, workspace: Path) -> None:
             try:
                 data = _read(workspace, path)
             except (FileNotFoundError, Refused):  # gone, or swapped for a symlink, since the listing
-                _drop(db, path)
+                dropped |= _drop(db, path)
                 continue
             digest = hashlib.sha256(data).hexdigest()
             if old is not None and old[2] == digest:
                 db.execute("UPDATE lines SET date = ? WHERE path = ?", (_date(path, st), path))
             else:
-                _drop(db, path)
+                dropped |= _drop(db, path)
                 _add(db, path, _date(path, st), data)
             db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (path, st.st_mtime_ns, st.st_size, digest))
-        db.execute("DELETE FROM vectors WHERE digest NOT IN (SELECT digest FROM lines)")
+        db.executemany("DELETE FROM vectors WHERE digest = ?1 AND NOT EXISTS (SELECT 1 FROM lines WHERE digest = ?1)",
+                       [(digest,) for digest in dropped])
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -251,11 +253,14 @@ def _add(db: sqlite3.Connection, path: str, date: str, data: bytes) -> None:
         db.execute("INSERT INTO lines_fts (rowid, text) VALUES (?, ?)", (row, text))
 
 
-def _drop(db: sqlite3.Connection, path: str) -> None:
+def _drop(db: sqlite3.Connection, path: str) -> set[str]:
+    """Take the file's lines out; the digests of their texts."""
+    digests = {digest for (digest,) in db.execute("SELECT digest FROM lines WHERE path = ?", (path,))}
     db.execute("INSERT INTO lines_fts (lines_fts, rowid, text) SELECT 'delete', id, text FROM lines WHERE path = ?",
                (path,))
     db.execute("DELETE FROM lines WHERE path = ?", (path,))
     db.execute("DELETE FROM files WHERE path = ?", (path,))
+    return digests
 
 
 # --- ranking ------------------------------------------------------------------

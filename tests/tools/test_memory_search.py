@@ -212,6 +212,19 @@ async def test_vectors_are_asked_for_once_per_distinct_text(notes, embeddings, c
     assert all(body["model"] == MODEL for body in embeddings.requests)
 
 
+async def test_the_index_drops_the_vectors_of_texts_no_file_holds_any_more(notes, embeddings, index_dir):
+    (notes / "memory" / "2025-03-16.md").write_text("- 10:02:11 Lunch.\n- Bought a new disk.\n")
+    await _search(notes, "disk")
+    (notes / "memory" / "2025-03-16.md").unlink()
+    await _search(notes, "disk")
+    (index,) = index_dir.glob("*.sqlite")
+    with sqlite3.connect(index) as db:
+        kept = {text for (text,) in db.execute(
+            "SELECT l.text FROM vectors v JOIN lines l ON l.digest = v.digest")}
+        assert db.execute("SELECT count(*) FROM vectors").fetchone() == (6,)
+    assert "- 10:02:11 Lunch." in kept and "- Bought a new disk." not in kept  # Lunch is in 2025-03-14.md too
+
+
 @pytest.mark.parametrize("broken, why", [
     ("down", "the embeddings endpoint could not be reached (ConnectError)"),
     ("status", "the embeddings endpoint answered HTTP 503: scripted failure 503"),
