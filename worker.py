@@ -39,6 +39,7 @@ from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
+from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from runtime.settings import Settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
@@ -47,7 +48,7 @@ from temporal.metrics import approvals_waiting, metrics_runtime
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
-from tools import egress, sandbox, search, shell, skills
+from tools import egress, memory_index, sandbox, search, shell, skills
 from tools.browser import browser_pool, chromium_problem
 from tools.browser import pool as browser
 from workflows.task import AgentTaskWorkflow
@@ -82,6 +83,7 @@ def configure_tools(settings: Settings) -> None:
     search.configure(settings.search)
     skills.configure(settings.skills)
     browser.configure(settings.browser)
+    memory_index.configure(settings.memory, data_dir(settings.paths) / "memory-index")
 
 
 # Our own packages are deterministic by construction (workflows/ does no I/O, reads no clock;

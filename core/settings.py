@@ -211,6 +211,19 @@ class SearchSettings(Group):
 
 
 @dataclass(frozen=True)
+class MemorySettings(Group):
+    """``memory`` search: full text alone, or merged with an OpenAI-compatible embeddings endpoint."""
+
+    embeddings_url: str | None = var("AGENT_EMBEDDINGS_URL")  # a base URL (``.../v1``); None: full text only
+    embeddings_model: str | None = var("AGENT_EMBEDDINGS_MODEL")
+    embeddings_api_key: str | None = var("AGENT_EMBEDDINGS_API_KEY", secret=True)
+
+    def __post_init__(self) -> None:
+        if self.embeddings_url and not self.embeddings_model:
+            raise ValueError("AGENT_EMBEDDINGS_URL is set: AGENT_EMBEDDINGS_MODEL must name the model to ask for")
+
+
+@dataclass(frozen=True)
 class SkillSettings(Group):
     dirs: tuple[Path, ...] = var("AGENT_SKILLS_DIRS", (), sep=os.pathsep)  # as PATH is
 
@@ -275,6 +288,7 @@ class Settings(Group):
     shell: ShellSettings = field(default_factory=ShellSettings)
     egress: EgressSettings = field(default_factory=EgressSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     skills: SkillSettings = field(default_factory=SkillSettings)
     prompt: PromptSettings = field(default_factory=PromptSettings)
     browser: BrowserSettings = field(default_factory=BrowserSettings)
