@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("worker",),
     ("activities",),
     ("prompts", "temporal", "workflows"),
-    ("contracts", "providers", "tools", "runtime", "fakes"),
+    ("contracts", "providers", "tools", "runtime", "fakes", "channels"),
     ("core",),
 ]
 LEVEL = {name: depth for depth, row in enumerate(LAYERS) for name in row}
