@@ -22,8 +22,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("evals",),
     ("worker",),
     ("activities",),
-    ("prompts", "temporal", "workflows"),
-    ("contracts", "providers", "tools", "runtime", "fakes", "channels"),
+    ("prompts", "temporal", "workflows", "channels"),
+    ("contracts", "providers", "tools", "runtime", "fakes"),
     ("core",),
 ]
 LEVEL = {name: depth for depth, row in enumerate(LAYERS) for name in row}
