@@ -220,9 +220,11 @@ class Conversation:
                 self.pressed.clear()
                 if told is not None:
                     raise Detached
+                since = follower.seq
+                await self.interject(workflow_id, INTERRUPTED)  # sent before a second Ctrl-C is read
                 follower.sink.note("interrupted: the current step is cut off and the task is told you are "
                                    "waiting (Ctrl-C again to leave)")
-                told = asyncio.ensure_future(self._interrupt(workflow_id, follower))
+                told = asyncio.ensure_future(self._taken(workflow_id, follower, since))
         finally:
             for running in (following, told):
                 if running is not None and not running.done():
@@ -231,11 +233,9 @@ class Conversation:
                         await running
             self.seen[workflow_id] = follower.seq
 
-    async def _interrupt(self, workflow_id: str, follower: Follower) -> None:
-        """Tell the task the person interrupted it; return once the follower has shown the
-        task taking the message (what ran is cut off by then)."""
-        since = follower.seq
-        await self.interject(workflow_id, INTERRUPTED)
+    async def _taken(self, workflow_id: str, follower: Follower, since: int) -> None:
+        """Once the follower has shown the task taking the interruption (what ran is cut off
+        by then): its events after ``since`` hold the message."""
         handle = self.client.get_workflow_handle(workflow_id)
         while True:
             try:
