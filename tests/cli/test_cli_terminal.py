@@ -32,9 +32,9 @@ class Terminal:
         os.close(slave)
         self.screen = ""
 
-    def expect(self, text: str, timeout_s: float = 30) -> None:
+    def expect(self, text: str, timeout_s: float = 30, times: int = 1) -> None:
         deadline = time.monotonic() + timeout_s
-        while text not in self.screen:
+        while self.screen.count(text) < times:
             assert time.monotonic() < deadline, f"never saw {text!r}; screen:\n{self.screen[-2000:]}"
             ready, _, _ = select.select([self.master], [], [], 0.1)
             if ready:

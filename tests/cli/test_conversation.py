@@ -38,8 +38,8 @@ def seen(term: Terminal) -> str:
     return Screen(COLUMNS).feed(term.screen).text()
 
 
-async def expect(term: Terminal, text: str) -> None:
-    await asyncio.to_thread(term.expect, text, 60)
+async def expect(term: Terminal, text: str, times: int = 1) -> None:
+    await asyncio.to_thread(term.expect, text, 60, times)
 
 
 async def tool_running(client: Client, workflow_id: str) -> None:
@@ -141,9 +141,10 @@ async def test_ctrl_c_twice_leaves_and_says_how_to_come_back(client, task_queue,
     assert outcome.status == TaskState.DONE
 
 
-async def test_resume_continues_a_finished_tasks_conversation_without_a_terminal(client, task_queue, workspace):
+async def test_resume_and_continue_pick_up_a_finished_tasks_conversation_without_a_terminal(client, task_queue, workspace):
     steps = [tool("message", type="result", text="Noted: the colour is teal."),
-             tool("message", type="result", text="It was teal.")]
+             tool("message", type="result", text="It was teal."),
+             tool("message", type="result", text="Still teal.")]
     async with scripted_worker(client, task_queue, steps) as model:
         code, out, err = await cli(client, "start", "--workspace", str(workspace), "Remember: the colour is teal",
                                    queue=task_queue)
@@ -153,6 +154,83 @@ async def test_resume_continues_a_finished_tasks_conversation_without_a_terminal
         code, out, err = await cli(client, "run", "--resume", first, "--workspace", str(workspace),
                                    "Which colour was it?", queue=task_queue)
         assert code == 0, err
-        await wait_until(lambda: len(model.requests) == 2)
+        assert "It was teal." in out
+        code, out, err = await cli(client, "run", "--continue", "Sure?", queue=task_queue, cwd=workspace)
+        assert code == 0, err
+        model.assert_consumed()
     history = "\n".join(str(m["content"]) for m in model.requests[1]["messages"])
-    assert "Noted: the colour is teal." in history and "It was teal." in out
+    assert "Noted: the colour is teal." in history
+    later = "\n".join(str(m["content"]) for m in model.requests[2]["messages"])  # the newest task here: its session
+    assert "Noted: the colour is teal." in later and "It was teal." in later and "Still teal." in out
+
+
+async def test_the_demo_takes_a_follow_up_at_the_prompt(client, workspace):
+    term = run_in_terminal(client, "unused", "--demo", "--workspace", str(workspace), "Note the first thing")
+    try:
+        await expect(term, PROMPT)
+        term.type("Note the second thing")
+        await expect(term, PROMPT, times=2)
+        term.press("\x04")
+        code = await asyncio.to_thread(term.wait)
+    finally:
+        term.close()
+    assert code == 0 and seen(term).count("DONE (3 turns") == 2, seen(term)
+    assert "Note the second thing" in (workspace / "AGENT_DEMO.md").read_text()
+
+
+async def test_slash_commands_show_the_diff_and_set_the_approval_of_the_next_task(client, task_queue, workspace):
+    steps = [tool("file", action="write", path="notes.md", content="hello\n"),
+             tool("message", type="result", text="written"),
+             tool("message", type="result", text="ok")]
+    async with scripted_worker(client, task_queue, steps) as model:
+        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "Write notes")
+        try:
+            await expect(term, PROMPT)
+            term.type("/diff")
+            await expect(term, "+hello")
+            term.type("/approval sometimes")
+            await expect(term, "approval modes: dangerous, always, never")
+            term.type("/approval always")
+            await expect(term, "approval for the next tasks: always")
+            term.type("/help")
+            await expect(term, "/rewind N")
+            term.type("Thanks")
+            await expect(term, "approve? [y/N]")  # even the final message, in mode always
+            term.type("y")
+            await expect(term, "reason (optional):")
+            term.type("")
+            await expect(term, PROMPT, times=6)
+            second = re.findall(r"task (task-[a-z0-9-]+) ·", term.screen)[-1]
+            status = await client.get_workflow_handle(second).query("status")
+            term.press("\x04")
+            assert await asyncio.to_thread(term.wait) == 0
+        finally:
+            term.close()
+        model.assert_consumed()
+    screen = seen(term)
+    assert "+++ b/notes.md" in screen, screen
+    assert status["approval"] == "always"
+
+
+async def test_rewind_at_the_prompt_takes_the_last_task_back_and_follows_it_again(client, task_queue, workspace):
+    steps = [tool("file", action="write", path="a.txt", content="a"),
+             tool("file", action="write", path="b.txt", content="b"),
+             tool("message", type="result", text="both written"),
+             tool("message", type="result", text="only a now")]  # turn 2 again, after the rewind
+    async with scripted_worker(client, task_queue, steps) as model:
+        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "Write files")
+        try:
+            await expect(term, PROMPT)
+            assert (workspace / "b.txt").exists()
+            term.type("/rewind 1")
+            await expect(term, "only a now")
+            await expect(term, PROMPT, times=2)
+            term.press("\x04")
+            assert await asyncio.to_thread(term.wait) == 0
+        finally:
+            term.close()
+        model.assert_consumed()
+    screen = seen(term)
+    assert "workspace restored to the end of turn 1" in screen and "rewound to the end of turn 1" in screen
+    assert (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
+    assert screen.count("both written") == 1  # what was shown before the rewind is not shown again
