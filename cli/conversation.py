@@ -261,15 +261,20 @@ class Conversation:
                 self.console.print()
                 await self.leave()
                 return self.code
-            text = line.strip()
-            if not text:
-                current = self.current
-                if current is not None and await self.running(current):
-                    await self.follow(current)  # Enter: watch the task that goes on
-            elif slash.is_command(text):
-                await slash.run(self, text)
-            else:
-                await self.say(text)
+            try:
+                await self.answer(line.strip())
+            except (UserError, RPCError, WorkflowQueryFailedError) as err:  # said, and the prompt stays
+                self.console.print(f"[red]error:[/] {safe(getattr(err, 'message', '') or str(err))}")
+
+    async def answer(self, text: str) -> None:
+        if not text:
+            current = self.current
+            if current is not None and await self.running(current):
+                await self.follow(current)  # Enter: watch the task that goes on
+        elif slash.is_command(text):
+            await slash.run(self, text)
+        else:
+            await self.say(text)
 
     async def read(self) -> str | None:
         """One line at the prompt; a Ctrl-C there raises Detached."""

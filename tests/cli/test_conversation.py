@@ -146,8 +146,8 @@ async def test_resume_and_continue_pick_up_a_finished_tasks_conversation_without
              tool("message", type="result", text="It was teal."),
              tool("message", type="result", text="Still teal.")]
     async with scripted_worker(client, task_queue, steps) as model:
-        code, out, err = await cli(client, "start", "--workspace", str(workspace), "Remember: the colour is teal",
-                                   queue=task_queue)
+        code, out, err = await cli(client, "run", "--detach", "--workspace", str(workspace),
+                                   "Remember: the colour is teal", queue=task_queue)
         assert code == 0, err
         first = out.strip().splitlines()[-1]
         await outcome_of(client.get_workflow_handle(first, result_type=TaskOutcome))
@@ -222,9 +222,11 @@ async def test_rewind_at_the_prompt_takes_the_last_task_back_and_follows_it_agai
         try:
             await expect(term, PROMPT)
             assert (workspace / "b.txt").exists()
+            term.type("/rewind 9")  # a mistake is one line, and the prompt stays
+            await expect(term, "never started turn 10")
             term.type("/rewind 1")
             await expect(term, "only a now")
-            await expect(term, PROMPT, times=2)
+            await expect(term, PROMPT, times=3)
             term.press("\x04")
             assert await asyncio.to_thread(term.wait) == 0
         finally:
