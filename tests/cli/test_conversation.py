@@ -236,3 +236,28 @@ async def test_rewind_at_the_prompt_takes_the_last_task_back_and_follows_it_agai
     assert "workspace restored to the end of turn 1" in screen and "rewound to the end of turn 1" in screen
     assert (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
     assert screen.count("both written") == 1  # what was shown before the rewind is not shown again
+
+
+async def test_after_a_ctrl_c_what_is_typed_goes_to_the_task_that_goes_on(client, task_queue, workspace):
+    steps = [tool("shell", command="sleep 30"),
+             Step(tool_calls=[("message", {"type": "result", "text": "never sent"})], hold=True),
+             tool("message", type="result", text="Carrying on with the plan.")]
+    async with scripted_worker(client, task_queue, steps) as model:
+        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "Wait a while")
+        try:
+            await expect(term, "→ shell")
+            workflow_id = task_id(term)
+            await tool_running(client, workflow_id)
+            term.press("\x03")
+            await expect(term, "the task goes on: type to tell it more")  # its model call is held: it cannot end
+            term.type("Carry on with the plan")
+            await expect(term, "Carrying on with the plan.")
+            await expect(term, PROMPT, times=2)
+            term.press("\x04")
+            assert await asyncio.to_thread(term.wait) == 0
+        finally:
+            term.close()
+        model.assert_consumed()
+    assert re.findall(r"task (task-[a-z0-9-]+) ·", term.screen) == [workflow_id]  # no second task
+    last = user_texts(model.requests[2])
+    assert "pressed Ctrl-C" in last[-2] and last[-1] == "Carry on with the plan"
