@@ -10,6 +10,7 @@ import sys
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from cli.slash import is_command
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import Step, tool
@@ -257,3 +258,8 @@ async def test_after_a_ctrl_c_what_is_typed_goes_to_the_task_that_goes_on(client
     assert re.findall(r"task (task-[a-z0-9-]+) ·", term.screen) == [workflow_id]  # no second task
     last = user_texts(model.requests[2])
     assert "pressed Ctrl-C" in last[-2] and last[-1] == "Carry on with the plan"
+
+
+def test_a_slash_word_is_a_command_and_a_path_is_a_message():
+    assert is_command("/cost") and is_command("/rewind 3") and is_command("/nope")
+    assert not is_command("/etc/hosts is wrong") and not is_command("fix /tmp") and not is_command("/")
