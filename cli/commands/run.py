@@ -1,54 +1,73 @@
-"""``run TASK``: start a task and follow it to the end; exit 0 on DONE, 1 otherwise."""
+"""``run TASK``: start a task and follow it; at a terminal, stay in its conversation
+(cli/conversation.py). Without a terminal: exit 0 on DONE, 1 otherwise."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import time
+import sys
 import uuid
 from contextlib import AsyncExitStack
 
 from activities.llm import ProviderSettings
-from cli.local import local_worker, make_follower
+from cli.commands import start
+from cli.conversation import Conversation, converse
+from cli.local import local_worker
 from cli.options import add_task_options
-from cli.render import make_console
-from cli.tasks import closed_outcome, configured_model, start_task, task_input, ui_link
-from contracts.task import TaskState
+from cli.resume import picked_up
+from cli.tasks import UserError, configured_model, task_input, workspace_of
+from contracts.task import ApprovalMode, TaskInput
 from temporal.client import connect, is_embedded
 from worker import task_queue
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    s = subparsers.add_parser("run", help="start a task and follow it to the end")
-    s.add_argument("task", help="the instruction")
+    s = subparsers.add_parser("run", help="start a task and follow it; at a terminal, stay in its conversation")
+    s.add_argument("task", nargs="?", help="the instruction (with --continue or --resume: the next one, optional)")
     add_task_options(s)
     s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
+    s.add_argument("--detach", action="store_true", help="start the task and print its id, as `start` does")
+    s.add_argument("--continue", dest="continue_", action="store_true",
+                   help="continue the conversation of the newest task in this workspace")
+    s.add_argument("--resume", metavar="ID", help="continue the conversation of this task (or session)")
     s.set_defaults(run=run)
 
 
 async def run(args: argparse.Namespace) -> int:
-    console = make_console()
+    resuming = bool(args.resume or args.continue_)
+    if not args.task and not (resuming and sys.stdin.isatty()):
+        raise UserError('say what the agent should do: run "TASK" (at a terminal, --continue or --resume ID alone '
+                        "pick a conversation up)")
+    if args.detach:
+        if args.demo or resuming:
+            raise UserError("--detach starts one new task with the configured model: not with --demo, --continue "
+                            "or --resume")
+        return await start.run(args)
     model = "demo-scripted" if args.demo else configured_model(args)
-    inp = task_input(args, model)
-    if args.demo:  # the scripted demo model speaks the OpenAI wire, and nothing to fail over to
-        inp = inp.model_copy(update={"provider": "openai", "fallbacks": []})
+
+    def next_input(text: str) -> TaskInput:
+        return task_input(argparse.Namespace(**{**vars(args), "task": text}), model)
+
+    if args.task:
+        next_input(args.task)  # a mistake in the options is one line before anything starts
     client = await connect()
     async with AsyncExitStack() as stack:
         queue, settings = task_queue(), None
         if args.demo:
             from fakes.scripted import ScriptedModelServer, demo_steps
 
-            server = stack.enter_context(ScriptedModelServer(demo_steps(inp.instruction)))
+            server = stack.enter_context(ScriptedModelServer())
             settings = ProviderSettings(openai_base_url=server.url, openai_api_key=None)
             queue = f"agent-demo-{uuid.uuid4().hex[:8]}"  # only this process's worker serves it
+            plain = next_input
+
+            def next_input(text: str) -> TaskInput:  # the demo model speaks the OpenAI wire, no failover
+                server.add(*demo_steps(text))
+                return plain(text).model_copy(update={"provider": "openai", "fallbacks": []})
         if args.demo or is_embedded():
             await local_worker(stack, client, queue, settings)
-        started = time.monotonic()
-        workflow_id = await start_task(client, inp, queue)
-        console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id)}[/]")
-        try:
-            outcome = await make_follower(client, workflow_id).run(lambda: closed_outcome(client, workflow_id), started)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            console.print(f"\ntask {workflow_id} goes on; follow it with: python starter.py watch {workflow_id}")
-            raise
-        return 0 if outcome.status == TaskState.DONE else 1
+        workspace = str(workspace_of(args))
+        session, latest = await picked_up(client, args, workspace)
+        talk = Conversation(client, queue, next_input, workspace=workspace, session=session,
+                            approval=ApprovalMode(args.approval))
+        talk.tasks += [latest] if latest else []
+        return await converse(talk, args.task)

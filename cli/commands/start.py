@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 async def run(args: argparse.Namespace) -> int:
     inp = task_input(args, configured_model(args))
     client = await connect()
-    workflow_id = await start_task(client, inp, task_queue())
+    workflow_id = await start_task(client, inp, task_queue(), conversation=True)
     print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
     print(workflow_id)
     return 0

@@ -18,16 +18,23 @@ from tests.workflows.harness import make_input, outcome_of, scripted_worker, sta
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Runs the command with the terminal as its controlling terminal (a new session that opens
+# it), so Ctrl-C typed there is a SIGINT to it, as in a person's terminal.
+CONTROLLING = ("import os, sys; os.close(os.open(os.ttyname(0), os.O_RDWR)); "
+               "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 class Terminal:
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, close_fds=True)
+        self.proc = subprocess.Popen([sys.executable, "-c", CONTROLLING, *args], stdin=slave, stdout=slave,
+                                     stderr=slave, env=env, cwd=ROOT, close_fds=True, start_new_session=True)
         os.close(slave)
         self.screen = ""
 
-    def expect(self, text: str, timeout_s: float = 30) -> None:
+    def expect(self, text: str, timeout_s: float = 30, times: int = 1) -> None:
         deadline = time.monotonic() + timeout_s
-        while text not in self.screen:
+        while self.screen.count(text) < times:
             assert time.monotonic() < deadline, f"never saw {text!r}; screen:\n{self.screen[-2000:]}"
             ready, _, _ = select.select([self.master], [], [], 0.1)
             if ready:
@@ -38,6 +45,23 @@ class Terminal:
 
     def type(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
+
+    def press(self, keys: str) -> None:
+        r"""Keys as typed: ``\x03`` is Ctrl-C, ``\x04`` Ctrl-D."""
+        os.write(self.master, keys.encode())
+
+    def wait(self, timeout_s: float = 30) -> int:
+        """The program's exit status, reading what it writes until it ends."""
+        deadline = time.monotonic() + timeout_s
+        while self.proc.poll() is None:
+            assert time.monotonic() < deadline, f"still running; screen:\n{self.screen[-2000:]}"
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            if ready:
+                try:
+                    self.screen += os.read(self.master, 4096).decode(errors="replace")
+                except OSError:
+                    break
+        return self.proc.wait(10)
 
     def close(self) -> None:
         if self.proc.poll() is None:
