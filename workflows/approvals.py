@@ -52,8 +52,10 @@ class Refusal(ApplicationError):
         pass
 
 
-def parse_decision(payload: Any) -> ApprovalDecision | str:
-    """The decision a payload carries, or why it carries none, in one line naming the fields."""
+def parse_decision(payload: Any, *, digest: bool = True) -> ApprovalDecision | str:
+    """The decision a payload carries, or why it carries none, in one line naming the fields.
+    ``digest``: a payload without one is refused here (the signal leaves that to the workflow,
+    which takes one without from a run of the previous release)."""
     if isinstance(payload, ApprovalDecision):
         return payload
     if not isinstance(payload, dict):
@@ -62,14 +64,16 @@ def parse_decision(payload: Any) -> ApprovalDecision | str:
     unknown = sorted(set(payload) - set(ApprovalDecision.model_fields))
     if unknown:
         return f"unknown field {unknown[0]!r}; the fields are {FIELDS}"
+    problems = [] if "digest" in payload or not digest else ['"digest" is required']
     try:
-        return ApprovalDecision.model_validate(payload)
+        decision = ApprovalDecision.model_validate(payload)
     except ValidationError as err:
-        problems = "; ".join(
+        problems[:0] = [
             f'"{".".join(str(p) for p in e["loc"])}" {"is required" if e["type"] == "missing" else e["msg"].lower()}'
             for e in err.errors(include_url=False)
-        )
-        return f"{problems}; the fields are {FIELDS}"
+        ]
+        return f"{'; '.join(problems)}; the fields are {FIELDS}"
+    return f"{problems[0]}; the fields are {FIELDS}" if problems else decision
 
 
 def payload_for(pending: PendingApproval, approved: bool = True, **extra: Any) -> str:

@@ -73,7 +73,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
     # in the payload converter, with a traceback).
     @workflow.signal(description=approvals.APPROVE_DESCRIPTION)
     def approve(self, decision: Any) -> None:
-        parsed = approvals.parse_decision(decision)
+        parsed = approvals.parse_decision(decision, digest=False)
         problem = parsed if isinstance(parsed, str) else self._decision_problem(parsed, signal=True)
         if problem is None and isinstance(parsed, ApprovalDecision):
             self.state.decision = parsed
@@ -83,7 +83,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
     @workflow.update(description=approvals.DECIDE_DESCRIPTION)
     def decide(self, decision: Any) -> PendingApproval:
         """Like ``approve``, but the caller learns whether it was accepted."""
-        parsed = approvals.parse_decision(decision)
+        parsed = approvals.parse_decision(decision, digest=False)  # the validator checked it
         assert self.state.pending is not None and isinstance(parsed, ApprovalDecision)
         self.state.decision = parsed
         return self.state.pending
