@@ -46,8 +46,9 @@ class Call(Protocol):
 class PermissionRule(BaseModel):
     tool: str  # a tool name or glob
     prefix: list[str] = Field(default_factory=list)  # the shell only: a command's leading words
-    # A remembered answer: it matches only calls whose danger reads as the approved one did
-    # (``cat README`` allowed is no licence for ``cat ~/.ssh/id_rsa``). None: any.
+    # A remembered answer: it matches only calls whose danger reason reads as the approved
+    # one's did, "" for none (``cat README`` allowed is no licence for ``cat ~/.ssh/id_rsa``).
+    # None (a standing rule): any.
     reason: str | None = None
 
     @property
@@ -57,7 +58,7 @@ class PermissionRule(BaseModel):
     def allows(self, call: Call) -> bool:
         if call.rule_key is None or not fnmatchcase(call.name, self.tool):
             return False
-        if self.reason is not None and call.danger_reason != self.reason:
+        if self.reason is not None and (call.danger_reason or "") != self.reason:
             return False
         if not self.prefix:
             return True
@@ -92,8 +93,8 @@ def remembered(call: Call) -> PermissionRule | None:
     if call.rule_key is None:
         return None
     if call.name == SHELL_TOOL:
-        return PermissionRule(tool=SHELL_TOOL, prefix=call.rule_key.split(" "), reason=call.danger_reason)
-    return PermissionRule(tool=call.name, reason=call.danger_reason)
+        return PermissionRule(tool=SHELL_TOOL, prefix=call.rule_key.split(" "), reason=call.danger_reason or "")
+    return PermissionRule(tool=call.name, reason=call.danger_reason or "")
 
 
 def parse_rule(text: str) -> PermissionRule:
