@@ -38,6 +38,9 @@ async def ask_person(
             target = safe(workflow_id)
             console.print(f"  approve: python starter.py approve {target} --call {safe(pending.call_id)}   "
                           f"deny: python starter.py approve {target} --call {safe(pending.call_id)} --deny --reason TEXT")
+            if pending.rule:
+                console.print(f"  yes, and allow {safe(pending.rule)} for the rest of this task: "
+                              f"python starter.py approve {target} --call {safe(pending.call_id)} --remember")
             return
         decision = await ask_decision(handle, pending, console, who)
         if decision is None:
