@@ -128,6 +128,13 @@ async def test_the_current_details_of_a_waiting_task_say_why_and_how_to_approve(
     assert f'{{"approved": true, "digest": "{digest}"}}' in details
     assert f"temporal workflow update execute --workflow-id {handle.id} --name decide" in details
     assert "shell(git push)" in details  # what "remember" would allow
+    # Every signal, update and query says what it does and what it takes.
+    definition = metadata.definition
+    handlers = {h.name: h.description for h in (*definition.signal_definitions, *definition.update_definitions,
+                                                  *definition.query_definitions) if not h.name.startswith("__")}
+    assert {"stop", "interject", "approve", "decide", "status", "events", "model_context"} <= set(handlers)
+    assert all(handlers.values()), handlers
+    assert '"approved"' in handlers["decide"] and '"digest"' in handlers["decide"]
 
 
 async def every_run(client, handle) -> list:
