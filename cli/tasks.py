@@ -24,11 +24,13 @@ from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeout
 from temporalio.service import RPCError, RPCStatusCode
 
+from cli.permissions import load_permissions
 from cli.tool_selection import SelectionError, tool_fields
 from cli.workers import ANSWER_WAIT, queue_polled
 from contracts.task import ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from contracts.toolset import DEFAULT_TOOLS
 from core.markdown import code_span
+from core.permissions import Permissions
 from core.settings import ModelTableSettings, SearchSettings, TaskDefaults
 from providers.factory import MODES
 from providers.models import load_models, model_spec
@@ -134,7 +136,15 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         thinking_budget=getattr(args, "thinking_budget", None),
         context_window=getattr(args, "context_window", None) or model_window(model),
         provider_wait_s=getattr(args, "provider_wait", TaskInput.model_fields["provider_wait_s"].default),
+        permissions=standing_rules(args, workspace),
     )
+
+
+def standing_rules(args: argparse.Namespace, workspace: Path) -> Permissions:
+    try:
+        return load_permissions(getattr(args, "permissions", None), workspace)
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 def selected_tools(args: argparse.Namespace) -> dict:
