@@ -6,11 +6,11 @@ elsewhere (another terminal, the Temporal UI) and Ctrl-C at it ends the command 
 from __future__ import annotations
 
 import contextlib
-import json
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from cli.calls import render_call
 from cli.prompt import read_line
 from cli.render import safe
 from cli.tasks import QUERY_TIMEOUT
@@ -29,11 +29,9 @@ async def ask_person(
     pending = status.pending_approval
     whose = f" [dim](sub-agent {safe(workflow_id)} of {safe(parent)})[/]" if parent else ""
     if pending is not None:
-        args = json.dumps(pending.arguments, ensure_ascii=False)
-        console.print(
-            f"[bold yellow]? approval needed[/]{whose} {safe(pending.tool)} {safe(args[:300])} "
-            f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]"
-        )
+        console.print(f"[bold yellow]? approval needed[/]{whose} {safe(pending.tool)} "
+                      f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]")
+        render_call(console, pending.tool, pending.arguments)  # a gated write as its diff, a command as typed
         if not interactive:
             target = safe(workflow_id)
             console.print(f"  approve: python starter.py approve {target} --call {safe(pending.call_id)}   "
