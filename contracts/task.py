@@ -147,6 +147,11 @@ class LoopState(BaseModel):
     # The task's browser as its last browser call left it (tabs, active tab); None: never
     # opened. Carried across runs; a worker that lost the pages reopens them from it.
     browser: BrowserState | None = None
+    # What the task changed (files written, commands run: one short line each) since the last
+    # verification reminder; and whether the model's latest attempt to finish got one (the
+    # next finishes). ``workflows/verify.py``.
+    changes: list[str] = Field(default_factory=list)
+    verify_asked: bool = False
     # -- this run only ----------------------------------------------------------------
     phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)
     last_activity: str = Field(default="", exclude=True)
@@ -194,6 +199,12 @@ class TaskInput(BaseModel):
     provider_wait_s: float = 1800.0
     provider_pause_s: float = 60.0
     llm_attempts: int = 8  # attempts of one model call (Temporal retries) before the above applies
+    # "auto": a task that changed files or ran commands is asked once to verify its work when
+    # it first tries to finish (workflows/verify.py); "off": it finishes at once.
+    verify: Literal["auto", "off"] = "auto"
+    # The most read-only calls of one reply that run at the same time (workflows/parallel.py);
+    # 1 runs them one after another. In the input, so every replay decides the same.
+    max_parallel: int = Field(default=8, ge=1)
 
     @property
     def uses_mcp(self) -> bool:
