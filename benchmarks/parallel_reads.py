@@ -80,7 +80,7 @@ async def main(files: int, per_reply: int, file_bytes: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Parallel reads: 5 files per reply against one per reply.")
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--per-reply", type=int, default=5)
     parser.add_argument("--file-bytes", type=int, default=2048)

@@ -251,9 +251,9 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
         inp = ToolCallInput(
             turn=self.state.turn,
             workspace=self.task.workspace,
-            # What the tool activity uses: the summary and the approval reason are the LLM
-            # result's, already in the history.
-            call=call.model_copy(update={"summary": None, "danger_reason": None}),
+            # What the tool activity uses: the summary, the approval reason and what the call
+            # declared are the LLM result's, already in the history.
+            call=call.model_copy(update={"summary": None, "danger_reason": None, "read_only": False, "parallel": False}),
             context_id=self.state.context_id,
             result_seq=seq,
             approval=self.task.approval.value,

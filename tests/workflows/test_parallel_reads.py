@@ -3,13 +3,14 @@ model a scripted HTTP server; overlap is read from the workflow's history, never
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from activities.llm import ProviderSettings
 from contracts.activities import TOOL_ACTIVITY
-from contracts.task import ApprovalDecision, ApprovalMode, TaskState
+from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
 from tests.mcp_support import kit_stdio
 from tests.workflows.harness import make_input, outcome_of, start, tool_messages, wait_for_state
@@ -174,3 +175,27 @@ async def test_mcp_reads_run_together_and_a_call_needing_approval_runs_alone_aft
     assert "approved" in results[2]["content"]
     order = await tool_activities(handle)
     assert [what for what, _ in order[4:]] == ["scheduled", "completed"]  # the approved call, alone
+
+
+async def test_an_interjection_cancels_every_read_that_runs(client, task_queue, workspace):
+    steps = [
+        Step(tool_calls=[("mcp__kit__slow", {"seconds": 60}), ("mcp__kit__slow", {"seconds": 61})]),
+        tool("message", type="result", text="stopped reading"),
+    ]
+    with ScriptedModelServer(steps) as model:
+        settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
+        async with build_worker(client, queue=task_queue, settings=settings):
+            handle = await start(client, task_queue, make_input(workspace, mcp_servers={"kit": kit_stdio()}))
+            await wait_for_state(handle, TaskState.EXECUTING_TOOL)
+            while [what for what, _ in await tool_activities(handle)] != ["scheduled", "scheduled"]:
+                await asyncio.sleep(0.05)
+            await handle.signal(AgentTaskWorkflow.interject, Interjection(text="never mind"))
+            outcome = await outcome_of(handle)
+        model.assert_consumed()
+    assert outcome.status == TaskState.DONE
+    request = model.requests[1]
+    assert_every_tool_call_answered(request)
+    assert ["[interrupted]" in m["content"] for m in tool_messages(request)] == [True, True]
+    assert request["messages"][-1] == {"role": "user", "content": "never mind"}
+    events = (await handle.fetch_history()).events
+    assert sum(e.HasField("activity_task_cancel_requested_event_attributes") for e in events) == 2
