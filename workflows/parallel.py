@@ -45,8 +45,8 @@ class ParallelMixin(LoopBase):
         """Run ``calls`` at the same time (at most ``max_parallel``), their results to be
         appended in order from the transcript's next seq. A call not yet started when a stop
         or an interjection comes is not started."""
-        if len(calls) == 1:
-            return [await self._execute(calls[0], seq=self.transcript.total)]
+        if len(calls) <= 1:  # none, or one: as any single call
+            return [await self._execute(call, seq=self.transcript.total) for call in calls]
         base = self.transcript.total
         details = ", ".join(policy.shorten(policy.tool_detail(c), 30) for c in calls)
         self._set_state(TaskState.EXECUTING_TOOL, f"tool · {len(calls)} reads · {policy.shorten(details)}")
