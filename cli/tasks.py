@@ -137,6 +137,8 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         context_window=getattr(args, "context_window", None) or model_window(model),
         provider_wait_s=getattr(args, "provider_wait", TaskInput.model_fields["provider_wait_s"].default),
         permissions=standing_rules(args, workspace),
+        verify=getattr(args, "verify", "auto"),
+        max_parallel=getattr(args, "parallel", TaskInput.model_fields["max_parallel"].default),
     )
 
 

@@ -242,6 +242,9 @@ class TrialRunner:
             provider=provider, max_iterations=case.limits.turns, cost_limit_usd=case.limits.cost,
             approval=case.approval_mode, stream=self.options.stream, search_attributes=self.search_attributes,
             context_window=case.limits.context_window or model_window(model),
+            # A script or a recording holds the turns it answers: a verification reminder would
+            # ask for one it lacks. A model verifies as a task would.
+            verify="auto" if self.options.mode == "model" else "off",
         )
 
     def _steps(self, case: Case):

@@ -72,6 +72,14 @@ class ToolDefinition(Generic[ArgsT]):
     # events and a workflow task's three, and no round trip through the server's matching.
     # A function decides per call from the arguments.
     local: bool | Callable[[ArgsT], bool] = False
+    # Whether a call changes nothing a task is asked to check before it finishes: no file
+    # written, no command run, nothing clicked or sent (a read, a page, a message to the
+    # user). A task whose calls were all read-only finishes without a verification reminder.
+    read_only: bool | Callable[[ArgsT], bool] = False
+    # Whether a read-only call may run at the same time as the other such calls of the same
+    # reply (they read what no call beside them changes): they run together, each as its own
+    # activity. A function decides per call from the arguments.
+    parallel: bool | Callable[[ArgsT], bool] = False
     # False for tools that only make sense with the full prompt (memory, skills): hidden
     # from sub-agents, whose prompt is minimal.
     for_subagents: bool = True

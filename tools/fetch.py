@@ -338,5 +338,7 @@ TOOL = ToolDefinition(
     handler=fetch_url,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
+    parallel=True,  # separate GETs: a reply fetching several pages fetches them at once
     compact_keys=("url",),
 )

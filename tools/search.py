@@ -468,5 +468,6 @@ TOOL = ToolDefinition(
     handler=search_tool,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,  # not parallel: search APIs limit requests per second
     compact_keys=("type", "query"),
 )

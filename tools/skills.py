@@ -249,6 +249,8 @@ TOOL = ToolDefinition(
     danger=Danger.SAFE,
     idempotent=True,
     local=True,
+    read_only=True,
+    parallel=True,
     compact_keys=("name", "file"),
     for_subagents=False,
 )

@@ -225,3 +225,10 @@ def test_a_plain_string_system_prompt_is_all_stable(system):
     request = LlmRequest(model="m", system=system, messages=[])
     assert request.system == SystemPrompt(stable=system, dynamic="")
     assert LlmRequest.model_validate_json(request.model_dump_json()) == request
+
+
+def test_full_and_compact_prompts_say_reads_run_together_and_a_result_after_changes_is_verified_once():
+    full = _system(None).stable
+    compact = _system(None, compact=True).stable
+    assert "run at the same time" in full and "reminder to verify" in full
+    assert "reads may go in one reply" in compact and "one reminder to verify" in compact

@@ -19,7 +19,10 @@ from workflows.task import AgentTaskWorkflow
 
 
 def make_input(workspace: Path, instruction: str = "do the thing", **overrides) -> TaskInput:
-    fields = dict(instruction=instruction, workspace=str(workspace), model="scripted-model", stream=False)
+    """A task for a scripted model. Verification is off unless a test turns it on: a script
+    holds every reply, and a verification reminder (workflows/verify.py) would ask for one more."""
+    fields: dict[str, Any] = dict(instruction=instruction, workspace=str(workspace), model="scripted-model",
+                                  stream=False, verify="off")
     fields.update(overrides)
     return TaskInput(**fields)
 

@@ -54,7 +54,7 @@ async def test_thinking_budget_thinks_and_carries_the_signed_thinking_back(clien
         Step(reasoning="Write the file, then report.", tool_calls=[("shell", {"command": "echo durable > out.txt"})]),
         tool("message", type="result", text="wrote it"),  # later calls of the turn think no more
     ]
-    flags = ["--provider", "anthropic", "--thinking-budget", "2048", *([] if stream else ["--no-stream"])]
+    flags = ["--provider", "anthropic", "--thinking-budget", "2048", "--verify", "off", *([] if stream else ["--no-stream"])]
     inp = task_input(parser().parse_args(["run", "--workspace", str(workspace), *flags, "write out.txt"]), "claude-x")
     async with scripted_worker(client, task_queue, steps) as model:
         outcome = await run_task(client, task_queue, inp)

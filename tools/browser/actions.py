@@ -533,6 +533,7 @@ per element; interactive ones carry a reference like [ref=e5] for click and inpu
     handler=visit,
     danger=Danger.MODERATE,
     idempotent=True,
+    read_only=True,  # it opens a page: never parallel, the calls after it read that page
     summary_keys=("url",),
     compact_keys=("url",),
 )
@@ -548,6 +549,8 @@ reference was refused. {_UNTRUSTED}
     handler=view,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
+    parallel=lambda args: args.tab is None,  # switching tabs changes what the others read
     compact_keys=("tab",),
 )
 
@@ -591,6 +594,7 @@ list, or before a screenshot. Returns the position and the page after. {_UNTRUST
     handler=scroll,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
     compact_keys=("direction",),
 )
 
@@ -605,6 +609,7 @@ full_page=true: use it to see layout, images and charts the snapshot does not de
     handler=screenshot,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
     compact_keys=("full_page",),
 )
 
