@@ -30,9 +30,21 @@ async def temporal_env():
         await env.shutdown()
 
 
+@pytest.fixture(scope="session")
+def _reading_client(temporal_env: WorkflowEnvironment) -> Client:
+    """The test server's client, reading compressed payloads (what the CLI, on its defaults,
+    writes: temporal/compression.py) but writing every payload plain, so a test that looks
+    for a string in a history finds it, or rightly does not."""
+    from temporal.codec import data_converter
+    from temporal.compression import CompressionCodec
+
+    reads_compressed = data_converter(CompressionCodec(over_bytes=2**62))  # compresses nothing
+    return Client(**{**temporal_env.client.config(), "data_converter": reads_compressed})
+
+
 @pytest.fixture
-def client(temporal_env: WorkflowEnvironment) -> Client:
-    return temporal_env.client
+def client(_reading_client: Client) -> Client:
+    return _reading_client
 
 
 @pytest.fixture
