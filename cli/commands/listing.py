@@ -118,7 +118,13 @@ def more_note(page: Page, args: argparse.Namespace) -> str:
         flags += ["--since", args.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")]
     again = shlex.join(["list", *flags, "--limit", str(page.total)] + (["--json"] if args.json else []))
     return (f"{page.more:,} more not shown ({len(page.rows)} of {page.total:,}): python starter.py {again}\n"
-            f"  or: temporal workflow list --query {shlex.quote(page.query)}")
+            f"  or: temporal workflow list --query {shell_word(page.query)}")
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one shell word: in double quotes, which read as written when it has no
+    ``"$`\\``, else quoted by shlex."""
+    return shlex.quote(text) if any(c in text for c in '"$`\\') else f'"{text}"'
 
 
 async def waiting_for(client: Client, wf: WorkflowExecution) -> Waiting | None:
