@@ -169,6 +169,18 @@ async def find(client: Client, f: TaskFilter, limit: int) -> Page:
     return Page([r for r, _ in ordered], [wf for _, wf in ordered], max(counted.count, len(found)), query)
 
 
+async def rows_of(client: Client, workflow_ids: list[str]) -> dict[str, Listed]:
+    """The rows of these tasks (``schedule list``: each schedule's last run), by id; a task
+    the listing does not have yet (visibility lags a start by a moment) is left out."""
+    if not workflow_ids:
+        return {}
+    query = (f"WorkflowId IN ({', '.join(quoted(i) for i in workflow_ids)}) "
+             f"AND ExecutionStatus != 'ContinuedAsNew'")
+    now = datetime.now(UTC)
+    found = await _collect(client, query, len(workflow_ids) * 2)
+    return {row.workflow_id: row for row in await asyncio.gather(*(listed(client, wf, now) for wf in found))}
+
+
 async def _collect(client: Client, query: str, limit: int) -> list[WorkflowExecution]:
     return [wf async for wf in client.list_workflows(query, limit=limit)]
 
@@ -231,6 +243,10 @@ async def instruction_start(client: Client, wf: WorkflowExecution) -> str:
             summary = ""
         text = re.sub(r"^`+ ?|( ?`+)$", "", summary).removeprefix("sub-agent: ")
     return " ".join(text[: INSTRUCTION_KEPT * 2].split())[:INSTRUCTION_KEPT]
+
+
+def cost_text(cost_usd: float | None) -> str:
+    return "-" if cost_usd is None else f"${cost_usd:.4f}" if cost_usd < 1 else f"${cost_usd:.2f}"
 
 
 def age_text(seconds: int | None) -> str:

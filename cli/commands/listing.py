@@ -19,7 +19,18 @@ from datetime import UTC, timedelta
 from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
 
 from cli.render import approval_text, make_console, safe, shorten
-from cli.task_listing import STATES, Listed, Page, TaskFilter, Waiting, age_text, find, parse_states, since_now
+from cli.task_listing import (
+    STATES,
+    Listed,
+    Page,
+    TaskFilter,
+    Waiting,
+    age_text,
+    cost_text,
+    find,
+    parse_states,
+    since_now,
+)
 from cli.workers import ask_status, queue_polled
 from temporal.client import connect
 
@@ -97,10 +108,9 @@ def _narrowed(args: argparse.Namespace) -> bool:
 
 
 def line(row: Listed) -> str:
-    cost = "-" if row.cost_usd is None else f"${row.cost_usd:.4f}" if row.cost_usd < 1 else f"${row.cost_usd:.2f}"
     text = COLUMNS.format(
         id="  " * row.depth + safe(row.workflow_id), state=safe(row.state),
-        turn="-" if row.turn is None else row.turn, cost=cost, age=age_text(row.age_s),
+        turn="-" if row.turn is None else row.turn, cost=cost_text(row.cost_usd), age=age_text(row.age_s),
         instruction=safe(shorten(row.instruction, INSTRUCTION_SHOWN)),
     )
     return text + (f"  sub-agent of {safe(row.parent_id)}" if row.parent_id and not row.depth else "")
