@@ -128,8 +128,13 @@ def state_clause(state: str) -> str:
 
 
 def quoted(value: str) -> str:
-    """A string literal of the query language."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A string literal of the query language, a quote in it doubled. The dev server's
+    visibility (tried) matches no value with a backslash, nor one that starts or ends with a
+    quote, however written: such a value is refused (ValueError) rather than matched wrongly."""
+    if "\\" in value or value.startswith("'") or value.endswith("'"):
+        raise ValueError(f"cannot look up {value!r}: Temporal's list queries match no value with a backslash "
+                         "or a quote at either end")
+    return "'" + value.replace("'", "''") + "'"
 
 
 def parse_states(text: str) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from cli.task_listing import (
     cost_text,
     find,
     parse_states,
+    quoted,
     since_now,
 )
 from cli.workers import ask_status, queue_polled
@@ -42,11 +43,11 @@ HEADER = COLUMNS.format(id="TASK", state="STATE", turn="TURN", cost="COST", age=
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    s = subparsers.add_parser("list", help="list tasks, newest first")
+    s = subparsers.add_parser("list", help="list tasks: running ones first, then the latest ended")
     s.add_argument("--pending", "--waiting", dest="pending", action="store_true",
                    help="only tasks waiting for a person (sub-agents too, with whose they are)")
     s.add_argument("--state", type=_states, help=f"only tasks in these states, comma-separated: {', '.join(STATES)}")
-    s.add_argument("--session", help="only the tasks of this session")
+    s.add_argument("--session", type=_session, help="only the tasks of this session")
     s.add_argument("--since", type=_since, help="only tasks started since: 30m, 2h, 3d, or a date (2026-11-25, UTC)")
     s.add_argument("--limit", type=_positive, default=DEFAULT_LIMIT, help=f"at most this many rows (default {DEFAULT_LIMIT})")
     s.add_argument("--json", action="store_true", help="the rows as one JSON array")
@@ -65,6 +66,14 @@ def _since(text: str):
         return since_now(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _session(text: str) -> str:
+    try:
+        quoted(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def _positive(text: str) -> int:

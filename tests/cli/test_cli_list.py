@@ -133,3 +133,36 @@ async def test_a_subagent_is_listed_under_its_parent_with_its_own_instruction(cl
         assert listed[at + 1]["workflow_id"] == child and listed[at + 1]["parent_id"] == parent
         assert listed[at + 1]["depth"] == 1 and listed[at + 1]["instruction"] == "publish the branch"
         await client.get_workflow_handle(parent).terminate(reason="the test is over")
+
+
+async def test_a_session_named_with_a_quote_is_matched_as_written_and_one_with_a_backslash_refused(client, task_queue, workspace):
+    from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+    from cli.task_listing import TaskFilter, find
+    from workflows.search_attributes import AGENT_SESSION
+    from workflows.task import AgentTaskWorkflow
+
+    session = f"bob's 'notes' {uuid.uuid4().hex[:6]}"
+    handle = await client.start_workflow(  # no worker: the listing is all this test reads
+        AgentTaskWorkflow.run, make_input(workspace), id=f"test-task-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
+        search_attributes=TypedSearchAttributes([SearchAttributePair(AGENT_SESSION, session)]),
+    )
+    try:
+        await wait_until_listed(client, handle.id)
+        page = await find(client, TaskFilter(session=session), 5)
+        assert [r.workflow_id for r in page.rows] == [handle.id] and page.total == 1
+        assert (await find(client, TaskFilter(session=session[:-1]), 5)).rows == []
+    finally:
+        await handle.terminate(reason="the test is over")
+    code, _, err = await cli(client, "list", "--session", "C:\\work")
+    assert code == 2 and "match no value with a backslash" in err and "Traceback" not in err
+
+
+async def wait_until_listed(client, workflow_id: str) -> None:
+    import asyncio
+
+    for _ in range(100):
+        if [wf async for wf in client.list_workflows(f"WorkflowId = '{workflow_id}'")]:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{workflow_id} never listed")
