@@ -135,22 +135,19 @@ async def test_a_subagent_is_listed_under_its_parent_with_its_own_instruction(cl
         await client.get_workflow_handle(parent).terminate(reason="the test is over")
 
 
-async def test_a_session_named_with_a_quote_is_matched_as_written_and_one_with_a_backslash_refused(client, task_queue, workspace):
-    from temporalio.common import SearchAttributePair, TypedSearchAttributes
-
+async def test_a_session_is_found_before_a_worker_runs_the_task_and_a_quote_in_its_name_matches(
+    client, task_queue, workspace
+):
     from cli.task_listing import TaskFilter, find
-    from workflows.search_attributes import AGENT_SESSION
-    from workflows.task import AgentTaskWorkflow
 
     session = f"bob's 'notes' {uuid.uuid4().hex[:6]}"
-    handle = await client.start_workflow(  # no worker: the listing is all this test reads
-        AgentTaskWorkflow.run, make_input(workspace), id=f"test-task-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
-        search_attributes=TypedSearchAttributes([SearchAttributePair(AGENT_SESSION, session)]),
-    )
+    workflow_id = await start_in(client, task_queue, workspace, "Read the notes", session)  # no worker polls
+    handle = client.get_workflow_handle(workflow_id)
     try:
-        await wait_until_listed(client, handle.id)
+        await wait_until_listed(client, workflow_id)
         page = await find(client, TaskFilter(session=session), 5)
-        assert [r.workflow_id for r in page.rows] == [handle.id] and page.total == 1
+        assert [r.workflow_id for r in page.rows] == [workflow_id] and page.total == 1
+        assert page.rows[0].instruction == "Read the notes" and page.rows[0].turn == 0
         assert (await find(client, TaskFilter(session=session[:-1]), 5)).rows == []
     finally:
         await handle.terminate(reason="the test is over")
