@@ -222,7 +222,7 @@ async def start_task(client: Client, inp: TaskInput, queue: str, *, conversation
         memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace, "model": inp.model},
         static_summary=code_span(inp.instruction[:200]),  # the UI renders Markdown: shown as typed
         # Set at start, so the workflow's first upsert is its first change.
-        search_attributes=initial_search_attributes(inp.model) if inp.search_attributes else None,
+        search_attributes=initial_search_attributes(inp.model, inp.session) if inp.search_attributes else None,
     )
     return workflow_id
 

@@ -49,20 +49,33 @@ def is_embedded(settings: TemporalSettings | None = None) -> bool:
 
 
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]")
+# `temporal server start-dev` serves its UI on its gRPC port + 1000 unless told otherwise.
+DEV_UI_OFFSET = 1000
 
 
 def ui_base_url(settings: TemporalSettings | None = None) -> str:
-    """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the dev server's UI (port 8233 on
-    the same host) for the embedded server or any local address; Temporal Cloud otherwise."""
+    """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the embedded server's UI (the port
+    it is started with); for another local address, the UI a dev server on that port serves
+    (its port + 1000: ``localhost:7234`` has its UI on 8234); Temporal Cloud otherwise."""
     settings = from_process(TemporalSettings) if settings is None else settings
     if settings.ui_url:
         return settings.ui_url.rstrip("/")
     if settings.embedded:
         return f"http://{EMBEDDED_HOST}:{EMBEDDED_UI_PORT}"
-    host = (settings.address or "").rsplit(":", 1)[0]
+    host, port = host_and_port(settings.address or "")
     if host.startswith(LOCAL_HOSTS):
-        return f"http://{host}:{EMBEDDED_UI_PORT}"
+        return f"http://{host}:{port + DEV_UI_OFFSET}"
     return "https://cloud.temporal.io"
+
+
+def host_and_port(address: str) -> tuple[str, int]:
+    """``host:port`` split, IPv6 hosts in brackets; no port: Temporal's default."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or (":" in host and not host.startswith("[")):
+        host, port = address, str(EMBEDDED_PORT)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return host, int(port)
 
 
 async def connect(settings: Settings | None = None, *, start_embedded: bool = True,

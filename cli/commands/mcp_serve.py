@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 from contextlib import AsyncExitStack
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
@@ -20,11 +21,11 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFai
 from cli import tasks
 from cli.local import local_worker
 from cli.options import add_task_options
-from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskStatus
+from cli.task_listing import TaskFilter, find
+from contracts.task import ApprovalDecision, Interjection, TaskStatus
 from runtime.secrets import SecretStore
 from temporal.client import connect, is_embedded
 from worker import task_queue
-from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
 ANSWER_WAIT = timedelta(seconds=5)
@@ -124,19 +125,11 @@ def build_server(client: Client, defaults: argparse.Namespace) -> Any:
         return f"message delivered to {workflow_id}"
 
     @server.tool(annotations=reads)
-    async def list_tasks(waiting: bool = False, limit: int = 20) -> list[dict[str, str]]:
-        """Recent tasks, newest first; waiting=true: only those waiting for a person."""
-        query = f"WorkflowType = '{TASK_WORKFLOW}'"
-        if waiting:
-            query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
-        found = []
-        async for wf in client.list_workflows(query, limit=max(1, min(limit, 200))):
-            found.append({
-                "workflow_id": wf.id, "status": wf.status.name if wf.status else "",
-                "state": str(wf.typed_search_attributes.get(AGENT_STATE) or ""),
-                "started": wf.start_time.isoformat() if wf.start_time else "",
-            })
-        return found
+    async def list_tasks(waiting: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+        """Recent tasks, running ones first: each with its state, turn, cost, age and the start
+        of its instruction; waiting=true: only those waiting for a person."""
+        page = await find(client, TaskFilter(pending=waiting), max(1, min(limit, 200)))
+        return [asdict(row) for row in page.rows]
 
     return server
 
