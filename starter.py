@@ -18,7 +18,8 @@ from cli.commands import COMMANDS
 from cli.tasks import UserError
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
-from runtime.settings import Settings
+from runtime.secrets import SecretStore
+from runtime.settings import load_settings
 from runtime.store import StoreUnavailable
 from temporal.client import TemporalUnavailable
 from temporal.server import ServerError
@@ -38,13 +39,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        settings = Settings.from_env(os.environ)  # read once, here
+        settings = load_settings()  # read once, here
     except ValueError as err:  # a variable with a bad value, named
         print(f"error: {err}", file=sys.stderr)
         return 2
-    args.task_defaults = settings.task
-    args.mcp_settings = settings.mcp
-    configure_logging(settings.logging.level or "WARNING")
+    args.settings = settings  # every command takes what it needs from here
+    configure_logging(settings.logging.level or "WARNING", secrets=SecretStore.from_settings(settings.secrets))
     sdk_logs_to(data_dir(settings.paths) / WORKER_LOG)  # a worker run in-process logs there, not over the output
     try:
         return asyncio.run(args.run(args))

@@ -1,7 +1,7 @@
 """A worker process for the task queue: `python worker.py`.
 
 Runs the task workflow and the LLM and tool activities. The composition root: it reads
-this process's environment once (``Settings.from_env``, see README) and hands each
+this process's environment once (``load_settings``, see README) and hands each
 service its settings.
 """
 
@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
@@ -31,7 +30,7 @@ from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
 from activities.mcp_sessions import McpSessions, load_worker_config
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
-from activities.tools import ToolActivities, hidden_paths
+from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
@@ -39,7 +38,8 @@ from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.secrets import SecretStore
-from runtime.settings import Settings
+from runtime.paths import data_dir
+from runtime.settings import Settings, load_settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
 from temporal.sandbox import LeanSandboxedWorkflowRunner
@@ -54,14 +54,8 @@ LIVE_HEARTBEAT = timedelta(seconds=0.1)
 STICKY_WAIT = timedelta(seconds=5)
 
 
-def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """This process's settings (ValueError naming a bad variable): read once, here."""
-    return Settings.from_env(os.environ if environ is None else environ)
-
-
-def task_queue(settings: TemporalSettings | None = None) -> str:
-    """``AGENT_TASK_QUEUE`` or the default (None: this process's, for the CLI)."""
-    settings = TemporalSettings.from_env(os.environ) if settings is None else settings
+def task_queue(settings: TemporalSettings) -> str:
+    """``AGENT_TASK_QUEUE`` or the default."""
     return settings.task_queue or DEFAULT_TASK_QUEUE
 
 
@@ -123,10 +117,9 @@ def build_worker(
     store: Store | ContextStore | None = None,
     shutdown_grace: timedelta = timedelta(0),
     local_tools: bool | None = None,
-    config: Settings | None = None,
+    config: Settings,
 ) -> AgentWorker:
     # The composition root: stores, secrets and settings are built once here and injected.
-    config = load_settings() if config is None else config
     configure_tools(config)
     store = as_store(store) if store is not None else open_store(config.store, config.paths)
     secrets = SecretStore.from_settings(config.secrets)
@@ -137,18 +130,17 @@ def build_worker(
     identity = f"{os.getpid()}@{socket.gethostname()}.{uuid.uuid4().hex[:4]}"
     own = f"{shared}@{identity}"  # this worker alone: a task's later calls prefer it (warm cache)
     # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
-    mcp = McpSessions(secrets, worker_mcp_servers(config))
+    mcp = McpSessions(secrets, worker_mcp_servers(config), log_dir=data_dir(config.paths) / "mcp")
     catalog = McpCatalog(workflow_mcp_tools(client))
     if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
         local_tools = config.worker.local_tools
     llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
                         local_tools=local_tools, tables=config.models)
     audit = AuditLog(default_audit_path(config.paths), secrets)
-    tools = ToolActivities(store, secrets, audit, mcp=McpToolRunner(mcp), blob_cap_chars=config.worker.blob_cap_chars,
-                           hidden=hidden_paths(config))
+    tools = ToolActivities(store, secrets, config, audit, mcp=McpToolRunner(mcp))
     mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)
-    prompt = PromptActivities(store, secrets)
+    prompt = PromptActivities(store, secrets, config)
     activities = [llm.call_llm, tools.run_tool, tools.redact_text, tools.close_browser, sessions.load_session,
                   sessions.record_session, prompt.prompt_context, mcp_listing.list_tools]
     options: dict[str, Any] = dict(
@@ -213,24 +205,23 @@ class AgentWorker:
             await self._stop_mcp()
 
 
-def check_browser(settings: BrowserSettings | None = None) -> str | None:
+def check_browser(settings: BrowserSettings) -> str | None:
     """One line saying how to install Chromium when the browser tools cannot run; None when
-    they can. Never a refusal to start: only the browser tools are missing. None: this
-    process's settings (the CLI's, before it builds a worker)."""
-    browser.configure(BrowserSettings.from_env(os.environ) if settings is None else settings)
+    they can. Never a refusal to start: only the browser tools are missing."""
+    browser.configure(settings)
     return chromium_problem()
 
 
-def check_sandbox(settings: SandboxSettings | None = None) -> sandbox.SandboxStatus:
+def check_sandbox(settings: SandboxSettings) -> sandbox.SandboxStatus:
     """What shell commands will run in, probed once at start; raises SandboxUnavailable
-    under AGENT_SANDBOX=required when bubblewrap cannot run, ValueError on a bad value."""
-    sandbox.configure(SandboxSettings.from_env(os.environ) if settings is None else settings)
+    under AGENT_SANDBOX=required when bubblewrap cannot run."""
+    sandbox.configure(settings)
     return sandbox.status()
 
 
 async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client]:
     """What every worker process checks at start, each failure one line (see ``preflight``)."""
-    configure_logging(secrets=SecretStore.from_settings(config.secrets))
+    configure_logging("INFO", secrets=SecretStore.from_settings(config.secrets))
     box = check_sandbox(config.sandbox)
     configure_tools(config)
     worker_mcp_servers(config)  # a bad AGENT_MCP_CONFIG refuses to start, in one line

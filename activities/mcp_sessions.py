@@ -23,11 +23,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from contracts.mcp import MCP_CONFIG_ENV, McpServerConfig, parse_mcp_config
-from core.settings import McpSettings
 from runtime.logs import get_logger
-from runtime.paths import data_dir
 from runtime.secrets import SecretStore
-from runtime.settings import from_process
 from tools.egress import Egress, Refused, Unreachable
 
 if TYPE_CHECKING:  # the SDK takes over half a second to import: only workers that use it do
@@ -260,20 +257,15 @@ class McpSessions:
     """Every MCP connection of this worker process, keyed by server name and configuration."""
 
     def __init__(
-        self, secrets: SecretStore | None = None, worker_servers: dict[str, McpServerConfig] | None = None,
-        log_dir: Path | None = None,
+        self, secrets: SecretStore, worker_servers: dict[str, McpServerConfig] | None = None, *, log_dir: Path,
     ) -> None:
-        self.secrets = secrets if secrets is not None else SecretStore.from_env()
+        """``log_dir``: where each server's stderr goes (the worker's ``<data dir>/mcp``)."""
+        self.secrets = secrets
         self.worker_servers = dict(worker_servers or {})
         self.log_dir = log_dir
         self._connections: dict[tuple[str, str], McpConnection] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._closed = False
-
-    @classmethod
-    def from_env(cls, secrets: SecretStore | None = None) -> McpSessions:
-        """This process's servers (``runtime.settings.from_process``), for callers without settings."""
-        return cls(secrets, load_worker_config(from_process(McpSettings).config))
 
     def config_for(self, name: str, config: McpServerConfig | None) -> McpServerConfig:
         found = config or self.worker_servers.get(name)
@@ -294,7 +286,7 @@ class McpSessions:
                 self._connections.pop(key, None)
                 await current.stop()
                 get_logger(component="mcp", server=name).info("mcp server restarting")
-            fresh = McpConnection(name, config, self.secrets, self.log_dir or data_dir() / "mcp")
+            fresh = McpConnection(name, config, self.secrets, self.log_dir)
             await fresh.start()
             self._connections[key] = fresh
             return fresh

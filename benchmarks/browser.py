@@ -30,11 +30,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from runtime.settings import load_settings
 from tools.base import ToolContext
 from tools.browser import actions, chromium_problem
 from tools.browser import pool as pool_module
 from tools.browser.pool import BrowserPool
-from worker import configure_tools, load_settings
+from worker import configure_tools
 
 PAGE = b"""<!DOCTYPE html><html><head><title>Bench article</title></head><body>
 <header><a href="/">Home</a> <a href="/about">About</a></header>

@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 
 from core.settings import SandboxSettings
+from runtime.settings import load_settings
 from tools import sandbox
 from tools.base import ToolContext
 from tools.shell import ShellArgs, run_shell
-from worker import configure_tools, load_settings
+from worker import configure_tools
 
 
 def p95(values: list[float]) -> float:

@@ -20,6 +20,7 @@ from cli.workers import RESTARTED, queue_polled, unpin
 from contracts.activities import LLM_ACTIVITY, LiveText
 from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
 from core.entries import AiMessage, Entry, ToolCall
+from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
 POLL_S = 0.25
@@ -245,10 +246,12 @@ class Follower:
 
 
 async def ask_person(
-    client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None = None
+    client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None,
+    secrets: SecretStore,
 ) -> None:
     """Ask inline for an approval or a reply when a person is at the terminal; else say how.
-    ``parent``: the task followed, when ``workflow_id`` is one of its sub-agents."""
+    ``parent``: the task followed, when ``workflow_id`` is one of its sub-agents; a reply's
+    ``secrets`` become placeholders."""
     handle = client.get_workflow_handle(workflow_id)
     pending = status.pending_approval
     whose = f" [dim](sub-agent {safe(workflow_id)} of {safe(parent)})[/]" if parent else ""
@@ -278,7 +281,5 @@ async def ask_person(
             return
         text = (await asyncio.to_thread(input, "  reply> ")).strip()
         if text:
-            from runtime.secrets import SecretStore
-
-            text = SecretStore.from_env().redact(text)
+            text = secrets.redact(text)
             await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who))

@@ -23,7 +23,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from core.settings import PromptSettings
-from runtime.settings import from_process
 from tools.skills import SkillInfo, discover_skills, read_text
 from tools.skills import skills_dirs as default_skills_dirs
 
@@ -49,17 +48,16 @@ def load_prompt_context(
     data_dir: Path,
     session: str | None = None,
     skills_dirs: list[Path] | None = None,
-    settings: PromptSettings | None = None,
+    settings: PromptSettings,
 ) -> PromptContext:
-    """The prompt context of a task in ``workspace`` (see the module docstring for the rules).
-    ``settings`` None: this process's, for activities/prompt.py until it passes them (issue 29)."""
+    """The prompt context of a task in ``workspace`` (see the module docstring for the rules)."""
     workspace = Path(workspace)
     memory = read_capped(workspace / MEMORY_FILE, root=workspace)
     session_path = session_memory(data_dir, session)
     if session_path is not None:
         shared = read_capped(session_path, root=data_dir)
         memory = f"{memory}\n\nSession {session!r}:\n{shared}".strip() if shared else memory
-    preferences = (from_process(PromptSettings) if settings is None else settings).user_preferences
+    preferences = settings.user_preferences
     return PromptContext(
         memory=memory,
         agents=read_capped(workspace / AGENTS_FILE, root=workspace),

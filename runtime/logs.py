@@ -36,9 +36,8 @@ class QuietPrintLogger(structlog.PrintLogger):
     fatal = failure = err = error = critical = exception = msg
 
 
-def configure_logging(level: str = "INFO", secrets: SecretStore | None = None) -> None:
-    """Once per process; ``secrets`` are redacted from every line (None: the process's own,
-    for callers not yet handed them: starter.py, benchmarks)."""
+def configure_logging(level: str = "INFO", *, secrets: SecretStore) -> None:
+    """Once per process; ``secrets`` are redacted from every line."""
     global _configured
     if _configured:
         return
@@ -48,9 +47,8 @@ def configure_logging(level: str = "INFO", secrets: SecretStore | None = None) -
         if sys.stderr.isatty()
         else structlog.processors.JSONRenderer()
     )
-    from runtime.secrets import SecretStore, redact_processor
+    from runtime.secrets import redact_processor
 
-    secrets = SecretStore.from_env() if secrets is None else secrets
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -24,8 +24,7 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.settings import CodecSettings, PathSettings, Settings, TemporalSettings, TracingSettings
-from runtime.settings import from_process
+from core.settings import Settings, TemporalSettings
 from temporal.codec import codec_for, data_converter
 from temporal.server import (
     EMBEDDED_HOST,
@@ -41,19 +40,17 @@ class TemporalUnavailable(RuntimeError):
     pass
 
 
-def is_embedded(settings: TemporalSettings | None = None) -> bool:
-    """No ``TEMPORAL_ADDRESS``: the embedded dev server. None: this process's environment,
-    for callers not yet handed their settings (cli/)."""
-    return (from_process(TemporalSettings) if settings is None else settings).embedded
+def is_embedded(settings: TemporalSettings) -> bool:
+    """No ``TEMPORAL_ADDRESS``: the embedded dev server."""
+    return settings.embedded
 
 
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]")
 
 
-def ui_base_url(settings: TemporalSettings | None = None) -> str:
+def ui_base_url(settings: TemporalSettings) -> str:
     """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the dev server's UI (port 8233 on
     the same host) for the embedded server or any local address; Temporal Cloud otherwise."""
-    settings = from_process(TemporalSettings) if settings is None else settings
     if settings.ui_url:
         return settings.ui_url.rstrip("/")
     if settings.embedded:
@@ -64,13 +61,9 @@ def ui_base_url(settings: TemporalSettings | None = None) -> str:
     return "https://cloud.temporal.io"
 
 
-async def connect(settings: Settings | None = None, *, start_embedded: bool = True) -> Client:
+async def connect(settings: Settings, *, start_embedded: bool = True) -> Client:
     """A client of the cluster ``settings.temporal`` names (or the embedded server, its files in
-    ``settings.paths``), with the codec and tracing they configure. None: this process's
-    environment (cli/, until it passes them)."""
-    if settings is None:
-        settings = Settings(temporal=from_process(TemporalSettings), codec=from_process(CodecSettings),
-                            tracing=from_process(TracingSettings), paths=from_process(PathSettings))
+    ``settings.paths``), with the codec and tracing they configure."""
     config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())  # the SDK reads TEMPORAL_*
     embedded = settings.temporal.embedded
     if embedded:
@@ -116,14 +109,13 @@ async def wait_until_ready(client: Client, timeout_s: float = 60.0) -> None:
         await asyncio.sleep(0.25)
 
 
-async def ensure_search_attributes(client: Client, *, register: bool | None = None) -> bool:
+async def ensure_search_attributes(client: Client, *, register: bool) -> bool:
     """True when every search attribute the project uses is registered in the namespace.
 
     On the embedded server missing ones are registered; on a real cluster they are
     only checked (registering needs operator rights: see README), and tasks started
-    without them simply do not set search attributes.
+    without them simply do not set search attributes. ``register``: ``is_embedded``.
     """
-    register = is_embedded() if register is None else register
     try:
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=client.namespace)

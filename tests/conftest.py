@@ -52,7 +52,8 @@ def _sandbox_or_say_why() -> Iterator[None]:
     """Without bubblewrap, commands run unsandboxed (workers started by tests inherit it);
     this process's tools are configured as a worker started here would configure them."""
     from tests import sandboxing
-    from worker import configure_tools, load_settings
+    from runtime.settings import load_settings
+    from worker import configure_tools
 
     status = sandboxing.probe()
     if status.active or os.environ.get(sandboxing.REQUIRE_ENV):

@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     console = make_console()
     query = f"WorkflowType = '{TASK_WORKFLOW}'"
     if args.pending:

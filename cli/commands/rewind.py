@@ -33,10 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     await describe(client, args.id)
     point = await turn_point(client, args.id, args.to_turn)
-    said = restore_workspace(args.id, Path(point.task.workspace), args.to_turn, Checkpoints())
+    said = restore_workspace(args.id, Path(point.task.workspace), args.to_turn,
+                             Checkpoints.from_settings(args.settings.checkpoints, args.settings.paths))
     try:
         reply = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
             namespace=client.namespace,

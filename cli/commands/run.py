@@ -32,22 +32,22 @@ async def run(args: argparse.Namespace) -> int:
     inp = task_input(args, model)
     if args.demo:  # the scripted demo model speaks the OpenAI wire, and nothing to fail over to
         inp = inp.model_copy(update={"provider": "openai", "fallbacks": []})
-    client = await connect()
+    client = await connect(args.settings)
     async with AsyncExitStack() as stack:
-        queue, settings = task_queue(), None
+        queue, settings = task_queue(args.settings.temporal), None
         if args.demo:
             from fakes.scripted import ScriptedModelServer, demo_steps
 
             server = stack.enter_context(ScriptedModelServer(demo_steps(inp.instruction)))
             settings = ProviderSettings(openai_base_url=server.url, openai_api_key=None)
             queue = f"agent-demo-{uuid.uuid4().hex[:8]}"  # only this process's worker serves it
-        if args.demo or is_embedded():
-            await local_worker(stack, client, queue, settings)
+        if args.demo or is_embedded(args.settings.temporal):
+            await local_worker(stack, client, queue, settings, args.settings)
         started = time.monotonic()
-        workflow_id = await start_task(client, inp, queue)
-        console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id)}[/]")
+        workflow_id = await start_task(client, inp, queue, args.settings.temporal)
+        console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id, args.settings.temporal)}[/]")
         try:
-            outcome = await make_follower(client, workflow_id).run(lambda: closed_outcome(client, workflow_id), started)
+            outcome = await make_follower(client, workflow_id, args.settings).run(lambda: closed_outcome(client, workflow_id), started)
         except (KeyboardInterrupt, asyncio.CancelledError):
             console.print(f"\ntask {workflow_id} goes on; follow it with: python starter.py watch {workflow_id}")
             raise

@@ -49,7 +49,7 @@ def _call_input(workspace, config: McpServerConfig, *, network: bool) -> ToolCal
 
 
 def _activities(tmp_path, sessions: McpSessions) -> ToolActivities:
-    return ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), mcp=McpToolRunner(sessions))
+    return ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), configured.settings(), mcp=McpToolRunner(sessions))
 
 
 async def test_a_call_of_the_tasks_own_http_server_without_network_sends_nothing(tmp_path, workspace, sessions, counting):
