@@ -37,8 +37,8 @@ from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
-from runtime.secrets import SecretStore
 from runtime.paths import data_dir
+from runtime.secrets import SecretStore
 from runtime.settings import Settings, load_settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect

@@ -11,8 +11,8 @@ from pathlib import Path
 from temporalio import activity
 
 from contracts.activities import PROMPT_CONTEXT_ACTIVITY, PromptContextInput
-from prompts import load_prompt_context
 from core.settings import Settings
+from prompts import load_prompt_context
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore, Store, as_store

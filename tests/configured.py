@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from activities.llm import LlmActivities, ProviderSettings
 from core.settings import Settings
 from runtime.secrets import SecretStore
 from runtime.settings import load_settings
+from runtime.sqlite_store import default_store_path
 from runtime.store import ContextStore, Store
 from tools import egress, sandbox, search, shell, skills
 from tools.browser import pool
@@ -36,6 +38,12 @@ def settings(**env: str) -> Settings:
 def secrets(config: Settings | None = None) -> SecretStore:
     """The secrets a worker with ``config`` (default: ``settings()``) would redact."""
     return SecretStore.from_settings((config or settings()).secrets)
+
+
+def store_path() -> Path:
+    """The SQLite file a worker with ``settings()`` keeps its context store in."""
+    config = settings()
+    return default_store_path(config.store, config.paths)
 
 
 def llm_activities(providers: ProviderSettings, store: Store | ContextStore, **options) -> LlmActivities:

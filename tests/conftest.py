@@ -51,8 +51,8 @@ def workspace(tmp_path: Path) -> Path:
 def _sandbox_or_say_why() -> Iterator[None]:
     """Without bubblewrap, commands run unsandboxed (workers started by tests inherit it);
     this process's tools are configured as a worker started here would configure them."""
-    from tests import sandboxing
     from runtime.settings import load_settings
+    from tests import sandboxing
     from worker import configure_tools
 
     status = sandboxing.probe()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from cli.tasks import UserError
 from evals.record import record_task
-from runtime.checkpoints import Checkpoints
 from evals.run import EvalError
 from evals.suite import SuiteError
+from runtime.checkpoints import Checkpoints
 from temporal.client import connect
 
 

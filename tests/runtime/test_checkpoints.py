@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.settings import CheckpointSettings
-from runtime.checkpoints import CheckpointError, Checkpoints, LeftOut, max_file_bytes
+from runtime.checkpoints import Checkpoints, LeftOut, max_file_bytes
 
 MAX_FILE_ENV = "AGENT_CHECKPOINT_MAX_FILE_MB"
 

@@ -126,13 +126,11 @@ def test_search_backend_is_chosen_by_variable_or_by_the_key_that_is_set(env, kin
     assert isinstance(make_backend(settings), kind) and search_configured(settings)
 
 
-def test_the_cli_offers_search_when_the_process_settings_configure_a_backend(monkeypatch):
+def test_the_cli_offers_search_when_its_settings_configure_a_backend():
     from cli.tasks import default_tools
 
-    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
-    assert "search" not in (default_tools() or [])
-    monkeypatch.setenv("BRAVE_API_KEY", "b")
-    assert "search" in (default_tools() or [])
+    assert "search" not in (default_tools(SearchSettings.from_env({})) or [])
+    assert "search" in (default_tools(SearchSettings.from_env({"BRAVE_API_KEY": "b"})) or [])
 
 
 def test_search_brave_uses_the_default_base_url_when_none_is_set():
