@@ -16,6 +16,7 @@ from prompts import load_prompt_context
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore, Store, as_store
+from tools.skills import skills_dirs
 
 
 class PromptActivities:
@@ -26,6 +27,8 @@ class PromptActivities:
 
     @activity.defn(name=PROMPT_CONTEXT_ACTIVITY)
     async def prompt_context(self, inp: PromptContextInput) -> str:
-        context = load_prompt_context(Path(inp.workspace), data_dir=data_dir(self.settings.paths), session=inp.session,
+        workspace = Path(inp.workspace)
+        context = load_prompt_context(workspace, data_dir=data_dir(self.settings.paths), session=inp.session,
+                                      skills_dirs=skills_dirs(workspace, self.settings.skills.dirs),
                                       settings=self.settings.prompt)
         return await self.store.put_blob(self.secrets.redact(context.model_dump_json()))

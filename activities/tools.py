@@ -49,7 +49,7 @@ from runtime.secrets import SecretStore
 from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
-from tools.browser import browser_pool
+from tools.browser import BrowserPool
 from tools.egress import NO_NETWORK
 from tools.registry import REGISTRY, classify_call, is_idempotent
 
@@ -83,14 +83,17 @@ class ToolActivities:
         audit: AuditLog | None = None,
         workspace_checkpoints: checkpoints.Checkpoints | None = None,
         mcp: McpToolRunner | None = None,
+        browsers: BrowserPool | None = None,
     ) -> None:
         """``settings``: the worker's (the blob cap, checkpoints, what commands must not see,
-        where the audit log and checkpoints go unless given)."""
+        where the audit log and checkpoints go unless given, each tool's group); ``browsers``:
+        its browser (None: the browser tools say there is none)."""
         self.store = as_store(store)
         self.settings = settings
         self.blob_cap_chars = settings.worker.blob_cap_chars
         self.hidden = hidden_paths(settings)
         self.mcp = mcp  # runs calls of MCP tools (None: such calls fail)
+        self.browsers = browsers
         self._checkpoints = workspace_checkpoints
         self.secrets = secrets
         self._audit = audit
@@ -109,7 +112,8 @@ class ToolActivities:
     @activity.defn(name=BROWSER_CLOSE_ACTIVITY)
     async def close_browser(self, task_id: str) -> None:
         """A finished task's pages, closed on this worker (nothing when it holds none)."""
-        await browser_pool().close_task(task_id)
+        if self.browsers is not None:
+            await self.browsers.close_task(task_id)
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, inp: ToolCallInput) -> ToolOutcome:
@@ -196,8 +200,9 @@ class ToolActivities:
                 await self.store.put_call(inp.context_id, key, STARTED)
             beat("started")
         ctx = ToolContext(
-            workspace=workspace, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
+            workspace=workspace, settings=self.settings, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
             redact=self.secrets.redact, network=inp.network, hidden=self.hidden, browser=inp.browser,
+            browsers=self.browsers,
         )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)

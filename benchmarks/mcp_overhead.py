@@ -67,9 +67,9 @@ async def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         (workspace / "notes.txt").write_text("a small file\n" * 8)
-        secrets = SecretStore({})
-        sessions = McpSessions(secrets, log_dir=workspace / "logs")
-        tools = ToolActivities(ContextStore(workspace / "context.db"), secrets, load_settings(),
+        secrets, config = SecretStore({}), load_settings()
+        sessions = McpSessions(secrets, log_dir=workspace / "logs", egress=config.egress)
+        tools = ToolActivities(ContextStore(workspace / "context.db"), secrets, config,
                                AuditLog(workspace / "audit.jsonl", secrets), mcp=McpToolRunner(sessions))
         env = ActivityEnvironment()
         listing = await env.run(McpActivities(sessions, McpCatalog()).list_tools,

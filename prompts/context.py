@@ -7,7 +7,7 @@
   exists, that file's facts are shown too, after the workspace's.
 - agents: ``AGENTS.md`` at the workspace root, the project's conventions.
 - skills: names and descriptions of the skills under ``skills_dirs``
-  (default: ``tools.skills.skills_dirs(workspace)``, as ``load_skill`` finds them).
+  (activities/prompt.py passes ``tools.skills.skills_dirs``, where ``load_skill`` finds them).
 - preferences: ``AGENT_USER_PREFERENCES`` (``PromptSettings``), or else
   ``<data_dir>/preferences.md``.
 
@@ -24,7 +24,6 @@ from pydantic import BaseModel
 
 from core.settings import PromptSettings
 from tools.skills import SkillInfo, discover_skills, read_text
-from tools.skills import skills_dirs as default_skills_dirs
 
 FILE_CAP_CHARS = 20_000
 MEMORY_FILE = "MEMORY.md"
@@ -47,7 +46,7 @@ def load_prompt_context(
     *,
     data_dir: Path,
     session: str | None = None,
-    skills_dirs: list[Path] | None = None,
+    skills_dirs: list[Path],
     settings: PromptSettings,
 ) -> PromptContext:
     """The prompt context of a task in ``workspace`` (see the module docstring for the rules)."""
@@ -61,7 +60,7 @@ def load_prompt_context(
     return PromptContext(
         memory=memory,
         agents=read_capped(workspace / AGENTS_FILE, root=workspace),
-        skills=discover_skills(default_skills_dirs(workspace) if skills_dirs is None else skills_dirs),
+        skills=discover_skills(skills_dirs),
         preferences=_cap(preferences, PREFERENCES_ENV) if preferences else read_capped(
             data_dir / PREFERENCES_FILE, root=data_dir
         ),
