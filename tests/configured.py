@@ -1,20 +1,15 @@
 """Settings in tests, built as an entry point builds them: from this test's environment
 (conftest gives each test its own data directory) plus what the test sets. ``settings``
-for what a service is handed, ``cli_args`` for a command's arguments as starter.py hands
-them over, ``secrets`` for the SecretStore a worker would build.
-
-The tool modules keep this process's settings, handed to them by worker.py
-(``configure_tools``); the session configures them from its environment as a worker would,
-each test gets them back as they were (``keep``, autouse in conftest), and a test that
-needs others asks for them with ``use``."""
+for what a service is handed, ``tool_context`` for a tool call as the tool activity makes
+it, ``cli_args`` for a command's arguments as starter.py hands them over, ``secrets`` for
+the SecretStore a worker would build."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from activities.llm import LlmActivities, ProviderSettings
 from core.settings import Settings
@@ -22,12 +17,7 @@ from runtime.secrets import SecretStore
 from runtime.settings import load_settings
 from runtime.sqlite_store import default_store_path
 from runtime.store import ContextStore, Store
-from tools import egress, sandbox, search, shell, skills
-from tools.browser import pool
-from worker import configure_tools
-
-STATE = [(sandbox, "_SETTINGS"), (sandbox, "_STATUS"), (shell, "_SETTINGS"), (egress, "_DENY"),
-         (search, "_SETTINGS"), (skills, "_SETTINGS"), (pool, "_SETTINGS")]
+from tools.base import ToolContext
 
 
 def settings(**env: str) -> Settings:
@@ -38,6 +28,11 @@ def settings(**env: str) -> Settings:
 def secrets(config: Settings | None = None) -> SecretStore:
     """The secrets a worker with ``config`` (default: ``settings()``) would redact."""
     return SecretStore.from_settings((config or settings()).secrets)
+
+
+def tool_context(workspace: Path, config: Settings | None = None, **fields: Any) -> ToolContext:
+    """A tool call's context on a worker with ``config`` (default: ``settings()``)."""
+    return ToolContext(workspace=workspace, settings=config or settings(), **fields)
 
 
 def store_path() -> Path:
@@ -52,6 +47,14 @@ def llm_activities(providers: ProviderSettings, store: Store | ContextStore, **o
     return LlmActivities(providers, store, secrets(config), tables=config.models, **options)
 
 
+def use(monkeypatch: Any, **env: str) -> Settings:
+    """``env`` set for this test: the settings it builds from now on (tool contexts, workers)
+    read it; those settings."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return settings()
+
+
 def cli_args(argv: list[str], **env: str) -> argparse.Namespace:
     """``argv`` parsed by the CLI, with the settings starter.py would add."""
     from starter import parser
@@ -59,18 +62,3 @@ def cli_args(argv: list[str], **env: str) -> argparse.Namespace:
     args = parser().parse_args(argv)
     args.settings = settings(**env)
     return args
-
-
-def keep(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the tool modules hold now comes back after the test."""
-    for module, name in STATE:
-        monkeypatch.setattr(module, name, getattr(module, name))
-
-
-def use(monkeypatch: pytest.MonkeyPatch, **env: str) -> Settings:
-    """The tools configured as a worker started in this environment plus ``env`` would
-    configure them, for this test."""
-    keep(monkeypatch)
-    config = settings(**env)
-    configure_tools(config)
-    return config

@@ -22,7 +22,7 @@ from tools.egress import NO_NETWORK
 
 @pytest.fixture
 async def sessions(tmp_path):
-    found = McpSessions(SecretStore({}), log_dir=tmp_path / "logs")
+    found = McpSessions(SecretStore({}), log_dir=tmp_path / "logs", egress=configured.settings().egress)
     yield found
     await found.close()
 
@@ -35,10 +35,14 @@ def counting():
 
 
 @pytest.mark.parametrize("kind", ["http", "sse"])
-async def test_an_http_server_on_a_denied_host_is_refused_before_anything_is_sent(sessions, counting, monkeypatch, kind):
-    configured.use(monkeypatch, AGENT_DENY_HOSTS="127.0.0.2")
-    with pytest.raises(McpUnavailable, match=r"is refused: the host 127\.0\.0\.2 is on the deny list \(127\.0\.0\.2;"):
-        await sessions.connection("denied", McpServerConfig(type=kind, url=counting.url("/mcp")))
+async def test_an_http_server_on_a_denied_host_is_refused_before_anything_is_sent(tmp_path, counting, monkeypatch, kind):
+    config = configured.use(monkeypatch, AGENT_DENY_HOSTS="127.0.0.2")
+    sessions = McpSessions(SecretStore({}), log_dir=tmp_path / "logs", egress=config.egress)
+    try:
+        with pytest.raises(McpUnavailable, match=r"is refused: the host 127\.0\.0\.2 is on the deny list \(127\.0\.0\.2;"):
+            await sessions.connection("denied", McpServerConfig(type=kind, url=counting.url("/mcp")))
+    finally:
+        await sessions.close()
     assert counting.requests == []
 
 

@@ -33,7 +33,6 @@ from providers.openai import OpenAIProvider
 from runtime.store import ContextStore
 from tests import configured
 from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, tool_messages
-from tools.base import ToolContext
 from workflows.task import AgentTaskWorkflow
 
 FINISH = tool("message", type="result", text="finished")
@@ -79,7 +78,7 @@ async def test_hostile_tool_input_gets_a_clear_result(case, hostile_workspace):
     name, arguments, raw, status, needle = TOOL_CASES[case]
     parse_error = "Expecting ',' delimiter" if raw else None
     result = await asyncio.wait_for(
-        tools.execute(name, arguments, ToolContext(workspace=hostile_workspace), parse_error=parse_error), 30
+        tools.execute(name, arguments, configured.tool_context(workspace=hostile_workspace), parse_error=parse_error), 30
     )
     assert result.status == status, result.content[:300]
     assert needle in result.content

@@ -6,13 +6,14 @@ import pytest
 from contracts.toolset import DEFAULT_TOOLS
 from core.settings import PromptSettings
 from prompts import build_system_prompt, load_prompt_context
+from tests import configured
 from tools import REGISTRY, classify_call, compact_line, execute, memory
-from tools.base import Danger, ToolContext, ToolOutcome
+from tools.base import Danger, ToolOutcome
 from tools.memory import HEADER, MAX_FACT_CHARS, MAX_MEMORY_CHARS
 
 
 async def _memory(ws: Path, **arguments) -> ToolOutcome:
-    return await execute("memory", arguments, ToolContext(workspace=ws))
+    return await execute("memory", arguments, configured.tool_context(workspace=ws))
 
 
 def _facts(ws: Path) -> list[str]:
