@@ -28,6 +28,7 @@ from benchmarks.common import run_stats, start_env, workspace_with_files
 from contracts.task import TaskInput, TaskState
 from core.turns import CHARS_PER_TOKEN
 from fakes.scripted import ScriptedModelServer, Step, tool
+from runtime.settings import load_settings
 from worker import build_worker
 from workflows.task import AgentTaskWorkflow
 
@@ -52,7 +53,8 @@ async def run(client: Client, workspace: Path, files: int, per_reply: int) -> Fi
     task = TaskInput(instruction=f"read the {files} files", workspace=str(workspace), model="bench", stream=False,
                      max_iterations=files + 5)
     with ScriptedModelServer(script(files, per_reply)) as model:
-        async with build_worker(client, queue=queue, settings=ProviderSettings(openai_base_url=model.url)):
+        async with build_worker(client, queue=queue, settings=ProviderSettings(openai_base_url=model.url),
+                                config=load_settings()):
             outcome = await client.execute_workflow(AgentTaskWorkflow.run, task, id=workflow_id, task_queue=queue)
         model.assert_consumed()
         sent = sum(len(json.dumps({"messages": r["messages"], "tools": r.get("tools")})) for r in model.requests)

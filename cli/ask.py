@@ -16,11 +16,13 @@ from cli.render import safe
 from cli.tasks import QUERY_TIMEOUT
 from contracts.task import ApprovalDecision, Interjection, PendingApproval, TaskStatus
 from core.entries import StatusNotice
+from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
 
 async def ask_person(
-    client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None = None
+    client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None,
+    secrets: SecretStore,
 ) -> None:
     """Ask inline for an approval or a reply when a person is at the terminal; else say how.
     ``parent``: the task followed, when ``workflow_id`` is one of its sub-agents. A question
@@ -55,9 +57,7 @@ async def ask_person(
             return
         text = (await read_line("  reply> ", console.file) or "").strip()
         if text:
-            from runtime.secrets import SecretStore
-
-            text = SecretStore.from_env().redact(text)
+            text = secrets.redact(text)
             await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who))
 
 

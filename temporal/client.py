@@ -25,8 +25,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.settings import CodecSettings, PathSettings, Settings, TemporalSettings, TracingSettings
-from runtime.settings import from_process
+from core.settings import Settings, TemporalSettings
 from temporal.codec import codec_for, data_converter
 from temporal.server import (
     EMBEDDED_HOST,
@@ -42,10 +41,9 @@ class TemporalUnavailable(RuntimeError):
     pass
 
 
-def is_embedded(settings: TemporalSettings | None = None) -> bool:
-    """No ``TEMPORAL_ADDRESS``: the embedded dev server. None: this process's environment,
-    for callers not yet handed their settings (cli/)."""
-    return (from_process(TemporalSettings) if settings is None else settings).embedded
+def is_embedded(settings: TemporalSettings) -> bool:
+    """No ``TEMPORAL_ADDRESS``: the embedded dev server."""
+    return settings.embedded
 
 
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]")
@@ -53,11 +51,10 @@ LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]")
 DEV_UI_OFFSET = 1000
 
 
-def ui_base_url(settings: TemporalSettings | None = None) -> str:
+def ui_base_url(settings: TemporalSettings) -> str:
     """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the embedded server's UI (the port
     it is started with); for another local address, the UI a dev server on that port serves
     (its port + 1000: ``localhost:7234`` has its UI on 8234); Temporal Cloud otherwise."""
-    settings = from_process(TemporalSettings) if settings is None else settings
     if settings.ui_url:
         return settings.ui_url.rstrip("/")
     if settings.embedded:
@@ -78,14 +75,9 @@ def host_and_port(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-async def connect(settings: Settings | None = None, *, start_embedded: bool = True,
-                  runtime: Runtime | None = None) -> Client:
+async def connect(settings: Settings, *, start_embedded: bool = True, runtime: Runtime | None = None) -> Client:
     """A client of the cluster ``settings.temporal`` names (or the embedded server, its files in
-    ``settings.paths``), with the codec and tracing they configure. None: this process's
-    environment (cli/, until it passes them)."""
-    if settings is None:
-        settings = Settings(temporal=from_process(TemporalSettings), codec=from_process(CodecSettings),
-                            tracing=from_process(TracingSettings), paths=from_process(PathSettings))
+    ``settings.paths``), with the codec and tracing they configure."""
     config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())  # the SDK reads TEMPORAL_*
     embedded = settings.temporal.embedded
     if embedded:
@@ -133,14 +125,13 @@ async def wait_until_ready(client: Client, timeout_s: float = 60.0) -> None:
         await asyncio.sleep(0.25)
 
 
-async def ensure_search_attributes(client: Client, *, register: bool | None = None) -> bool:
+async def ensure_search_attributes(client: Client, *, register: bool) -> bool:
     """True when every search attribute the project uses is registered in the namespace.
 
     On the embedded server missing ones are registered; on a real cluster they are
     only checked (registering needs operator rights: see README), and tasks started
-    without them simply do not set search attributes.
+    without them simply do not set search attributes. ``register``: ``is_embedded``.
     """
-    register = is_embedded() if register is None else register
     try:
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=client.namespace)

@@ -76,9 +76,9 @@ def start_dev_command(db_file: Path, *, port: int = EMBEDDED_PORT, ui_port: int 
     return command
 
 
-async def ensure_embedded_server(paths: PathSettings | None = None, timeout_s: float = 60.0) -> bool:
+async def ensure_embedded_server(paths: PathSettings, timeout_s: float = 60.0) -> bool:
     """Start the embedded dev server unless something answers on its port, keeping its files in
-    the data directory (``paths``; None: see ``runtime.paths.data_dir``). True if started."""
+    the data directory (``paths``). True if started."""
     if port_open(EMBEDDED_HOST, EMBEDDED_PORT):
         return False
     directory = data_dir(paths)

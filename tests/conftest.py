@@ -61,31 +61,20 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _sandbox_or_say_why() -> Iterator[None]:
-    """Without bubblewrap, commands run unsandboxed (workers started by tests inherit it);
-    this process's tools are configured as a worker started here would configure them."""
+    """Without bubblewrap, commands run unsandboxed (the settings tests build, and workers
+    started by tests, read it from the environment)."""
     from tests import sandboxing
-    from worker import configure_tools, load_settings
 
     status = sandboxing.probe()
     if status.active or os.environ.get(sandboxing.REQUIRE_ENV):
-        configure_tools(load_settings())  # as a worker in this environment would
         yield
         return
     print(f"\n{status.notice()}; the suite runs commands unsandboxed", file=sys.stderr)
     os.environ["AGENT_SANDBOX"] = "off"
-    configure_tools(load_settings())
     try:
         yield
     finally:
         os.environ.pop("AGENT_SANDBOX", None)
-
-
-@pytest.fixture(autouse=True)
-def _tool_settings_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A test (or a worker it builds) that configures the tools leaves them as they were."""
-    from tests import configured
-
-    configured.keep(monkeypatch)
 
 
 @pytest.fixture(autouse=True)

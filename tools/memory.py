@@ -243,7 +243,7 @@ async def memory_tool(args: MemoryArgs, ctx: ToolContext) -> ToolOutcome:
                 return await asyncio.to_thread(_note, workspace, args.note)
             case "search":
                 assert args.query is not None
-                return _found(args.query, await search(workspace, args.query))
+                return _found(args.query, await search(workspace, args.query, ctx.settings.memory, ctx.index_dir))
             case _:
                 assert_never(args.action)
     except Refused as exc:

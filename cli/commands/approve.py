@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     desc = await describe(client, args.id)
     verdict = "deny" if args.deny else "approve"
     call_id, digest = args.call, None

@@ -87,7 +87,7 @@ def task_filter(args: argparse.Namespace) -> TaskFilter:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     page = await find(client, task_filter(args), args.limit)
     if args.pending:
         waits = await asyncio.gather(*(waiting_for(client, wf) for wf in page.executions))

@@ -46,10 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     async with AsyncExitStack() as stack:
-        if args.worker or is_embedded():
-            await local_worker(stack, client, task_queue(), None)
+        if args.worker or is_embedded(args.settings.temporal):
+            await local_worker(stack, client, task_queue(args.settings.temporal), None, args.settings)
         server = build_server(client, args)
         if args.http:
             await server.run_streamable_http_async(host=args.host, port=args.http)
@@ -80,8 +80,9 @@ def build_server(client: Client, defaults: argparse.Namespace) -> Any:
             inp = tasks.task_input(args, tasks.configured_model(args))
         except tasks.UserError as err:
             raise refusal(str(err)) from None
-        workflow_id = await tasks.start_task(client, inp, task_queue())
-        return {"workflow_id": workflow_id, "ui": tasks.ui_link(client, workflow_id)}
+        temporal = defaults.settings.temporal
+        workflow_id = await tasks.start_task(client, inp, task_queue(temporal), temporal)
+        return {"workflow_id": workflow_id, "ui": tasks.ui_link(client, workflow_id, temporal)}
 
     @server.tool(annotations=reads)
     async def task_status(workflow_id: str) -> dict[str, Any]:
@@ -119,7 +120,7 @@ def build_server(client: Client, defaults: argparse.Namespace) -> Any:
         desc = await tasks.describe(client, workflow_id)
         if desc.status != WorkflowExecutionStatus.RUNNING:
             raise refusal(f"task {workflow_id} is not running")
-        text = SecretStore.from_env().redact(text)
+        text = SecretStore.from_settings(defaults.settings.secrets).redact(text)
         await client.get_workflow_handle(workflow_id).signal(
             AgentTaskWorkflow.interject, Interjection(text=text, sent_by="mcp client"))
         return f"message delivered to {workflow_id}"

@@ -49,9 +49,9 @@ async def run(args: argparse.Namespace) -> int:
 
     if args.task:
         next_input(args.task)  # a mistake in the options is one line before anything starts
-    client = await connect()
+    client = await connect(args.settings)
     async with AsyncExitStack() as stack:
-        queue, settings = task_queue(), None
+        queue, settings = task_queue(args.settings.temporal), None
         if args.demo:
             from fakes.scripted import ScriptedModelServer, demo_steps
 
@@ -63,11 +63,11 @@ async def run(args: argparse.Namespace) -> int:
             def next_input(text: str) -> TaskInput:  # the demo model speaks the OpenAI wire, no failover
                 server.add(*demo_steps(text))
                 return plain(text).model_copy(update={"provider": "openai", "fallbacks": []})
-        if args.demo or is_embedded():
-            await local_worker(stack, client, queue, settings)
+        if args.demo or is_embedded(args.settings.temporal):
+            await local_worker(stack, client, queue, settings, args.settings)
         workspace = str(workspace_of(args))
         session, latest = await picked_up(client, args, workspace)
-        talk = Conversation(client, queue, next_input, workspace=workspace, session=session,
+        talk = Conversation(client, queue, next_input, args.settings, workspace=workspace, session=session,
                             approval=ApprovalMode(args.approval))
         talk.tasks += [latest] if latest else []
         return await converse(talk, args.task)

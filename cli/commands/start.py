@@ -20,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     inp = task_input(args, configured_model(args))
-    client = await connect()
-    workflow_id = await start_task(client, inp, task_queue(), conversation=True)
+    client = await connect(args.settings)
+    workflow_id = await start_task(client, inp, task_queue(args.settings.temporal), args.settings.temporal,
+                                   conversation=True)
     print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
     print(workflow_id)
     return 0

@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     desc = await describe(client, args.id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
         answer = await ask_status(client, args.id, desc.task_queue, wait=QUERY_TIMEOUT, patience=RESTART_WAIT)
@@ -33,10 +33,10 @@ async def run(args: argparse.Namespace) -> int:
         status = await finished_status(client, desc, await closed_outcome(client, args.id))
     if args.json:
         payload = status.model_dump(mode="json")
-        payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id))
+        payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id, args.settings.temporal))
         print(json.dumps(payload))
     else:
-        lines = status_lines(args.id, status, ui_link(client, args.id))
+        lines = status_lines(args.id, status, ui_link(client, args.id, args.settings.temporal))
         lines[-1:-1] = permission_lines(status)  # before the link
         print("\n".join(lines))
     return 0

@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     await running(client, args.id)
     await client.get_workflow_handle(args.id).signal(AgentTaskWorkflow.stop, args.reason)
     print(f"stop requested for {args.id}")

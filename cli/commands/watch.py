@@ -19,12 +19,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     desc = await describe(client, args.id)
     async with AsyncExitStack() as stack:
-        if is_embedded():
+        if is_embedded(args.settings.temporal):
             # Runs a running task on; answers the events query of a finished one by replaying it.
-            await local_worker(stack, client, desc.task_queue, None)
-        follower = make_follower(client, args.id, json_mode=args.json)
+            await local_worker(stack, client, desc.task_queue, None, args.settings)
+        follower = make_follower(client, args.id, args.settings, json_mode=args.json)
         outcome = await follower.run(lambda: closed_outcome(client, args.id))
     return 0 if outcome.status == TaskState.DONE else 1

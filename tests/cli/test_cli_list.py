@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from contracts.task import TaskState
 from fakes.scripted import tool
+from tests import configured
 from tests.cli.test_cli import cli
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state, wait_until
 from workflows.search_attributes import AGENT_COST
@@ -35,7 +36,8 @@ def ids(out: str) -> list[str]:
 async def start_in(client, queue, workspace, instruction: str, session: str) -> str:
     from cli.tasks import start_task  # as `start` does: memo, summary and search attributes
 
-    return await start_task(client, make_input(workspace, instruction, session=session), queue)
+    return await start_task(client, make_input(workspace, instruction, session=session), queue,
+                            configured.settings().temporal)
 
 
 async def test_each_filter_narrows_the_list_by_a_clause_of_the_temporal_query(client, task_queue, workspace):

@@ -33,13 +33,10 @@ def test_the_ui_link_follows_the_configured_ui_then_a_local_address(env, expecte
     assert ui_base_url(TemporalSettings.from_env(env)) == expected
 
 
-def test_callers_without_settings_read_the_process_environment(monkeypatch):
-    # The CLI does until it is handed its settings (issue 29, second pass).
-    monkeypatch.setenv("TEMPORAL_ADDRESS", "prod.tmprl.cloud:7233")
-    monkeypatch.delenv("TEMPORAL_UI_URL", raising=False)
-    assert ui_base_url() == "https://cloud.temporal.io" and not is_embedded()
-    monkeypatch.delenv("TEMPORAL_ADDRESS")
-    assert ui_base_url() == "http://127.0.0.1:8233" and is_embedded()
+def test_the_embedded_server_is_used_when_no_address_is_set():
+    assert not is_embedded(TemporalSettings.from_env({"TEMPORAL_ADDRESS": "prod.tmprl.cloud:7233"}))
+    assert is_embedded(TemporalSettings.from_env({"TEMPORAL_ADDRESS": " "}))
+    assert is_embedded(TemporalSettings.from_env({}))
 
 
 def test_the_embedded_servers_link_is_the_ui_port_it_is_started_with():

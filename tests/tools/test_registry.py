@@ -6,6 +6,7 @@ import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
 from core.messages import ToolCallRequest
+from tests import configured
 from tools import REGISTRY, classify_call, coerce_args, compact_line, declare, execute, registry, runs_in, specs
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
@@ -32,7 +33,7 @@ SCHEMA = Sample.model_json_schema()
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path)
+    return configured.tool_context(workspace=tmp_path)
 
 
 # --- coercion ---------------------------------------------------------------

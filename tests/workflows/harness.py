@@ -13,6 +13,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome
 from fakes.scripted import ScriptedModelServer, Step
+from tests import configured
 from worker import build_worker
 from workflows.policy import failed_outcome
 from workflows.task import AgentTaskWorkflow
@@ -40,7 +41,7 @@ async def scripted_worker(
             anthropic_base_url=model.anthropic_url, anthropic_api_key="test-key",
         )
         settings = ProviderSettings(**{**fields, **settings_overrides})
-        async with build_worker(client, queue=task_queue, settings=settings):
+        async with build_worker(client, queue=task_queue, settings=settings, config=configured.settings()):
             yield model
 
 

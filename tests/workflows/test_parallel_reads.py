@@ -12,6 +12,7 @@ from activities.llm import ProviderSettings
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
+from tests import configured
 from tests.mcp_support import kit_stdio
 from tests.workflows.harness import make_input, outcome_of, start, tool_messages, wait_for_state
 from tests.workflows.test_task_loop import assert_every_tool_call_answered
@@ -64,7 +65,7 @@ async def test_five_reads_run_at_once_then_the_command_alone_and_the_model_gets_
     ]
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
-        async with build_worker(client, queue=task_queue, settings=settings, local_tools=local_tools):
+        async with build_worker(client, queue=task_queue, settings=settings, local_tools=local_tools, config=configured.settings()):
             handle = await start(client, task_queue, make_input(workspace, "read the files"))
             outcome = await outcome_of(handle)
         model.assert_consumed()
@@ -99,7 +100,7 @@ async def test_a_read_after_a_write_sees_the_write_and_later_changes_are_deferre
     ]
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
-        async with build_worker(client, queue=task_queue, settings=settings, local_tools=False):
+        async with build_worker(client, queue=task_queue, settings=settings, local_tools=False, config=configured.settings()):
             handle = await start(client, task_queue, make_input(workspace))
             outcome = await outcome_of(handle)
         model.assert_consumed()
@@ -119,7 +120,7 @@ async def test_reads_run_one_after_another_with_max_parallel_one(client, task_qu
     steps = [Step(tool_calls=[read(p) for p in FILES[:3]]), tool("message", type="result", text="done")]
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
-        async with build_worker(client, queue=task_queue, settings=settings, local_tools=False):
+        async with build_worker(client, queue=task_queue, settings=settings, local_tools=False, config=configured.settings()):
             handle = await start(client, task_queue, make_input(workspace, max_parallel=1))
             outcome = await outcome_of(handle)
         model.assert_consumed()
@@ -136,7 +137,7 @@ async def test_a_read_that_needs_approval_never_runs_in_parallel(client, task_qu
     steps = [Step(tool_calls=[read(p) for p in FILES[:2]]), tool("message", type="result", text="done")]
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
-        async with build_worker(client, queue=task_queue, settings=settings, local_tools=False):
+        async with build_worker(client, queue=task_queue, settings=settings, local_tools=False, config=configured.settings()):
             handle = await start(client, task_queue, make_input(workspace, approval=ApprovalMode.ALWAYS))
             for _ in range(2):  # the read, then the final message
                 pending = (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval
@@ -160,7 +161,7 @@ async def test_mcp_reads_run_together_and_a_call_needing_approval_runs_alone_aft
     ]
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
-        async with build_worker(client, queue=task_queue, settings=settings):
+        async with build_worker(client, queue=task_queue, settings=settings, config=configured.settings()):
             handle = await start(client, task_queue, make_input(workspace, mcp_servers={"kit": server}))
             pending = (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval
             assert pending is not None and pending.tool == "mcp__kit__echo"
@@ -184,7 +185,7 @@ async def test_an_interjection_cancels_every_read_that_runs(client, task_queue, 
     ]
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
-        async with build_worker(client, queue=task_queue, settings=settings):
+        async with build_worker(client, queue=task_queue, settings=settings, config=configured.settings()):
             handle = await start(client, task_queue, make_input(workspace, mcp_servers={"kit": kit_stdio()}))
             await wait_for_state(handle, TaskState.EXECUTING_TOOL)
             while [what for what, _ in await tool_activities(handle)] != ["scheduled", "scheduled"]:
