@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.channels.synapse import Synapse, require_synapse
+from tests.channels.synapse import PASSWORDS, Synapse, require_synapse
 
 require_synapse()
 pytest.importorskip("nio", reason="matrix-nio is not installed: pip install 'durable-agent[channels]'")
@@ -24,19 +24,6 @@ from fakes.scripted import tool  # noqa: E402
 from tests.channels.matrix_users import ChatUser  # noqa: E402
 from tests.workflows.harness import scripted_worker  # noqa: E402
 from workflows.conversation import ConversationWorkflow  # noqa: E402
-
-PASSWORDS = {"agent": "agent-pass-1", "alice": "alice-pass-1", "bob": "bob-pass-1", "carol": "carol-pass-1"}
-
-
-@pytest.fixture(scope="module")
-def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
-    server = Synapse(tmp_path_factory.mktemp("synapse")).start()
-    try:
-        for name, password in PASSWORDS.items():
-            server.register(name, password)
-        yield server
-    finally:
-        server.stop()
 
 
 def matrix_table(synapse: Synapse, **extra) -> ChannelConfig:
