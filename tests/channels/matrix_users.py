@@ -29,7 +29,7 @@ class ChatUser:
         response = await self.client.sync(timeout=500, since=self.token)
         assert isinstance(response, SyncResponse), response
         self.token = response.next_batch
-        for room_id, info in response.rooms.invite.items():
+        for room_id in response.rooms.invite:
             await self.client.join(room_id)
         for room_id, room in response.rooms.join.items():
             self.events.setdefault(room_id, []).extend(e.source for e in room.timeline.events)

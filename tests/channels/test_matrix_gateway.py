@@ -27,9 +27,9 @@ from workflows.conversation import ConversationWorkflow  # noqa: E402
 
 
 def matrix_table(synapse: Synapse, **extra) -> ChannelConfig:
-    return ChannelConfig(name="matrix", type="matrix", homeserver=synapse.url, user_id="@agent:localhost",
-                         password=PASSWORDS["agent"], allowed_users=["@alice:localhost", "@bob:localhost"],
-                         approvers=["@alice:localhost"], **extra)
+    return ChannelConfig.model_validate(dict(
+        name="matrix", type="matrix", homeserver=synapse.url, user_id="@agent:localhost", password=PASSWORDS["agent"],
+        allowed_users=["@alice:localhost", "@bob:localhost"], approvers=["@alice:localhost"], **extra))
 
 
 @asynccontextmanager

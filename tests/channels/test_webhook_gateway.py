@@ -38,7 +38,7 @@ class Callbacks:
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.received.append((dict(self.headers), json.loads(body)))
-                assert signature_problem(SECRET, self.headers, body) is None
+                assert signature_problem(SECRET, dict(self.headers.items()), body) is None
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -61,8 +61,9 @@ async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_re
     client, task_queue, workspace, tmp_path
 ):
     callbacks, port = Callbacks(), free_port()
-    table = ChannelConfig(name="hooks", type="webhook", secret=SECRET, port=port, callback_url=callbacks.url,
-                          allowed_users=["ci-bot"], workspace=str(workspace))
+    table = ChannelConfig.model_validate(dict(
+        name="hooks", type="webhook", secret=SECRET, port=port, callback_url=callbacks.url, allowed_users=["ci-bot"],
+        workspace=str(workspace)))
     adapter = WebhookAdapter(table)
     defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=tmp_path)
     url = f"http://127.0.0.1:{port}/"
