@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.task import Interjection
+
 
 class ChatRef(BaseModel):
     channel: str  # the table name in channels.toml: "matrix", "slack", "telegram", "webhook"
@@ -134,3 +136,6 @@ class TaskReport(BaseModel):
     call_id: str | None = None
     digest: str | None = None
     failed: bool = False
+    # With "ended": messages the task was sent but never read (they came as it finished); the
+    # conversation takes them as new messages.
+    unread: list[Interjection] = Field(default_factory=list)

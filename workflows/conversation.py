@@ -155,8 +155,13 @@ class ConversationWorkflow:
         elif report.kind == "question":
             await self._say(report.text, kind="question")
         else:
-            state.running, state.approval, state.progress_id = None, None, None
+            progress, state.running, state.approval, state.progress_id = state.progress_id, None, None, None
+            if progress is not None:
+                await self._say("✔️ finished" if not report.failed else "✖️ ended", kind="progress", edit_of=progress)
             await self._say(report.text or "(done, with no answer)", kind="answer")
+            for n, message in enumerate(report.unread):  # came as it finished: the next task's
+                state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
+                                                    author=message.sent_by, text=message.text))
 
     async def _say(self, text: str, *, kind: str = "notice", edit_of: str | None = None,
                    buttons: list[Button] | None = None, reply_to: str | None = None) -> Delivered:
