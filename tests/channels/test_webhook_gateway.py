@@ -16,6 +16,7 @@ from channels.config import ChannelConfig
 from channels.webhook import WebhookAdapter, signature_problem, signed_headers
 from cli.gateway import Defaults, Gateway
 from fakes.scripted import tool
+from runtime.secrets import SecretStore
 from tests.workflows.harness import scripted_worker, wait_until
 
 SECRET = "webhook-secret-1"
@@ -30,8 +31,9 @@ def free_port() -> int:
 class Callbacks:
     """A local HTTP server that records the agent's signed callbacks."""
 
-    def __init__(self) -> None:
+    def __init__(self, busy_first: bool = False) -> None:
         self.received: list[tuple[dict, dict]] = []
+        self.busy = busy_first  # answer the first call 429, Retry-After: 1
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -39,6 +41,12 @@ class Callbacks:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.received.append((dict(self.headers), json.loads(body)))
                 assert signature_problem(SECRET, dict(self.headers.items()), body) is None
+                if outer.busy:
+                    outer.busy = False
+                    self.send_response(429)
+                    self.send_header("Retry-After", "1")
+                    self.end_headers()
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -60,14 +68,18 @@ def post(url: str, event: dict, *, secret: str = SECRET, now: float | None = Non
 async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_refused(
     client, task_queue, workspace, tmp_path
 ):
-    callbacks, port = Callbacks(), free_port()
+    """Also: the callback's first answer is 429 (waited out by Temporal's retry), and a secret
+    in the message never reaches the model."""
+    callbacks, port = Callbacks(busy_first=True), free_port()
     table = ChannelConfig.model_validate(dict(
         name="hooks", type="webhook", secret=SECRET, port=port, callback_url=callbacks.url, allowed_users=["ci-bot"],
         workspace=str(workspace)))
     adapter = WebhookAdapter(table)
-    defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=tmp_path)
+    defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=tmp_path,
+                        secrets=SecretStore({"DEPLOY_TOKEN": "tok-5e3c7a9b"}))
     url = f"http://127.0.0.1:{port}/"
-    event = {"id": "evt-1", "conversation": "build-42", "author": "ci-bot", "text": "summarize the build"}
+    event = {"id": "evt-1", "conversation": "build-42", "author": "ci-bot",
+             "text": "summarize the build (deploy token tok-5e3c7a9b)"}
     async with scripted_worker(client, task_queue, [tool("message", type="result", text="all green")]) as model:
         running = asyncio.create_task(Gateway(client, [(table, adapter)], defaults, queue=f"{task_queue}-gw").run())
         try:
@@ -90,4 +102,8 @@ async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_re
     assert answers[0][1]["chat"]["conversation"] == "build-42"
     assert answers[0][0]["Idempotency-Key"] == answers[0][1]["key"]
     assert len(model.requests) == 1
+    sent = json.dumps(model.requests[0])
+    assert "tok-5e3c7a9b" not in sent and "{{secret:DEPLOY_TOKEN}}" in sent
+    keys = [body["key"] for _, body in callbacks.received]
+    assert keys[0] == keys[1] and len(keys) == len(set(keys)) + 1  # the 429'd message, sent again once
     model.assert_consumed()
