@@ -95,7 +95,7 @@ async def measure(runs: int, root: Path) -> tuple[list[float], list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     problem = synapse_problem()
