@@ -84,9 +84,10 @@ DELIVER_ACTIVITY = "deliver"  # an OutboundMessage to its channel: Delivered
 GATEWAY_TASK_QUEUE = "agent-gateway"  # conversations and deliveries: served by the gateway
 
 
-def conversation_id(chat: ChatRef) -> str:
-    """The conversation's workflow id: derived from the chat, so every gateway finds the same."""
-    return f"conversation-{chat.key}"
+def conversation_id(chat: ChatRef | str) -> str:
+    """The conversation's workflow id, from the chat or its key (``matrix:!room:example.org``):
+    derived from the chat, so every gateway (and a schedule naming the chat) finds the same."""
+    return f"conversation-{chat.key if isinstance(chat, ChatRef) else chat}"
 
 
 class ApprovalShown(BaseModel):

@@ -141,17 +141,12 @@ class ConversationWorkflow:
     async def _on_report(self, report: TaskReport) -> None:
         state = self.state
         if report.task_id != state.running:
-            return  # a task this conversation no longer follows
-        if report.kind == "progress":
+            await self._on_other_task(report)
+        elif report.kind == "progress":
             sent = await self._say(f"⏳ {report.text}", kind="progress", edit_of=state.progress_id)
             state.progress_id = state.progress_id or sent.message_ids[0]
         elif report.kind == "approval":
-            assert report.call_id is not None and report.digest is not None
-            text = f"Approval needed:\n{report.text}\n{APPROVE_HINT}."
-            sent = await self._say(text, kind="approval", buttons=[
-                Button(action="approve", label="✅"), Button(action="deny", label="❌")])
-            state.approval = ApprovalShown(message_id=sent.message_ids[0], task_id=report.task_id,
-                                           call_id=report.call_id, digest=report.digest, text=report.text)
+            await self._ask_approval(report)
         elif report.kind == "question":
             await self._say(report.text, kind="question")
         else:
@@ -162,6 +157,22 @@ class ConversationWorkflow:
             for n, message in enumerate(report.unread):  # came as it finished: the next task's
                 state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
                                                     author=message.sent_by, text=message.text))
+
+    async def _on_other_task(self, report: TaskReport) -> None:
+        """A task this conversation did not start (a schedule's, which names the chat) or no
+        longer follows: its approvals and its end are posted; its progress is not."""
+        if report.kind == "approval":
+            await self._ask_approval(report, f" (task {report.task_id})")
+        elif report.kind == "ended" and not report.task_id.startswith(f"{workflow.info().workflow_id}-task-"):
+            await self._say(f"Task {report.task_id}:\n{report.text}", kind="answer")
+
+    async def _ask_approval(self, report: TaskReport, whose: str = "") -> None:
+        assert report.call_id is not None and report.digest is not None
+        text = f"Approval needed{whose}:\n{report.text}\n{APPROVE_HINT}."
+        sent = await self._say(text, kind="approval", buttons=[
+            Button(action="approve", label="✅"), Button(action="deny", label="❌")])
+        self.state.approval = ApprovalShown(message_id=sent.message_ids[0], task_id=report.task_id,
+                                            call_id=report.call_id, digest=report.digest, text=report.text)
 
     async def _say(self, text: str, *, kind: str = "notice", edit_of: str | None = None,
                    buttons: list[Button] | None = None, reply_to: str | None = None) -> Delivered:
