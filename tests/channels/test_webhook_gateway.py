@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from channels.config import ChannelConfig
 from channels.webhook import WebhookAdapter, signature_problem, signed_headers
@@ -23,6 +25,8 @@ from contracts.channels import conversation_id
 from fakes.scripted import tool
 from runtime.secrets import SecretStore
 from tests.workflows.harness import make_input, scripted_worker, wait_until
+from workflows.conversation import ConversationWorkflow
+from workflows.task import AgentTaskWorkflow
 
 SECRET = "webhook-secret-1"
 
@@ -114,6 +118,12 @@ async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_re
         assert first.status_code == again.status_code == 202
         await wait_until(lambda: answers(callbacks), 60)
         await asyncio.sleep(2)
+        conversation = conversation_id("hooks:build-42")
+        for workflow_id in (conversation, f"{conversation}-task-1"):  # both replay as recorded
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+            replayed = await Replayer(workflows=[ConversationWorkflow, AgentTaskWorkflow],
+                                      data_converter=pydantic_data_converter).replay_workflow(history)
+            assert replayed.replay_failure is None, workflow_id
     (headers, answer), = answers(callbacks)
     assert answer["text"] == "all green" and answer["chat"]["conversation"] == "build-42"
     assert headers["Idempotency-Key"] == answer["key"]
