@@ -123,6 +123,7 @@ class ConversationInput(BaseModel):
     task_queue: str  # where the tasks run (the workers')
     approvers: list[str] = Field(default_factory=list)
     context_window: int = 128_000
+    search_attributes: bool = False  # the tasks upsert AgentState & co. (registered on the server)
     state: ConversationState = Field(default_factory=ConversationState)
 
 

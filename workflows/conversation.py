@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         TaskReport,
     )
     from contracts.task import TASK_WORKFLOW, ApprovalDecision, ApprovalMode, Interjection, TaskInput
+    from workflows.search_attributes import initial_search_attributes
 
 SEEN_KEPT = 1000  # event ids remembered: a redelivery comes within the last few
 EVENTS_PER_RUN = 500  # messages and reports handled before continuing as new
@@ -126,10 +127,12 @@ class ConversationWorkflow:
         task = TaskInput(
             instruction=message.text, workspace=inp.workspace, model=inp.model, provider=inp.provider,
             session=inp.session, conversation=workflow.info().workflow_id, approval=ApprovalMode.DANGEROUS,
-            context_window=inp.context_window,
+            context_window=inp.context_window, search_attributes=inp.search_attributes,
         )
         await workflow.start_child_workflow(
             TASK_WORKFLOW, task, id=task_id, task_queue=inp.task_queue,
+            memo={"instruction": task.instruction[:2000], "workspace": task.workspace, "model": task.model},
+            search_attributes=initial_search_attributes(task.model) if task.search_attributes else None,
             # The task outlives this run (continue-as-new) and reports back by signal.
             parent_close_policy=ParentClosePolicy.ABANDON,
             static_summary=f"chat task · {inp.chat.key}",

@@ -24,6 +24,7 @@ from fakes.scripted import tool  # noqa: E402
 from tests.channels.matrix_users import ChatUser  # noqa: E402
 from tests.workflows.harness import scripted_worker  # noqa: E402
 from workflows.conversation import ConversationWorkflow  # noqa: E402
+from workflows.search_attributes import AGENT_SESSION, AGENT_STATE  # noqa: E402
 
 
 def matrix_table(synapse: Synapse, **extra) -> ChannelConfig:
@@ -108,9 +109,13 @@ async def test_a_room_talks_to_the_agent_approves_by_reaction_and_keeps_its_hist
             assert "please clean the build" not in fourth and "what did you do?" not in fourth
             model.assert_consumed()
 
-            first_conversation = client.get_workflow_handle(conversation_id(ChatRef(channel="matrix", conversation=room)))
-            state = await first_conversation.query(ConversationWorkflow.conversation, result_type=ConversationState)
+            first = conversation_id(ChatRef(channel="matrix", conversation=room))
+            state = await client.get_workflow_handle(first).query(ConversationWorkflow.conversation,
+                                                                  result_type=ConversationState)
             assert state.tasks == 2 and state.running is None
+            task = await client.get_workflow_handle(f"{first}-task-1").describe()  # found as any task is
+            assert task.typed_search_attributes.get(AGENT_STATE) == "DONE"
+            assert task.typed_search_attributes.get(AGENT_SESSION) == f"chat:matrix:{room}"
     finally:
         await alice.close()
         await bob.close()
