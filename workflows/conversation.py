@@ -142,7 +142,7 @@ class ConversationWorkflow:
             session=inp.session, conversation=workflow.info().workflow_id, approval=ApprovalMode.DANGEROUS,
             context_window=inp.context_window, search_attributes=inp.search_attributes,
         )
-        await workflow.start_child_workflow(
+        child = await workflow.start_child_workflow(
             TASK_WORKFLOW, task, id=task_id, task_queue=inp.task_queue,
             memo={"instruction": task.instruction[:2000], "workspace": task.workspace, "model": task.model},
             search_attributes=initial_search_attributes(task.model) if task.search_attributes else None,
@@ -150,6 +150,9 @@ class ConversationWorkflow:
             parent_close_policy=ParentClosePolicy.ABANDON,
             static_summary=f"chat task · {inp.chat.key}",
         )
+        # Its end comes as a report (across this run's continue-as-new too); a failed task's
+        # error is looked at here so it is not logged as never retrieved.
+        child.add_done_callback(lambda done: done.cancelled() or done.exception())
         state.running, state.progress_id = task_id, None
 
     # ---- a task's report -------------------------------------------------------------
