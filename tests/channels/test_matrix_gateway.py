@@ -149,19 +149,25 @@ async def test_a_question_is_answered_in_the_room_and_stop_stops_the_task(
         await alice.close()
 
 
-async def test_someone_not_allowed_is_ignored(client, task_queue, workspace, tmp_path, synapse):
+async def test_someone_not_allowed_is_ignored_and_a_long_answer_is_split(
+    client, task_queue, workspace, tmp_path, synapse
+):
     agent = "@agent:localhost"
+    long = "hi alice\n\n" + "\n\n".join(f"paragraph {n}: " + "word " * 200 for n in range(65))  # ~65,000 chars
     carol, alice = await person(synapse, "carol"), await person(synapse, "alice")
     table = matrix_table(synapse, workspace=str(workspace))
     try:
-        async with scripted_worker(client, task_queue, [tool("message", type="result", text="hi alice")]) as model, \
+        async with scripted_worker(client, task_queue, [tool("message", type="result", text=long)]) as model, \
                 gateway(client, task_queue, table, tmp_path):
             room = await alice.create_room(invite=[agent, carol.user_id])
             await alice.until(lambda: alice.joined(room, agent), "the agent to join")
             await carol.sync()
             await carol.say(room, "delete everything")
             await alice.say(room, "say hi")
-            await alice.until(lambda: "hi alice" in alice.bodies(room, agent), "the answer to alice")
+            await alice.until(lambda: any("paragraph 64" in b for b in alice.bodies(room, agent)), "the whole answer")
+            pieces = [b for b in alice.bodies(room, agent) if "paragraph" in b and not b.startswith("⏳")]
+            assert len(pieces) == 3 and all(len(p) <= 30_000 for p in pieces)  # Matrix: 30,000 a message
+            assert "".join(pieces).replace("\n", "").replace(" ", "") == long.replace("\n", "").replace(" ", "")
             assert len(model.requests) == 1 and "delete everything" not in request_text(model.requests[0])
             model.assert_consumed()
     finally:

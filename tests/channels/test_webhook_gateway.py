@@ -72,11 +72,11 @@ class Callbacks:
 @asynccontextmanager
 async def webhook_gateway(client, task_queue: str, workspace: Path, data: Path,
                           callbacks: Callbacks) -> AsyncIterator[str]:
-    """The gateway with one webhook channel, ``hooks``; yields its inbound URL."""
+    """The gateway with one webhook channel, ``hooks`` (``lead`` approves); yields its inbound URL."""
     port = free_port()
     table = ChannelConfig.model_validate(dict(
         name="hooks", type="webhook", secret=SECRET, port=port, callback_url=callbacks.url, allowed_users=["ci-bot"],
-        workspace=str(workspace)))
+        approvers=["lead"], workspace=str(workspace)))
     adapter = WebhookAdapter(table)
     defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=data,
                         secrets=SecretStore({"DEPLOY_TOKEN": "tok-5e3c7a9b"}))
@@ -175,3 +175,25 @@ async def test_a_message_for_a_task_that_is_gone_starts_the_next_task(client, ta
     assert f"Task {task_id} is no longer running." in texts
     assert [body["text"] for _, body in answers(callbacks)] == ["here again"]
     assert "are you there?" in json.dumps(model.requests[1])
+
+
+async def test_an_approver_refuses_a_call_by_replying_to_the_approval_message(client, task_queue, workspace, tmp_path):
+    callbacks = Callbacks()
+    (workspace / "build").mkdir()
+    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text="kept it")]
+    event = {"id": "evt-x", "conversation": "cleanup", "author": "ci-bot", "text": "clean up"}
+    async with scripted_worker(client, task_queue, steps) as model, \
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
+        assert (await asyncio.to_thread(post, url, event)).status_code == 202
+        await wait_until(lambda: any(body["kind"] == "approval" for _, body in callbacks.received), 60)
+        number = next(n for n, (_, body) in enumerate(callbacks.received, 1) if body["kind"] == "approval")
+        assert [b["action"] for b in callbacks.received[number - 1][1]["buttons"]] == ["approve", "deny"]
+        decision = {"id": "evt-y", "conversation": "cleanup", "author": "lead", "reaction": "deny",
+                    "reply_to": f"msg-{number}"}  # the id the callback gave the approval message
+        assert (await asyncio.to_thread(post, url, decision)).status_code == 202
+        await wait_until(lambda: answers(callbacks), 60)
+    texts = [body["text"] for _, body in callbacks.received]
+    assert "Refused by lead: shell: rm -rf build" in texts
+    assert (workspace / "build").exists()
+    assert "[denied]" in json.dumps(model.requests[1]) and "lead (hooks)" in json.dumps(model.requests[1])
+    assert [body["text"] for _, body in answers(callbacks)] == ["kept it"]
