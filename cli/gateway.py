@@ -92,7 +92,9 @@ class Gateway:
 
     async def inbound(self, message: InboundMessage) -> None:
         """Hand ``message`` to its conversation; returns once Temporal has it."""
-        message = message.model_copy(update={"text": self.defaults.secrets.redact(message.text)})
+        config = self.configs[message.chat.channel]
+        message = message.model_copy(update={"text": self.defaults.secrets.redact(message.text),
+                                              "approver": message.author in config.approvers})
         await self.client.start_workflow(
             ConversationWorkflow.run, self.conversation_input(message.chat), id=conversation_id(message.chat),
             task_queue=self.queue, start_signal=INBOUND_SIGNAL, start_signal_args=[message],
@@ -108,6 +110,6 @@ class Gateway:
         workspace.mkdir(parents=True, exist_ok=True)
         return ConversationInput(
             chat=chat, session=f"chat:{chat.key}", workspace=str(workspace.resolve()), model=d.model,
-            provider=d.provider, task_queue=d.task_queue, approvers=config.approvers,
+            provider=d.provider, task_queue=d.task_queue,
             context_window=d.context_window, search_attributes=self.search_attributes,
         )

@@ -50,6 +50,9 @@ class InboundMessage(BaseModel):
     reply_to: str | None = None  # the platform message id this answers or reacts to
     reaction: str | None = None  # an approval button or reaction: "approve", "deny", "stop"
     received_at: datetime | None = None
+    # Set by the gateway from the channel's ``approvers`` as it hands the message over (the
+    # adapters leave it): whether the author may decide approvals, recorded with the message.
+    approver: bool = False
 
 
 class Button(BaseModel):
@@ -121,7 +124,6 @@ class ConversationInput(BaseModel):
     model: str
     provider: str = "openai"
     task_queue: str  # where the tasks run (the workers')
-    approvers: list[str] = Field(default_factory=list)
     context_window: int = 128_000
     search_attributes: bool = False  # the tasks upsert AgentState & co. (registered on the server)
     state: ConversationState = Field(default_factory=ConversationState)

@@ -107,7 +107,7 @@ class ConversationWorkflow:
         shown = self.state.approval
         if shown is None or message.reply_to != shown.message_id:
             return  # a reaction on another message: not a decision
-        if message.author not in self.inp.approvers:
+        if not message.approver:
             await self._say(f"{message.author} may not approve calls here; the call still waits.",
                             reply_to=shown.message_id)
             return
