@@ -18,6 +18,7 @@ End-to-end encrypted rooms are out of scope: the bot reads and writes unencrypte
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from aiohttp import ClientError
 from nio import (
     AsyncClient,
     AsyncClientConfig,
@@ -42,6 +44,7 @@ from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessa
 
 LIMIT = 30_000  # characters per message: well under Synapse's 64 KiB event
 SYNC_WAIT_MS = 10_000
+SYNC_PAUSE_S = 2.0  # between failed syncs
 REACTIONS = {"✅": "approve", "✔️": "approve", "👍": "approve", "❌": "deny", "👎": "deny", "🛑": "stop"}
 BUTTON_KEYS = {"approve": "✅", "deny": "❌", "stop": "🛑"}
 
@@ -109,11 +112,16 @@ class MatrixAdapter:
                               author=sender, text=text, reply_to=reply_to, reaction=action)
 
     async def _sync(self, token: str | None, timeout: int) -> SyncResponse:
+        """The next batch; a homeserver that fails or cannot be reached is tried again."""
         while True:
-            response = await self.client.sync(timeout=timeout, since=token, full_state=token is None)
+            try:
+                response = await self.client.sync(timeout=timeout, since=token, full_state=token is None)
+            except (ClientError, TimeoutError) as err:
+                response = err
             if isinstance(response, SyncResponse):
                 return response
             _log.warning("matrix sync failed; trying again", channel=self.name, error=str(response))
+            await asyncio.sleep(SYNC_PAUSE_S)
 
     async def _join_invites(self, batch: SyncResponse) -> None:
         for room_id, info in batch.rooms.invite.items():
