@@ -71,3 +71,66 @@ class OutboundMessage(BaseModel):
 
 class Delivered(BaseModel):
     message_ids: list[str]  # the platform's ids of what was posted (several when split at the limit)
+
+
+# ---- the conversation workflow (workflows/conversation.py) ------------------------------
+
+CONVERSATION_WORKFLOW = "Conversation"
+INBOUND_SIGNAL = "inbound"  # an InboundMessage, from the gateway (signal-with-start)
+TASK_REPORT_SIGNAL = "task_report"  # a TaskReport, from a task the conversation started
+DELIVER_ACTIVITY = "deliver"  # an OutboundMessage to its channel: Delivered
+GATEWAY_TASK_QUEUE = "agent-gateway"  # conversations and deliveries: served by the gateway
+
+
+def conversation_id(chat: ChatRef) -> str:
+    """The conversation's workflow id: derived from the chat, so every gateway finds the same."""
+    return f"conversation-{chat.key}"
+
+
+class ApprovalShown(BaseModel):
+    """The approval message in the chat, and the exact call it shows."""
+
+    message_id: str
+    task_id: str
+    call_id: str
+    digest: str
+    text: str
+
+
+class ConversationState(BaseModel):
+    """What a conversation knows; continue-as-new carries it on."""
+
+    seen: list[str] = Field(default_factory=list)  # the latest event ids handled (bounded)
+    pending: list[InboundMessage] = Field(default_factory=list)  # messages not handled yet
+    tasks: int = 0  # tasks started so far
+    running: str | None = None  # the workflow id of the task running now
+    progress_id: str | None = None  # the running task's progress message, edited in place
+    approval: ApprovalShown | None = None  # the approval message waiting for a reaction
+
+
+class ConversationInput(BaseModel):
+    """How a conversation starts its tasks: the gateway's settings when it was first
+    signalled. ``state`` is what continue-as-new carries."""
+
+    chat: ChatRef
+    session: str  # the session its tasks share: their history
+    workspace: str
+    model: str
+    provider: str = "openai"
+    task_queue: str  # where the tasks run (the workers')
+    approvers: list[str] = Field(default_factory=list)
+    context_window: int = 128_000
+    state: ConversationState = Field(default_factory=ConversationState)
+
+
+class TaskReport(BaseModel):
+    """What a task tells the conversation that started it: progress, a call waiting for
+    approval (``call_id``, ``digest``: the call the approval message shows), a question,
+    its end."""
+
+    task_id: str
+    kind: Literal["progress", "approval", "question", "ended"]
+    text: str
+    call_id: str | None = None
+    digest: str | None = None
+    failed: bool = False

@@ -11,6 +11,7 @@ from cli.commands import (
     approve,
     evals,
     fork,
+    gateway,
     interject,
     listing,
     mcp_serve,
@@ -25,4 +26,4 @@ from cli.commands import (
     worker,
 )
 
-COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve, worker)
+COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve, worker, gateway)
