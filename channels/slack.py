@@ -27,10 +27,12 @@ import functools
 import json
 import urllib.parse
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import structlog
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
@@ -38,8 +40,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from channels.access import ChannelAccess
 from channels.base import Deliver, RateLimited, split_text
+from channels.config import ChannelConfig
 from channels.listen import Endpoint
 from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
 
@@ -50,7 +52,11 @@ _STYLES = {"approve": "primary", "deny": "danger"}
 _log = structlog.get_logger(__name__)
 
 
-class SlackConfig(ChannelAccess):
+class SlackSettings(BaseModel):
+    """The ``[slack]`` table's own keys (``allowed_users``, ``approvers``: channels/config.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     bot_token: str  # xoxb-…: posts and edits
     mode: Literal["events", "socket"] = "events"
     signing_secret: str = ""  # Events API: checks every request
@@ -61,16 +67,22 @@ class SlackConfig(ChannelAccess):
     api_url: str = "https://slack.com/api/"
 
 
+def adapter(config: ChannelConfig, state_dir: Path) -> SlackAdapter:
+    """The gateway's way in (every channel module has one); Slack keeps no state here."""
+    return SlackAdapter(config)
+
+
 class SlackAdapter:
-    def __init__(self, config: SlackConfig, name: str = "slack") -> None:
-        if config.mode == "events" and not config.signing_secret:
-            raise ValueError("slack: the Events API needs signing_secret")
-        if config.mode == "socket" and not config.app_token:
-            raise ValueError("slack: Socket Mode needs app_token")
-        self.name = name
-        self.config = config
-        self.web = AsyncWebClient(token=config.bot_token, base_url=config.api_url, retry_handlers=[])
-        self.endpoint = Endpoint(config.host, config.port, config.path)
+    def __init__(self, config: ChannelConfig) -> None:
+        settings = config.settings(SlackSettings)
+        if settings.mode == "events" and not settings.signing_secret:
+            raise ValueError(f"channel [{config.name}]: the Events API needs signing_secret")
+        if settings.mode == "socket" and not settings.app_token:
+            raise ValueError(f"channel [{config.name}]: Socket Mode needs app_token")
+        self.name = config.name
+        self.config, self.settings = config, settings
+        self.web = AsyncWebClient(token=settings.bot_token, base_url=settings.api_url, retry_handlers=[])
+        self.endpoint = Endpoint(settings.host, settings.port, settings.path)
         self.connected = asyncio.Event()  # Socket Mode: the socket is open
         self._me = ""
 
@@ -78,10 +90,10 @@ class SlackAdapter:
 
     async def receive(self, deliver: Deliver) -> None:
         self._me = str((await self.web.auth_test())["user_id"])
-        if self.config.mode == "socket":
+        if self.settings.mode == "socket":
             await self._socket_mode(deliver)
         else:
-            verifier = SignatureVerifier(self.config.signing_secret)
+            verifier = SignatureVerifier(self.settings.signing_secret)
             await self.endpoint.serve(functools.partial(self._on_request, verifier=verifier, deliver=deliver))
 
     async def _on_request(self, request: web.Request, verifier: SignatureVerifier, deliver: Deliver) -> web.Response:
@@ -105,8 +117,8 @@ class SlackAdapter:
         return web.Response(status=200)
 
     async def _socket_mode(self, deliver: Deliver) -> None:
-        socket_web = AsyncWebClient(base_url=self.config.api_url, retry_handlers=[])
-        client = SocketModeClient(app_token=self.config.app_token, web_client=socket_web)
+        socket_web = AsyncWebClient(base_url=self.settings.api_url, retry_handlers=[])
+        client = SocketModeClient(app_token=self.settings.app_token, web_client=socket_web)
 
         async def on_request(client: Any, request: SocketModeRequest) -> None:
             try:

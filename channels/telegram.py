@@ -28,16 +28,18 @@ import functools
 import hmac
 import warnings
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Literal
 
 import structlog
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters, Update
 from telegram.error import BadRequest, RetryAfter
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.access import ChannelAccess
 from channels.base import Deliver, RateLimited, split_text
+from channels.config import ChannelConfig
 from channels.listen import Endpoint
 from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
 
@@ -48,7 +50,11 @@ _CONFIRMED = {"approve": "Approved.", "deny": "Denied.", "stop": "Stopping."}
 _log = structlog.get_logger(__name__)
 
 
-class TelegramConfig(ChannelAccess):
+class TelegramSettings(BaseModel):
+    """The ``[telegram]`` table's own keys (``allowed_users``: user ids, as text; channels/config.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     bot_token: str  # from @BotFather
     mode: Literal["polling", "webhook"] = "polling"
     webhook_url: str = ""  # the public HTTPS URL Telegram posts to; empty: this endpoint's own URL
@@ -60,26 +66,32 @@ class TelegramConfig(ChannelAccess):
     api_url: str = "https://api.telegram.org/bot"
 
 
+def adapter(config: ChannelConfig, state_dir: Path) -> TelegramAdapter:
+    """The gateway's way in (every channel module has one); Telegram keeps its offset itself."""
+    return TelegramAdapter(config)
+
+
 class TelegramAdapter:
-    def __init__(self, config: TelegramConfig, name: str = "telegram") -> None:
-        if config.mode == "webhook" and not config.webhook_secret:
-            raise ValueError("telegram: webhook mode needs webhook_secret")
-        self.name = name
-        self.config = config
-        self.bot = Bot(config.bot_token, base_url=config.api_url)
-        self.endpoint = Endpoint(config.host, config.port, config.path)
+    def __init__(self, config: ChannelConfig) -> None:
+        settings = config.settings(TelegramSettings)
+        if settings.mode == "webhook" and not settings.webhook_secret:
+            raise ValueError(f"channel [{config.name}]: webhook mode needs webhook_secret")
+        self.name = config.name
+        self.config, self.settings = config, settings
+        self.bot = Bot(settings.bot_token, base_url=settings.api_url)
+        self.endpoint = Endpoint(settings.host, settings.port, settings.path)
         self.polling = asyncio.Event()  # set once the first getUpdates is under way
 
     # --- inbound -----------------------------------------------------------------------------
 
     async def receive(self, deliver: Deliver) -> None:
         await self.bot.initialize()  # getMe: a wrong token fails here, as 401 Unauthorized
-        if self.config.mode == "webhook":
+        if self.settings.mode == "webhook":
             serving = asyncio.create_task(self.endpoint.serve(functools.partial(self._on_post, deliver=deliver)))
             try:
                 await self.endpoint.ready.wait()
-                await self.bot.set_webhook(self.config.webhook_url or self.endpoint.url,
-                                           secret_token=self.config.webhook_secret, allowed_updates=_UPDATES)
+                await self.bot.set_webhook(self.settings.webhook_url or self.endpoint.url,
+                                           secret_token=self.settings.webhook_secret, allowed_updates=_UPDATES)
                 await serving
             finally:
                 serving.cancel()
@@ -93,7 +105,7 @@ class TelegramAdapter:
         while True:
             self.polling.set()
             try:
-                updates = await self.bot.get_updates(offset=offset, timeout=self.config.poll_timeout_s,
+                updates = await self.bot.get_updates(offset=offset, timeout=self.settings.poll_timeout_s,
                                                      allowed_updates=_UPDATES)
             except RetryAfter as limited:
                 await asyncio.sleep(_seconds(limited))
@@ -110,7 +122,7 @@ class TelegramAdapter:
 
     async def _on_post(self, request: web.Request, deliver: Deliver) -> web.Response:
         secret = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")
-        if not hmac.compare_digest(secret.encode(), self.config.webhook_secret.encode()):
+        if not hmac.compare_digest(secret.encode(), self.settings.webhook_secret.encode()):
             _log.warning("telegram webhook refused: wrong secret token")
             return web.Response(status=403, text="wrong secret token")
         update = Update.de_json(await request.json(), self.bot)
@@ -173,6 +185,8 @@ class TelegramAdapter:
         keyboard = InlineKeyboardMarkup([[
             InlineKeyboardButton(b.label, callback_data=_callback_data(b.action, message.key))
             for b in message.buttons]]) if message.buttons else None
+        # A reply names a Telegram message id (digits); anything else is no message to quote.
+        reply_to = message.reply_to if message.reply_to and message.reply_to.isdigit() else None
         ids: list[str] = []
         try:
             for at, piece in enumerate(pieces):
@@ -180,8 +194,8 @@ class TelegramAdapter:
                 if at == 0 and message.edit_of:
                     ids.append(await self._edit(chat_id, int(message.edit_of), piece, markup))
                     continue
-                replying = ReplyParameters(message_id=int(message.reply_to), allow_sending_without_reply=True) \
-                    if message.reply_to and at == 0 else None
+                replying = ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True) \
+                    if at == 0 and reply_to else None
                 sent = await self.bot.send_message(
                     chat_id, piece, reply_markup=markup, reply_parameters=replying,
                     message_thread_id=int(message.chat.thread) if message.chat.thread else None)

@@ -94,7 +94,7 @@ class Gateway:
             ConversationWorkflow.run, self.conversation_input(message.chat), id=conversation_id(message.chat),
             task_queue=self.queue, start_signal=INBOUND_SIGNAL, start_signal_args=[message],
         )
-        _log.info("message handed to its conversation", channel=message.chat.channel, event=message.event_id)
+        _log.info("message handed to its conversation", channel=message.chat.channel, event_id=message.event_id)
 
     def conversation_input(self, chat: ChatRef) -> ConversationInput:
         config, d = self.configs[chat.channel], self.defaults

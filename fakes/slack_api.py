@@ -10,8 +10,8 @@ adapter is tested on the documented wire, errors included, and no client library
                                                  ``invalid_blocks`` (over 50 blocks, a section's
                                                  text over 3,000, a button value over 2,000),
                                                  ``message_not_found``, ``cant_update_message``
-    rate limit                                   ``limit_next(n, retry_after)``: the next n calls
-                                                 answer HTTP 429, ``Retry-After``, ``ratelimited``
+    rate limit                                   ``limit_next(n, retry_after[, method])``: the next
+                                                 n calls answer HTTP 429, ``Retry-After``, ``ratelimited``
     Events API                                   ``send_event``: an ``event_callback`` signed v0
                                                  (HMAC-SHA256 of ``v0:{ts}:{body}``) POSTed to the
                                                  request URL, retried up to 3 times with
@@ -67,9 +67,9 @@ class SlackServer:
     ephemeral: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.rate_limited = 0  # 429s answered
         self._ts = itertools.count(1)
-        self._limited = 0
-        self._retry_after = 0
+        self._limited, self._retry_after, self._limited_method = 0, 0, ""
         self._sockets: list[web.WebSocketResponse] = []
         self._acks: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
@@ -97,8 +97,9 @@ class SlackServer:
     def api_url(self) -> str:
         return f"{self.base}/api/"
 
-    def limit_next(self, calls: int, retry_after: int) -> None:
-        self._limited, self._retry_after = calls, retry_after
+    def limit_next(self, calls: int, retry_after: int, method: str = "") -> None:
+        """The next ``calls`` calls (of ``method`` only, when named) are answered 429."""
+        self._limited, self._retry_after, self._limited_method = calls, retry_after, method
 
     def in_channel(self, channel: str) -> list[Posted]:
         return [m for m in self.messages if m.channel == channel]
@@ -108,8 +109,9 @@ class SlackServer:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         self.calls.append(method)
-        if self._limited:
+        if self._limited and self._limited_method in ("", method):
             self._limited -= 1
+            self.rate_limited += 1
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
                                      headers={"Retry-After": str(self._retry_after)})
         if request.content_type == "application/json":

@@ -19,7 +19,7 @@
                                                  the webhook first"
     a secret_token outside [A-Za-z0-9_-]{1,256}  400 "Bad Request: secret token contains
                                                  unallowed characters"
-    ``limit_next(n, retry_after)``               429 "Too Many Requests: retry after N" with
+    ``limit_next(n, retry_after[, method])``     429 "Too Many Requests: retry after N" with
                                                  ``parameters.retry_after``
 
 getUpdates confirms every update below ``offset`` and long-polls up to ``timeout`` seconds.
@@ -66,11 +66,12 @@ class TelegramServer:
     webhook_secret: str = ""
 
     def __post_init__(self) -> None:
+        self.rate_limited = 0  # 429s answered
         self._ids = itertools.count(1)
         self._pending: list[dict[str, Any]] = []
         self._queries: set[str] = set()
         self._arrived = asyncio.Condition()
-        self._limited, self._retry_after = 0, 0
+        self._limited, self._retry_after, self._limited_method = 0, 0, ""
         self._runner: web.AppRunner | None = None
         self.base = ""
 
@@ -94,8 +95,9 @@ class TelegramServer:
     def api_url(self) -> str:
         return f"{self.base}/bot"
 
-    def limit_next(self, calls: int, retry_after: int) -> None:
-        self._limited, self._retry_after = calls, retry_after
+    def limit_next(self, calls: int, retry_after: int, method: str = "") -> None:
+        """The next ``calls`` calls (of ``method`` only, when named) are answered 429."""
+        self._limited, self._retry_after, self._limited_method = calls, retry_after, method
 
     # --- what people do ----------------------------------------------------------------------
 
@@ -146,8 +148,9 @@ class TelegramServer:
     # --- the Bot API -------------------------------------------------------------------------
 
     async def _api(self, request: web.Request) -> web.Response:
-        if self._limited:
+        if self._limited and self._limited_method in ("", request.match_info["method"]):
             self._limited -= 1
+            self.rate_limited += 1
             return _fail(429, f"Too Many Requests: retry after {self._retry_after}",
                          parameters={"retry_after": self._retry_after})
         if request.match_info["token"] != self.token:

@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from channels.base import RateLimited
-from channels.slack import SlackAdapter, SlackConfig
+from channels.slack import SlackAdapter
 from contracts.channels import Button, ChatRef, InboundMessage, OutboundMessage
 from fakes.slack_api import BOT_ID, BOT_USER, SlackServer
+from tests.channels.tables import table
 
 
 class Inbox:
@@ -36,11 +37,10 @@ async def running(mode: str = "events", inbox: Inbox | None = None) -> AsyncIter
                                                                                            Inbox]]:
     inbox = inbox or Inbox()
     async with SlackServer() as slack:
-        adapter = SlackAdapter(SlackConfig(
-            bot_token=slack.bot_token, mode=mode,  # type: ignore[arg-type]
-            signing_secret=slack.signing_secret if mode == "events" else "",
-            app_token=slack.app_token if mode == "socket" else "", port=0, api_url=slack.api_url,
-            allowed_users=["UALICE", "UBOB"], approvers=["UALICE"]))
+        adapter = SlackAdapter(table(
+            name="slack", type="slack", allowed_users=["UALICE", "UBOB"], approvers=["UALICE"],
+            bot_token=slack.bot_token, mode=mode, port=0, api_url=slack.api_url,
+            **({"signing_secret": slack.signing_secret} if mode == "events" else {"app_token": slack.app_token})))
         task = asyncio.create_task(adapter.receive(inbox))
         if mode == "events":
             await asyncio.wait_for(adapter.endpoint.ready.wait(), 10)
@@ -162,6 +162,14 @@ async def test_a_wrong_token_is_slacks_invalid_auth():
     from slack_sdk.errors import SlackApiError
 
     async with SlackServer() as slack:
-        adapter = SlackAdapter(SlackConfig(bot_token="xoxb-wrong", signing_secret="s", api_url=slack.api_url))
+        adapter = SlackAdapter(table(name="slack", type="slack", bot_token="xoxb-wrong", signing_secret="s",
+                                             api_url=slack.api_url))
         with pytest.raises(SlackApiError, match="invalid_auth"):
             await adapter.send(OutboundMessage(chat=ChatRef(channel="slack", conversation="C0001"), key="k", text="x"))
+
+
+def test_a_table_without_what_its_mode_needs_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"\[slack\]: the Events API needs signing_secret"):
+        SlackAdapter(table(name="slack", type="slack", bot_token="xoxb-1"))
+    with pytest.raises(ValueError, match=r"\[slack\]: bot_token: Field required"):
+        SlackAdapter(table(name="slack", type="slack", mode="socket", app_token="xapp-1"))

@@ -12,9 +12,10 @@ import pytest
 from telegram.error import InvalidToken
 
 from channels.base import RateLimited
-from channels.telegram import TelegramAdapter, TelegramConfig
+from channels.telegram import TelegramAdapter
 from contracts.channels import Button, ChatRef, InboundMessage, OutboundMessage
 from fakes.telegram_api import TelegramServer
+from tests.channels.tables import table
 
 ALICE, BOB, MALLORY = 11, 12, 13
 
@@ -51,10 +52,10 @@ async def running(mode: str = "polling", inbox: Inbox | None = None) -> AsyncIte
         tuple[TelegramServer, TelegramAdapter, Inbox]]:
     inbox = inbox or Inbox()
     async with TelegramServer() as telegram:
-        adapter = TelegramAdapter(TelegramConfig(
-            bot_token=telegram.token, mode=mode, webhook_secret="s3cret-token_1", port=0,  # type: ignore[arg-type]
-            poll_timeout_s=5, api_url=telegram.api_url,
-            allowed_users=[str(ALICE), str(BOB)], approvers=[str(ALICE)]))
+        adapter = TelegramAdapter(table(
+            name="telegram", type="telegram", allowed_users=[str(ALICE), str(BOB)], approvers=[str(ALICE)],
+            bot_token=telegram.token, mode=mode, webhook_secret="s3cret-token_1", port=0, poll_timeout_s=5,
+            api_url=telegram.api_url))
         task = asyncio.create_task(adapter.receive(inbox))
         if mode == "webhook":
             await asyncio.wait_for(adapter.endpoint.ready.wait(), 10)
@@ -159,7 +160,8 @@ async def test_a_10000_character_answer_is_split_under_the_4096_limit_and_progre
 
 async def test_a_429_surfaces_as_rate_limited_with_telegrams_retry_after():
     async with TelegramServer() as telegram:
-        adapter = TelegramAdapter(TelegramConfig(bot_token=telegram.token, api_url=telegram.api_url))
+        adapter = TelegramAdapter(table(name="telegram", type="telegram", bot_token=telegram.token,
+                                                 api_url=telegram.api_url))
         await adapter.bot.initialize()
         telegram.limit_next(1, retry_after=23)
         with pytest.raises(RateLimited) as limited:
@@ -171,6 +173,7 @@ async def test_a_429_surfaces_as_rate_limited_with_telegrams_retry_after():
 
 async def test_a_wrong_token_is_unauthorized():
     async with TelegramServer() as telegram:
-        adapter = TelegramAdapter(TelegramConfig(bot_token="7000001:wrong", api_url=telegram.api_url))
+        adapter = TelegramAdapter(table(name="telegram", type="telegram", bot_token="7000001:wrong",
+                                                 api_url=telegram.api_url))
         with pytest.raises(InvalidToken):
             await adapter.receive(Inbox())

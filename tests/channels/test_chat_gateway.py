@@ -1,0 +1,125 @@
+"""The gateway with Slack and Telegram (issue 31's third "done when"): a message starts a task,
+its dangerous call waits for a button that only an approver's press decides, its 10,000-character
+answer arrives split under the platform's limit, and a 429 on the way is waited out by
+Temporal's retry. Local Slack and Telegram servers, the real client libraries, a real Temporal
+dev server and worker with a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from channels.base import Adapter
+from channels.config import ChannelConfig
+from channels.slack import SlackAdapter
+from channels.telegram import TelegramAdapter
+from cli.gateway import Defaults, Gateway
+from fakes.scripted import tool
+from fakes.slack_api import SlackServer
+from fakes.telegram_api import TelegramServer
+from tests.channels.tables import table
+from tests.workflows.harness import scripted_worker
+
+T = TypeVar("T")
+ANSWER = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(33))  # about 10,000 characters
+
+
+async def until(find: Callable[[], T | None], what: str, timeout_s: float = 60) -> T:
+    """What ``find`` finds (``what``, for the reader), once it finds something."""
+    async with asyncio.timeout(timeout_s):
+        while not (found := find()):
+            await asyncio.sleep(0.05)
+    return found
+
+
+@contextlib.asynccontextmanager
+async def gateway(client: Any, task_queue: str, table: ChannelConfig, adapter: Adapter,
+                  data: Path) -> AsyncIterator[None]:
+    defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=data)
+    running = asyncio.create_task(Gateway(client, [(table, adapter)], defaults, queue=f"{task_queue}-gw").run())
+    try:
+        yield
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_answer(
+    client, task_queue, workspace, tmp_path
+):
+    (workspace / "build").mkdir()
+    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text=ANSWER)]
+    async with SlackServer() as slack, scripted_worker(client, task_queue, steps) as model:
+        config = table(name="slack", type="slack", allowed_users=["UALICE", "UBOB"], approvers=["UALICE"],
+                              workspace=str(workspace), bot_token=slack.bot_token,
+                              signing_secret=slack.signing_secret, port=0, api_url=slack.api_url)
+        adapter = SlackAdapter(config)
+        async with gateway(client, task_queue, config, adapter, tmp_path):
+            await until(lambda: adapter.endpoint.ready.is_set(), "the events endpoint")
+            slack.request_url = adapter.endpoint.url
+            event = {"type": "message", "user": "UALICE", "text": "please clean the build", "ts": "1700000001.000100",
+                     "channel": "C0001", "channel_type": "channel"}
+            assert await slack.send_event(event, "Ev01") == [200]
+            assert await slack.send_event(event, "Ev01") == [200]  # Slack sent it twice: one task still
+
+            approval = await until(lambda: next((m for m in slack.messages if m.blocks[-1]["type"] == "actions"),
+                                                None), "the approval message")
+            assert "rm -rf build" in approval.text and approval.thread_ts == "1700000001.000100"
+            approve = approval.blocks[-1]["elements"][0]["value"]
+            await slack.press("UBOB", "C0001", approval.ts, "agent_approve", approve, thread_ts=approval.thread_ts)
+            assert slack.ephemeral[-1]["user"] == "UBOB" and (workspace / "build").exists()
+
+            slack.limit_next(1, retry_after=1, method="chat.postMessage")  # a 429: Temporal waits it out
+            await slack.press("UALICE", "C0001", approval.ts, "agent_approve", approve, thread_ts=approval.thread_ts)
+            await until(lambda: any("Paragraph 32" in m.text for m in slack.messages), "the answer's end")
+
+    assert not (workspace / "build").exists()
+    assert slack.rate_limited == 1  # met, and waited out
+    answer = [m for m in slack.messages if m.text.startswith("Paragraph")]
+    assert len(answer) == 4 and all(len(m.blocks[0]["text"]["text"]) <= 3000 for m in answer)
+    assert " ".join(m.text for m in answer).split() == ANSWER.split()
+    assert all(m.thread_ts == "1700000001.000100" for m in slack.messages)  # the thread is the conversation
+    assert any(m.text.startswith("Approved by UALICE") for m in slack.messages)
+    assert len(model.requests) == 2
+    model.assert_consumed()
+
+
+async def test_telegram_a_chat_runs_a_task_approved_by_button_and_gets_its_long_answer(
+    client, task_queue, workspace, tmp_path
+):
+    (workspace / "build").mkdir()
+    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text=ANSWER)]
+    async with TelegramServer() as telegram, scripted_worker(client, task_queue, steps) as model:
+        config = table(name="telegram", type="telegram", allowed_users=["11", "12"], approvers=["11"],
+                              workspace=str(workspace), bot_token=telegram.token, poll_timeout_s=5,
+                              api_url=telegram.api_url)
+        adapter = TelegramAdapter(config)
+        async with gateway(client, task_queue, config, adapter, tmp_path):
+            await until(lambda: adapter.polling.is_set(), "the first getUpdates")
+            await telegram.user_says(11, 1001, "please clean the build")
+
+            approval = await until(lambda: next((s for s in telegram.sent if s.reply_markup), None),
+                                   "the approval message")
+            assert "rm -rf build" in approval.text
+            approve = approval.reply_markup["inline_keyboard"][0][0]["callback_data"]  # type: ignore[index]
+            await telegram.press(12, approval, approve)
+            await until(lambda: telegram.answered, "bob's answer")
+            assert telegram.answered[0]["show_alert"] and (workspace / "build").exists()
+
+            telegram.limit_next(1, retry_after=1, method="sendMessage")
+            await telegram.press(11, approval, approve)
+            await until(lambda: any("Paragraph 32" in s.text for s in telegram.sent), "the answer's end")
+
+    assert not (workspace / "build").exists()
+    assert telegram.answered[1] == {"text": "Approved.", "show_alert": False}
+    assert telegram.rate_limited == 1  # met, and waited out
+    answer = [s for s in telegram.sent if s.text.startswith("Paragraph")]
+    assert len(answer) == 3 and all(len(s.text) <= 4096 for s in answer)
+    assert " ".join(s.text for s in answer).split() == ANSWER.split()
+    assert any(s.text.startswith("Approved by 11") for s in telegram.sent)
+    progress = [s for s in telegram.sent if s.text.startswith("⏳")]
+    assert len(progress) == 1  # one progress message, edited in place
+    model.assert_consumed()
