@@ -35,7 +35,7 @@ import structlog
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters, Update
-from telegram.error import BadRequest, RetryAfter
+from telegram.error import BadRequest, Conflict, NetworkError, RetryAfter
 from telegram.warnings import PTBDeprecationWarning
 
 from channels.base import Deliver, RateLimited, split_text
@@ -45,6 +45,7 @@ from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, O
 
 TEXT_LIMIT = 4096
 _UPDATES = ["message", "callback_query"]
+_FIRST_BACKOFF_S, _LAST_BACKOFF_S = 0.1, 30.0  # between tries after a failed poll or deliver
 _CONFIRMED = {"approve": "Approved.", "deny": "Denied.", "stop": "Stopping."}
 
 _log = structlog.get_logger(__name__)
@@ -101,7 +102,7 @@ class TelegramAdapter:
 
     async def _poll(self, deliver: Deliver) -> None:
         offset: int | None = None
-        backoff = 0.1
+        backoff = _FIRST_BACKOFF_S
         while True:
             self.polling.set()
             try:
@@ -110,15 +111,20 @@ class TelegramAdapter:
             except RetryAfter as limited:
                 await asyncio.sleep(_seconds(limited))
                 continue
+            except (Conflict, NetworkError) as error:  # another poller (409), a dropped connection
+                _log.warning("telegram getUpdates failed; polling again", error=str(error))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _LAST_BACKOFF_S)
+                continue
             for update in updates:
                 try:
                     await self._handle(update, deliver)
                 except Exception:
                     _log.exception("telegram update not delivered; fetching it again", update_id=update.update_id)
                     await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 30.0)
+                    backoff = min(backoff * 2, _LAST_BACKOFF_S)
                     break
-                offset, backoff = update.update_id + 1, 0.1  # the next getUpdates confirms it
+                offset, backoff = update.update_id + 1, _FIRST_BACKOFF_S  # the next getUpdates confirms it
 
     async def _on_post(self, request: web.Request, deliver: Deliver) -> web.Response:
         secret = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")

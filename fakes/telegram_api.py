@@ -17,6 +17,9 @@
     getUpdates while a webhook is set            409 "Conflict: can't use getUpdates method while
                                                  webhook is active; use deleteWebhook to delete
                                                  the webhook first"
+    a getUpdates while another one waits         the waiting one: 409 "Conflict: terminated by
+                                                 other getUpdates request; make sure that only
+                                                 one bot instance is running"
     a secret_token outside [A-Za-z0-9_-]{1,256}  400 "Bad Request: secret token contains
                                                  unallowed characters"
     ``limit_next(n, retry_after[, method])``     429 "Too Many Requests: retry after N" with
@@ -70,6 +73,9 @@ class TelegramServer:
         self._ids = itertools.count(1)
         self._pending: list[dict[str, Any]] = []
         self._queries: set[str] = set()
+        self._polls = 0  # getUpdates calls so far: a newer one ends the one waiting
+        self._closing = False
+        self.conflicts = 0  # polls ended by a newer one (409)
         self._arrived = asyncio.Condition()
         self._limited, self._retry_after, self._limited_method = 0, 0, ""
         self._runner: web.AppRunner | None = None
@@ -87,6 +93,7 @@ class TelegramServer:
 
     async def __aexit__(self, *_: object) -> None:
         async with self._arrived:  # end the long polls still waiting, so the server stops at once
+            self._closing = True
             self._arrived.notify_all()
         if self._runner:
             await self._runner.cleanup()
@@ -176,13 +183,21 @@ class TelegramServer:
             return _fail(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook "
                               "to delete the webhook first")
         offset, timeout = int(args.get("offset") or 0), float(args.get("timeout") or 0)
+        self._polls += 1
+        me = self._polls
         async with self._arrived:
+            self._arrived.notify_all()  # a poll still waiting is ended by this one
             self._pending = [u for u in self._pending if u["update_id"] >= offset]  # confirmed: gone
             if not self._pending and timeout:
                 try:
-                    await asyncio.wait_for(self._arrived.wait(), timeout)
+                    await asyncio.wait_for(self._arrived.wait_for(lambda: bool(self._pending) or self._polls != me or self._closing),
+                                           timeout)
                 except TimeoutError:
                     pass
+            if self._polls != me:
+                self.conflicts += 1
+                return _fail(409, "Conflict: terminated by other getUpdates request; make sure that only one bot "
+                                  "instance is running")
             updates = self._pending[: int(args.get("limit") or 100)]
         self.served += [u["update_id"] for u in updates]
         return _ok(updates)

@@ -177,3 +177,21 @@ async def test_a_wrong_token_is_unauthorized():
                                                  api_url=telegram.api_url))
         with pytest.raises(InvalidToken):
             await adapter.receive(Inbox())
+
+
+async def test_two_pollers_at_once_survive_telegrams_conflict_and_hand_every_update_over():
+    inbox = Inbox()
+    async with TelegramServer() as telegram:
+        adapters = [TelegramAdapter(table(name="telegram", type="telegram", allowed_users=[str(ALICE)],
+                                          bot_token=telegram.token, poll_timeout_s=5, api_url=telegram.api_url))
+                    for _ in range(2)]
+        tasks = [asyncio.create_task(adapter.receive(inbox)) for adapter in adapters]
+        for n in range(3):
+            await telegram.user_says(ALICE, 1001, f"message {n}")
+        await until(lambda: {m.text for m in inbox.messages} == {"message 0", "message 1", "message 2"})
+        assert telegram.conflicts and not any(task.done() for task in tasks)  # a 409 stops no poller
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for adapter in adapters:
+            await adapter.close()
