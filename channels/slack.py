@@ -12,7 +12,8 @@ by ``event_id`` (Slack's event id, or the button's ``action_ts``).
 A thread is a conversation: a message in a channel starts one (its ``ts`` becomes the
 thread, and the agent answers in it); in a DM the top level is one conversation and each
 thread another. Bots are ignored (``bot_id``, subtype ``bot_message``, our own user), and so
-are edits, joins and other subtypes. Files are passed on as attachments with their Slack URL.
+are edits, joins and other subtypes. Files come as attachments, their bytes fetched from the
+private URL with the bot token (up to ``ATTACHMENT_BYTES``; larger ones by name and size).
 
 Outbound: Slack cuts ``text`` at 40,000 characters and a section block at 3,000, so an answer
 is split at 3,000 and each piece is one message (a section block, the text as fallback); the
@@ -23,6 +24,7 @@ buttons ride on the last. Progress edits in place with chat.update. A 429 is rai
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
 import urllib.parse
@@ -30,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import aiohttp
 import structlog
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
@@ -40,7 +43,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from channels.base import Deliver, RateLimited, split_text
+from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
 from channels.listen import Endpoint
 from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
@@ -153,7 +156,27 @@ class SlackAdapter:
                 await self._call(self.web.chat_postEphemeral, channel=message.chat.conversation,
                                  user=message.author, text=refusal, thread_ts=message.chat.thread)
             return
+        if message.attachments:
+            message = message.model_copy(update={"attachments": [await self._fetched(a) for a in message.attachments]})
         await deliver(message)
+
+    async def _fetched(self, attachment: Attachment) -> Attachment:
+        """The file's bytes from its private URL (the bot token opens it), when small enough."""
+        if not attachment.url or attachment.size > ATTACHMENT_BYTES:
+            return attachment
+        headers = {"Authorization": f"Bearer {self.settings.bot_token}"}
+        try:
+            async with aiohttp.ClientSession() as http, http.get(attachment.url, headers=headers) as response:
+                data = await response.read()
+                # Without access Slack answers its sign-in page with a 200: HTML for a file that is not.
+                sign_in = response.content_type == "text/html" and attachment.media_type != "text/html"
+                problem = f"HTTP {response.status}" if response.status != 200 else "sign-in page" if sign_in else ""
+        except aiohttp.ClientError as error:
+            problem = str(error)
+        if problem:  # the message still goes, with the file by name only
+            _log.warning("slack file not fetched", name=attachment.name, problem=problem)
+            return attachment
+        return attachment.model_copy(update={"data_b64": base64.b64encode(data).decode(), "size": len(data)})
 
     def _message(self, payload: dict[str, Any]) -> InboundMessage | None:
         event = payload.get("event") or {}

@@ -12,8 +12,8 @@ queues them.
 
 A chat is a conversation (``conversation`` = chat id); a forum topic is a thread of its own
 (``thread`` = ``message_thread_id``). Bots are ignored (``from.is_bot``), strangers logged
-and ignored, a non-approver's button answered with an alert. Photos and documents are passed
-on as attachments by name and size (fetching their bytes, getFile, is not done here).
+and ignored, a non-approver's button answered with an alert. Photos and documents come as
+attachments with their bytes (getFile; up to ``ATTACHMENT_BYTES``, larger ones by name and size).
 
 Outbound: plain text (no parse mode, so nothing the agent says can fail to parse), split at
 4,096 characters; buttons as an inline keyboard on the last piece; progress edited in place
@@ -24,6 +24,7 @@ Outbound: plain text (no parse mode, so nothing the agent says can fail to parse
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import hmac
 import warnings
@@ -34,11 +35,20 @@ from typing import Literal
 import structlog
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters, Update
-from telegram.error import BadRequest, Conflict, NetworkError, RetryAfter
+from telegram import (
+    Bot,
+    Document,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    PhotoSize,
+    ReplyParameters,
+    Update,
+)
+from telegram.error import BadRequest, Conflict, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.base import Deliver, RateLimited, split_text
+from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
 from channels.listen import Endpoint
 from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
@@ -65,6 +75,7 @@ class TelegramSettings(BaseModel):
     path: str = "/telegram"
     poll_timeout_s: int = 30
     api_url: str = "https://api.telegram.org/bot"
+    file_url: str = "https://api.telegram.org/file/bot"
 
 
 def adapter(config: ChannelConfig, state_dir: Path) -> TelegramAdapter:
@@ -79,7 +90,7 @@ class TelegramAdapter:
             raise ValueError(f"channel [{config.name}]: webhook mode needs webhook_secret")
         self.name = config.name
         self.config, self.settings = config, settings
-        self.bot = Bot(settings.bot_token, base_url=settings.api_url)
+        self.bot = Bot(settings.bot_token, base_url=settings.api_url, base_file_url=settings.file_url)
         self.endpoint = Endpoint(settings.host, settings.port, settings.path)
         self.polling = asyncio.Event()  # set once the first getUpdates is under way
 
@@ -152,6 +163,8 @@ class TelegramAdapter:
             if query:
                 await query.answer(refusal, show_alert=True)
             return
+        if update.message and message.attachments:
+            message = message.model_copy(update={"attachments": await _fetched(update.message)})
         await deliver(message)
         if query and message.reaction:
             await query.answer(_CONFIRMED[message.reaction])
@@ -234,15 +247,38 @@ def _seconds(limited: RetryAfter) -> float:
     return retry_after.total_seconds() if isinstance(retry_after, timedelta) else float(retry_after)
 
 
-def _attachments(message: Message) -> list[Attachment]:
-    found: list[Attachment] = []
+def _files(message: Message) -> list[tuple[Attachment, PhotoSize | Document]]:
+    """What the message carries, described, with the Telegram object that fetches its bytes."""
+    found: list[tuple[Attachment, PhotoSize | Document]] = []
     if message.photo:
         largest = message.photo[-1]
-        found.append(Attachment(kind="image", name=f"{largest.file_unique_id}.jpg", media_type="image/jpeg",
-                                size=largest.file_size or 0))
+        found.append((Attachment(kind="image", name=f"{largest.file_unique_id}.jpg", media_type="image/jpeg",
+                                 size=largest.file_size or 0), largest))
     if message.document:
-        media_type = message.document.mime_type or "application/octet-stream"
-        found.append(Attachment(kind="image" if media_type.startswith("image/") else "file",
-                                name=message.document.file_name or message.document.file_unique_id,
-                                media_type=media_type, size=message.document.file_size or 0))
+        document = message.document
+        media_type = document.mime_type or "application/octet-stream"
+        found.append((Attachment(kind="image" if media_type.startswith("image/") else "file",
+                                 name=document.file_name or document.file_unique_id, media_type=media_type,
+                                 size=document.file_size or 0), document))
     return found
+
+
+def _attachments(message: Message) -> list[Attachment]:
+    return [attachment for attachment, _ in _files(message)]
+
+
+async def _fetched(message: Message) -> list[Attachment]:
+    """The attachments with their bytes (getFile, then the file URL), when small enough; the
+    URL holds the bot token, so it is not recorded."""
+    fetched = []
+    for attachment, item in _files(message):
+        if attachment.size <= ATTACHMENT_BYTES:
+            try:
+                data = bytes(await (await item.get_file()).download_as_bytearray())
+            except TelegramError as error:  # the message still goes, with the file by name only
+                _log.warning("telegram file not fetched", name=attachment.name, error=str(error))
+            else:
+                attachment = attachment.model_copy(update={"data_b64": base64.b64encode(data).decode(),
+                                                           "size": len(data)})
+        fetched.append(attachment)
+    return fetched

@@ -18,6 +18,9 @@ adapter is tested on the documented wire, errors included, and no client library
                                                  ``X-Slack-Retry-Num`` when not answered 200
     interactivity                                ``press``: a ``block_actions`` payload, form-encoded
                                                  as ``payload=``, signed the same way
+    private files                                ``add_file``: ``url_private`` answers its bytes to
+                                                 the bot token, and an HTML sign-in page (200)
+                                                 to anyone else, as Slack does
     Socket Mode                                  apps.connections.open gives a ``ws://`` URL; the
                                                  socket says ``hello``, then carries the same
                                                  envelopes, redelivered (``retry_attempt``) until
@@ -73,12 +76,14 @@ class SlackServer:
         self._sockets: list[web.WebSocketResponse] = []
         self._acks: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
+        self._files: dict[str, tuple[str, bytes]] = {}
         self.base = ""
 
     async def __aenter__(self) -> SlackServer:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/link", self._socket)
+        app.router.add_get("/files-pri/{file_id}/{name}", self._file)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -182,6 +187,25 @@ class SlackServer:
             return checked
         self.ephemeral.append({"channel": args["channel"], "user": args.get("user"), "text": checked[0]})
         return web.json_response({"ok": True, "message_ts": f"{1_700_000_000 + next(self._ts)}.000200"})
+
+    def add_file(self, name: str, mimetype: str, data: bytes) -> dict[str, Any]:
+        """A file a person uploaded, as a message event's ``files`` entry shows it."""
+        file_id = f"F{next(self._ts):07d}"
+        self._files[file_id] = (mimetype, data)
+        url = f"{self.base}/files-pri/T0001-{file_id}/{name}"
+        return {"id": file_id, "name": name, "title": name, "mimetype": mimetype, "filetype": name.rsplit(".")[-1],
+                "size": len(data), "url_private": url, "url_private_download": f"{url}?download=1"}
+
+    async def _file(self, request: web.Request) -> web.Response:
+        """A private file URL: its bytes for the bot token; without it, Slack's sign-in page
+        (an HTML 200, not an error: a client must look at what it got)."""
+        found = self._files.get(request.match_info["file_id"].removeprefix("T0001-"))
+        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
+            return web.Response(text="<!DOCTYPE html><html><body>Sign in to Slack</body></html>",
+                                content_type="text/html")
+        if found is None:
+            return web.Response(status=404, text="file not found")
+        return web.Response(body=found[1], content_type=found[0])
 
     # --- what Slack sends to the app ---------------------------------------------------------
 

@@ -25,7 +25,8 @@
     ``limit_next(n, retry_after[, method])``     429 "Too Many Requests: retry after N" with
                                                  ``parameters.retry_after``
 
-getUpdates confirms every update below ``offset`` and long-polls up to ``timeout`` seconds.
+getFile gives a ``file_path`` whose bytes are at ``/file/bot<token>/<file_path>`` (a photo sent
+with ``user_sends_photo``). getUpdates confirms every update below ``offset`` and long-polls up to ``timeout`` seconds.
 With a webhook set, each update is POSTed to it with ``X-Telegram-Bot-Api-Secret-Token`` and
 sent again until it is answered 2xx.
 """
@@ -73,6 +74,7 @@ class TelegramServer:
         self._ids = itertools.count(1)
         self._pending: list[dict[str, Any]] = []
         self._queries: set[str] = set()
+        self._files: dict[str, tuple[str, bytes]] = {}  # file_id -> (file_path, bytes)
         self._polls = 0  # getUpdates calls so far: a newer one ends the one waiting
         self._closing = False
         self.conflicts = 0  # polls ended by a newer one (409)
@@ -84,6 +86,7 @@ class TelegramServer:
     async def __aenter__(self) -> TelegramServer:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -102,6 +105,10 @@ class TelegramServer:
     def api_url(self) -> str:
         return f"{self.base}/bot"
 
+    @property
+    def file_url(self) -> str:
+        return f"{self.base}/file/bot"
+
     def limit_next(self, calls: int, retry_after: int, method: str = "") -> None:
         """The next ``calls`` calls (of ``method`` only, when named) are answered 429."""
         self._limited, self._retry_after, self._limited_method = calls, retry_after, method
@@ -115,6 +122,16 @@ class TelegramServer:
         if thread_id is not None:
             message |= {"message_thread_id": thread_id, "is_topic_message": True}
         return await self._arrive({"message": message})
+
+    async def user_sends_photo(self, user_id: int, chat_id: int, caption: str, data: bytes) -> list[int]:
+        """A photo with a caption; Telegram lists its sizes, the largest last (one here)."""
+        file_id = f"AgAC{next(self._ids):06d}"
+        self._files[file_id] = (f"photos/file_{len(self._files)}.jpg", data)
+        photo = [{"file_id": file_id, "file_unique_id": f"u{file_id}", "width": 64, "height": 64,
+                  "file_size": len(data)}]
+        return await self._arrive({"message": {"message_id": next(self._ids), "from": _user(user_id, False),
+                                               "chat": self._chat(chat_id, user_id), "date": int(time.time()),
+                                               "photo": photo, "caption": caption}})
 
     async def press(self, user_id: int, sent: Sent, data: str) -> list[int]:
         """A person presses an inline keyboard button under the bot's message ``sent``."""
@@ -167,7 +184,7 @@ class TelegramServer:
             args |= await request.json()
         elif request.can_read_body:
             args |= {k: _decoded(v) for k, v in (await request.post()).items()}
-        handler = {"getMe": self._get_me, "getUpdates": self._get_updates, "sendMessage": self._send,
+        handler = {"getMe": self._get_me, "getFile": self._get_file, "getUpdates": self._get_updates, "sendMessage": self._send,
                    "editMessageText": self._edit, "answerCallbackQuery": self._answer,
                    "setWebhook": self._set_webhook, "deleteWebhook": self._delete_webhook}.get(
             request.match_info["method"])
@@ -177,6 +194,19 @@ class TelegramServer:
 
     async def _get_me(self, _: dict[str, Any]) -> web.Response:
         return _ok(BOT)
+
+    async def _get_file(self, args: dict[str, Any]) -> web.Response:
+        found = self._files.get(str(args.get("file_id")))
+        if found is None:
+            return _fail(400, "Bad Request: invalid file_id")
+        return _ok({"file_id": args["file_id"], "file_unique_id": f"u{args['file_id']}", "file_size": len(found[1]),
+                    "file_path": found[0]})
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _fail(401, "Unauthorized")
+        found = next((data for path, data in self._files.values() if path == request.match_info["path"]), None)
+        return web.Response(body=found) if found is not None else _fail(404, "Not Found")
 
     async def _get_updates(self, args: dict[str, Any]) -> web.Response:
         if self.webhook_url:

@@ -4,11 +4,13 @@ API, interactivity and Socket Mode wire, driven through the real slack_sdk clien
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
 
+import aiohttp
 import pytest
 
 from channels.base import RateLimited
@@ -173,3 +175,15 @@ def test_a_table_without_what_its_mode_needs_is_refused_by_name():
         SlackAdapter(table(name="slack", type="slack", bot_token="xoxb-1"))
     with pytest.raises(ValueError, match=r"\[slack\]: bot_token: Field required"):
         SlackAdapter(table(name="slack", type="slack", mode="socket", app_token="xapp-1"))
+
+
+async def test_a_posted_image_arrives_with_its_bytes_fetched_with_the_bot_token():
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+    async with running() as (slack, _, inbox):
+        image = slack.add_file("shot.png", "image/png", png)
+        await slack.send_event(said("UALICE", "what is this?", subtype="file_share", files=[image]), "Ev01")
+        async with aiohttp.ClientSession() as http, http.get(image["url_private"]) as anonymous:
+            assert anonymous.content_type == "text/html"  # what a client without the token gets
+    [attachment] = inbox.messages[0].attachments
+    assert (attachment.kind, attachment.name, attachment.media_type) == ("image", "shot.png", "image/png")
+    assert base64.b64decode(attachment.data_b64 or "") == png

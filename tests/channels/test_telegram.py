@@ -4,6 +4,7 @@ documented shapes and errors, driven through the real python-telegram-bot."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -195,3 +196,21 @@ async def test_two_pollers_at_once_survive_telegrams_conflict_and_hand_every_upd
         await asyncio.gather(*tasks, return_exceptions=True)
         for adapter in adapters:
             await adapter.close()
+
+
+async def test_a_photo_arrives_with_its_caption_and_its_bytes():
+    jpeg = b"\xff\xd8\xff\xe0" + bytes(range(100))
+    async with TelegramServer() as telegram:
+        inbox = Inbox()
+        adapter = TelegramAdapter(table(name="telegram", type="telegram", allowed_users=[str(ALICE)],
+                                        bot_token=telegram.token, poll_timeout_s=5, api_url=telegram.api_url,
+                                        file_url=telegram.file_url))
+        task = asyncio.create_task(adapter.receive(inbox))
+        await telegram.user_sends_photo(ALICE, 1001, "what is this?", jpeg)
+        message = await inbox.next()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await adapter.close()
+    [photo] = message.attachments
+    assert message.text == "what is this?" and (photo.kind, photo.media_type) == ("image", "image/jpeg")
+    assert base64.b64decode(photo.data_b64 or "") == jpeg and photo.url is None
