@@ -128,12 +128,12 @@ class MatrixAdapter:
     async def _login(self) -> None:
         if self._logged_in:
             return
-        token = self.config.get("access_token")
-        saved = json.loads(self.login_file.read_text()) if self.login_file.exists() and not token else None
-        if token or saved:
-            self.client.access_token = token or saved["access_token"]
+        saved = json.loads(self.login_file.read_text()) if self.login_file.exists() else {}
+        token = self.config.get("access_token") or saved.get("access_token")
+        if token:  # the table's, or the one a password login left here
+            self.client.access_token = token
             self.client.user_id = self.user_id
-            self.client.device_id = self.config.get("device_id") or (saved or {}).get("device_id", "")
+            self.client.device_id = self.config.get("device_id") or saved.get("device_id", "")
         else:
             response = await self.client.login(self.config.need("password"), device_name="durable-agent gateway")
             if not isinstance(response, LoginResponse):

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import Mapping
 
 import httpx
 import structlog
@@ -60,10 +61,9 @@ def signed_headers(secret: str, body: bytes, now: float | None = None) -> dict[s
             "Content-Type": "application/json"}
 
 
-def signature_problem(secret: str, headers: dict[str, str] | object, body: bytes, now: float | None = None) -> str | None:
+def signature_problem(secret: str, headers: Mapping[str, str], body: bytes, now: float | None = None) -> str | None:
     """Why a request's signature is refused, or None."""
-    get = getattr(headers, "get")
-    timestamp, signature = get(TIMESTAMP_HEADER) or "", get(SIGNATURE_HEADER) or ""
+    timestamp, signature = headers.get(TIMESTAMP_HEADER) or "", headers.get(SIGNATURE_HEADER) or ""
     if not timestamp.isdigit():
         return f"no {TIMESTAMP_HEADER}"
     if abs((time.time() if now is None else now) - int(timestamp)) > TOLERANCE_S:

@@ -23,6 +23,7 @@ import pytest
 REQUIRE_ENV = "AGENT_TEST_REQUIRE_SYNAPSE"
 SERVER_NAME = "localhost"
 START_TIMEOUT_S = 90.0
+PASSWORDS = {"agent": "agent-pass-1", "alice": "alice-pass-1", "bob": "bob-pass-1", "carol": "carol-pass-1"}
 _PLENTY = {"per_second": 1000, "burst_count": 1000}
 
 CONFIG = """\
