@@ -25,15 +25,16 @@
     ``limit_next(n, retry_after[, method])``     429 "Too Many Requests: retry after N" with
                                                  ``parameters.retry_after``
 
-getFile gives a ``file_path`` whose bytes are at ``/file/bot<token>/<file_path>`` (a photo sent
-with ``user_sends_photo``). getUpdates confirms every update below ``offset`` and long-polls up to ``timeout`` seconds.
-With a webhook set, each update is POSTed to it with ``X-Telegram-Bot-Api-Secret-Token`` and
-sent again until it is answered 2xx.
+getFile gives a ``file_path`` whose bytes are at ``/file/bot<token>/<file_path>`` (a photo
+sent with ``user_sends_photo``). getUpdates confirms every update below ``offset`` and
+long-polls up to ``timeout`` seconds. With a webhook set, each update is POSTed to it with
+``X-Telegram-Bot-Api-Secret-Token`` and sent again until it is answered 2xx.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import re
@@ -75,7 +76,7 @@ class TelegramServer:
         self._pending: list[dict[str, Any]] = []
         self._queries: set[str] = set()
         self._files: dict[str, tuple[str, bytes]] = {}  # file_id -> (file_path, bytes)
-        self._polls = 0  # getUpdates calls so far: a newer one ends the one waiting
+        self.polls = 0  # getUpdates calls so far: a newer one ends the one waiting
         self._closing = False
         self.conflicts = 0  # polls ended by a newer one (409)
         self._arrived = asyncio.Condition()
@@ -184,10 +185,10 @@ class TelegramServer:
             args |= await request.json()
         elif request.can_read_body:
             args |= {k: _decoded(v) for k, v in (await request.post()).items()}
-        handler = {"getMe": self._get_me, "getFile": self._get_file, "getUpdates": self._get_updates, "sendMessage": self._send,
-                   "editMessageText": self._edit, "answerCallbackQuery": self._answer,
-                   "setWebhook": self._set_webhook, "deleteWebhook": self._delete_webhook}.get(
-            request.match_info["method"])
+        handler = {"getMe": self._get_me, "getFile": self._get_file, "getUpdates": self._get_updates,
+                   "sendMessage": self._send, "editMessageText": self._edit, "answerCallbackQuery": self._answer,
+                   "setWebhook": self._set_webhook, "deleteWebhook": self._delete_webhook,
+                   }.get(request.match_info["method"])
         if handler is None:
             return _fail(404, "Not Found")
         return await handler(args)
@@ -213,18 +214,16 @@ class TelegramServer:
             return _fail(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook "
                               "to delete the webhook first")
         offset, timeout = int(args.get("offset") or 0), float(args.get("timeout") or 0)
-        self._polls += 1
-        me = self._polls
+        self.polls += 1
+        me = self.polls
         async with self._arrived:
             self._arrived.notify_all()  # a poll still waiting is ended by this one
             self._pending = [u for u in self._pending if u["update_id"] >= offset]  # confirmed: gone
             if not self._pending and timeout:
-                try:
-                    await asyncio.wait_for(self._arrived.wait_for(lambda: bool(self._pending) or self._polls != me or self._closing),
-                                           timeout)
-                except TimeoutError:
-                    pass
-            if self._polls != me:
+                ended = lambda: bool(self._pending) or self.polls != me or self._closing
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._arrived.wait_for(ended), timeout)
+            if self.polls != me:
                 self.conflicts += 1
                 return _fail(409, "Conflict: terminated by other getUpdates request; make sure that only one bot "
                                   "instance is running")

@@ -17,11 +17,13 @@ from channels.config import ChannelConfig
 from channels.slack import SlackAdapter
 from channels.telegram import TelegramAdapter
 from cli.gateway import Defaults, Gateway
+from contracts.channels import ChatRef, ConversationState, InboundMessage, conversation_id
 from fakes.scripted import tool
 from fakes.slack_api import SlackServer
 from fakes.telegram_api import TelegramServer
 from tests.channels.tables import table
 from tests.workflows.harness import scripted_worker
+from workflows.conversation import ConversationWorkflow
 
 T = TypeVar("T")
 ANSWER = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(33))  # about 10,000 characters
@@ -122,4 +124,43 @@ async def test_telegram_a_chat_runs_a_task_approved_by_button_and_gets_its_long_
     assert any(s.text.startswith("Approved by 11") for s in telegram.sent)
     progress = [s for s in telegram.sent if s.text.startswith("⏳")]
     assert len(progress) == 1  # one progress message, edited in place
+    model.assert_consumed()
+
+
+class KilledAfterHandingOver(Gateway):
+    """A gateway that dies right after Temporal has a message: before its adapter can tell the
+    platform (Telegram learns an update is handled only from the next getUpdates' offset)."""
+
+    async def inbound(self, message: InboundMessage) -> None:
+        await super().inbound(message)
+        raise asyncio.CancelledError
+
+
+async def test_telegram_a_gateway_killed_before_confirming_hands_the_update_over_again_and_it_runs_once(
+    client, task_queue, workspace, tmp_path
+):
+    chat = ChatRef(channel="telegram", conversation="1003")  # a chat of its own: conversations outlive tests
+    async with TelegramServer(chats={1003: "private"}) as telegram, \
+            scripted_worker(client, task_queue, [tool("message", type="result", text="hello, once")]) as model:
+        config = table(name="telegram", type="telegram", allowed_users=["11"], workspace=str(workspace),
+                       bot_token=telegram.token, poll_timeout_s=5, api_url=telegram.api_url)
+        first = TelegramAdapter(config)
+        defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=tmp_path)
+        killed = asyncio.create_task(
+            KilledAfterHandingOver(client, [(config, first)], defaults, queue=f"{task_queue}-gw").run())
+        await until(lambda: first.polling.is_set(), "the first getUpdates")
+        await telegram.user_says(11, 1003, "say hello")
+        await asyncio.gather(killed, return_exceptions=True)
+        [update_id] = set(telegram.served)
+
+        second = TelegramAdapter(config)
+        async with gateway(client, task_queue, config, second, tmp_path):
+            await until(lambda: telegram.served.count(update_id) == 2, "the update served again")
+            polls = telegram.polls
+            await until(lambda: telegram.polls > polls, "the restarted gateway's next poll: it handed it over")
+            await until(lambda: any(s.text == "hello, once" for s in telegram.sent), "the answer")
+            state = await client.get_workflow_handle(conversation_id(chat)).query(
+                ConversationWorkflow.conversation, result_type=ConversationState)
+    assert state.tasks == 1 and state.seen == [str(update_id)]
+    assert [s.text for s in telegram.sent].count("hello, once") == 1
     model.assert_consumed()
