@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
 from channels.base import Adapter
 from channels.config import ChannelConfig
 from channels.slack import SlackAdapter
@@ -49,27 +51,34 @@ async def gateway(client: Any, task_queue: str, table: ChannelConfig, adapter: A
         await asyncio.gather(running, return_exceptions=True)
 
 
+@pytest.mark.parametrize("mode", ["events", "socket"])
 async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_answer(
-    client, task_queue, workspace, tmp_path
+    client, task_queue, workspace, tmp_path, mode
 ):
+    thread = {"events": "1700000001.000100", "socket": "1700000002.000100"}[mode]  # a conversation per test
     (workspace / "build").mkdir()
     steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text=ANSWER)]
     async with SlackServer() as slack, scripted_worker(client, task_queue, steps) as model:
+        inbound = {"signing_secret": slack.signing_secret} if mode == "events" else {"app_token": slack.app_token}
         config = table(name="slack", type="slack", allowed_users=["UALICE", "UBOB"], approvers=["UALICE"],
-                              workspace=str(workspace), bot_token=slack.bot_token,
-                              signing_secret=slack.signing_secret, port=0, api_url=slack.api_url)
+                       workspace=str(workspace), bot_token=slack.bot_token, mode=mode, port=0, api_url=slack.api_url,
+                       **inbound)
         adapter = SlackAdapter(config)
         async with gateway(client, task_queue, config, adapter, tmp_path):
-            await until(lambda: adapter.endpoint.ready.is_set(), "the events endpoint")
-            slack.request_url = adapter.endpoint.url
-            event = {"type": "message", "user": "UALICE", "text": "please clean the build", "ts": "1700000001.000100",
+            if mode == "events":
+                await until(lambda: adapter.endpoint.ready.is_set(), "the events endpoint")
+                slack.request_url = adapter.endpoint.url
+            else:
+                await until(lambda: adapter.connected.is_set(), "the socket")
+                await slack.wait_for_socket()
+            event = {"type": "message", "user": "UALICE", "text": "please clean the build", "ts": thread,
                      "channel": "C0001", "channel_type": "channel"}
             assert await slack.send_event(event, "Ev01") == [200]
             assert await slack.send_event(event, "Ev01") == [200]  # Slack sent it twice: one task still
 
             approval = await until(lambda: next((m for m in slack.messages if m.blocks[-1]["type"] == "actions"),
                                                 None), "the approval message")
-            assert "rm -rf build" in approval.text and approval.thread_ts == "1700000001.000100"
+            assert "rm -rf build" in approval.text and approval.thread_ts == thread
             approve = approval.blocks[-1]["elements"][0]["value"]
             await slack.press("UBOB", "C0001", approval.ts, "agent_approve", approve, thread_ts=approval.thread_ts)
             assert slack.ephemeral[-1]["user"] == "UBOB" and (workspace / "build").exists()
@@ -83,7 +92,7 @@ async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_a
     answer = [m for m in slack.messages if m.text.startswith("Paragraph")]
     assert len(answer) == 4 and all(len(m.blocks[0]["text"]["text"]) <= 3000 for m in answer)
     assert " ".join(m.text for m in answer).split() == ANSWER.split()
-    assert all(m.thread_ts == "1700000001.000100" for m in slack.messages)  # the thread is the conversation
+    assert all(m.thread_ts == thread for m in slack.messages)  # the thread is the conversation
     assert any(m.text.startswith("Approved by UALICE") for m in slack.messages)
     assert len(model.requests) == 2
     model.assert_consumed()
