@@ -11,8 +11,8 @@ by ``event_id`` (Slack's event id, or the button's ``action_ts``).
 
 A thread is a conversation: a message in a channel starts one (its ``ts`` becomes the
 thread, and the agent answers in it); in a DM the top level is one conversation and each
-thread another. Bots are ignored (``bot_id``, subtype ``bot_message``, our own user), and so
-are edits, joins and other subtypes. Files come as attachments, their bytes fetched from the
+thread another; a leading mention of the bot is dropped from the text. Bots are ignored
+(``bot_id``, subtype ``bot_message``, our own user), and so are edits, joins and other subtypes. Files come as attachments, their bytes fetched from the
 private URL with the bot token (up to ``ATTACHMENT_BYTES``; larger ones by name and size).
 
 Outbound: Slack cuts ``text`` at 40,000 characters and a section block at 3,000, so an answer
@@ -193,7 +193,7 @@ class SlackAdapter:
             event_id=str(payload["event_id"]),
             chat=ChatRef(channel=self.name, conversation=event["channel"], thread=thread),
             author=event["user"],
-            text=event.get("text", ""),
+            text=event.get("text", "").removeprefix(f"<@{self._me}>").strip(),  # "@agent clean the build"
             attachments=[_attachment(f) for f in event.get("files", [])],
             received_at=datetime.now(UTC),
         )

@@ -12,8 +12,10 @@ queues them.
 
 A chat is a conversation (``conversation`` = chat id); a forum topic is a thread of its own
 (``thread`` = ``message_thread_id``). Bots are ignored (``from.is_bot``), strangers logged
-and ignored, a non-approver's button answered with an alert. Photos and documents come as
-attachments with their bytes (getFile; up to ``ATTACHMENT_BYTES``, larger ones by name and size).
+and ignored, a non-approver's button answered with an alert; ``/start`` (a person opening the
+bot) starts nothing, and a group's ``/stop@agent_bot`` reads as ``/stop``. Photos and documents
+come as attachments with their bytes (getFile; up to ``ATTACHMENT_BYTES``, larger ones by name
+and size).
 
 Outbound: plain text (no parse mode, so nothing the agent says can fail to parse), split at
 4,096 characters; buttons as an inline keyboard on the last piece; progress edited in place
@@ -185,12 +187,23 @@ class TelegramAdapter:
         if message.from_user.is_bot:
             _log.debug("telegram: a bot's message ignored", bot=message.from_user.id)
             return None
+        text = self._command(message.text or message.caption or "")
+        if text == "/start":  # what Telegram sends when a person opens the bot: no task
+            return None
         reply = message.reply_to_message
         return InboundMessage(
             event_id=str(update.update_id), chat=self._chat(message), author=str(message.from_user.id),
-            author_name=message.from_user.full_name, text=message.text or message.caption or "",
+            author_name=message.from_user.full_name, text=text,
             attachments=_attachments(message), reply_to=str(reply.message_id) if reply else None,
             received_at=datetime.now(UTC))
+
+    def _command(self, text: str) -> str:
+        """``/stop@agent_bot`` (a command in a group names the bot) as ``/stop``."""
+        suffix = f"@{self.bot.username}"
+        first, _, rest = text.partition(" ")
+        if first.startswith("/") and first.lower().endswith(suffix.lower()):
+            return (first[: -len(suffix)] + " " + rest).strip()
+        return text
 
     def _chat(self, message: Message) -> ChatRef:
         thread = str(message.message_thread_id) if message.is_topic_message and message.message_thread_id else None

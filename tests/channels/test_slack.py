@@ -67,9 +67,11 @@ def said(user: str, text: str, ts: str = "1700000001.000100", channel: str = "C0
 async def test_a_message_from_an_allowed_user_is_delivered_once_as_a_thread_of_its_own(mode):
     async with running(mode) as (slack, _, inbox):
         statuses = await slack.send_event(said("UALICE", "list the files"), "Ev01")
+        await slack.send_event(said("UALICE", f"<@{BOT_USER}> and the dirs", ts="1700000003.000100"), "Ev02")
     assert statuses == [200]
-    [message] = inbox.messages
+    message, mention = inbox.messages
     assert message.event_id == "Ev01" and message.author == "UALICE" and message.text == "list the files"
+    assert mention.text == "and the dirs"  # the bot's mention is not part of what was asked
     assert message.chat == ChatRef(channel="slack", conversation="C0001", thread="1700000001.000100")
 
 

@@ -214,3 +214,11 @@ async def test_a_photo_arrives_with_its_caption_and_its_bytes():
     [photo] = message.attachments
     assert message.text == "what is this?" and (photo.kind, photo.media_type) == ("image", "image/jpeg")
     assert base64.b64decode(photo.data_b64 or "") == jpeg and photo.url is None
+
+
+async def test_start_starts_nothing_and_a_groups_command_loses_the_bots_name():
+    async with running() as (telegram, _, inbox):
+        await telegram.user_says(ALICE, 1001, "/start")
+        await telegram.user_says(ALICE, -100200, "/stop@agent_bot")
+        message = await inbox.next()
+    assert inbox.attempts == 1 and message.text == "/stop"
