@@ -2,8 +2,8 @@
 
     python -m benchmarks.chat_latency [--runs 5]
 
-A local Synapse (``matrix-synapse``, on SQLite, as the tests start it), the gateway with its
-Matrix adapter and conversation worker, and a task worker whose model is the scripted server,
+A local Synapse (``matrix-synapse``, on SQLite, as the tests start it), ``starter.py gateway``
+(its Matrix adapter and conversation worker) as its own process, and a task worker whose model is the scripted server,
 all on one machine with the embedded Temporal dev server. A person (a matrix-nio client)
 writes in a room, ``--runs`` times, one message after the other's answer:
 
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from channels.config import ChannelConfig
-from channels.matrix import MatrixAdapter
-from cli.gateway import Defaults, Gateway
 from fakes.scripted import Step
 from runtime.logs import configure_logging
 from temporal.server import start_local_env
@@ -37,6 +37,25 @@ from tests.channels.synapse import PASSWORDS, Synapse, synapse_problem
 from tests.workflows.harness import scripted_worker
 
 AGENT = "@agent:localhost"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def spawn_gateway(target: str, root: Path, homeserver: str) -> subprocess.Popen:
+    """``starter.py gateway`` as people run it, its tasks on the benchmark's worker."""
+    config = root / "channels.toml"
+    config.write_text(f'''[matrix]
+homeserver = "{homeserver}"
+user_id = "{AGENT}"
+password = "{{{{secret:MATRIX_PASSWORD}}}}"
+allowed_users = ["@alice:localhost"]
+approvers = ["@alice:localhost"]
+workspace = "{root}"
+''')
+    env = dict(os.environ, TEMPORAL_ADDRESS=target, TEMPORAL_NAMESPACE="default", AGENT_TASK_QUEUE="bench-chat",
+               AGENT_MODEL="scripted-model", AGENT_DATA_DIR=str(root / "gateway"),
+               AGENT_SECRET_MATRIX_PASSWORD=PASSWORDS["agent"])
+    return subprocess.Popen([sys.executable, "starter.py", "gateway", "--config", str(config)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 async def measure(runs: int, root: Path) -> tuple[list[float], list[float]]:
@@ -45,19 +64,15 @@ async def measure(runs: int, root: Path) -> tuple[list[float], list[float]]:
     try:
         for name in ("agent", "alice"):
             synapse.register(name, PASSWORDS[name])
-        table = ChannelConfig.model_validate(dict(
-            name="matrix", type="matrix", homeserver=synapse.url, user_id=AGENT, password=PASSWORDS["agent"],
-            allowed_users=["@alice:localhost"], approvers=["@alice:localhost"], workspace=str(root)))
         steps = [Step(tool_calls=[("message", {"type": "result", "text": f"answer {n}"})], hold=True)
                  for n in range(runs)]
         inbound, outbound = [], []
         alice = await ChatUser(synapse.url, "@alice:localhost").login(PASSWORDS["alice"])
         async with scripted_worker(env.client, "bench-chat", steps) as model:
-            adapter = MatrixAdapter(table, root / "gateway")
-            defaults = Defaults(model="scripted-model", provider="openai", task_queue="bench-chat", data_dir=root)
-            gateway = asyncio.create_task(Gateway(env.client, [(table, adapter)], defaults, queue="bench-gw").run())
-            while not adapter.token_file.exists():
-                await asyncio.sleep(0.01)
+            gateway = spawn_gateway(env.client.service_client.config.target_host, root, synapse.url)
+            while not list((root / "gateway" / "gateway").glob("*.sync")):  # its first sync: from now on
+                assert gateway.poll() is None, "the gateway exited"
+                await asyncio.sleep(0.05)
             room = await alice.create_room(invite=[AGENT])
             await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
             for n in range(runs):
@@ -70,8 +85,8 @@ async def measure(runs: int, root: Path) -> tuple[list[float], list[float]]:
                 model.release()
                 await alice.until(lambda n=n: f"answer {n}" in alice.bodies(room, AGENT), "the answer")
                 outbound.append(time.perf_counter() - answered)
-            gateway.cancel()
-            await asyncio.gather(gateway, return_exceptions=True)
+            gateway.terminate()
+            gateway.wait(10)
         await alice.close()
         return inbound, outbound
     finally:
@@ -80,7 +95,7 @@ async def measure(runs: int, root: Path) -> tuple[list[float], list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     problem = synapse_problem()

@@ -34,6 +34,7 @@ from contracts.channels import (
     conversation_id,
 )
 from runtime.secrets import SecretStore
+from temporal.client import ensure_search_attributes
 from worker import WORKFLOW_RUNNER
 from workflows.conversation import ConversationWorkflow
 
@@ -73,6 +74,7 @@ class Gateway:
                  queue: str = GATEWAY_TASK_QUEUE) -> None:
         self.client, self.channels, self.defaults, self.queue = client, channels, defaults, queue
         self.configs = {config.name: config for config, _ in channels}
+        self.search_attributes = False  # whether the tasks may set theirs: known once running
         self.worker = Worker(
             client, task_queue=queue, workflows=[ConversationWorkflow], workflow_runner=WORKFLOW_RUNNER,
             activities=[DeliverActivities({a.name: a for _, a in channels}).deliver],
@@ -80,6 +82,7 @@ class Gateway:
 
     async def run(self) -> None:
         """Until cancelled: the worker, and every adapter's receive loop."""
+        self.search_attributes = await ensure_search_attributes(self.client)
         try:
             async with self.worker:
                 await asyncio.gather(*(adapter.receive(self.inbound) for _, adapter in self.channels))
@@ -106,5 +109,5 @@ class Gateway:
         return ConversationInput(
             chat=chat, session=f"chat:{chat.key}", workspace=str(workspace.resolve()), model=d.model,
             provider=d.provider, task_queue=d.task_queue, approvers=config.approvers,
-            context_window=d.context_window,
+            context_window=d.context_window, search_attributes=self.search_attributes,
         )

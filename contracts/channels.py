@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.task import Interjection
+
 
 class ChatRef(BaseModel):
     channel: str  # the table name in channels.toml: "matrix", "slack", "telegram", "webhook"
@@ -82,9 +84,10 @@ DELIVER_ACTIVITY = "deliver"  # an OutboundMessage to its channel: Delivered
 GATEWAY_TASK_QUEUE = "agent-gateway"  # conversations and deliveries: served by the gateway
 
 
-def conversation_id(chat: ChatRef) -> str:
-    """The conversation's workflow id: derived from the chat, so every gateway finds the same."""
-    return f"conversation-{chat.key}"
+def conversation_id(chat: ChatRef | str) -> str:
+    """The conversation's workflow id, from the chat or its key (``matrix:!room:example.org``):
+    derived from the chat, so every gateway (and a schedule naming the chat) finds the same."""
+    return f"conversation-{chat.key if isinstance(chat, ChatRef) else chat}"
 
 
 class ApprovalShown(BaseModel):
@@ -120,6 +123,7 @@ class ConversationInput(BaseModel):
     task_queue: str  # where the tasks run (the workers')
     approvers: list[str] = Field(default_factory=list)
     context_window: int = 128_000
+    search_attributes: bool = False  # the tasks upsert AgentState & co. (registered on the server)
     state: ConversationState = Field(default_factory=ConversationState)
 
 
@@ -134,3 +138,6 @@ class TaskReport(BaseModel):
     call_id: str | None = None
     digest: str | None = None
     failed: bool = False
+    # With "ended": messages the task was sent but never read (they came as it finished); the
+    # conversation takes them as new messages.
+    unread: list[Interjection] = Field(default_factory=list)

@@ -46,7 +46,8 @@ class ChatReporter:
         elif phase == TaskState.WAITING_REPLY and state.question:
             self._send(TaskReport(task_id="", kind="question", text=state.question))
 
-    async def ended(self, outcome: TaskOutcome) -> None:
+    async def ended(self, outcome: TaskOutcome, state: LoopState) -> None:
+        """The task's end, and the messages it was sent but never read."""
         if self.conversation is None:
             return
         failed = outcome.status != TaskState.DONE
@@ -54,7 +55,7 @@ class ChatReporter:
         # The end goes last: after the reports still on their way. A conversation gone is no
         # failure of the task.
         await asyncio.gather(*self.sending, return_exceptions=True)
-        self._send(TaskReport(task_id="", kind="ended", text=text, failed=failed))
+        self._send(TaskReport(task_id="", kind="ended", text=text, failed=failed, unread=list(state.inbox)))
         await asyncio.gather(*self.sending, return_exceptions=True)
         self.sending = []
 

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         TaskReport,
     )
     from contracts.task import TASK_WORKFLOW, ApprovalDecision, ApprovalMode, Interjection, TaskInput
+    from workflows.search_attributes import initial_search_attributes
 
 SEEN_KEPT = 1000  # event ids remembered: a redelivery comes within the last few
 EVENTS_PER_RUN = 500  # messages and reports handled before continuing as new
@@ -126,10 +127,12 @@ class ConversationWorkflow:
         task = TaskInput(
             instruction=message.text, workspace=inp.workspace, model=inp.model, provider=inp.provider,
             session=inp.session, conversation=workflow.info().workflow_id, approval=ApprovalMode.DANGEROUS,
-            context_window=inp.context_window,
+            context_window=inp.context_window, search_attributes=inp.search_attributes,
         )
         await workflow.start_child_workflow(
             TASK_WORKFLOW, task, id=task_id, task_queue=inp.task_queue,
+            memo={"instruction": task.instruction[:2000], "workspace": task.workspace, "model": task.model},
+            search_attributes=initial_search_attributes(task.model) if task.search_attributes else None,
             # The task outlives this run (continue-as-new) and reports back by signal.
             parent_close_policy=ParentClosePolicy.ABANDON,
             static_summary=f"chat task · {inp.chat.key}",
@@ -141,22 +144,38 @@ class ConversationWorkflow:
     async def _on_report(self, report: TaskReport) -> None:
         state = self.state
         if report.task_id != state.running:
-            return  # a task this conversation no longer follows
-        if report.kind == "progress":
+            await self._on_other_task(report)
+        elif report.kind == "progress":
             sent = await self._say(f"⏳ {report.text}", kind="progress", edit_of=state.progress_id)
             state.progress_id = state.progress_id or sent.message_ids[0]
         elif report.kind == "approval":
-            assert report.call_id is not None and report.digest is not None
-            text = f"Approval needed:\n{report.text}\n{APPROVE_HINT}."
-            sent = await self._say(text, kind="approval", buttons=[
-                Button(action="approve", label="✅"), Button(action="deny", label="❌")])
-            state.approval = ApprovalShown(message_id=sent.message_ids[0], task_id=report.task_id,
-                                           call_id=report.call_id, digest=report.digest, text=report.text)
+            await self._ask_approval(report)
         elif report.kind == "question":
             await self._say(report.text, kind="question")
         else:
-            state.running, state.approval, state.progress_id = None, None, None
+            progress, state.running, state.approval, state.progress_id = state.progress_id, None, None, None
+            if progress is not None:
+                await self._say("✔️ finished" if not report.failed else "✖️ ended", kind="progress", edit_of=progress)
             await self._say(report.text or "(done, with no answer)", kind="answer")
+            for n, message in enumerate(report.unread):  # came as it finished: the next task's
+                state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
+                                                    author=message.sent_by, text=message.text))
+
+    async def _on_other_task(self, report: TaskReport) -> None:
+        """A task this conversation did not start (a schedule's, which names the chat) or no
+        longer follows: its approvals and its end are posted; its progress is not."""
+        if report.kind == "approval":
+            await self._ask_approval(report, f" (task {report.task_id})")
+        elif report.kind == "ended" and not report.task_id.startswith(f"{workflow.info().workflow_id}-task-"):
+            await self._say(f"Task {report.task_id}:\n{report.text}", kind="answer")
+
+    async def _ask_approval(self, report: TaskReport, whose: str = "") -> None:
+        assert report.call_id is not None and report.digest is not None
+        text = f"Approval needed{whose}:\n{report.text}\n{APPROVE_HINT}."
+        sent = await self._say(text, kind="approval", buttons=[
+            Button(action="approve", label="✅"), Button(action="deny", label="❌")])
+        self.state.approval = ApprovalShown(message_id=sent.message_ids[0], task_id=report.task_id,
+                                            call_id=report.call_id, digest=report.digest, text=report.text)
 
     async def _say(self, text: str, *, kind: str = "notice", edit_of: str | None = None,
                    buttons: list[Button] | None = None, reply_to: str | None = None) -> Delivered:

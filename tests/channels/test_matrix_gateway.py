@@ -24,6 +24,7 @@ from fakes.scripted import tool  # noqa: E402
 from tests.channels.matrix_users import ChatUser  # noqa: E402
 from tests.workflows.harness import scripted_worker  # noqa: E402
 from workflows.conversation import ConversationWorkflow  # noqa: E402
+from workflows.search_attributes import AGENT_SESSION, AGENT_STATE  # noqa: E402
 
 
 def matrix_table(synapse: Synapse, **extra) -> ChannelConfig:
@@ -93,6 +94,7 @@ async def test_a_room_talks_to_the_agent_approves_by_reaction_and_keeps_its_hist
             progress = [b for b in bodies if b.startswith("⏳")]
             assert len(progress) == 1, bodies  # one progress message, edited in place
             assert any("rm -rf build" in b for b in progress + alice.edits(room, agent))
+            assert "✔️ finished" in alice.edits(room, agent)
 
             await alice.say(room, "what did you do?")
             await alice.until(lambda: "I removed the build directory" in alice.bodies(room, agent), "the second answer")
@@ -107,12 +109,44 @@ async def test_a_room_talks_to_the_agent_approves_by_reaction_and_keeps_its_hist
             assert "please clean the build" not in fourth and "what did you do?" not in fourth
             model.assert_consumed()
 
-            first_conversation = client.get_workflow_handle(conversation_id(ChatRef(channel="matrix", conversation=room)))
-            state = await first_conversation.query(ConversationWorkflow.conversation, result_type=ConversationState)
+            first = conversation_id(ChatRef(channel="matrix", conversation=room))
+            state = await client.get_workflow_handle(first).query(ConversationWorkflow.conversation,
+                                                                  result_type=ConversationState)
             assert state.tasks == 2 and state.running is None
+            task = await client.get_workflow_handle(f"{first}-task-1").describe()  # found as any task is
+            assert task.typed_search_attributes.get(AGENT_STATE) == "DONE"
+            assert task.typed_search_attributes.get(AGENT_SESSION) == f"chat:matrix:{room}"
     finally:
         await alice.close()
         await bob.close()
+
+
+async def test_a_question_is_answered_in_the_room_and_stop_stops_the_task(
+    client, task_queue, workspace, tmp_path, synapse
+):
+    agent = "@agent:localhost"
+    steps = [tool("message", type="ask", text="Which file?"), tool("shell", command="sleep 60")]
+    alice = await person(synapse, "alice")
+    table = matrix_table(synapse, workspace=str(workspace))
+    try:
+        async with scripted_worker(client, task_queue, steps) as model, gateway(client, task_queue, table, tmp_path):
+            room = await alice.create_room(invite=[agent])
+            await alice.until(lambda: alice.joined(room, agent), "the agent to join")
+            await alice.say(room, "tidy a file")
+            await alice.until(lambda: "Which file?" in alice.bodies(room, agent), "the question")
+            await alice.say(room, "notes.md")
+            await alice.until(lambda: any("sleep 60" in b for b in alice.bodies(room, agent) + alice.edits(room, agent)),
+                              "the command's progress")
+            assert "notes.md" in request_text(model.requests[1])
+            await alice.say(room, "stop")
+            await alice.until(lambda: any(b.startswith("failed: stopped") for b in alice.bodies(room, agent)),
+                              "the task's end")
+            bodies = alice.bodies(room, agent)
+            assert any(b.startswith("Stopping (asked by @alice:localhost)") for b in bodies)
+            assert any("stopped by @alice:localhost in the chat" in b for b in bodies)
+            model.assert_consumed()
+    finally:
+        await alice.close()
 
 
 async def test_someone_not_allowed_is_ignored(client, task_queue, workspace, tmp_path, synapse):
