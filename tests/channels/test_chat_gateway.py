@@ -94,6 +94,8 @@ async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_a
     assert " ".join(m.text for m in answer).split() == ANSWER.split()
     assert all(m.thread_ts == thread for m in slack.messages)  # the thread is the conversation
     assert any(m.text.startswith("Approved by UALICE") for m in slack.messages)
+    [progress] = [m for m in slack.messages if m.edits]  # one progress message, updated in place
+    assert progress.text == "✔️ finished"
     assert len(model.requests) == 2
     model.assert_consumed()
 
@@ -131,8 +133,8 @@ async def test_telegram_a_chat_runs_a_task_approved_by_button_and_gets_its_long_
     assert len(answer) == 3 and all(len(s.text) <= 4096 for s in answer)
     assert " ".join(s.text for s in answer).split() == ANSWER.split()
     assert any(s.text.startswith("Approved by 11") for s in telegram.sent)
-    progress = [s for s in telegram.sent if s.text.startswith("⏳")]
-    assert len(progress) == 1  # one progress message, edited in place
+    [progress] = [s for s in telegram.sent if s.edits]  # one progress message, edited in place
+    assert progress.text == "✔️ finished"
     model.assert_consumed()
 
 
