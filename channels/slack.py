@@ -17,7 +17,8 @@ private URL with the bot token (up to ``ATTACHMENT_BYTES``; larger ones by name 
 
 Outbound: Slack cuts ``text`` at 40,000 characters and a section block at 3,000, so an answer
 is split at 3,000 and each piece is one message (a section block, the text as fallback); the
-buttons ride on the last. Progress edits in place with chat.update. A 429 is raised as
+buttons ride on the last. Progress edits in place with chat.update. What was posted is recorded
+by message key (channels/posted.py), so a retried delivery posts only what is missing. A 429 is raised as
 ``RateLimited`` with its ``Retry-After``; the client never retries by itself.
 """
 
@@ -46,6 +47,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
 from channels.listen import Endpoint
+from channels.posted import PostedRecord, record_path
 from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
 
 SECTION_LIMIT = 3000  # characters in a section block's text; a message's text stops at 40,000
@@ -71,12 +73,12 @@ class SlackSettings(BaseModel):
 
 
 def adapter(config: ChannelConfig, state_dir: Path) -> SlackAdapter:
-    """The gateway's way in (every channel module has one); Slack keeps no state here."""
-    return SlackAdapter(config)
+    """The gateway's way in (every channel module has one)."""
+    return SlackAdapter(config, state_dir)
 
 
 class SlackAdapter:
-    def __init__(self, config: ChannelConfig) -> None:
+    def __init__(self, config: ChannelConfig, state_dir: Path | None = None) -> None:
         settings = config.settings(SlackSettings)
         if settings.mode == "events" and not settings.signing_secret:
             raise ValueError(f"channel [{config.name}]: the Events API needs signing_secret")
@@ -86,6 +88,7 @@ class SlackAdapter:
         self.config, self.settings = config, settings
         self.web = AsyncWebClient(token=settings.bot_token, base_url=settings.api_url, retry_handlers=[])
         self.endpoint = Endpoint(settings.host, settings.port, settings.path)
+        self.posted = PostedRecord(record_path(state_dir, config.name))
         self.connected = asyncio.Event()  # Socket Mode: the socket is open
         self._me = ""
 
@@ -220,8 +223,8 @@ class SlackAdapter:
 
     async def send(self, message: OutboundMessage) -> Delivered:
         pieces = split_text(_escape(message.text) or "…", SECTION_LIMIT)
-        ids: list[str] = []
-        for at, piece in enumerate(pieces):
+        ids = self.posted.ids(message.key)  # pieces an earlier attempt posted: not again
+        for at, piece in enumerate(pieces[len(ids):], start=len(ids)):
             blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": piece}}]
             if at == len(pieces) - 1 and message.buttons:
                 blocks.append({"type": "actions", "block_id": "agent_actions", "elements": [
@@ -235,7 +238,8 @@ class SlackAdapter:
             else:
                 response = await self._call(self.web.chat_postMessage, channel=message.chat.conversation,
                                             thread_ts=message.chat.thread, text=piece, blocks=blocks)
-            ids.append(str(response["ts"] if "ts" in response else response.get("message_ts", "")))
+            ids.append(str(response["ts"]))
+            self.posted.add(message.key, ids[-1])
         return Delivered(message_ids=ids)
 
     async def _call(self, method: Any, **arguments: Any) -> Any:

@@ -19,7 +19,8 @@ and size).
 
 Outbound: plain text (no parse mode, so nothing the agent says can fail to parse), split at
 4,096 characters; buttons as an inline keyboard on the last piece; progress edited in place
-(editMessageText; "message is not modified" from a retried edit counts as done). A 429's
+(editMessageText; "message is not modified" from a retried edit counts as done). What was posted
+is recorded by message key (channels/posted.py), so a retried delivery posts only what is missing. A 429's
 ``retry_after`` is raised as ``RateLimited``.
 """
 
@@ -53,6 +54,7 @@ from telegram.warnings import PTBDeprecationWarning
 from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
 from channels.listen import Endpoint
+from channels.posted import PostedRecord, record_path
 from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
 
 TEXT_LIMIT = 4096
@@ -81,12 +83,12 @@ class TelegramSettings(BaseModel):
 
 
 def adapter(config: ChannelConfig, state_dir: Path) -> TelegramAdapter:
-    """The gateway's way in (every channel module has one); Telegram keeps its offset itself."""
-    return TelegramAdapter(config)
+    """The gateway's way in (every channel module has one)."""
+    return TelegramAdapter(config, state_dir)
 
 
 class TelegramAdapter:
-    def __init__(self, config: ChannelConfig) -> None:
+    def __init__(self, config: ChannelConfig, state_dir: Path | None = None) -> None:
         settings = config.settings(TelegramSettings)
         if settings.mode == "webhook" and not settings.webhook_secret:
             raise ValueError(f"channel [{config.name}]: webhook mode needs webhook_secret")
@@ -94,6 +96,7 @@ class TelegramAdapter:
         self.config, self.settings = config, settings
         self.bot = Bot(settings.bot_token, base_url=settings.api_url, base_file_url=settings.file_url)
         self.endpoint = Endpoint(settings.host, settings.port, settings.path)
+        self.posted = PostedRecord(record_path(state_dir, config.name))
         self.polling = asyncio.Event()  # set once the first getUpdates is under way
 
     # --- inbound -----------------------------------------------------------------------------
@@ -219,19 +222,20 @@ class TelegramAdapter:
             for b in message.buttons]]) if message.buttons else None
         # A reply names a Telegram message id (digits); anything else is no message to quote.
         reply_to = message.reply_to if message.reply_to and message.reply_to.isdigit() else None
-        ids: list[str] = []
+        ids = self.posted.ids(message.key)  # pieces an earlier attempt posted: not again
         try:
-            for at, piece in enumerate(pieces):
+            for at, piece in enumerate(pieces[len(ids):], start=len(ids)):
                 markup = keyboard if at == len(pieces) - 1 else None
                 if at == 0 and message.edit_of:
                     ids.append(await self._edit(chat_id, int(message.edit_of), piece, markup))
-                    continue
-                replying = ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True) \
-                    if at == 0 and reply_to else None
-                sent = await self.bot.send_message(
-                    chat_id, piece, reply_markup=markup, reply_parameters=replying,
-                    message_thread_id=int(message.chat.thread) if message.chat.thread else None)
-                ids.append(str(sent.message_id))
+                else:
+                    replying = ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True) \
+                        if at == 0 and reply_to else None
+                    sent = await self.bot.send_message(
+                        chat_id, piece, reply_markup=markup, reply_parameters=replying,
+                        message_thread_id=int(message.chat.thread) if message.chat.thread else None)
+                    ids.append(str(sent.message_id))
+                self.posted.add(message.key, ids[-1])
         except RetryAfter as limited:
             raise RateLimited(_seconds(limited), f"telegram rate limited: {limited}") from limited
         return Delivered(message_ids=ids)

@@ -72,7 +72,7 @@ class SlackServer:
     def __post_init__(self) -> None:
         self.rate_limited = 0  # 429s answered
         self._ts = itertools.count(1)
-        self._limited, self._retry_after, self._limited_method = 0, 0, ""
+        self._limited, self._retry_after, self._limited_method, self._unlimited = 0, 0, "", 0
         self._sockets: list[web.WebSocketResponse] = []
         self._acks: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
@@ -102,9 +102,10 @@ class SlackServer:
     def api_url(self) -> str:
         return f"{self.base}/api/"
 
-    def limit_next(self, calls: int, retry_after: int, method: str = "") -> None:
-        """The next ``calls`` calls (of ``method`` only, when named) are answered 429."""
-        self._limited, self._retry_after, self._limited_method = calls, retry_after, method
+    def limit_next(self, calls: int, retry_after: int, method: str = "", after: int = 0) -> None:
+        """The next ``calls`` calls (of ``method`` only, when named), ``after`` more have gone
+        through, are answered 429."""
+        self._limited, self._retry_after, self._limited_method, self._unlimited = calls, retry_after, method, after
 
     def in_channel(self, channel: str) -> list[Posted]:
         return [m for m in self.messages if m.channel == channel]
@@ -114,7 +115,9 @@ class SlackServer:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         self.calls.append(method)
-        if self._limited and self._limited_method in ("", method):
+        if self._limited and self._limited_method in ("", method) and self._unlimited:
+            self._unlimited -= 1
+        elif self._limited and self._limited_method in ("", method):
             self._limited -= 1
             self.rate_limited += 1
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,

@@ -80,7 +80,7 @@ class TelegramServer:
         self._closing = False
         self.conflicts = 0  # polls ended by a newer one (409)
         self._arrived = asyncio.Condition()
-        self._limited, self._retry_after, self._limited_method = 0, 0, ""
+        self._limited, self._retry_after, self._limited_method, self._unlimited = 0, 0, "", 0
         self._runner: web.AppRunner | None = None
         self.base = ""
 
@@ -110,9 +110,10 @@ class TelegramServer:
     def file_url(self) -> str:
         return f"{self.base}/file/bot"
 
-    def limit_next(self, calls: int, retry_after: int, method: str = "") -> None:
-        """The next ``calls`` calls (of ``method`` only, when named) are answered 429."""
-        self._limited, self._retry_after, self._limited_method = calls, retry_after, method
+    def limit_next(self, calls: int, retry_after: int, method: str = "", after: int = 0) -> None:
+        """The next ``calls`` calls (of ``method`` only, when named), ``after`` more have gone
+        through, are answered 429."""
+        self._limited, self._retry_after, self._limited_method, self._unlimited = calls, retry_after, method, after
 
     # --- what people do ----------------------------------------------------------------------
 
@@ -173,7 +174,9 @@ class TelegramServer:
     # --- the Bot API -------------------------------------------------------------------------
 
     async def _api(self, request: web.Request) -> web.Response:
-        if self._limited and self._limited_method in ("", request.match_info["method"]):
+        if self._limited and self._limited_method in ("", request.match_info["method"]) and self._unlimited:
+            self._unlimited -= 1
+        elif self._limited and self._limited_method in ("", request.match_info["method"]):
             self._limited -= 1
             self.rate_limited += 1
             return _fail(429, f"Too Many Requests: retry after {self._retry_after}",

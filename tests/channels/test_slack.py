@@ -189,3 +189,18 @@ async def test_a_posted_image_arrives_with_its_bytes_fetched_with_the_bot_token(
     [attachment] = inbox.messages[0].attachments
     assert (attachment.kind, attachment.name, attachment.media_type) == ("image", "shot.png", "image/png")
     assert base64.b64decode(attachment.data_b64 or "") == png
+
+
+async def test_a_split_answer_retried_after_a_429_posts_only_the_pieces_still_missing(tmp_path):
+    text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(33))
+    async with SlackServer() as slack:
+        config = table(name="slack", type="slack", bot_token=slack.bot_token, signing_secret="s", api_url=slack.api_url)
+        answer = OutboundMessage(chat=ChatRef(channel="slack", conversation="C0001", thread="1700000001.000100"),
+                                 key="answer-1", kind="answer", text=text)
+        slack.limit_next(1, retry_after=2, method="chat.postMessage", after=2)
+        with pytest.raises(RateLimited):
+            await SlackAdapter(config, tmp_path).send(answer)  # two pieces out, then a 429
+        sent = await SlackAdapter(config, tmp_path).send(answer)  # the retry, on a restarted gateway even
+    assert len(slack.messages) == len(sent.message_ids) == 4
+    assert sent.message_ids == [m.ts for m in slack.messages]
+    assert " ".join(m.text for m in slack.messages).split() == text.split()
