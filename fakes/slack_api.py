@@ -71,6 +71,7 @@ class SlackServer:
 
     def __post_init__(self) -> None:
         self.rate_limited = 0  # 429s answered
+        self.connections = 0  # Socket Mode connections opened
         self._ts = itertools.count(1)
         self._limited, self._retry_after, self._limited_method, self._unlimited = 0, 0, "", 0
         self._sockets: list[web.WebSocketResponse] = []
@@ -277,6 +278,7 @@ class SlackServer:
         ws = web.WebSocketResponse()  # answers the SDK's pings with pongs, as Slack does
         await ws.prepare(request)
         self._sockets.append(ws)
+        self.connections += 1
         await ws.send_json({"type": "hello", "num_connections": len(self._sockets),
                             "debug_info": {"host": "fake"}, "connection_info": {"app_id": "A0001"}})
         async for frame in ws:
@@ -286,6 +288,14 @@ class SlackServer:
                     self._acks[ack].set()
         self._sockets.remove(ws)
         return ws
+
+    async def disconnect(self, reason: str = "refresh_requested") -> None:
+        """What Slack sends before it closes a socket (every few hours): the client opens another."""
+        await self._sockets[-1].send_json({"type": "disconnect", "reason": reason, "debug_info": {"host": "fake"}})
+
+    @property
+    def sockets_open(self) -> int:
+        return len(self._sockets)
 
     async def wait_for_socket(self) -> None:
         while not self._sockets:

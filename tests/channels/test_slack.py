@@ -34,6 +34,12 @@ class Inbox:
         self.messages.append(message)
 
 
+async def until(condition) -> None:
+    async with asyncio.timeout(10):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
 @contextlib.asynccontextmanager
 async def running(mode: str = "events", inbox: Inbox | None = None) -> AsyncIterator[tuple[SlackServer, SlackAdapter,
                                                                                            Inbox]]:
@@ -204,3 +210,12 @@ async def test_a_split_answer_retried_after_a_429_posts_only_the_pieces_still_mi
     assert len(slack.messages) == len(sent.message_ids) == 4
     assert sent.message_ids == [m.ts for m in slack.messages]
     assert " ".join(m.text for m in slack.messages).split() == text.split()
+
+
+async def test_socket_mode_opens_a_new_socket_when_slack_says_disconnect_and_events_keep_coming():
+    async with running("socket") as (slack, _, inbox):
+        await slack.disconnect()
+        await until(lambda: slack.connections == 2)
+        await until(lambda: slack.sockets_open == 1)  # the old socket closed by the client
+        assert await slack.send_event(said("UALICE", "still there?"), "Ev09") == [200]
+    assert [m.text for m in inbox.messages] == ["still there?"]
