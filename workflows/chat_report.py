@@ -63,5 +63,7 @@ class ChatReporter:
         assert self.conversation is not None
         report.task_id = workflow.info().workflow_id
         handle = workflow.get_external_workflow_handle(self.conversation)
+        for done in [t for t in self.sending if t.done() and not t.cancelled()]:
+            done.exception()  # a conversation gone is no failure of the task: looked at, dropped
         self.sending = [t for t in self.sending if not t.done()]
         self.sending.append(asyncio.ensure_future(handle.signal(TASK_REPORT_SIGNAL, report)))

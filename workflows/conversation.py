@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -94,12 +95,11 @@ class ConversationWorkflow:
             if state.running is None:
                 await self._say("Nothing is running.", reply_to=message.event_id)
                 return
-            await workflow.get_external_workflow_handle(state.running).signal(
-                "stop", f"stopped by {message.author} in the chat")
-            await self._say(f"Stopping (asked by {message.author}).")
-        elif state.running is not None:
-            await workflow.get_external_workflow_handle(state.running).signal(
-                "interject", Interjection(text=message.text, sent_by=message.author))
+            if await self._tell(state.running, "stop", f"stopped by {message.author} in the chat"):
+                await self._say(f"Stopping (asked by {message.author}).")
+        elif state.running is not None and await self._tell(
+                state.running, "interject", Interjection(text=message.text, sent_by=message.author)):
+            return
         elif message.text.strip():
             await self._start_task(message)
 
@@ -115,10 +115,23 @@ class ConversationWorkflow:
         decision = ApprovalDecision(approved=approved, call_id=shown.call_id, digest=shown.digest,
                                     decided_by=f"{message.author} ({self.inp.chat.channel})",
                                     reason="" if approved else "refused in the chat")
-        await workflow.get_external_workflow_handle(shown.task_id).signal("approve", decision)
         self.state.approval = None
+        if not await self._tell(shown.task_id, "approve", decision):
+            return
         verdict = "Approved" if approved else "Refused"
         await self._say(f"{verdict} by {message.author}: {shown.text.splitlines()[0]}", reply_to=shown.message_id)
+
+    async def _tell(self, task_id: str, signal: str, arg: object) -> bool:
+        """Signal a task; False when it is gone (ended, terminated, reset away): the
+        conversation no longer follows it, and says so."""
+        try:
+            await workflow.get_external_workflow_handle(task_id).signal(signal, arg)
+            return True
+        except FailureError:
+            if task_id == self.state.running:
+                self.state.running = self.state.progress_id = None
+            await self._say(f"Task {task_id} is no longer running.")
+            return False
 
     async def _start_task(self, message: InboundMessage) -> None:
         state, inp = self.state, self.inp

@@ -22,7 +22,7 @@ from channels.webhook import WebhookAdapter, signature_problem, signed_headers
 from cli.gateway import Defaults, Gateway
 from cli.task_schedules import create_task_schedule, delete_task_schedule, trigger_task_schedule
 from contracts.channels import conversation_id
-from fakes.scripted import tool
+from fakes.scripted import Step, tool
 from runtime.secrets import SecretStore
 from tests.workflows.harness import make_input, scripted_worker, wait_until
 from workflows.conversation import ConversationWorkflow
@@ -155,3 +155,23 @@ async def test_a_scheduled_task_that_names_the_chat_posts_its_result_there(clien
     assert body["chat"]["conversation"] == "nightly"
     assert body["text"] == f"Task {started}:\nnightly: all green"
     model.assert_consumed()
+
+
+async def test_a_message_for_a_task_that_is_gone_starts_the_next_task(client, task_queue, workspace, tmp_path):
+    callbacks = Callbacks()
+    steps = [Step(tool_calls=[("message", {"type": "result", "text": "never said"})], hold=True),
+             tool("message", type="result", text="here again")]
+    first = {"id": "evt-a", "conversation": "ops", "author": "ci-bot", "text": "a long job"}
+    async with scripted_worker(client, task_queue, steps) as model, \
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
+        assert (await asyncio.to_thread(post, url, first)).status_code == 202
+        await wait_until(lambda: len(model.requests) == 1, 60)
+        task_id = f"{conversation_id('hooks:ops')}-task-1"
+        await client.get_workflow_handle(task_id).terminate("an operator ended it")
+        assert (await asyncio.to_thread(post, url, {**first, "id": "evt-b", "text": "are you there?"})).status_code == 202
+        await wait_until(lambda: answers(callbacks), 60)
+        model.release()
+    texts = [body["text"] for _, body in callbacks.received]
+    assert f"Task {task_id} is no longer running." in texts
+    assert [body["text"] for _, body in answers(callbacks)] == ["here again"]
+    assert "are you there?" in json.dumps(model.requests[1])
