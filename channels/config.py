@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.secrets import SecretStore
+
+_Settings = TypeVar("_Settings", bound=BaseModel)
 
 
 class ChannelConfig(BaseModel):
@@ -30,6 +32,22 @@ class ChannelConfig(BaseModel):
 
     def allows(self, user: str) -> bool:
         return user in self.allowed_users or user in self.approvers
+
+    def refusal(self, user: str, reaction: str | None = None) -> str | None:
+        """Why ``user`` may not do this (approving or denying a call needs an approver;
+        anything else an allowed user), or None when they may. The adapters that can tell a
+        person quietly (a Slack ephemeral message, a Telegram callback answer) say it."""
+        if reaction in ("approve", "deny"):
+            return None if user in self.approvers else "Only approvers may decide a call."
+        return None if self.allows(user) else "You are not allowed to talk to this agent."
+
+    def settings(self, model: type[_Settings]) -> _Settings:
+        """The table's platform keys as the adapter's typed settings (ValueError naming the table)."""
+        try:
+            return model.model_validate(self.model_extra or {})
+        except ValidationError as err:
+            first = err.errors()[0]
+            raise ValueError(f"channel [{self.name}]: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
     def get(self, key: str, default: Any = None) -> Any:
         return (self.model_extra or {}).get(key, default)
