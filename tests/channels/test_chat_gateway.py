@@ -57,7 +57,7 @@ async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_a
 ):
     thread = {"events": "1700000001.000100", "socket": "1700000002.000100"}[mode]  # a conversation per test
     (workspace / "build").mkdir()
-    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text=ANSWER)]
+    steps = [tool("shell", command="rm -rf build"), *[tool("message", type="result", text=ANSWER)] * 2]  # the 2nd verified
     async with SlackServer() as slack, scripted_worker(client, task_queue, steps) as model:
         inbound = {"signing_secret": slack.signing_secret} if mode == "events" else {"app_token": slack.app_token}
         config = table(name="slack", type="slack", allowed_users=["UALICE", "UBOB"], approvers=["UALICE"],
@@ -96,7 +96,7 @@ async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_a
     assert any(m.text.startswith("Approved by UALICE") for m in slack.messages)
     [progress] = [m for m in slack.messages if m.edits]  # one progress message, updated in place
     assert progress.text == "✔️ finished"
-    assert len(model.requests) == 2
+    assert len(model.requests) == 3
     model.assert_consumed()
 
 
@@ -104,7 +104,7 @@ async def test_telegram_a_chat_runs_a_task_approved_by_button_and_gets_its_long_
     client, task_queue, workspace, tmp_path
 ):
     (workspace / "build").mkdir()
-    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text=ANSWER)]
+    steps = [tool("shell", command="rm -rf build"), *[tool("message", type="result", text=ANSWER)] * 2]  # the 2nd verified
     async with TelegramServer() as telegram, scripted_worker(client, task_queue, steps) as model:
         config = table(name="telegram", type="telegram", allowed_users=["11", "12"], approvers=["11"],
                               workspace=str(workspace), bot_token=telegram.token, poll_timeout_s=5,

@@ -66,6 +66,7 @@ async def test_a_room_talks_to_the_agent_approves_by_reaction_and_keeps_its_hist
     steps = [
         tool("shell", command="rm -rf build"),
         tool("message", type="result", text="removed the build"),
+        tool("message", type="result", text="removed the build"),  # after the reminder to verify
         tool("message", type="result", text="I removed the build directory"),
         tool("message", type="result", text="hello from room two"),
     ]
@@ -98,14 +99,14 @@ async def test_a_room_talks_to_the_agent_approves_by_reaction_and_keeps_its_hist
 
             await alice.say(room, "what did you do?")
             await alice.until(lambda: "I removed the build directory" in alice.bodies(room, agent), "the second answer")
-            second = request_text(model.requests[2])
+            second = request_text(model.requests[3])
             assert "please clean the build" in second and "removed the build" in second and "what did you do?" in second
 
             other = await alice.create_room(invite=[agent])
             await alice.until(lambda: alice.joined(other, agent), "the agent to join the second room")
             await alice.say(other, "hello")
             await alice.until(lambda: "hello from room two" in alice.bodies(other, agent), "room two's answer")
-            fourth = request_text(model.requests[3])
+            fourth = request_text(model.requests[4])
             assert "please clean the build" not in fourth and "what did you do?" not in fourth
             model.assert_consumed()
 
