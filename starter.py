@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 
@@ -21,6 +22,7 @@ from runtime.paths import data_dir
 from runtime.settings import Settings
 from runtime.store import StoreUnavailable
 from temporal.client import TemporalUnavailable
+from temporal.connection import add_options, given, resolve
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 
@@ -32,16 +34,28 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
+    _with_connection_options(p)
     return p
+
+
+def _with_connection_options(p: argparse.ArgumentParser) -> None:
+    """--address, --namespace and --profile on ``p`` and on every command under it."""
+    add_options(p)
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # an alias lists its parser twice
+                _with_connection_options(child)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = Settings.from_env(os.environ)  # read once, here
-    except ValueError as err:  # a variable with a bad value, named
+        settings = dataclasses.replace(settings, temporal=resolve(settings.temporal, given(args)))
+    except ValueError as err:  # a variable with a bad value, or a profile that cannot be read, named
         print(f"error: {err}", file=sys.stderr)
         return 2
+    args.settings = settings
     args.task_defaults = settings.task
     args.mcp_settings = settings.mcp
     configure_logging(settings.logging.level or "WARNING")

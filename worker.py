@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import dataclasses
 import os
 import signal
 import socket
@@ -42,6 +43,7 @@ from runtime.secrets import SecretStore
 from runtime.settings import Settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
+from temporal.connection import add_options, given, resolve
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
@@ -54,9 +56,11 @@ LIVE_HEARTBEAT = timedelta(seconds=0.1)
 STICKY_WAIT = timedelta(seconds=5)
 
 
-def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """This process's settings (ValueError naming a bad variable): read once, here."""
-    return Settings.from_env(os.environ if environ is None else environ)
+def load_settings(environ: Mapping[str, str] | None = None, connection: Mapping[str, str] | None = None) -> Settings:
+    """This process's settings, the ``connection`` options (--address, --namespace, --profile)
+    over them: read once, here (ValueError naming a bad variable or profile)."""
+    settings = Settings.from_env(os.environ if environ is None else environ)
+    return dataclasses.replace(settings, temporal=resolve(settings.temporal, dict(connection or {})))
 
 
 def task_queue(settings: TemporalSettings | None = None) -> str:
@@ -243,11 +247,11 @@ async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client
         raise
 
 
-async def preflight() -> int:
+async def preflight(connection: Mapping[str, str] | None = None) -> int:
     """The checks every worker process makes at start, made once by a supervisor before it
     starts its processes: a bad configuration is one line, not one per process."""
     try:
-        _box, store, _client = await _start(load_settings())
+        _box, store, _client = await _start(load_settings(connection=connection))
         await store.close()
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -255,11 +259,11 @@ async def preflight() -> int:
     return 0
 
 
-async def main(stop_requested: list[int] | None = None) -> int:
+async def main(stop_requested: list[int] | None = None, connection: Mapping[str, str] | None = None) -> int:
     """One worker process. ``stop_requested``: signals that arrived before the worker could
     handle them (a supervised child starting up), acted on as soon as it can."""
     try:
-        config = load_settings()
+        config = load_settings(connection=connection)
         box, store, client = await _start(config)
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -307,14 +311,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="worker processes, each with its own event loop, sharing the store "
                              "(default: the number of cores)")
+    add_options(parser)
     return parser.parse_args(argv)
 
 
-def supervise(processes: int) -> int:
+def supervise(processes: int, connection: Mapping[str, str]) -> int:
     """Run ``processes`` worker processes; SIGTERM/SIGINT go to each, which drains and exits.
     Each child dies with this process (a parent-death signal), so none outlives it."""
     children = [
-        subprocess.Popen([sys.executable, "-c", _CHILD], cwd=os.path.dirname(os.path.abspath(__file__)),
+        subprocess.Popen([sys.executable, "-c", _CHILD, *(a for k, v in connection.items() for a in (f"--{k}", v))], cwd=os.path.dirname(os.path.abspath(__file__)),
                          preexec_fn=_die_with_parent)
         for _ in range(processes)
     ]
@@ -343,7 +348,7 @@ _CHILD = (
 
 def run_child(stop_requested: list[int]) -> None:
     try:
-        code = asyncio.run(main(stop_requested))
+        code = asyncio.run(main(stop_requested, given(parse_args(sys.argv[1:]))))
     except KeyboardInterrupt:
         code = 130
     _flush_quietly()
@@ -368,9 +373,9 @@ if __name__ == "__main__":
     options = parse_args(sys.argv[1:])
     try:
         if options.processes > 1:
-            code = asyncio.run(preflight()) or supervise(options.processes)
+            code = asyncio.run(preflight(given(options))) or supervise(options.processes, given(options))
         else:
-            code = asyncio.run(main())
+            code = asyncio.run(main(connection=given(options)))
     except KeyboardInterrupt:
         code = 130
     _flush_quietly()

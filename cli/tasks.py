@@ -28,7 +28,7 @@ from cli.workers import ANSWER_WAIT, queue_polled
 from contracts.task import ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from contracts.toolset import DEFAULT_TOOLS
 from core.markdown import code_span
-from core.settings import ModelTableSettings, SearchSettings, TaskDefaults
+from core.settings import ModelTableSettings, SearchSettings, TaskDefaults, TemporalSettings
 from providers.factory import MODES
 from providers.models import load_models, model_spec
 from runtime.secrets import SecretStore
@@ -177,8 +177,8 @@ def configured_model(args: argparse.Namespace) -> str:
     return model
 
 
-def ui_link(client: Client, workflow_id: str) -> str:
-    return f"{ui_base_url()}/namespaces/{client.namespace}/workflows/{workflow_id}"
+def ui_link(client: Client, workflow_id: str, settings: TemporalSettings) -> str:
+    return f"{ui_base_url(settings)}/namespaces/{client.namespace}/workflows/{workflow_id}"
 
 
 def who() -> str:

@@ -18,10 +18,12 @@ from cli.commands import (
     rewind,
     run,
     schedule,
+    server,
     start,
     status,
     stop,
     watch,
 )
 
-COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve)
+COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve,
+            server)

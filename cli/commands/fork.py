@@ -12,13 +12,13 @@ import uuid
 from datetime import date
 from pathlib import Path
 
+from cli.background import connect
 from cli.tasks import QUERY_TIMEOUT, UserError, describe
 from cli.turn_points import left_out_line, turn_point
 from cli.workers import RESTART_WAIT, ask
 from contracts.activities import ContextPage
 from contracts.task import LoopState
 from runtime.checkpoints import CheckpointError, Checkpoints
-from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
 
 
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     desc = await describe(client, args.id)
     point = await turn_point(client, args.id, args.to_turn)
     source = Path(point.task.workspace)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from cli.background import connect
 from cli.tasks import MAX_INTERJECTION, UserError, running, who
 from cli.workers import worker_absence
 from contracts.task import Interjection
 from runtime.secrets import SecretStore
-from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
 
 
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     desc = await running(client, args.id)
     if len(args.text.encode()) > MAX_INTERJECTION:
         raise UserError(f"the message is {len(args.text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}: "

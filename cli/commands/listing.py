@@ -9,10 +9,10 @@ from datetime import timedelta
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowQueryFailedError
 
+from cli.background import connect
 from cli.render import approval_text, make_console, safe, shorten
 from cli.workers import ask_status, queue_polled
 from contracts.task import TASK_WORKFLOW, TaskState
-from temporal.client import connect
 from workflows.search_attributes import AGENT_STATE
 
 PENDING_WAIT = timedelta(seconds=2)  # per waiting task: the list is worth more than one line of it
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     console = make_console()
     query = f"WorkflowType = '{TASK_WORKFLOW}'"
     if args.pending:

@@ -22,7 +22,7 @@ from cli.local import local_worker
 from cli.options import add_task_options
 from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskStatus
 from runtime.secrets import SecretStore
-from temporal.client import connect, is_embedded
+from temporal.client import connect
 from worker import task_queue
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
@@ -45,10 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     async with AsyncExitStack() as stack:
-        if args.worker or is_embedded():
-            await local_worker(stack, client, task_queue(), None)
+        if args.worker or args.settings.temporal.embedded:
+            await local_worker(stack, client, task_queue(args.settings.temporal), None)
         server = build_server(client, args)
         if args.http:
             await server.run_streamable_http_async(host=args.host, port=args.http)
@@ -79,8 +79,8 @@ def build_server(client: Client, defaults: argparse.Namespace) -> Any:
             inp = tasks.task_input(args, tasks.configured_model(args))
         except tasks.UserError as err:
             raise refusal(str(err)) from None
-        workflow_id = await tasks.start_task(client, inp, task_queue())
-        return {"workflow_id": workflow_id, "ui": tasks.ui_link(client, workflow_id)}
+        workflow_id = await tasks.start_task(client, inp, task_queue(defaults.settings.temporal))
+        return {"workflow_id": workflow_id, "ui": tasks.ui_link(client, workflow_id, defaults.settings.temporal)}
 
     @server.tool(annotations=reads)
     async def task_status(workflow_id: str) -> dict[str, Any]:

@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from cli.background import connect
 from cli.tasks import UserError
 from evals.record import record_task
 from evals.run import EvalError
 from evals.suite import SuiteError
-from temporal.client import connect
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     suite = Path(args.into)
     try:
         case, notes = await record_task(client, args.id, suite, name=args.name,

@@ -17,10 +17,10 @@ from temporalio.api.enums.v1 import ResetReapplyType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.service import RPCError
 
+from cli.background import connect
 from cli.tasks import UserError, describe, who
 from cli.turn_points import left_out_line, turn_point
 from runtime.checkpoints import CheckpointError, Checkpoints
-from temporal.client import connect
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     await describe(client, args.id)
     point = await turn_point(client, args.id, args.to_turn)
     said = restore_workspace(args.id, Path(point.task.workspace), args.to_turn, Checkpoints())

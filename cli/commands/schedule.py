@@ -8,6 +8,7 @@ import argparse
 import sys
 from datetime import datetime
 
+from cli.background import connect
 from cli.options import add_task_options
 from cli.task_schedules import (
     OVERLAP_POLICIES,
@@ -22,7 +23,7 @@ from cli.task_schedules import (
     trigger_task_schedule,
 )
 from cli.tasks import UserError, configured_model, task_input
-from temporal.client import connect, ensure_search_attributes
+from temporal.client import ensure_search_attributes
 from worker import task_queue
 
 
@@ -63,20 +64,20 @@ async def _create(args: argparse.Namespace) -> int:
     schedule_id(args.name)  # a bad name fails before anything is written or sent
     every = parse_interval(args.every) if args.every else None
     inp = task_input(args, configured_model(args))
-    client = await connect()
+    client = await connect(args.settings)
     inp.search_attributes = await ensure_search_attributes(client)
     await create_task_schedule(
         client, args.name, args.cron, inp,
-        task_queue=task_queue(), overlap=args.overlap, note=args.note, every=every,
+        task_queue=task_queue(args.settings.temporal), overlap=args.overlap, note=args.note, every=every,
     )
     summary = await describe_task_schedule(client, args.name)
-    print(f"runs need a worker: python worker.py (task queue {task_queue()})", file=sys.stderr)
+    print(f"runs need a worker: python worker.py (task queue {task_queue(args.settings.temporal)})", file=sys.stderr)
     print(f"created schedule {summary.name}: {summary.when}, next run {_time(summary.next_runs)}")
     return 0
 
 
 async def _list(args: argparse.Namespace) -> int:
-    schedules = await list_task_schedules(await connect())
+    schedules = await list_task_schedules(await connect(args.settings))
     for summary in schedules:
         print(_line(summary))
     if not schedules:
@@ -85,7 +86,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _trigger(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     workflow_id = await trigger_task_schedule(client, args.name)
     if workflow_id is None:
         summary = await describe_task_schedule(client, args.name)
@@ -101,7 +102,7 @@ async def _trigger(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    await delete_task_schedule(await connect(), args.name)
+    await delete_task_schedule(await connect(args.settings), args.name)
     print(f"deleted schedule {args.name} (tasks it started run on)")
     return 0
 

@@ -7,10 +7,10 @@ import json
 
 from temporalio.client import WorkflowExecutionStatus
 
+from cli.background import connect
 from cli.render import status_lines
 from cli.tasks import QUERY_TIMEOUT, UserError, closed_outcome, describe, finished_status, ui_link
 from cli.workers import RESTART_WAIT, ask_status
-from temporal.client import connect
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    client = await connect()
+    client = await connect(args.settings)
     desc = await describe(client, args.id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
         answer = await ask_status(client, args.id, desc.task_queue, wait=QUERY_TIMEOUT, patience=RESTART_WAIT)
@@ -32,8 +32,8 @@ async def run(args: argparse.Namespace) -> int:
         status = await finished_status(client, desc, await closed_outcome(client, args.id))
     if args.json:
         payload = status.model_dump(mode="json")
-        payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id))
+        payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id, args.settings.temporal))
         print(json.dumps(payload))
     else:
-        print("\n".join(status_lines(args.id, status, ui_link(client, args.id))))
+        print("\n".join(status_lines(args.id, status, ui_link(client, args.id, args.settings.temporal))))
     return 0

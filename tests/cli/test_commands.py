@@ -15,7 +15,7 @@ from starter import parser
 
 COMMAND_NAMES = [
     "run", "start", "status", "watch", "stop", "approve", "interject", "reply", "list",
-    "rewind", "fork", "schedule", "eval", "record", "mcp-serve",
+    "rewind", "fork", "schedule", "eval", "record", "mcp-serve", "server",
 ]  # fmt: skip
 
 
