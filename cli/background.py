@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -84,20 +85,20 @@ async def ensure_worker(client: Client, settings: Settings, directory: Path) -> 
         os.kill(pid, signal.SIGTERM)  # it drains its running activities and exits; the new one takes over
         said = f"a new worker (the one before, pid {pid}, had other settings)"
     command = [sys.executable, str(WORKER_SCRIPT), "--processes", "1", *as_arguments(settings.temporal)]
-    pid = spawn_detached(command, directory / WORKER_LOG, directory / WORKER_PID, cwd=WORKER_SCRIPT.parent)
+    proc = spawn_detached(command, directory / WORKER_LOG, directory / WORKER_PID, cwd=WORKER_SCRIPT.parent)
     (directory / WORKER_SETTINGS).write_text(digest)
-    await _until_polling(client, worker.task_queue(settings.temporal), pid, directory / WORKER_LOG)
+    await _until_polling(client, worker.task_queue(settings.temporal), proc, directory / WORKER_LOG)
     return said
 
 
-async def _until_polling(client: Client, queue: str, pid: int, log: Path) -> None:
-    """Wait until worker ``pid`` polls ``queue``; a UserError with its last words if it exits."""
+async def _until_polling(client: Client, queue: str, proc: subprocess.Popen, log: Path) -> None:
+    """Wait until worker ``proc`` polls ``queue``; a UserError with its last words if it exits."""
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
-        if running_pid(log.with_name(WORKER_PID), WORKER_MARKER) is None:
+        if proc.poll() is not None:
             last = (_tail(log, 1) or ["no output"])[-1]
             raise UserError(f"the background worker exited at start: {last} (log: {log})")
-        if any(identity.startswith(f"{pid}@") for identity in await pollers(client, queue)):
+        if any(identity.startswith(f"{proc.pid}@") for identity in await pollers(client, queue)):
             return
         await asyncio.sleep(0.25)
     raise UserError(f"the background worker did not poll task queue {queue} within {START_WAIT_S:.0f} s (log: {log})")

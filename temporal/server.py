@@ -87,14 +87,14 @@ SERVER_LOG = "temporal-server.log"
 SERVER_PID = "temporal-server.pid"
 
 
-def spawn_detached(command: list[str], log: Path, pid_file: Path, **popen: Any) -> int:
+def spawn_detached(command: list[str], log: Path, pid_file: Path, **popen: Any) -> subprocess.Popen:
     """Start ``command`` in a session of its own (it outlives this process, like a service),
     appending its output to ``log`` and its pid to ``pid_file``."""
     with open(log, "ab") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, **popen)
     pid_file.write_text(f"{proc.pid}\n")
-    return proc.pid
+    return proc
 
 
 def running_pid(pid_file: Path, marker: str) -> int | None:
