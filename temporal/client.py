@@ -35,8 +35,8 @@ class TemporalUnavailable(RuntimeError):
 
 
 def is_embedded(settings: TemporalSettings | None = None) -> bool:
-    """No ``TEMPORAL_ADDRESS``: the embedded dev server. None: this process's environment,
-    for callers not yet handed their settings (cli/)."""
+    """No address (``temporal.connection.resolve``): the embedded dev server. None: this
+    process's environment, without the command line's options or the profile's address."""
     return (from_process(TemporalSettings) if settings is None else settings).embedded
 
 
