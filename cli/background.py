@@ -38,7 +38,15 @@ from core.settings import Settings, TaskDefaults
 from runtime.paths import data_dir
 from temporal import client as temporal_client
 from temporal.connection import as_arguments
-from temporal.server import EMBEDDED_HOST, SERVER_LOG, SERVER_PID, ensure_embedded_server, running_pid, spawn_detached
+from temporal.server import (
+    EMBEDDED_HOST,
+    SERVER_LOG,
+    SERVER_PID,
+    ensure_embedded_server,
+    port_open,
+    running_pid,
+    spawn_detached,
+)
 
 WORKER_LOG = "background-worker.log"
 WORKER_PID = "background-worker.pid"
@@ -158,7 +166,7 @@ def status_lines(settings: Settings) -> list[str]:
     lines = []
     for part in PARTS:
         pid = running_pid(directory / part.pid_file, part.marker)
-        state = f"running (pid {pid})" if pid is not None else "not running"
+        state = f"running (pid {pid})" if pid is not None else _not_ours(part, port) or "not running"
         lines.append(f"{part.name}: {state} · log {directory / part.log}")
     lines.append(f"address {EMBEDDED_HOST}:{port} · UI {temporal_client.ui_base_url(settings.temporal)}")
     if not settings.temporal.embedded:
@@ -176,7 +184,7 @@ def stop(settings: Settings) -> list[str]:
     for part in PARTS[::-1]:
         pid = running_pid(directory / part.pid_file, part.marker)
         if pid is None:
-            lines.append(f"{part.name}: not running")
+            lines.append(f"{part.name}: {_not_ours(part, settings.temporal.embedded_port) or 'not running'}")
             continue
         os.kill(pid, signal.SIGTERM)
         how = "stopped"
@@ -196,6 +204,13 @@ def log_tails(settings: Settings, lines: int) -> list[str]:
         out.append(f"==> {path} <==")
         out += _tail(path, lines) if path.is_file() else ["(no log yet)"]
     return out
+
+
+def _not_ours(part: Part, port: int) -> str | None:
+    """For a server this data directory has no pid of, one that answers on its port anyway."""
+    if part.pid_file == SERVER_PID and port_open(EMBEDDED_HOST, port):
+        return f"not started from this data directory, but one answers on {EMBEDDED_HOST}:{port} (stop it where it runs)"
+    return None
 
 
 def _gone(pid_file: Path, marker: str, wait_s: float) -> bool:

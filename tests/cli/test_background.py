@@ -22,7 +22,7 @@ from cli.background import PARTS
 from cli.commands.run import DEMO_ENDED
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
-from temporal.server import running_pid
+from temporal.server import port_open, running_pid
 from tests.cli.test_cli import cli
 from tests.workflows.harness import scripted_worker, wait_for_state
 
@@ -201,3 +201,14 @@ async def test_a_demo_ended_by_ctrl_c_or_a_closed_terminal_ends_its_task_and_wat
         assert code == 1 and "TERMINATED" in out and DEMO_ENDED in out
     else:
         assert code == 0 and "DONE" in out
+
+
+async def test_server_status_and_stop_leave_a_server_this_data_directory_did_not_start(client, tmp_path):
+    env = embedded_env(tmp_path)
+    env["AGENT_EMBEDDED_PORT"] = client.service_client.config.target_host.rsplit(":", 1)[1]  # the session's
+    for action in ("status", "stop"):
+        code, out, err = await starter(env, "server", action)
+        assert code == 0, err
+        assert "Temporal dev server: not started from this data directory, but one answers on 127.0.0.1:" in out
+        assert "worker: not running" in out
+    assert port_open("127.0.0.1", int(env["AGENT_EMBEDDED_PORT"]))  # still serving
