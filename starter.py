@@ -12,11 +12,13 @@ import asyncio
 import dataclasses
 import os
 import sys
+from pathlib import Path
 
 from temporalio.service import RPCError
 
 from cli.commands import COMMANDS
 from cli.tasks import UserError
+from cli.version import PACKAGE, package_version
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
 from runtime.settings import Settings
@@ -30,7 +32,9 @@ WORKER_LOG = "worker.log"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="starter.py", description="Durable agent tasks on Temporal.")
+    prog = "durable-agent" if Path(sys.argv[0]).name == "durable-agent" else "starter.py"
+    p = argparse.ArgumentParser(prog=prog, description="Durable agent tasks on Temporal.")
+    p.add_argument("--version", action="version", version=f"{PACKAGE} {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
@@ -58,8 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     args.settings = settings
     args.task_defaults = settings.task
     args.mcp_settings = settings.mcp
-    configure_logging(settings.logging.level or "WARNING")
-    sdk_logs_to(data_dir(settings.paths) / WORKER_LOG)  # a worker run in-process logs there, not over the output
+    log_file = data_dir(settings.paths) / WORKER_LOG  # a worker run in-process logs there, not over the output
+    configure_logging(settings.logging.level or "WARNING", file=log_file)
+    sdk_logs_to(log_file)
     try:
         return asyncio.run(args.run(args))
     except (UserError, TemporalUnavailable, ServerError, StoreUnavailable) as err:
@@ -72,10 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The installed ``durable-agent`` command (pyproject.toml), and ``python starter.py``."""
     code = main()
     shutdown_tracing()  # flush spans: os._exit below skips atexit
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter finalization: the SDK's native runtime threads can race it and abort.
     os._exit(code)
+
+
+if __name__ == "__main__":
+    entry()

@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
@@ -39,15 +40,18 @@ from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
+from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from runtime.settings import Settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
-from temporal.connection import add_options, given, resolve
+from temporal.connection import add_options as add_connection_options
+from temporal.connection import given, resolve
+from temporal.metrics import approvals_waiting, metrics_runtime
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
-from tools import egress, sandbox, search, shell, skills
+from tools import egress, memory_index, sandbox, search, shell, skills
 from tools.browser import browser_pool, chromium_problem
 from tools.browser import pool as browser
 from workflows.task import AgentTaskWorkflow
@@ -84,6 +88,7 @@ def configure_tools(settings: Settings) -> None:
     search.configure(settings.search)
     skills.configure(settings.skills)
     browser.configure(settings.browser)
+    memory_index.configure(settings.memory, data_dir(settings.paths) / "memory-index")
 
 
 # Our own packages are deterministic by construction (workflows/ does no I/O, reads no clock;
@@ -232,7 +237,7 @@ def check_sandbox(settings: SandboxSettings | None = None) -> sandbox.SandboxSta
     return sandbox.status()
 
 
-async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client]:
+async def _start(config: Settings, runtime: Runtime | None = None) -> tuple[sandbox.SandboxStatus, Store, Client]:
     """What every worker process checks at start, each failure one line (see ``preflight``)."""
     configure_logging(secrets=SecretStore.from_settings(config.secrets))
     box = check_sandbox(config.sandbox)
@@ -241,7 +246,7 @@ async def _start(config: Settings) -> tuple[sandbox.SandboxStatus, Store, Client
     store = open_store(config.store, config.paths)  # checked before anything else: a bad store refuses to start
     try:
         await store.check()
-        return box, store, await connect(config)
+        return box, store, await connect(config, runtime=runtime)
     except BaseException:
         await store.close()
         raise
@@ -259,12 +264,16 @@ async def preflight(connection: Mapping[str, str] | None = None) -> int:
     return 0
 
 
-async def main(stop_requested: list[int] | None = None, connection: Mapping[str, str] | None = None) -> int:
+async def main(stop_requested: list[int] | None = None, index: int = 0,
+               connection: Mapping[str, str] | None = None) -> int:
     """One worker process. ``stop_requested``: signals that arrived before the worker could
-    handle them (a supervised child starting up), acted on as soon as it can."""
+    handle them (a supervised child starting up), acted on as soon as it can. ``index``: its
+    place among a supervisor's processes (its metrics port is ``AGENT_METRICS_PORT + index``)."""
     try:
         config = load_settings(connection=connection)
-        box, store, client = await _start(config)
+        port = config.worker.metrics_port
+        runtime = metrics_runtime(port + index) if port else None
+        box, store, client = await _start(config, runtime)
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -297,7 +306,10 @@ async def main(stop_requested: list[int] | None = None, connection: Mapping[str,
     for signum in stop_requested or ():
         stop(signal.Signals(signum).name)
     log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
+    gauge = asyncio.ensure_future(approvals_waiting(client, runtime)) if runtime is not None else None
     await worker.run()
+    if gauge is not None:
+        gauge.cancel()
     if stopping:
         await stopping[0]
     await store.close()
@@ -308,20 +320,38 @@ async def main(stop_requested: list[int] | None = None, connection: Mapping[str,
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="worker.py", description="A worker for the agent's task queue.")
+    add_options(parser)
+    add_connection_options(parser)  # `durable-agent worker` has them from starter.py, as every command
+    return parser.parse_args(argv)
+
+
+async def serve(options: argparse.Namespace) -> int:
+    """``python worker.py`` and ``durable-agent worker``: one worker process, or a supervisor
+    of ``--processes`` of them."""
+    if options.metrics_port is not None:  # for this process and the ones it supervises
+        os.environ["AGENT_METRICS_PORT"] = str(options.metrics_port)
+    if options.processes > 1:
+        return await preflight(given(options)) or supervise(options.processes, given(options))
+    return await main(connection=given(options))
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="worker processes, each with its own event loop, sharing the store "
                              "(default: the number of cores)")
-    add_options(parser)
-    return parser.parse_args(argv)
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve Prometheus metrics on this port, the Nth process on PORT+N "
+                             "(default: $AGENT_METRICS_PORT, else none)")
 
 
 def supervise(processes: int, connection: Mapping[str, str]) -> int:
     """Run ``processes`` worker processes; SIGTERM/SIGINT go to each, which drains and exits.
     Each child dies with this process (a parent-death signal), so none outlives it."""
     children = [
-        subprocess.Popen([sys.executable, "-c", _CHILD, *(a for k, v in connection.items() for a in (f"--{k}", v))], cwd=os.path.dirname(os.path.abspath(__file__)),
+        subprocess.Popen([sys.executable, "-c", _CHILD, str(index), *_arguments(connection)],
+                         cwd=os.path.dirname(os.path.abspath(__file__)),
                          preexec_fn=_die_with_parent)
-        for _ in range(processes)
+        for index in range(processes)
     ]
 
     def forward(signum: int, _frame: Any) -> None:
@@ -342,17 +372,21 @@ _CHILD = (
     "stop = []\n"
     "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, lambda n, f: stop.append(n))\n"
     "import worker\n"
-    "worker.run_child(stop)\n"
+    "worker.run_child(stop, int(sys.argv[1]))\n"
 )
 
 
-def run_child(stop_requested: list[int]) -> None:
+def run_child(stop_requested: list[int], index: int) -> None:
     try:
-        code = asyncio.run(main(stop_requested, given(parse_args(sys.argv[1:]))))
+        code = asyncio.run(main(stop_requested, index, given(parse_args(sys.argv[2:]))))
     except KeyboardInterrupt:
         code = 130
     _flush_quietly()
     os._exit(code)
+
+
+def _arguments(options: Mapping[str, str]) -> list[str]:
+    return [arg for name, value in options.items() for arg in (f"--{name}", value)]
 
 
 def _flush_quietly() -> None:
@@ -370,12 +404,8 @@ def _die_with_parent() -> None:
 
 
 if __name__ == "__main__":
-    options = parse_args(sys.argv[1:])
     try:
-        if options.processes > 1:
-            code = asyncio.run(preflight(given(options))) or supervise(options.processes, given(options))
-        else:
-            code = asyncio.run(main(connection=given(options)))
+        code = asyncio.run(serve(parse_args(sys.argv[1:])))
     except KeyboardInterrupt:
         code = 130
     _flush_quietly()

@@ -23,6 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import tools
+from activities import metrics
 from activities.llm_setup import LlmSetup, Setup
 from activities.mcp import McpCatalog
 from activities.model_view import ContextSource, ModelView, View
@@ -104,7 +105,7 @@ class LlmActivities:
         live = LiveBeat(inp.turn, activity.info().attempt, self.secrets.redact)
         # Beating through every step, store reads and writes included: a locked or slow store
         # delays this call only. One loop for the whole call (the model's text goes out with it).
-        return await with_heartbeats(self._call_llm(inp, live), live.beat)
+        return await metrics.model_call(inp.model, with_heartbeats(self._call_llm(inp, live), live.beat))
 
     async def _call_llm(self, inp: LlmCallInput, live: LiveBeat) -> TurnResult:
         setup = await self.setup.prepare(inp)  # what the input leaves out; the prompt and the tools

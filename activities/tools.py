@@ -33,6 +33,7 @@ from typing import Any
 from temporalio import activity
 
 import tools
+from activities import metrics
 from activities.mcp import McpToolRunner
 from activities.tool_records import _call_key, _finished, _gate, _offline, _output_so_far, _started
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
@@ -120,8 +121,9 @@ class ToolActivities:
         # slow delays this call only, and Temporal never takes it for a dead worker's.
         progress = ToolProgress(started=False, finished=_finished(activity.info().heartbeat_details))
         if activity.info().is_local:  # a local activity (a read) has no heartbeats to send
-            return await self._run_tool(inp, progress)
-        return await with_heartbeats(self._run_tool(inp, progress), lambda _detail: activity.heartbeat(progress))
+            return await metrics.tool_call(inp.call.name, self._run_tool(inp, progress))
+        return await metrics.tool_call(inp.call.name, with_heartbeats(
+            self._run_tool(inp, progress), lambda _detail: activity.heartbeat(progress)))
 
     async def _run_tool(self, inp: ToolCallInput, progress: ToolProgress) -> ToolOutcome:
         info = activity.info()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from rich.console import Console
-from rich.markup import escape
 
+from cli.calls import render_call, safe
 from contracts.task import PendingApproval, TaskOutcome, TaskState, TaskStatus
 from core.entries import (
     AiMessage,
@@ -19,15 +20,14 @@ from core.entries import (
     UserMessage,
 )
 from core.text import shorten as core_shorten
-from core.text import terminal_safe
+from core.untrusted import TAG, UNTRUSTED_NOTE
 
 RESULT_PREVIEW_LINES = 6
-
-
-def safe(text: str) -> str:
-    """Untrusted text (the model's, a tool's) made inert for the terminal: no escape sequences
-    or control characters, and no rich markup."""
-    return escape(terminal_safe(text))
+# The lines of the untrusted-content wrapper (core/untrusted.py), which only the model needs: a
+# look-alike inside the content has its "<" escaped, so only the wrapper's own lines match.
+_WRAPPER_LINE = re.compile(rf"<{TAG}(?: [^>]*)?>|</{TAG}>|{re.escape(UNTRUSTED_NOTE)}")
+# A tool's own line saying it cut its output (tools/shell_output.py, tools/file.py, the browser).
+_CUT_NOTE = re.compile(r"\[.*\b(?:truncated|capped|cut|not shown|stopped at)\b.*\]")
 
 
 def make_console() -> Console:
@@ -39,18 +39,26 @@ def shorten(text: str, limit: int = 160) -> str:
 
 
 def unwrap(text: str) -> str:
-    """A tool result without its untrusted-content wrapper: for people, the model gets it whole."""
-    rows = text.strip().splitlines()
-    if len(rows) >= 3 and rows[0].startswith("<untrusted_content") and rows[-1] == "</untrusted_content>":
-        return "\n".join(rows[2:-1])
-    return text
+    """A tool result without the untrusted-content wrapper and its note, wherever they are
+    (a browser result has its own lines around them): for people; the model gets it whole."""
+    return "\n".join(row for row in text.splitlines() if not _WRAPPER_LINE.fullmatch(row))
 
 
-def preview(text: str, lines: int = RESULT_PREVIEW_LINES) -> str:
-    rows = unwrap(text).rstrip().splitlines()
+def preview(result: ToolResult, lines: int = RESULT_PREVIEW_LINES) -> str:
+    """The first ``lines`` a person sees of a result, blank lines left out, and what the model got
+    beyond them: the whole output of one kept as a blob (the history holds only its start),
+    else the lines not shown; a tool's own note that it cut the output stays in view."""
+    content = result.content
+    if result.blob:  # the start of the output, then a line the tool activity adds for the history
+        content = content.rsplit("\n", 1)[0]
+    rows = [row for row in unwrap(content).splitlines() if row.strip()]
     shown = rows[:lines]
-    if len(rows) > lines:
-        shown.append(f"… ({len(rows) - lines} more lines)")
+    if result.full_chars:
+        shown.append(f"… the rest is not shown here; the model got all {result.full_chars:,} characters")
+    elif len(rows) > lines:
+        shown.append(f"… {len(rows) - lines:,} more lines not shown here; the model got {len(result.content):,} characters")
+    if result.truncated:  # what the tool cut, in its own words
+        shown += [row for row in rows[lines:] if _CUT_NOTE.fullmatch(row)]
     return "\n".join("    " + row for row in shown)
 
 
@@ -80,8 +88,7 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
                             mark = marks.get(str(item.get("status")), "[?]")
                             console.print(f"    {safe(mark)} {safe(str(item.get('desc', '')))}")
                     continue
-                args = call.arguments_raw if call.parse_error else json.dumps(call.arguments, ensure_ascii=False)
-                console.print(f"[magenta]→ {safe(call.name)}[/] {safe(shorten(args or ''))}{tag}")
+                render_call(console, call.name, call.arguments, (call.arguments_raw or "") if call.parse_error else None, tag=tag)
         case ToolResult():
             if entry.name == "message" and entry.status == "ok":
                 return  # the message text is shown with its call
@@ -91,7 +98,7 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
                 head += f" [dim](exit {entry.exit_code})[/]"
             console.print(head)
             if entry.content.strip() and entry.status != "deferred":
-                console.print(safe(preview(entry.content)), style="dim")
+                console.print(safe(preview(entry)), style="dim")
         case SystemReminder():
             console.print(f"[yellow]! reminder[/] {safe(shorten(entry.text, 200))}")
         case StatusNotice():
@@ -135,7 +142,7 @@ def status_lines(workflow_id: str, status: TaskStatus, ui_url: str) -> list[str]
         lines.append("plan:     " + "\n          ".join(f"{marks.get(i['status'], '[?]')} {i['id']}. {i['desc']}" for i in status.plan))
     if status.pending_approval:
         p = status.pending_approval
-        lines.append(f"pending:  {p.tool} {json.dumps(p.arguments, ensure_ascii=False)[:200]} (call {p.call_id})")
+        lines.append(f"pending:  {p.tool} {shorten(approval_text(p), 200)} (call {p.call_id})")
         lines.append(f"why:      {p.danger}: {p.reason}")
     if status.question:
         lines.append(f"question: {status.question}")

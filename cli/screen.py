@@ -7,6 +7,9 @@ turn's entry arrives, so nothing is printed twice and nothing is printed into th
 a streaming line; the live region is erased when the task ends or the sink closes. Anywhere
 else (a pipe, a file, ``TERM=dumb``) there is no live region: a reply is printed as it
 streams and its entry adds only what follows it.
+
+Each turn starts with a ``── turn N ──`` line, N the number ``rewind --to-turn`` and ``fork``
+take (the model call's turn, which the entries carry).
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from rich.text import Text
 from cli.render import render_entry, render_outcome, safe
 from cli.sinks import Sink
 from contracts.task import TaskOutcome, TaskState, TaskStatus
-from core.entries import AiMessage, Entry, ToolCall
+from core.entries import AiMessage, Entry, StatusNotice, ToolCall
 from core.text import shorten, terminal_safe
 
 BUSY = (TaskState.INITIALIZING, TaskState.THINKING, TaskState.EXECUTING_TOOL, TaskState.FINALIZING)
 REFRESH_PER_S = 10
+# The notice a failing task appends (workflows/engine.py ``_fail``): the outcome's line says it.
+FAILED_NOTICE = "task failed: "
 
 
 class ConsoleSink(Sink):
@@ -37,6 +42,7 @@ class ConsoleSink(Sink):
         self.live = (console.is_terminal and not console.is_dumb_terminal) if live is None else live
         self.streamed: set[int] = set()  # elsewhere: turns whose reply was printed as it streamed
         self.open_line = False
+        self.turn_shown = 0  # the last turn whose header line was printed
         self.reply, self.reply_turn = "", 0  # on a terminal: the reply streaming now
         self.last: TaskStatus | None = None
         self.since: float | None = None  # when the task started (epoch seconds)
@@ -63,6 +69,7 @@ class ConsoleSink(Sink):
             return
         if turn not in self.streamed:
             self.streamed.add(turn)
+            self._turn_header(turn)
             self.console.print("[cyan]model[/] ", end="")
         self.console.print(terminal_safe(text), end="", markup=False, highlight=False)
         self.open_line = True
@@ -77,13 +84,18 @@ class ConsoleSink(Sink):
             self.streamed.discard(turn)
 
     def entry(self, entry: Entry, status: TaskStatus) -> None:
+        if isinstance(entry, StatusNotice) and entry.text.startswith(FAILED_NOTICE):
+            self.status(status)
+            return  # a failure is one line on the terminal: the outcome's, which follows
         self._end_line()
         if self.live:
             if isinstance(entry, (AiMessage, ToolCall)) and entry.turn == self.reply_turn and self.reply:
                 self.reply = ""  # it goes into the scrollback, whole: out of the live region first
                 self._show_live(refresh=True)
+            self._turn_header(entry.turn)
             render_entry(self.console, entry)
         else:
+            self._turn_header(entry.turn)
             render_entry(self.console, entry, text_shown=entry.turn in self.streamed)
         self.status(status)
 
@@ -160,6 +172,11 @@ class ConsoleSink(Sink):
         line = Text.assemble(mark if isinstance(mark, Text) else Text("·"), " ", (" · ".join(parts), "dim"))
         line.truncate(width - 1, overflow="ellipsis")
         return line
+
+    def _turn_header(self, turn: int) -> None:
+        if turn > self.turn_shown:
+            self.turn_shown = turn
+            self.console.print(f"[dim]── turn {turn} ──[/]")
 
     def _end_line(self) -> None:
         if self.open_line:

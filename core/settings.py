@@ -126,11 +126,19 @@ class TracingSettings(Group):
     service_name: str | None = var("OTEL_SERVICE_NAME")
 
 
+def _bytes(name: str, raw: str) -> int:
+    """A size in bytes where 0 means off."""
+    if not raw.isdigit():
+        raise ValueError(f"{name}={raw!r}: expected a whole number of bytes (0: off)")
+    return int(raw)
+
+
 @dataclass(frozen=True)
 class CodecSettings(Group):
     keys: str = var("AGENT_CODEC_KEYS", "", secret=True)  # id:base64key,... ("": no encryption)
     token: str = var("AGENT_CODEC_TOKEN", "", secret=True)
     cors_origins: tuple[str, ...] = var("AGENT_CODEC_CORS_ORIGINS", ())  # (): the dev server's UI
+    compress_over: int = var("AGENT_CODEC_COMPRESS_OVER", 1024, parse=lambda raw: _bytes("AGENT_CODEC_COMPRESS_OVER", raw))
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,7 @@ class WorkerSettings(Group):
     local_tools: bool = var("AGENT_LOCAL_TOOLS", True)
     shutdown_grace_s: float = var("AGENT_SHUTDOWN_GRACE_S", 30.0)
     blob_cap_chars: int = var("AGENT_BLOB_CAP_CHARS", 8000)
+    metrics_port: int | None = var("AGENT_METRICS_PORT")  # None: no Prometheus endpoint
 
 
 @dataclass(frozen=True)
@@ -204,6 +213,19 @@ class SearchSettings(Group):
     brave_api_key: str | None = var("BRAVE_API_KEY", secret=True)
     brave_base_url: str | None = var("BRAVE_BASE_URL")
     searxng_url: str | None = var("SEARXNG_URL")
+
+
+@dataclass(frozen=True)
+class MemorySettings(Group):
+    """``memory`` search: full text alone, or merged with an OpenAI-compatible embeddings endpoint."""
+
+    embeddings_url: str | None = var("AGENT_EMBEDDINGS_URL")  # a base URL (``.../v1``); None: full text only
+    embeddings_model: str | None = var("AGENT_EMBEDDINGS_MODEL")
+    embeddings_api_key: str | None = var("AGENT_EMBEDDINGS_API_KEY", secret=True)
+
+    def __post_init__(self) -> None:
+        if self.embeddings_url and not self.embeddings_model:
+            raise ValueError("AGENT_EMBEDDINGS_URL is set: AGENT_EMBEDDINGS_MODEL must name the model to ask for")
 
 
 @dataclass(frozen=True)
@@ -271,6 +293,7 @@ class Settings(Group):
     shell: ShellSettings = field(default_factory=ShellSettings)
     egress: EgressSettings = field(default_factory=EgressSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     skills: SkillSettings = field(default_factory=SkillSettings)
     prompt: PromptSettings = field(default_factory=PromptSettings)
     browser: BrowserSettings = field(default_factory=BrowserSettings)

@@ -20,6 +20,7 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.settings import CodecSettings, PathSettings, Settings, TemporalSettings, TracingSettings
@@ -57,7 +58,8 @@ def ui_base_url(settings: TemporalSettings | None = None) -> str:
     return "https://cloud.temporal.io"
 
 
-async def connect(settings: Settings | None = None, *, start_embedded: bool = True) -> Client:
+async def connect(settings: Settings | None = None, *, start_embedded: bool = True,
+                  runtime: Runtime | None = None) -> Client:
     """A client of the cluster ``settings.temporal`` names (or the embedded server, its files in
     ``settings.paths``), with the codec and tracing they configure. None: this process's
     environment (cli/, until it passes them)."""
@@ -71,6 +73,8 @@ async def connect(settings: Settings | None = None, *, start_embedded: bool = Tr
     config["data_converter"] = data_converter(codec_for(settings.codec))
     configure_tracing(settings.tracing)  # off (and free) unless an OTLP endpoint or AGENT_TRACE_FILE is set
     config["interceptors"] = interceptors()
+    if runtime is not None:  # a worker's, exporting its metrics (temporal/metrics.py)
+        config["runtime"] = runtime
     target = config.get("target_host")
     try:
         client = await Client.connect(**config)

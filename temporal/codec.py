@@ -1,4 +1,4 @@
-"""Payload encryption: AES-256-GCM over every payload Temporal stores.
+"""Payload encryption: AES-256-GCM over every payload Temporal stores (after compression).
 
 Off by default. With ``AGENT_CODEC_KEYS="id1:base64key,id2:base64key"`` set,
 the client and worker encrypt every payload (workflow inputs, activity
@@ -35,6 +35,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
 
 from core.settings import CodecSettings
+from temporal.compression import ChainCodec, CompressionCodec
 
 KEYS_ENV = "AGENT_CODEC_KEYS"
 ENCODING = b"binary/encrypted"
@@ -120,9 +121,20 @@ class EncryptionCodec(PayloadCodec):
         return Payload.FromString(plain)
 
 
-def codec_for(settings: CodecSettings) -> EncryptionCodec | None:
-    """The codec ``AGENT_CODEC_KEYS`` configures, or None when it is unset (no encryption)."""
+def encryption_for(settings: CodecSettings) -> EncryptionCodec | None:
+    """The encryption ``AGENT_CODEC_KEYS`` configures, or None when it is unset."""
     return EncryptionCodec.from_spec(settings.keys) if settings.keys else None
+
+
+def codec_for(settings: CodecSettings) -> PayloadCodec | None:
+    """What the client and worker apply to every payload: compression over the threshold
+    (``temporal/compression.py``), then encryption when keys are set; None when neither is."""
+    codecs: list[PayloadCodec] = []
+    if settings.compress_over:
+        codecs.append(CompressionCodec(settings.compress_over))
+    if (encryption := encryption_for(settings)) is not None:
+        codecs.append(encryption)
+    return codecs[0] if len(codecs) == 1 else ChainCodec(codecs) if codecs else None
 
 
 def data_converter(codec: PayloadCodec | None) -> DataConverter:

@@ -1,4 +1,4 @@
-"""A codec server, so the Temporal UI and CLI can show encrypted payloads as plaintext.
+"""A codec server, so the Temporal UI and CLI can show compressed and encrypted payloads as plaintext.
 
 It speaks Temporal's remote codec protocol: ``POST .../encode`` and
 ``POST .../decode`` with a JSON body ``{"payloads": [...]}`` (payloads in
@@ -36,6 +36,7 @@ from temporalio.converter import PayloadCodec
 from core.settings import CodecSettings
 from runtime.settings import from_process
 from temporal.codec import CodecError, codec_for
+from temporal.compression import CompressionError
 from temporal.server import EMBEDDED_HOST, EMBEDDED_UI_PORT
 
 TOKEN_ENV = "AGENT_CODEC_TOKEN"
@@ -89,7 +90,7 @@ def make_server(
             run = codec.encode if action == "encode" else codec.decode
             try:
                 result = asyncio.run(run(payloads.payloads))
-            except CodecError as exc:
+            except (CodecError, CompressionError) as exc:
                 return self._respond(400, {"message": str(exc)})
             self._respond(200, {"payloads": [json_format.MessageToDict(p) for p in result]})
 
@@ -139,7 +140,7 @@ def main(argv: Sequence[str] | None = None, settings: CodecSettings | None = Non
     except CodecError as exc:
         parser.error(str(exc))
     if codec is None:
-        parser.error("set AGENT_CODEC_KEYS: there is nothing to decode without keys")
+        parser.error("set AGENT_CODEC_KEYS or AGENT_CODEC_COMPRESS_OVER above 0: there is nothing to decode")
     origins = [o.strip() for o in args.origins.split(",") if o.strip()]
     server = make_server(codec, token, host=args.host, port=args.port, origins=origins)
     print(f"codec server on http://{args.host}:{server.server_address[1]}", file=sys.stderr)

@@ -10,12 +10,12 @@ import os
 import pytest
 
 from core.settings import Settings
-from tools import egress, sandbox, search, shell, skills
+from tools import egress, memory_index, sandbox, search, shell, skills
 from tools.browser import pool
 from worker import configure_tools
 
 STATE = [(sandbox, "_SETTINGS"), (sandbox, "_STATUS"), (shell, "_SETTINGS"), (egress, "_DENY"),
-         (search, "_SETTINGS"), (skills, "_SETTINGS"), (pool, "_SETTINGS")]
+         (search, "_SETTINGS"), (skills, "_SETTINGS"), (pool, "_SETTINGS"), (memory_index, "_CONFIG")]
 
 
 def keep(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("evals",),
     ("worker",),
     ("activities",),
-    ("prompts", "temporal", "workflows"),
+    ("prompts", "temporal", "workflows", "channels"),
     ("contracts", "providers", "tools", "runtime", "fakes"),
     ("core",),
 ]

@@ -9,6 +9,8 @@ an activity, so reading the clock here is fine).
 - revise: replace the fact line equal to ``old`` with ``new``; an empty ``new`` removes it.
 - read: MEMORY.md and the names of the recent daily notes.
 - note: append a timestamped line to today's notes.
+- search: the lines of MEMORY.md and memory/*.md that best match a query, with their file
+  and date (tools/memory_index.py).
 
 Facts are single lines of at most ``MAX_FACT_CHARS``; MEMORY.md stops growing at
 ``MAX_MEMORY_CHARS``. Files are opened beneath the workspace without following
@@ -31,25 +33,22 @@ from typing import BinaryIO, Literal, assert_never
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
+from core.text import shorten
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.beneath import DIR_FLAGS, Refused, open_at
+from tools.memory_index import HEADER, MEMORY_FILE, NOTES_DIR, Found, search
 
-MEMORY_FILE = "MEMORY.md"
-NOTES_DIR = "memory"
 MAX_FACT_CHARS = 500
 MAX_NOTE_CHARS = 1000
 MAX_MEMORY_CHARS = 16_000  # under the prompt layer's 20 KB cap, so every fact is shown
 MAX_READ_CHARS = 20_000
 RECENT_NOTES = 7
-HEADER = (
-    "# Memory\n\n"
-    "Stable facts about this workspace and its user, one per line. Kept by the agent's\n"
-    "`memory` tool; edit freely.\n\n"
-)
+MAX_SHOWN_CHARS = 300  # of a line a search finds
 _NOTE_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.md")
 
 DESCRIPTION = f"""\
-Remember things across tasks. Facts live in MEMORY.md at the workspace root, which
+Remember facts and notes across tasks; action search returns the lines of MEMORY.md and memory/*.md
+that best match query, with their file and date. Facts live in MEMORY.md at the workspace root, which
 is shown to you in the system prompt of every task; notes go to memory/YYYY-MM-DD.md.
 - append: add one fact (a single line, at most {MAX_FACT_CHARS} characters). Good facts are
   stable and useful later: the user's preferences, how to build and test this project,
@@ -58,6 +57,9 @@ is shown to you in the system prompt of every task; notes go to memory/YYYY-MM-D
   Use it when a fact is outdated or wrong.
 - read: the current MEMORY.md and the names of the recent daily notes.
 - note: append a timestamped line to today's notes, for what happened rather than what is true.
+- search: the lines that best match query, best first: ranked by the words they share (BM25),
+  and also by meaning when the worker has an embeddings model. Use it to find what earlier tasks
+  noted before redoing work or asking; read a whole note with the file tool.
 Example: {{"action": "append", "fact": "Tests run with `make test`; plain pytest misses the fixtures."}}
 """
 
@@ -68,13 +70,14 @@ def now() -> datetime:
 
 
 class MemoryArgs(StrictArgs):
-    action: Literal["append", "revise", "read", "note"]
+    action: Literal["append", "revise", "read", "note", "search"]
     fact: str | None = Field(None, description="append: the fact, one line.")
     old: str | None = Field(None, description="revise: the current fact line, exactly.")
     new: str | None = Field(None, description="revise: the new fact line; empty removes the fact.")
     note: str | None = Field(None, description="note: the line to add to today's notes.")
+    query: str | None = Field(None, description="search: the words to look for.")
 
-    @field_validator("fact", "old", "new", "note")
+    @field_validator("fact", "old", "new", "note", "query")
     @classmethod
     def _one_line(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
@@ -89,11 +92,11 @@ class MemoryArgs(StrictArgs):
 
     @model_validator(mode="after")
     def _needs_its_fields(self) -> MemoryArgs:
-        needed = {"append": ("fact",), "revise": ("old", "new"), "note": ("note",)}
+        needed = {"append": ("fact",), "revise": ("old", "new"), "note": ("note",), "search": ("query",)}
         missing = [f for f in needed.get(self.action, ()) if getattr(self, f) is None]
         if missing:
             raise ValueError(f"action {self.action!r} needs {' and '.join(missing)}")
-        empty = [f for f in ("fact", "old", "note") if getattr(self, f) == ""]
+        empty = [f for f in ("fact", "old", "note", "query") if getattr(self, f) == ""]
         if empty:
             raise ValueError(f"{' and '.join(empty)} must not be empty")
         return self
@@ -213,20 +216,34 @@ def _note(root: Path, note: str) -> ToolOutcome:
     return ToolOutcome(content=f"Noted in {NOTES_DIR}/{name}.")
 
 
-def _run(args: MemoryArgs, workspace: Path) -> ToolOutcome:
+def _found(query: str, found: Found) -> ToolOutcome:
+    count = f"{len(found.hits)} line{'s' if len(found.hits) != 1 else ''}"
+    head = f"Memory search {query!r}: {count}, best first ({found.ranking})."
+    if not found.hits:
+        head = f"Memory search {query!r}: no line of {MEMORY_FILE} or {NOTES_DIR}/*.md matches ({found.ranking})."
+    lines = [f"- {hit.path}:{hit.line} ({hit.date}) {shorten(hit.text.removeprefix('- '), MAX_SHOWN_CHARS)}"
+             for hit in found.hits]
+    return ToolOutcome(content="\n".join([head, *([found.problem] if found.problem else []), *lines]))
+
+
+async def memory_tool(args: MemoryArgs, ctx: ToolContext) -> ToolOutcome:
+    workspace = ctx.workspace
     try:
         match args.action:
             case "append":
                 assert args.fact is not None
-                return _append(workspace, args.fact)
+                return await asyncio.to_thread(_append, workspace, args.fact)
             case "revise":
                 assert args.old is not None and args.new is not None
-                return _revise(workspace, args.old, args.new)
+                return await asyncio.to_thread(_revise, workspace, args.old, args.new)
             case "read":
-                return _read(workspace)
+                return await asyncio.to_thread(_read, workspace)
             case "note":
                 assert args.note is not None
-                return _note(workspace, args.note)
+                return await asyncio.to_thread(_note, workspace, args.note)
+            case "search":
+                assert args.query is not None
+                return _found(args.query, await search(workspace, args.query))
             case _:
                 assert_never(args.action)
     except Refused as exc:
@@ -235,12 +252,8 @@ def _run(args: MemoryArgs, workspace: Path) -> ToolOutcome:
         return ToolOutcome(status="error", content=f"memory {args.action} failed: {exc.strerror or exc}")
 
 
-async def memory_tool(args: MemoryArgs, ctx: ToolContext) -> ToolOutcome:
-    return await asyncio.to_thread(_run, args, ctx.workspace)
-
-
 def classify(args: MemoryArgs) -> Danger:
-    return Danger.SAFE if args.action == "read" else Danger.MODERATE
+    return Danger.SAFE if args.action in ("read", "search") else Danger.MODERATE
 
 
 TOOL = ToolDefinition(
@@ -249,7 +262,7 @@ TOOL = ToolDefinition(
     args_model=MemoryArgs,
     handler=memory_tool,
     danger=Danger.MODERATE,
-    idempotent=lambda args: args.action == "read",  # an append cut off by a crash is not repeated
+    idempotent=lambda args: args.action in ("read", "search"),  # an append cut off by a crash is not repeated
     classify=classify,
     compact_keys=("action",),
     for_subagents=False,

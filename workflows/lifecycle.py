@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from core.compaction import CompactionPolicy, compact
     from core.entries import Entry, StatusNotice, UserMessage
     from core.tool_outcome import BrowserState
-    from workflows import policy
+    from workflows import metrics, policy
     from workflows.search_attributes import session_update
     from workflows.telemetry import record_task_span
 
@@ -37,6 +37,7 @@ class LifecycleMixin(McpMixin):
     async def _initialize(self, task: TaskInput) -> None:
         """The first run's setup: the prompt context, the MCP tools, the session's history."""
         state = self.state
+        metrics.task_started()
         state.context_id = task.context_id or str(workflow.uuid4())
         state.prompt_date = workflow.now().date().isoformat()
         if not task.minimal_prompt:
@@ -87,12 +88,14 @@ class LifecycleMixin(McpMixin):
         self._append(StatusNotice(text="task cancelled: a cancellation was requested", reason="cancelled"))
         self.state.outcome = self._end(TaskState.CANCELLED, error="cancelled: a cancellation was requested").outcome
         self._set_state(TaskState.CANCELLED)
+        metrics.task_ended(TaskState.CANCELLED.value)
 
     async def _finish(self, outcome: TaskOutcome) -> TaskOutcome:
         """The task's end: its pages closed, its session recorded, its span; a failed task
         fails its workflow, with the outcome as the failure's details."""
         self.state.outcome = outcome
         self._set_state(outcome.status)
+        metrics.task_ended(outcome.status.value)
         await self._close_browser()
         if self.task.session:
             await self._record_session(outcome)

@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from core.entries import StatusNotice, UserMessage
     from core.messages import ToolCallRequest
     from core.tool_outcome import ToolOutcome
-    from workflows import policy
+    from workflows import metrics, policy
     from workflows.engine import LoopBase
 
 
@@ -26,7 +26,7 @@ class PeopleMixin(LoopBase):
 
     async def _wait_for_approval(self, call: ToolCallRequest) -> ToolOutcome | None:
         """Block until a decision, a stop, an interjection or the timeout. None means approved."""
-        state = self.state
+        state, asked = self.state, workflow.now()
         state.pending = PendingApproval(
             call_id=call.id,
             tool=call.name,
@@ -34,10 +34,11 @@ class PeopleMixin(LoopBase):
             danger=call.danger or "unclassified",
             reason=call.danger_reason or f"approval mode is {self.task.approval.value}",
             turn=state.turn,
-            requested_at=workflow.now(),
+            requested_at=asked,
             digest=call.digest,
         )
         state.decision = None
+        metrics.approval_requested(call.name)
         self._set_state(TaskState.WAITING_APPROVAL, f"waiting for approval: {policy.tool_summary(call)}", call)
         timeout = self.task.approval_timeout_s
         try:
@@ -55,6 +56,7 @@ class PeopleMixin(LoopBase):
             why = "the task was stopped" if state.stop_reason is not None else "the user sent a new message instead"
             decision = ApprovalDecision(approved=False, reason=why, decided_by="superseded")
         verdict = "approved" if decision.approved else "denied"
+        metrics.approval_decided(call.name, verdict, workflow.now() - asked)
         note = f"{call.name} call {verdict} by {decision.decided_by} at {workflow.now().isoformat()}"
         self._append(StatusNotice(text=f"{note}: {decision.reason}" if decision.reason else note))
         if decision.approved:

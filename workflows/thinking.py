@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from core.entries import AiMessage, StatusNotice, SystemReminder, ToolCall
     from core.errors import ErrorKind
     from core.messages import ContextReport, TurnResult
-    from workflows import policy
+    from workflows import metrics, policy
     from workflows.engine import LoopBase
 
 
@@ -40,6 +40,7 @@ class ThinkingMixin(LoopBase):
         state = self.state
         state.turn += 1
         state.turns_this_run += 1
+        metrics.turn()
         result = await self._call_with_failover()
         if result is None:
             return Interrupted()

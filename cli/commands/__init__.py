@@ -23,7 +23,8 @@ from cli.commands import (
     status,
     stop,
     watch,
+    worker,
 )
 
 COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve,
-            server)
+            worker, server)

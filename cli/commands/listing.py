@@ -1,10 +1,16 @@
 """``list``: the tasks, newest first, with how Temporal and the task each see them; with
-``--pending``, what each waiting task waits for and the command that answers it."""
+``--pending``, what each waiting task waits for and the command that answers it. A header
+line over the columns, or with ``--json`` one JSON array of the same rows.
+
+A row is a ``Listed`` made from Temporal's listing; what narrows the listing (``--pending``,
+and any filter added later) is one more clause of the visibility query in ``query``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowQueryFailedError
@@ -25,6 +31,40 @@ CLOSING_STATE = {
     WorkflowExecutionStatus.TERMINATED: TaskState.TERMINATED,
     WorkflowExecutionStatus.TIMED_OUT: TaskState.TIMED_OUT,
 }
+COLUMNS = "{id:<50} {temporal:<10} {state:<17} {started}"
+HEADER = COLUMNS.format(id="TASK", temporal="TEMPORAL", state="STATE", started="STARTED (UTC)")
+
+
+@dataclass
+class Waiting:
+    """What a waiting task waits for, and the command that answers it."""
+
+    kind: str  # "approval" or "reply"
+    what: str  # the call (tool: command) or the question
+    command: str
+    danger: str | None = None
+
+    def line(self) -> str:
+        if self.kind == "approval":
+            return f"{safe(shorten(self.what, 100))} ({safe(self.danger or '')}) · {safe(self.command)}"
+        return f"asks: {safe(shorten(self.what, 100))} · {safe(self.command)}"
+
+
+@dataclass
+class Listed:
+    """One row of the listing."""
+
+    workflow_id: str
+    temporal_status: str
+    state: str
+    started: str  # ISO 8601, UTC; "" when Temporal gave no start time
+    parent_id: str | None
+    waiting: Waiting | None = None
+
+    def line(self) -> str:
+        started = self.started[:19].replace("T", " ") or "-"
+        row = COLUMNS.format(id=safe(self.workflow_id), temporal=self.temporal_status, state=safe(self.state), started=started)
+        return row + (f"  sub-agent of {safe(self.parent_id)}" if self.parent_id else "")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,27 +72,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--limit", type=int, default=50)
     s.add_argument("--pending", "--waiting", dest="pending", action="store_true",
                    help="only tasks waiting for a person (sub-agents too, with whose they are)")
+    s.add_argument("--json", action="store_true", help="the rows as one JSON array")
     s.set_defaults(run=run)
+
+
+def query(args: argparse.Namespace) -> str:
+    clauses = [f"WorkflowType = '{TASK_WORKFLOW}'"]
+    if args.pending:
+        clauses.append("AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'")
+    return " AND ".join(clauses)
 
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
-    console = make_console()
-    query = f"WorkflowType = '{TASK_WORKFLOW}'"
+    found = [wf async for wf in client.list_workflows(query(args), limit=args.limit)]
+    rows = [listed(wf) for wf in found]
     if args.pending:
-        query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
-    found = [wf async for wf in client.list_workflows(query, limit=args.limit)]
-    waits = await asyncio.gather(*(waiting_for(client, wf) for wf in found)) if args.pending else [None] * len(found)
-    for wf, wait in zip(found, waits):
-        started = wf.start_time.strftime("%Y-%m-%d %H:%M:%S") if wf.start_time else "-"
-        status = wf.status.name if wf.status else "-"
-        whose = f"  sub-agent of {safe(wf.parent_id)}" if wf.parent_id else ""
-        console.print(f"{safe(wf.id):<50} {status:<10} {safe(listed_state(wf)):<17} {started}{whose}")
-        if wait:
-            console.print(f"    {wait}")
-    if not found:
+        for row, wait in zip(rows, await asyncio.gather(*(waiting_for(client, wf) for wf in found))):
+            row.waiting = wait
+    if args.json:
+        print(json.dumps([asdict(row) for row in rows], ensure_ascii=False))
+        return 0
+    console = make_console()
+    if not rows:
         console.print("no tasks waiting for a person" if args.pending else "no tasks yet")
+        return 0
+    console.print(HEADER, style="bold")
+    for row in rows:
+        console.print(row.line())
+        if row.waiting:
+            console.print(f"    {row.waiting.line()}")
     return 0
+
+
+def listed(wf: WorkflowExecution) -> Listed:
+    return Listed(
+        workflow_id=wf.id, temporal_status=wf.status.name if wf.status else "-", state=listed_state(wf),
+        started=wf.start_time.isoformat() if wf.start_time else "", parent_id=wf.parent_id,
+    )
 
 
 def listed_state(wf: WorkflowExecution) -> str:
@@ -65,9 +122,9 @@ def listed_state(wf: WorkflowExecution) -> str:
     return state or "-"
 
 
-async def waiting_for(client: Client, wf: WorkflowExecution) -> str | None:
-    """What a waiting task waits for, as one line (from its status query, when a worker
-    answers within a moment), and the command that answers it."""
+async def waiting_for(client: Client, wf: WorkflowExecution) -> Waiting | None:
+    """What a waiting task waits for (from its status query, when a worker answers within a
+    moment), and the command that answers it."""
     if not await queue_polled(client, wf.task_queue):
         return None
     try:
@@ -79,8 +136,7 @@ async def waiting_for(client: Client, wf: WorkflowExecution) -> str | None:
     root = wf.root_id or wf.parent_id or wf.id
     if status.pending_approval is not None:
         p = status.pending_approval
-        return (f"{safe(p.tool)}: {safe(shorten(approval_text(p), 100))} ({safe(p.danger)}) · "
-                f"python starter.py approve {safe(root)}")
+        return Waiting("approval", f"{p.tool}: {approval_text(p)}", f"python starter.py approve {root}", p.danger)
     if status.question is not None:
-        return f"asks: {safe(shorten(status.question, 100))} · python starter.py reply {safe(wf.id)} \"TEXT\""
+        return Waiting("reply", status.question, f'python starter.py reply {wf.id} "TEXT"')
     return None

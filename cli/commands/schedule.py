@@ -5,8 +5,10 @@ task's workflow id last; ``delete`` leaves the tasks already started running."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from datetime import datetime
+from typing import Any
 
 from cli.background import connect
 from cli.options import add_task_options
@@ -42,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="when a tick comes while the last run is still going (default: skip it)")
     s.add_argument("--note", default="", help="a note shown with the schedule in Temporal")
 
-    sub.add_parser("list", help="list schedules: cron, next run, last run")
+    s = sub.add_parser("list", help="list schedules: cron, next run, last run")
+    s.add_argument("--json", action="store_true", help="the schedules as one JSON array")
     for name, help_text in (("trigger", "start the schedule's task now"), ("delete", "delete a schedule")):
         s = sub.add_parser(name, help=help_text)
         s.add_argument("name")
@@ -78,9 +81,13 @@ async def _create(args: argparse.Namespace) -> int:
 
 async def _list(args: argparse.Namespace) -> int:
     schedules = await list_task_schedules(await connect(args.settings))
-    for summary in schedules:
-        print(_line(summary))
-    if not schedules:
+    if args.json:
+        print(json.dumps([_listed(summary) for summary in schedules], ensure_ascii=False))
+    elif schedules:
+        print(COLUMNS.format(name="SCHEDULE", when="WHEN", next="NEXT RUN (UTC)", last="LAST RUN"))
+        for summary in schedules:
+            print(_line(summary))
+    else:
         print("no schedules yet")
     return 0
 
@@ -110,11 +117,27 @@ async def _delete(args: argparse.Namespace) -> int:
 # ---- helpers -----------------------------------------------------------------------
 
 
+COLUMNS = "{name:<20} {when:<16} {next:<19} {last}"
+
+
 def _line(s: ScheduleSummary) -> str:
     last = s.last_run
-    last_text = f"last {last.workflow_id} {last.status}" if last else "last -"
+    last_text = f"{last.workflow_id} {last.status}" if last else "-"
     paused = "  (paused)" if s.paused else ""
-    return f"{s.name:<20} {s.when:<16} next {_time(s.next_runs):<19} {last_text}{paused}"
+    return COLUMNS.format(name=s.name, when=s.when, next=_time(s.next_runs), last=last_text) + paused
+
+
+def _listed(s: ScheduleSummary) -> dict[str, Any]:
+    """A schedule as ``schedule list --json`` gives it."""
+    last = s.last_run
+    return {
+        "name": s.name, "schedule_id": s.schedule_id, "cron": s.cron,
+        "every_s": s.every.total_seconds() if s.every else None, "overlap": s.overlap, "paused": s.paused,
+        "note": s.note, "instruction": s.instruction, "next_runs": [t.isoformat() for t in s.next_runs],
+        "last_run": {"workflow_id": last.workflow_id, "status": last.status, "started_at": last.started_at.isoformat()}
+        if last else None,
+        "runs": s.runs, "skipped_overlap": s.skipped_overlap,
+    }
 
 
 def _time(times: list[datetime]) -> str:

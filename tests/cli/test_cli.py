@@ -59,7 +59,12 @@ async def test_start_prints_the_id_last_and_status_json_reports_the_state(client
         assert status["pending_approval"]["tool"] == "shell"
 
         code, out, _ = await cli(client, "list", "--waiting")
-        assert workflow_id in out
+        assert workflow_id in out and out.splitlines()[0].split() == ["TASK", "TEMPORAL", "STATE", "STARTED", "(UTC)"]
+        code, out, _ = await cli(client, "list", "--waiting", "--json")
+        (row,) = [row for row in json.loads(out) if row["workflow_id"] == workflow_id]
+        assert row["temporal_status"] == "RUNNING" and row["state"] == "WAITING_APPROVAL" and row["parent_id"] is None
+        assert row["waiting"]["kind"] == "approval" and row["waiting"]["what"] == "shell: sudo true"
+        assert row["waiting"]["command"] == f"python starter.py approve {workflow_id}" and row["started"].startswith("20")
 
         code, _, err = await cli(client, "approve", workflow_id, "--call", "nope")
         assert code == 2 and err.strip().startswith("error: decision rejected") and "\n" not in err.strip()

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import tomllib
 from pathlib import Path
 
 import pytest
 
 import cli.commands
+import cli.version
 from cli.commands import COMMANDS
+from cli.version import package_version
 from starter import parser
 
 COMMAND_NAMES = [
     "run", "start", "status", "watch", "stop", "approve", "interject", "reply", "list",
-    "rewind", "fork", "schedule", "eval", "record", "mcp-serve", "server",
+    "rewind", "fork", "schedule", "eval", "record", "mcp-serve", "worker", "server",
 ]  # fmt: skip
 
 
@@ -55,3 +58,20 @@ def test_a_parsed_command_carries_its_run():
 
     assert parser().parse_args(["reply", "task-1", "yes"]).run is interject.run
     assert parser().parse_args(["schedule", "trigger", "nightly"]).run is schedule.run
+
+
+def test_version_is_the_packages(capsys):
+    with pytest.raises(SystemExit) as exited:
+        parser().parse_args(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"durable-agent {package_version()}"
+    assert package_version()[0].isdigit()
+
+
+def test_version_falls_back_to_pyproject_outside_an_install(monkeypatch):
+    def not_installed(name: str) -> str:
+        raise cli.version.PackageNotFoundError(name)
+
+    monkeypatch.setattr(cli.version, "version", not_installed)
+    pyproject = tomllib.loads((Path(cli.version.__file__).parents[1] / "pyproject.toml").read_text())
+    assert package_version() == pyproject["project"]["version"]

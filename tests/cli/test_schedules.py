@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import timedelta
 
@@ -196,7 +197,13 @@ async def test_cli_schedule_create_list_trigger_and_delete(client, task_queue, w
             return next((line for line in out.splitlines() if line.startswith(f"{name} ")), None)
 
         line = await poll(listed_line)
-        assert "0 9 * * 1-5" in line and " next 20" in line and line.endswith("last -")
+        assert "0 9 * * 1-5" in line and " 20" in line and line.endswith(" -")  # next run, no last run yet
+        code, out, _ = await cli(client, "schedule", "list")
+        assert out.splitlines()[0].split() == ["SCHEDULE", "WHEN", "NEXT", "RUN", "(UTC)", "LAST", "RUN"]
+        code, out, _ = await cli(client, "schedule", "list", "--json")
+        (listed,) = [s for s in json.loads(out) if s["name"] == name]
+        assert code == 0 and listed["cron"] == "0 9 * * 1-5" and listed["overlap"] == "buffer_one"
+        assert listed["next_runs"] and listed["last_run"] is None
 
         code, out, err = await cli(client, "schedule", "trigger", name, queue=task_queue)
         assert code == 0, err
@@ -218,7 +225,7 @@ async def test_cli_schedule_create_list_trigger_and_delete(client, task_queue, w
 
         async def completed_line():
             line = await listed_line()
-            return line if line and line.endswith(f"last {workflow_id} COMPLETED") else None
+            return line if line and line.endswith(f" {workflow_id} COMPLETED") else None
 
         await poll(completed_line)
 

@@ -15,9 +15,10 @@ import termios
 import time
 from pathlib import Path
 
-from fakes.scripted import demo_steps
+from fakes.scripted import demo_steps, tool
 from tests.cli.test_cli import cli
 from tests.cli.vt import Screen, strip_ansi
+from tests.workflows.harness import scripted_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS, LINES = 100, 30
@@ -76,6 +77,41 @@ async def test_run_demo_in_a_terminal_shows_each_model_line_once_and_leaves_no_s
     # ...and is gone from the screen at the end, as is every spinner frame.
     assert "· turn " not in screen and not SPINNER & set(screen), screen
     assert screen.rstrip().endswith("a short note quoting the instruction.")
+    # Every turn is numbered as rewind takes it, and the note the demo writes is shown as a diff.
+    assert [line.strip() for line in screen.splitlines() if "── turn" in line] == [f"── turn {n} ──" for n in (1, 2, 3)]
+    assert "→ file write AGENT_DEMO.md" in screen and "+++ b/AGENT_DEMO.md" in screen and "+# Agent demo" in screen
+
+
+EDIT = {"action": "edit", "path": "app.py", "old": "    return 1\n", "new": "    return 2\n"}
+
+
+def assert_edit_shown_as_a_diff(written: str) -> None:
+    screen = Screen(COLUMNS).feed(written).text()
+    rows = [line.rstrip() for line in screen.splitlines()]
+    at = rows.index("→ file edit app.py")
+    assert rows[at + 1:at + 6] == ["    --- a/app.py", "    +++ b/app.py", "    @@ @@", "    -    return 1",
+                                   "    +    return 2"], screen
+    assert '"old"' not in screen and "── turn 1 ──" in rows and "── turn 2 ──" in rows
+    assert "\x1b[31m-    return 1" in written and "\x1b[32m+    return 2" in written  # red, then green
+
+
+async def test_a_file_edit_shows_as_a_unified_diff_in_run_and_watch(client, task_queue, workspace):
+    (workspace / "app.py").write_text("def f():\n    return 1\n")
+    steps = [tool("file", **EDIT), tool("message", type="result", text="edited")]
+    env = dict(
+        os.environ, TEMPORAL_ADDRESS=client.service_client.config.target_host, TEMPORAL_NAMESPACE="default",
+        AGENT_TASK_QUEUE=task_queue, AGENT_MODEL="scripted-model", TERM="xterm", COLUMNS=str(COLUMNS), LINES=str(LINES),
+    )
+    starter = [sys.executable, str(ROOT / "starter.py")]
+    async with scripted_worker(client, task_queue, steps):
+        code, written = await asyncio.to_thread(run_in_terminal, [*starter, "run", "--workspace", str(workspace), "edit app"], env)
+        assert code == 0, written
+        assert (workspace / "app.py").read_text() == "def f():\n    return 2\n"
+        assert_edit_shown_as_a_diff(written)
+        workflow_id = strip_ansi(written).split("task ", 1)[1].split()[0]
+        code, written = await asyncio.to_thread(run_in_terminal, [*starter, "watch", workflow_id], env)
+        assert code == 0, written
+        assert_edit_shown_as_a_diff(written)
 
 
 async def test_run_demo_into_a_pipe_has_no_status_line_or_escape_sequences(client, workspace):

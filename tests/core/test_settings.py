@@ -106,3 +106,11 @@ def test_every_variable_the_settings_read_is_in_the_readme():
     text = README.read_text(encoding="utf-8")
     missing = [name for name in variables() if not _named_in(text, name)]
     assert not missing, f"README.md does not name these variables: {', '.join(missing)}"
+
+
+def test_an_embeddings_endpoint_needs_its_model():
+    settings = Settings.from_env({"AGENT_EMBEDDINGS_URL": "http://127.0.0.1:11434/v1",
+                                  "AGENT_EMBEDDINGS_MODEL": "nomic-embed-text", "AGENT_EMBEDDINGS_API_KEY": "sk-e-secret"})
+    assert settings.memory.embeddings_model == "nomic-embed-text" and "sk-e-secret" not in repr(settings)
+    with pytest.raises(ValueError, match="^AGENT_EMBEDDINGS_URL is set: AGENT_EMBEDDINGS_MODEL"):
+        Settings.from_env({"AGENT_EMBEDDINGS_URL": "http://127.0.0.1:11434/v1"})

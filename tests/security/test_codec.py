@@ -17,6 +17,7 @@ from temporal.codec import (
     EncryptionCodec,
     codec_for,
     data_converter,
+    encryption_for,
     generate_key,
     main,
     parse_keys,
@@ -58,7 +59,7 @@ async def test_codec_rotation_keeps_old_payloads_readable_and_encodes_with_the_n
     old_codec, old_keys = _codec("old")
     (old_payload,) = await old_codec.encode([_payload()])
     new_key = generate_key()
-    rotated = codec_for(CodecSettings.from_env({"AGENT_CODEC_KEYS": f"new:{new_key}, old:{old_keys['old']}"}))
+    rotated = encryption_for(CodecSettings.from_env({"AGENT_CODEC_KEYS": f"new:{new_key}, old:{old_keys['old']}"}))
     assert rotated is not None and rotated.key_ids == ["new", "old"]
     assert await rotated.decode([old_payload]) == [_payload()]
     (new_payload,) = await rotated.encode([_payload()])
@@ -89,9 +90,10 @@ async def test_codec_passes_unencrypted_payloads_through_on_decode():
     assert await codec.decode([plain]) == [plain]
 
 
-def test_the_codec_is_off_unless_keys_are_set():
-    assert codec_for(CodecSettings()) is None
-    assert codec_for(CodecSettings.from_env({"AGENT_CODEC_KEYS": "  "})) is None
+def test_encryption_is_off_unless_keys_are_set():
+    assert encryption_for(CodecSettings()) is None
+    assert encryption_for(CodecSettings.from_env({"AGENT_CODEC_KEYS": "  "})) is None
+    assert codec_for(CodecSettings(compress_over=0)) is None
 
 
 @pytest.mark.parametrize(
@@ -217,5 +219,5 @@ def test_the_codec_server_refuses_to_run_without_a_token_or_keys(capsys):
         codec_server.main([], CodecSettings(keys=f"k1:{generate_key()}"))
     assert "AGENT_CODEC_TOKEN" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        codec_server.main([], CodecSettings(token="t"))
+        codec_server.main([], CodecSettings(token="t", compress_over=0))
     assert "AGENT_CODEC_KEYS" in capsys.readouterr().err

@@ -572,3 +572,14 @@ async def test_a_tab_whose_script_never_yields_is_replaced_and_the_model_told(ta
     # The task's browser works again at once: no later call waits on the wedged page.
     again = await asyncio.wait_for(task.call("visit", url=server.url("/target")), 30)
     assert again.status == "ok" and 'heading "The target page"' in again.content
+
+
+async def test_a_snapshot_preview_shows_the_page_text_not_the_wrapper(task, server):
+    from cli.render import preview  # what run and watch show of the result
+    from core.entries import result_entry
+
+    result = await task.call("visit", url=server.url("/js"))
+    assert "<untrusted_content" in result.content  # the model's copy is wrapped...
+    shown = preview(result_entry("c1", "visit", result, seq=1, turn=1))
+    assert "untrusted_content" not in shown and "Outside data" not in shown  # ...the person's is not
+    assert 'heading "Rendered by script"' in shown and "Only JavaScript writes this paragraph." in shown

@@ -1,0 +1,63 @@
+"""What every channel adapter provides: a loop that turns platform events into
+``InboundMessage`` and a way to post ``OutboundMessage`` (contracts/channels.py).
+
+An adapter is built on the platform's kept client library (matrix-nio, slack_sdk,
+python-telegram-bot), never hand-written HTTP. ``receive`` calls ``deliver`` for each event
+and commits the platform's position (sync token, update offset, event ack) only after
+``deliver`` returns, that is after Temporal has the message; ``send`` is what the outbound
+activity calls, splitting at the platform's limit and raising ``RateLimited`` on a 429 so
+that Temporal's retry waits it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from contracts.channels import Delivered, InboundMessage, OutboundMessage
+
+Deliver = Callable[[InboundMessage], Awaitable[None]]
+
+
+class RateLimited(Exception):
+    """The platform answered 429; ``retry_after_s`` is what it asked for."""
+
+    def __init__(self, retry_after_s: float, message: str = "") -> None:
+        super().__init__(message or f"rate limited: retry after {retry_after_s:g} s")
+        self.retry_after_s = retry_after_s
+
+
+class Adapter(Protocol):
+    name: str  # the channel: its table name in channels.toml
+
+    async def receive(self, deliver: Deliver) -> None:
+        """Run until cancelled: each platform event from an allowed person, normalized, goes to
+        ``deliver``; the platform's position moves on only after ``deliver`` returns."""
+        ...
+
+    async def send(self, message: OutboundMessage) -> Delivered:
+        """Post (or edit) ``message``; the same ``message.key`` twice posts once where the
+        platform allows it."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at a paragraph, then a line,
+    then a space where one is near; a code fence cut in two is closed and reopened."""
+    pieces: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = next((at for sep in ("\n\n", "\n", " ") if (at := window.rfind(sep)) >= limit // 2), limit)
+        piece, rest = rest[:cut], rest[cut:].lstrip("\n ")
+        if piece.count("```") % 2:  # a code block runs on: close it here, reopen it there
+            if len(piece) + 4 > limit:
+                piece, rest = piece[: limit - 4], piece[limit - 4:] + rest
+            piece += "\n```"
+            rest = "```\n" + rest
+        pieces.append(piece)
+    if rest or not pieces:
+        pieces.append(rest)
+    return pieces

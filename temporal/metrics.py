@@ -1,0 +1,42 @@
+"""Prometheus metrics of a worker: the SDK's own and the agent's, on one endpoint.
+
+``metrics_runtime(port)`` is the SDK runtime whose Prometheus exporter serves
+``http://HOST:PORT/metrics``: Temporal's worker metrics (``temporal_*``: workflow-task
+latency, schedule-to-start, sticky cache) and whatever workflows and activities record
+through their meters (``workflows/metrics.py``, ``activities/metrics.py``). A client
+connected with this runtime hands it to its worker. ``approvals_waiting`` keeps one gauge
+that no task can keep itself: how many tasks wait for a person now, counted through
+Temporal's visibility (the same query as ``list --pending``). Names: docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.service import RPCError
+
+from contracts.task import TaskState
+
+WAITING_QUERY = f"AgentState = '{TaskState.WAITING_APPROVAL.value}' AND ExecutionStatus = 'Running'"
+GAUGE_EVERY_S = 10.0
+
+
+def metrics_runtime(port: int, host: str = "0.0.0.0") -> Runtime:
+    """A runtime exporting every metric for Prometheus on ``host:port`` (durations in seconds)."""
+    return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(
+        bind_address=f"{host}:{port}", counters_total_suffix=True, durations_as_seconds=True,
+    )))
+
+
+async def approvals_waiting(client: Client, runtime: Runtime, every_s: float = GAUGE_EVERY_S) -> None:
+    """Set ``agent_approvals_waiting`` from the namespace's visibility until cancelled. A
+    namespace without the search attributes, or a visibility call that fails, leaves the
+    last value (one failed count is not zero tasks waiting)."""
+    gauge = runtime.metric_meter.create_gauge("agent_approvals_waiting", "tasks waiting for an approval now")
+    while True:
+        with contextlib.suppress(RPCError):
+            gauge.set((await client.count_workflows(WAITING_QUERY)).count)
+        await asyncio.sleep(every_s)
