@@ -67,9 +67,12 @@ async def run(args: argparse.Namespace) -> int:
         console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id, args.settings.temporal)}[/]")
         try:
             outcome = await make_follower(client, workflow_id).run(lambda: closed_outcome(client, workflow_id), started)
-        except (KeyboardInterrupt, asyncio.CancelledError):
+        except BaseException as err:  # the demo task ends with this process, however it ends
             if args.demo:
                 await asyncio.shield(_end_demo(client, workflow_id))
+            if not isinstance(err, (KeyboardInterrupt, asyncio.CancelledError)):
+                raise
+            if args.demo:
                 line = f"\ntask {workflow_id} ended: {DEMO_ENDED}"
             else:
                 line = f"\ntask {workflow_id} goes on; follow it with: python starter.py watch {workflow_id}"

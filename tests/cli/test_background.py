@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
+import pty
+import select
 import signal
 import socket
 import subprocess
 import sys
+import termios
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -212,3 +216,39 @@ async def test_server_status_and_stop_leave_a_server_this_data_directory_did_not
         assert "Temporal dev server: not started from this data directory, but one answers on 127.0.0.1:" in out
         assert "worker: not running" in out
     assert port_open("127.0.0.1", int(env["AGENT_EMBEDDED_PORT"]))  # still serving
+
+
+async def test_closing_the_terminal_of_run_demo_ends_its_task(client, workspace, demo_env):
+    master, slave = pty.openpty()
+
+    def own_terminal() -> None:  # the pty becomes the child's controlling terminal, as a shell's is
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "starter.py"), "run", "--demo", "--workspace", str(workspace), "note this"],
+        cwd=ROOT, env=dict(demo_env, TERM="xterm"), stdin=slave, stdout=slave, stderr=slave,
+        preexec_fn=own_terminal, pass_fds=(slave,),
+    )
+    os.close(slave)
+    try:
+        screen = b""
+        while b"task task-" not in screen or b" \xc2\xb7 " not in screen.split(b"task task-", 1)[1]:
+            ready, _, _ = await asyncio.to_thread(select.select, [master], [], [], 60)
+            assert ready, f"no task started; screen: {screen[-2000:]!r}"
+            screen += os.read(master, 4096)
+        workflow_id = "task-" + screen.split(b"task task-", 1)[1].split()[0].decode()
+        os.close(master)  # the terminal window closes
+        master = -1
+        await asyncio.wait_for(asyncio.to_thread(proc.wait), 60)
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    desc = await client.get_workflow_handle(workflow_id).describe()
+    assert desc.status in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.TERMINATED)
+    if desc.status == WorkflowExecutionStatus.TERMINATED:
+        code, out, err = await cli(client, "status", workflow_id)
+        assert "TERMINATED" in out and DEMO_ENDED in out
