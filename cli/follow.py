@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from cli.render import safe
 from cli.sinks import Sink
 from cli.subagents import waiting_subagents
 from cli.tasks import QUERY_TIMEOUT
 from cli.workers import RESTARTED, queue_polled, unpin
 from contracts.activities import LLM_ACTIVITY, LiveText
-from contracts.task import ApprovalDecision, EventsPage, Interjection, TaskOutcome, TaskStatus
+from contracts.task import EventsPage, TaskOutcome, TaskStatus
 from core.entries import AiMessage, Entry, ToolCall
 from workflows.task import AgentTaskWorkflow
 
@@ -242,43 +240,3 @@ class Follower:
             self.sink.subagent_waiting(child_id, status)
             with self.sink.paused():
                 await self.ask(self.client, child_id, status, self.interactive)
-
-
-async def ask_person(
-    client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None = None
-) -> None:
-    """Ask inline for an approval or a reply when a person is at the terminal; else say how.
-    ``parent``: the task followed, when ``workflow_id`` is one of its sub-agents."""
-    handle = client.get_workflow_handle(workflow_id)
-    pending = status.pending_approval
-    whose = f" [dim](sub-agent {safe(workflow_id)} of {safe(parent)})[/]" if parent else ""
-    if pending is not None:
-        args = json.dumps(pending.arguments, ensure_ascii=False)
-        console.print(
-            f"[bold yellow]? approval needed[/]{whose} {safe(pending.tool)} {safe(args[:300])} "
-            f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]"
-        )
-        if not interactive:
-            target = safe(workflow_id)
-            console.print(f"  approve: python starter.py approve {target} --call {safe(pending.call_id)}   "
-                          f"deny: python starter.py approve {target} --call {safe(pending.call_id)} --deny --reason TEXT")
-            return
-        answer = (await asyncio.to_thread(input, "  approve? [y/N] ")).strip().lower()
-        reason = (await asyncio.to_thread(input, "  reason (optional): ")).strip()
-        decision = ApprovalDecision(approved=answer in ("y", "yes"), call_id=pending.call_id, digest=pending.digest or None,
-                                    reason=reason, decided_by=who)
-        try:
-            await handle.execute_update(AgentTaskWorkflow.decide, decision)
-        except WorkflowUpdateFailedError as err:
-            console.print(f"[yellow]· decision not accepted: {safe(str(getattr(err.cause, 'message', err.cause)))}[/]")
-    elif status.question is not None:
-        console.print(f"[bold yellow]? the {'sub-agent' if parent else 'task'} asks:[/]{whose} {safe(status.question or '')}")
-        if not interactive:
-            console.print(f'  reply: python starter.py reply {safe(workflow_id)} "TEXT"')
-            return
-        text = (await asyncio.to_thread(input, "  reply> ")).strip()
-        if text:
-            from runtime.secrets import SecretStore
-
-            text = SecretStore.from_env().redact(text)
-            await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who))

@@ -11,7 +11,8 @@ from temporalio.client import Client
 
 from activities.llm import ProviderSettings
 from activities.mcp_sessions import load_worker_config
-from cli.follow import Follower, ask_person
+from cli.ask import ask_person
+from cli.follow import Follower
 from cli.render import make_console
 from cli.screen import ConsoleSink
 from cli.sinks import JsonSink

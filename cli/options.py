@@ -19,7 +19,11 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                         help="which tool calls wait for a person (default: dangerous)")
     parser.add_argument("--approval-timeout", type=positive_seconds, default=None, metavar="SECONDS",
                         help="deny a pending call after this long (default: wait forever)")
-    parser.add_argument("--session", help="start from the history of this session's earlier tasks")
+    parser.add_argument("--session", help="start from the history of this session's earlier tasks (run and start: "
+                        "by default a new session named after the task, so it can be continued)")
+    parser.add_argument("--permissions", metavar="FILE",
+                        help="standing allow and deny rules for the task's tool calls "
+                        "(default: the workspace's .agent/permissions.toml, if any; see docs/permissions.md)")
     parser.add_argument("--provider", choices=list(MODES), help="tool-calling mode (default: $AGENT_PROVIDER or openai)")
     parser.add_argument("--fallback", metavar="PROVIDER:MODEL,...", help="failover chain (default: $AGENT_FALLBACK)")
     parser.add_argument("--no-stream", action="store_true",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from temporalio.client import (
     Client,
+    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
@@ -23,11 +24,13 @@ from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeout
 from temporalio.service import RPCError, RPCStatusCode
 
+from cli.permissions import load_permissions
 from cli.tool_selection import SelectionError, tool_fields
 from cli.workers import ANSWER_WAIT, queue_polled
 from contracts.task import ApprovalMode, ModelRef, TaskInput, TaskOutcome, TaskState, TaskStatus
 from contracts.toolset import DEFAULT_TOOLS
 from core.markdown import code_span
+from core.permissions import Permissions
 from core.settings import ModelTableSettings, SearchSettings, TaskDefaults, TemporalSettings
 from providers.factory import MODES
 from providers.models import load_models, model_spec
@@ -104,10 +107,16 @@ def default_tools() -> list[str] | None:
     return None
 
 
-def task_input(args: argparse.Namespace, model: str) -> TaskInput:
+def workspace_of(args: argparse.Namespace) -> Path:
+    """The task's workspace: ``--workspace``, or the current directory."""
     workspace = Path(args.workspace or os.getcwd()).expanduser().resolve()
     if not workspace.is_dir():
         raise UserError(f"workspace {workspace} is not a directory")
+    return workspace
+
+
+def task_input(args: argparse.Namespace, model: str) -> TaskInput:
+    workspace = workspace_of(args)
     return TaskInput(
         instruction=instruction_text(args.task, workspace),
         workspace=str(workspace),
@@ -127,7 +136,15 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         thinking_budget=getattr(args, "thinking_budget", None),
         context_window=getattr(args, "context_window", None) or model_window(model),
         provider_wait_s=getattr(args, "provider_wait", TaskInput.model_fields["provider_wait_s"].default),
+        permissions=standing_rules(args, workspace),
     )
+
+
+def standing_rules(args: argparse.Namespace, workspace: Path) -> Permissions:
+    try:
+        return load_permissions(getattr(args, "permissions", None), workspace)
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 def selected_tools(args: argparse.Namespace) -> dict:
@@ -188,9 +205,13 @@ def who() -> str:
         return "cli"
 
 
-async def start_task(client: Client, inp: TaskInput, queue: str) -> str:
+async def start_task(client: Client, inp: TaskInput, queue: str, *, conversation: bool = False) -> str:
+    """Start the task; its workflow id. ``conversation``: a task with no session gets one named
+    after itself, so it can be continued later (``run --resume ID``, cli/conversation.py)."""
     inp.search_attributes = await ensure_search_attributes(client)
     workflow_id = workflow_id_for(inp.instruction)
+    if conversation and inp.session is None:
+        inp.session = workflow_id
     await client.start_workflow(
         AgentTaskWorkflow.run,
         inp,
@@ -283,7 +304,7 @@ async def finished_status(client: Client, desc: WorkflowExecutionDescription, ou
     return status.model_copy(update=ended)
 
 
-async def started_input(client: Client, desc: WorkflowExecutionDescription) -> TaskInput | None:
+async def started_input(client: Client, desc: WorkflowExecution) -> TaskInput | None:
     """The input the task's last run started with (the first event of its history)."""
     handle = client.get_workflow_handle(desc.id, run_id=desc.run_id)
     try:

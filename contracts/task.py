@@ -15,7 +15,9 @@ from pydantic import BaseModel, Field
 from contracts.mcp import McpServerConfig, McpTool
 from contracts.toolset import offered_names
 from core.entries import Entry
+from core.lean import omitted_empty
 from core.messages import Usage
+from core.permissions import PermissionRule, Permissions
 from core.tool_args import PlanItem
 from core.tool_outcome import BrowserState
 
@@ -71,10 +73,14 @@ class PendingApproval(BaseModel):
     turn: int
     requested_at: datetime
     digest: str = ""  # call_digest(tool, arguments): what an approval of this call names
+    # The rule "yes, and allow commands like this for this task" would add (``shell(git push)``);
+    # None: no rule can be made safe for this call (a compound command line, say).
+    rule: str | None = None
 
 
 class ApprovalDecision(BaseModel):
-    """Sent by a person (signal ``approve`` or update ``decide``)."""
+    """Sent by a person (signal ``approve`` or update ``decide``); the shape is in
+    ``workflows/policy.py`` ``DECIDE_PAYLOAD`` too, for people sending it by hand."""
 
     approved: bool
     call_id: str | None = None  # None: whichever call is pending
@@ -83,6 +89,9 @@ class ApprovalDecision(BaseModel):
     digest: str | None = None
     reason: str = ""
     decided_by: str = "user"
+    # "yes, and allow commands like this for this task": with an approval, the pending call's
+    # rule (``PendingApproval.rule``) is added to the task's allowed rules.
+    remember: bool = False
 
 
 class Interjection(BaseModel):
@@ -147,6 +156,9 @@ class LoopState(BaseModel):
     # The task's browser as its last browser call left it (tabs, active tab); None: never
     # opened. Carried across runs; a worker that lost the pages reopens them from it.
     browser: BrowserState | None = None
+    # Rules added by "yes, and allow commands like this" answers: calls they match run without
+    # asking, in this task only.
+    allowed: list[PermissionRule] = omitted_empty(list)
     # -- this run only ----------------------------------------------------------------
     phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)
     last_activity: str = Field(default="", exclude=True)
@@ -194,6 +206,9 @@ class TaskInput(BaseModel):
     provider_wait_s: float = 1800.0
     provider_pause_s: float = 60.0
     llm_attempts: int = 8  # attempts of one model call (Temporal retries) before the above applies
+    # Standing rules (the project's .agent/permissions.toml, read by the CLI at start): fixed
+    # for the task, so a model cannot rewrite its own rules mid-task.
+    permissions: Permissions = Field(default_factory=Permissions, exclude_if=lambda rules: not rules.allow and not rules.deny)
 
     @property
     def uses_mcp(self) -> bool:
@@ -246,6 +261,8 @@ class TaskStatus(BaseModel):
     cost_usd: float = 0.0
     cost_estimated: bool = False
     provider: str = ""
+    allowed: list[str] = Field(default_factory=list)  # rules "allow commands like this" added
+    permissions: Permissions = Field(default_factory=Permissions)  # the task's standing rules
 
 
 class EventsPage(BaseModel):

@@ -49,6 +49,14 @@ class ToolCallRequest(BaseModel):
     # Set by the LLM activity for a call of a tool this task was not offered: the answer it
     # gets instead of running (naming the tools the task has).
     not_offered: str | None = omitted()
+    # Set by the LLM activity for the permission rules (``core/permissions.py``), so the
+    # workflow matches them by comparing strings. ``rule_key``: what "allow commands like this"
+    # remembers, and the mark that an allow rule may apply at all: a shell call's program and
+    # subcommand (``git push``) when the line is one plain command, another tool's name;
+    # None (compound lines, writes to the rules file, calls recorded before rules): never.
+    # ``commands``: a shell call's words, of each simple command it runs (what prefixes match).
+    rule_key: str | None = omitted()
+    commands: list[list[str]] = omitted_empty(list)
 
     @model_validator(mode="before")
     @classmethod

@@ -225,6 +225,15 @@ class Checkpoints:
             self._git(workspace, "read-tree", "-u", "--reset", commit)
         return left_out
 
+    def diff(self, workspace: Path, commit: str) -> str:
+        """What changed in the workspace since ``commit``, as a unified diff: files created
+        since included, files over the size limit left out (the conversation's ``/diff``)."""
+        repo = self.repo(workspace)
+        with open(repo.parent / f"{repo.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._stage(workspace)  # the index is the workspace as it is now
+            return self._git(workspace, "diff", "--cached", "--no-color", commit).decode("utf-8", "replace")
+
     def export(self, workspace: Path, commit: str, dest: Path) -> None:
         """Write the files of ``commit`` into ``dest`` (a new directory)."""
         archive = self._git(workspace, "archive", "--format=tar", commit)

@@ -24,6 +24,7 @@ import base64
 import contextlib
 import io
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from typing import BinaryIO, Literal, assert_never
 from pydantic import model_validator
 
 from core.images import image_dimensions, sniff_image_type
+from core.permissions import RULES_FILE
 from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.beneath import DIR_FLAGS, Refused, open_at
@@ -360,8 +362,12 @@ async def file_tool(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
     return await asyncio.to_thread(_run, args, ctx.workspace)
 
 
-def classify(args: FileArgs) -> Danger:
-    return Danger.MODERATE if args.action in ("write", "edit") else Danger.SAFE
+def classify(args: FileArgs) -> Danger | tuple[Danger, str]:
+    if args.action not in ("write", "edit"):
+        return Danger.SAFE
+    if posixpath.normpath(args.path).endswith(RULES_FILE):
+        return Danger.DANGEROUS, f"changes the standing permission rules ({RULES_FILE})"
+    return Danger.MODERATE
 
 
 TOOL = ToolDefinition(

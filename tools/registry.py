@@ -9,6 +9,7 @@ through.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -19,9 +20,11 @@ from core.cache import BoundedCache
 from core.coerce import coerce_args, schema_of
 from core.compaction import compact_line as core_compact_line
 from core.messages import ToolCallRequest, ToolSpec
+from core.permissions import RULES_FILE
 from core.text import shorten
 from tools import browser, fetch, file, memory, message, plan, search, shell, skills, spawn
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from tools.shell_policy.shape import command_shape
 
 REGISTRY: dict[str, ToolDefinition[Any]] = {
     tool.name: tool
@@ -184,6 +187,7 @@ def declare(call: ToolCallRequest, offered: Sequence[str], workspace: Path | Non
     mcp = listed.get(call.name) if listed else None
     danger, reason = (Danger(mcp.danger), mcp.reason) if mcp else classify_call(call.name, call.arguments, workspace)
     declared: dict[str, Any] = {"danger": danger.value, "danger_reason": redact(reason) or None}
+    declared.update(rule_shape(call.name, call.arguments))
     tool = REGISTRY.get(call.name)
     if tool is not None:
         where = runs_in(call.name, call.arguments)
@@ -192,6 +196,20 @@ def declare(call: ToolCallRequest, offered: Sequence[str], workspace: Path | Non
     elif mcp is not None:
         declared["summary"] = " ".join(str(v) for v in call.arguments.values())
     return call.model_copy(update=declared)
+
+
+def rule_shape(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """What permission rules match a call against (``core/permissions.py``): its rule key and,
+    for the shell, the words of each command it runs. A call that names the rules file has no
+    rule key: no rule lets it skip asking."""
+    commands: list[list[str]] = []
+    key: str | None = name
+    if name == shell.TOOL.name:
+        command = arguments.get("command")
+        commands, key = command_shape(command) if isinstance(command, str) else ([], None)
+    if RULES_FILE.rsplit("/", 1)[-1] in json.dumps(arguments, ensure_ascii=False):
+        key = None
+    return {"rule_key": key, "commands": commands}
 
 
 def compact_line(name: str, arguments: dict[str, Any], result_status: str | None = None) -> str:

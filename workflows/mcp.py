@@ -26,7 +26,7 @@ LIST_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts
 
 
 class McpMixin(LoopBase):
-    @workflow.query(name=MCP_TOOLS_QUERY)
+    @workflow.query(name=MCP_TOOLS_QUERY, description="The MCP tools the task listed at its start: for workers.")
     def mcp_tools(self) -> list[McpTool]:
         """For an LLM activity on a worker that did not list them: read from the state."""
         return self.state.mcp_tools

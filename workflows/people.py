@@ -17,16 +17,36 @@ with workflow.unsafe.imports_passed_through():
     from contracts.task import ApprovalDecision, PendingApproval, TaskState
     from core.entries import StatusNotice, UserMessage
     from core.messages import ToolCallRequest
+    from core.permissions import allowing, remembered
     from core.tool_outcome import ToolOutcome
     from workflows import metrics, policy
+    from workflows.approvals import approval_details
     from workflows.engine import LoopBase
 
 
 class PeopleMixin(LoopBase):
 
+    async def _permit(self, call: ToolCallRequest) -> tuple[ToolOutcome | None, str | None]:
+        """Whether ``call`` runs: (its refusal, None), or (None, the digest it runs under as
+        approved, None when it needs no approval). A deny rule refuses it whatever the approval
+        mode; an allow rule (standing, or remembered from an answer) lets it run without asking."""
+        permissions = self.task.permissions
+        rule = permissions.denying(call)
+        if rule is not None:
+            source = f" ({permissions.source})" if permissions.source else ""
+            return ToolOutcome(status="error", content=policy.DENIED_BY_RULE.format(rule=rule.text, source=source)), None
+        if not self.task.approval.requires(call.danger):
+            return None, None
+        rule = allowing([*permissions.allow, *self.state.allowed], call)
+        if rule is not None:
+            self._append(StatusNotice(text=f"{call.name} call runs without asking: allowed by the rule {rule.text}"))
+            return None, call.digest
+        denial = await self._wait_for_approval(call)
+        return (denial, None) if denial is not None else (None, call.digest)
+
     async def _wait_for_approval(self, call: ToolCallRequest) -> ToolOutcome | None:
         """Block until a decision, a stop, an interjection or the timeout. None means approved."""
-        state, asked = self.state, workflow.now()
+        state, asked, rule = self.state, workflow.now(), remembered(call)
         state.pending = PendingApproval(
             call_id=call.id,
             tool=call.name,
@@ -36,10 +56,12 @@ class PeopleMixin(LoopBase):
             turn=state.turn,
             requested_at=asked,
             digest=call.digest,
+            rule=rule.text if rule else None,
         )
         state.decision = None
         metrics.approval_requested(call.name)
         self._set_state(TaskState.WAITING_APPROVAL, f"waiting for approval: {policy.tool_summary(call)}", call)
+        workflow.set_current_details(approval_details(state.pending, policy.tool_detail(call), workflow.info().workflow_id))
         timeout = self.task.approval_timeout_s
         try:
             await workflow.wait_condition(
@@ -60,6 +82,11 @@ class PeopleMixin(LoopBase):
         note = f"{call.name} call {verdict} by {decision.decided_by} at {workflow.now().isoformat()}"
         self._append(StatusNotice(text=f"{note}: {decision.reason}" if decision.reason else note))
         if decision.approved:
+            if decision.remember and rule is not None:
+                self.state.allowed.append(rule)
+                self._append(StatusNotice(
+                    text=f"{decision.decided_by} allowed {rule.text} for the rest of this task: "
+                         "calls it matches run without asking"))
             return None
         reason = f" Reason: {decision.reason}" if decision.reason else ""
         return ToolOutcome(

@@ -49,6 +49,10 @@ NO_TOOL_CALL_REMINDER = (
     "To talk to the user use `message` with type `info`; when the task is complete call "
     "`message` with type `result` and the final answer."
 )
+DENIED_BY_RULE = (
+    "[denied by rule {rule}] This call was not run: the task's permission rules{source} forbid it. "
+    "Do not try to reach the same end another way; if it is needed, ask the user."
+)
 DEFERRED_RESULT = (
     "[not executed] Only one tool call runs per turn and this one was deferred. "
     "Call it again in a later turn if it is still needed."

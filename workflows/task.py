@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from core.loop_detect import LOOP_REMINDER
     from core.messages import ToolCallRequest
     from core.tool_outcome import ToolOutcome
-    from workflows import policy
+    from workflows import approvals, policy
     from workflows.engine import TaskEnded
 
 from workflows.delegation import DelegationMixin
@@ -54,7 +54,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
 
     # ---- signals, updates, queries ---------------------------------------------
 
-    @workflow.signal
+    @workflow.signal(description=approvals.STOP_DESCRIPTION)
     def stop(self, reason: Any = "stopped by user") -> None:
         """Stop the task. Any payload stops it (a person sending ``{"reason": ...}``, a number
         or nothing from the Temporal UI means stop too): a string is the reason as given."""
@@ -64,32 +64,38 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             reason = f"stopped by user ({reason!r})" if reason not in (None, {}, []) else ""
         self.state.stop_reason = reason.strip() or "stopped by user"
 
-    @workflow.signal
+    @workflow.signal(description=approvals.INTERJECT_DESCRIPTION)
     def interject(self, message: Interjection) -> None:
         self.state.inbox.append(message)
 
-    @workflow.signal
-    def approve(self, decision: ApprovalDecision) -> None:
-        problem = self._decision_problem(decision, signal=True)
-        if problem is None:
-            self.state.decision = decision
+    # The decision's payload is taken raw and checked by approvals.parse_decision, so a
+    # malformed one is refused in one line naming the fields (a typed parameter would fail
+    # in the payload converter, with a traceback).
+    @workflow.signal(description=approvals.APPROVE_DESCRIPTION)
+    def approve(self, decision: Any) -> None:
+        parsed = approvals.parse_decision(decision, digest=False)
+        problem = parsed if isinstance(parsed, str) else self._decision_problem(parsed, signal=True)
+        if problem is None and isinstance(parsed, ApprovalDecision):
+            self.state.decision = parsed
         else:
             workflow.logger.warning("ignored approval signal: %s", problem)
 
-    @workflow.update
-    def decide(self, decision: ApprovalDecision) -> PendingApproval:
+    @workflow.update(description=approvals.DECIDE_DESCRIPTION)
+    def decide(self, decision: Any) -> PendingApproval:
         """Like ``approve``, but the caller learns whether it was accepted."""
-        assert self.state.pending is not None
-        self.state.decision = decision
+        parsed = approvals.parse_decision(decision, digest=False)  # the validator checked it
+        assert self.state.pending is not None and isinstance(parsed, ApprovalDecision)
+        self.state.decision = parsed
         return self.state.pending
 
     @decide.validator
-    def _validate_decide(self, decision: ApprovalDecision) -> None:
-        problem = self._decision_problem(decision)
+    def _validate_decide(self, decision: Any) -> None:
+        parsed = approvals.parse_decision(decision)
+        problem = parsed if isinstance(parsed, str) else self._decision_problem(parsed)
         if problem:
-            raise ValueError(problem)
+            raise approvals.Refusal(f"decision refused: {problem}")
 
-    @workflow.query
+    @workflow.query(description=approvals.STATUS_DESCRIPTION)
     def status(self) -> TaskStatus:
         state, outcome = self.state, self.state.outcome
         return TaskStatus(
@@ -112,9 +118,11 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             session=self.task.session,
             plan=[item.model_dump() for item in state.plan],
             depth=self.task.depth,
+            allowed=[rule.text for rule in state.allowed],
+            permissions=self.task.permissions,
         )
 
-    @workflow.query(name=CONTEXT_QUERY)
+    @workflow.query(name=CONTEXT_QUERY, description=approvals.CONTEXT_DESCRIPTION)
     def model_context(self, after_seq: int) -> ContextPage:
         """For a worker whose store lacks entries: read from the workflow's state, nothing is
         written to the history."""
@@ -123,7 +131,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             base=base, prefix=self.state.prefix if after_seq < base else [], entries=self.transcript.since(after_seq)
         )
 
-    @workflow.query
+    @workflow.query(description=approvals.EVENTS_DESCRIPTION)
     def events(self, after_seq: int = 0) -> EventsPage:
         entries = self.transcript.since(after_seq)
         return EventsPage(
@@ -197,12 +205,9 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             await self._wait_for_reply(result.ask)
 
     async def _approved_execute(self, call: ToolCallRequest) -> ToolOutcome:
-        approved = None
-        if self.task.approval.requires(call.danger):
-            denial = await self._wait_for_approval(call)
-            if denial is not None:
-                return denial
-            approved = call.digest  # the tool activity runs this exact call and no other
+        refusal, approved = await self._permit(call)  # approved: the tool activity runs this exact call and no other
+        if refusal is not None:
+            return refusal
         if call.runs_in == "child_workflow":
             return await self._run_child(call)
         return await self._execute(call, approved)

@@ -9,7 +9,6 @@ worker confirms it (an update); with none answering it goes as a signal, applied
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from datetime import timedelta
 
@@ -18,6 +17,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.service import RPCError
 
 from cli.background import connect
+from cli.prompt import read_line
 from cli.render import approval_text, safe
 from cli.subagents import approval_holder, subagent_call
 from cli.tasks import UserError, describe, who
@@ -34,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("approve", help="approve (or --deny) the pending tool call (the task's, or its sub-agent's)")
     s.add_argument("id")
     s.add_argument("--deny", action="store_true")
+    s.add_argument("--remember", action="store_true",
+                   help="yes, and allow commands like this one for the rest of the task (its rule is shown)")
     s.add_argument("--reason", default="")
     s.add_argument("--call", help="the pending call's id (without it, the call is shown and confirmed)")
     s.add_argument("--yes", action="store_true", help="decide on the call shown, without asking")
@@ -51,12 +53,19 @@ async def run(args: argparse.Namespace) -> int:
         whose = f" (sub-agent {safe(target)} of {safe(args.id)})" if target != args.id else ""
         print(f"pending{whose}: {pending.tool} call {pending.call_id}: {safe(approval_text(pending))}\n"
               f"  ({safe(pending.danger)}: {safe(pending.reason)})")
+        if args.remember and not args.deny and pending.rule is None:
+            raise UserError("no rule can be made for this call (a command line that is not one plain command): "
+                            "approve it without --remember")
+        if pending.rule and not args.deny:
+            print(f"  a = yes, and allow {safe(pending.rule)} for the rest of this task")
         if not args.yes:
             if not sys.stdin.isatty():
                 raise UserError(f"name the call to {verdict}: --call {pending.call_id} "
                                 "(or --yes to decide on the call shown above)")
-            answer = (await asyncio.to_thread(input, f"{verdict} this call? [y/N] ")).strip().lower()
-            if answer not in ("y", "yes"):
+            choices = "y/N/a" if pending.rule and not args.deny else "y/N"
+            answer = (await read_line(f"{verdict} this call? [{choices}] ", sys.stdout) or "").lower()
+            args.remember = args.remember or (answer in ("a", "always") and choices == "y/N/a")
+            if answer not in ("y", "yes") and not args.remember:
                 print("nothing sent")
                 return 1
         call_id, digest = pending.call_id, pending.digest or None
@@ -66,7 +75,8 @@ async def run(args: argparse.Namespace) -> int:
         digest = await recorded_digest(client, target, call_id)
     handle = client.get_workflow_handle(target)
     decision = ApprovalDecision(
-        approved=not args.deny, call_id=call_id, digest=digest, reason=args.reason, decided_by=who()
+        approved=not args.deny, call_id=call_id, digest=digest, reason=args.reason, decided_by=who(),
+        remember=args.remember and not args.deny,
     )
     if args.signal:
         await handle.signal(AgentTaskWorkflow.approve, decision)
@@ -84,7 +94,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"no worker answered within {CONFIRM_WAIT_S:g} s: the decision was sent to {target} as a signal "
               "and takes effect when a worker runs the task (start one with `python worker.py`)")
         return 0
-    print(f"{'denied' if args.deny else 'approved'}: {decided.tool} call {decided.call_id} of {target}")
+    allowed = f"; {decided.rule} is allowed for the rest of the task" if decision.remember and decided.rule else ""
+    print(f"{'denied' if args.deny else 'approved'}: {decided.tool} call {decided.call_id} of {target}{allowed}")
     return 0
 
 

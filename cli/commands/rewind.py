@@ -15,6 +15,7 @@ from pathlib import Path
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import ResetReapplyType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
+from temporalio.client import Client
 from temporalio.service import RPCError
 
 from cli.background import connect
@@ -34,24 +35,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
-    await describe(client, args.id)
-    point = await turn_point(client, args.id, args.to_turn)
-    said = restore_workspace(args.id, Path(point.task.workspace), args.to_turn, Checkpoints())
+    print(await rewind_task(client, args.id, args.to_turn))
+    return 0
+
+
+async def rewind_task(client: Client, task_id: str, turn: int) -> str:
+    """Take the task back to the end of ``turn`` (its workspace first); what was done, in words.
+    ``run`` and the conversation's ``/rewind`` (cli/conversation.py) share it."""
+    await describe(client, task_id)
+    point = await turn_point(client, task_id, turn)
+    said = restore_workspace(task_id, Path(point.task.workspace), turn, Checkpoints())
     try:
         reply = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
             namespace=client.namespace,
-            workflow_execution=WorkflowExecution(workflow_id=args.id, run_id=point.run_id),
-            reason=f"rewind to the end of turn {args.to_turn} by {who()}",
+            workflow_execution=WorkflowExecution(workflow_id=task_id, run_id=point.run_id),
+            reason=f"rewind to the end of turn {turn} by {who()}",
             workflow_task_finish_event_id=point.event_id,
             request_id=str(uuid.uuid4()),
             reset_reapply_type=ResetReapplyType.RESET_REAPPLY_TYPE_NONE,
         ))
     except RPCError as err:
         raise UserError(f"Temporal refused the reset: {err.message}") from None
-    print(said)
-    print(f"task {args.id} rewound to the end of turn {args.to_turn}; it continues on run {reply.run_id} "
-          f"(follow it with: python starter.py watch {args.id})")
-    return 0
+    return (f"{said}\ntask {task_id} rewound to the end of turn {turn}; it continues on run {reply.run_id} "
+            f"(follow it with: python starter.py watch {task_id})")
 
 
 def restore_workspace(task_id: str, workspace: Path, turn: int, checkpoints: Checkpoints) -> str:

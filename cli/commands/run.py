@@ -1,8 +1,10 @@
-"""``run TASK``: start a task and follow it to the end; exit 0 on DONE, 1 otherwise.
+"""``run TASK``: start a task and follow it; at a terminal, stay in its conversation
+(cli/conversation.py). Without a terminal: exit 0 on DONE, 1 otherwise.
 
-Ctrl-C leaves the task running (on the embedded default the background worker runs it on),
-except with ``--demo``: the demo's scripted model and worker live in this process, so the
-demo task ends with it (terminated, with the reason), on Ctrl-C, SIGTERM or a closed terminal.
+On the embedded default the background worker runs the tasks (cli/background.py), so a task
+left goes on. ``--demo`` is the exception: its scripted model and worker live in this
+process, so the demo's tasks end with it (terminated, with the reason), however it ends:
+leaving, Ctrl-C, SIGTERM or a closed terminal.
 """
 
 from __future__ import annotations
@@ -12,91 +14,109 @@ import asyncio
 import contextlib
 import signal
 import sys
-import time
 import uuid
 from contextlib import AsyncExitStack
 
-from temporalio.client import Client
 from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
 from cli.background import connect
-from cli.local import local_worker, make_follower
+from cli.commands import start
+from cli.conversation import Conversation, converse
+from cli.local import local_worker
 from cli.options import add_task_options
-from cli.render import make_console
-from cli.tasks import closed_outcome, configured_model, start_task, task_input, ui_link
+from cli.render import safe
+from cli.resume import picked_up
+from cli.tasks import UserError, configured_model, task_input, workspace_of
 from cli.workers import unpolled_notice
-from contracts.task import TaskState
+from contracts.task import ApprovalMode, TaskInput
 from worker import task_queue
 
 DEMO_ENDED = "the demo ended with its terminal: its scripted model ran in the `run --demo` process"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    s = subparsers.add_parser("run", help="start a task and follow it to the end")
-    s.add_argument("task", help="the instruction")
+    s = subparsers.add_parser("run", help="start a task and follow it; at a terminal, stay in its conversation")
+    s.add_argument("task", nargs="?", help="the instruction (with --continue or --resume: the next one, optional)")
     add_task_options(s)
     s.add_argument("--demo", action="store_true",
-                   help="use the offline scripted demo model; it runs in this process, so the demo task ends "
-                   "with it (Ctrl-C or a closed terminal terminates it)")
+                   help="use the offline scripted demo model; it runs in this process, so the demo's tasks end "
+                   "with it (leaving, Ctrl-C or a closed terminal terminates them)")
+    s.add_argument("--detach", action="store_true", help="start the task and print its id, as `start` does")
+    s.add_argument("--continue", dest="continue_", action="store_true",
+                   help="continue the conversation of the newest task in this workspace")
+    s.add_argument("--resume", metavar="ID", help="continue the conversation of this task (or session)")
     s.set_defaults(run=run)
 
 
 async def run(args: argparse.Namespace) -> int:
-    console = make_console()
+    resuming = bool(args.resume or args.continue_)
+    if not args.task and not (resuming and sys.stdin.isatty()):
+        raise UserError('say what the agent should do: run "TASK" (at a terminal, --continue or --resume ID alone '
+                        "pick a conversation up)")
+    if args.detach:
+        if args.demo or resuming:
+            raise UserError("--detach starts one new task with the configured model: not with --demo, --continue "
+                            "or --resume")
+        return await start.run(args)
     model = "demo-scripted" if args.demo else configured_model(args)
-    inp = task_input(args, model)
-    if args.demo:  # the scripted demo model speaks the OpenAI wire, and nothing to fail over to
-        inp = inp.model_copy(update={"provider": "openai", "fallbacks": []})
+
+    def next_input(text: str) -> TaskInput:
+        return task_input(argparse.Namespace(**{**vars(args), "task": text}), model)
+
+    if args.task:
+        next_input(args.task)  # a mistake in the options is one line before anything starts
     client = await connect(args.settings)
-    ended_by: list[signal.Signals] = []
     async with AsyncExitStack() as stack:
         queue = task_queue(args.settings.temporal)
         if args.demo:
             from fakes.scripted import ScriptedModelServer, demo_steps
 
-            server = stack.enter_context(ScriptedModelServer(demo_steps(inp.instruction)))
+            server = stack.enter_context(ScriptedModelServer())
             settings = ProviderSettings(openai_base_url=server.url, openai_api_key=None)
             queue = f"agent-demo-{uuid.uuid4().hex[:8]}"  # only this process's worker serves it
+            plain = next_input
+
+            def next_input(text: str) -> TaskInput:  # the demo model speaks the OpenAI wire, no failover
+                server.add(*demo_steps(text))
+                return plain(text).model_copy(update={"provider": "openai", "fallbacks": []})
+
             await local_worker(stack, client, queue, settings)
-            _end_on_hangup(ended_by)
         elif notice := await unpolled_notice(client, queue, args.settings.temporal):
             print(notice, file=sys.stderr)
-        started = time.monotonic()
-        workflow_id = await start_task(client, inp, queue)
-        console.print(f"[dim]task {workflow_id} · {ui_link(client, workflow_id, args.settings.temporal)}[/]")
-        try:
-            outcome = await make_follower(client, workflow_id).run(lambda: closed_outcome(client, workflow_id), started)
-        except BaseException as err:  # the demo task ends with this process, however it ends
-            if args.demo:
-                await asyncio.shield(_end_demo(client, workflow_id))
-            if not isinstance(err, (KeyboardInterrupt, asyncio.CancelledError)):
-                raise
-            if args.demo:
-                line = f"\ntask {workflow_id} ended: {DEMO_ENDED}"
-            else:
-                line = f"\ntask {workflow_id} goes on; follow it with: python starter.py watch {workflow_id}"
-            with contextlib.suppress(OSError):  # the terminal may be gone
-                console.print(line)
-            if ended_by:
-                return 128 + ended_by[0]
-            raise
-        return 0 if outcome.status == TaskState.DONE else 1
+        workspace = str(workspace_of(args))
+        session, latest = await picked_up(client, args, workspace)
+        talk = Conversation(client, queue, next_input, workspace=workspace, session=session,
+                            approval=ApprovalMode(args.approval), temporal=args.settings.temporal)
+        talk.tasks += [latest] if latest else []
+        return await (_demo(talk, args.task) if args.demo else converse(talk, args.task))
 
 
-def _end_on_hangup(ended_by: list[signal.Signals]) -> None:
-    """SIGHUP (the terminal closed) and SIGTERM end the demo as Ctrl-C does."""
+async def _demo(talk: Conversation, text: str | None) -> int:
+    """The demo's conversation; whatever ends it ends its tasks that still run."""
+    ended_by: list[signal.Signals] = []
     task, loop = asyncio.current_task(), asyncio.get_running_loop()
     assert task is not None
 
-    def end(signum: signal.Signals) -> None:
+    def end(signum: signal.Signals) -> None:  # a closed terminal (SIGHUP) or SIGTERM, as Ctrl-C
         ended_by.append(signum)
         task.cancel()
 
     for signum in (signal.SIGHUP, signal.SIGTERM):
         loop.add_signal_handler(signum, end, signum)
+    try:
+        return await converse(talk, text)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if ended_by:
+            return 128 + ended_by[0]
+        raise
+    finally:
+        await asyncio.shield(_end_demo(talk))
 
 
-async def _end_demo(client: Client, workflow_id: str) -> None:
-    with contextlib.suppress(RPCError):  # it ended meanwhile
-        await client.get_workflow_handle(workflow_id).terminate(reason=DEMO_ENDED)
+async def _end_demo(talk: Conversation) -> None:
+    for workflow_id in talk.tasks:
+        with contextlib.suppress(RPCError):  # it ended already
+            await talk.client.get_workflow_handle(workflow_id).terminate(reason=DEMO_ENDED)
+            with contextlib.suppress(OSError):  # the terminal may be gone
+                talk.console.print(safe(f"task {workflow_id} ended: {DEMO_ENDED}"))

@@ -8,6 +8,7 @@ import json
 from temporalio.client import WorkflowExecutionStatus
 
 from cli.background import connect
+from cli.permissions import permission_lines
 from cli.render import status_lines
 from cli.tasks import QUERY_TIMEOUT, UserError, closed_outcome, describe, finished_status, ui_link
 from cli.workers import RESTART_WAIT, ask_status
@@ -35,5 +36,7 @@ async def run(args: argparse.Namespace) -> int:
         payload.update(workflow_id=args.id, temporal_status=desc.status.name if desc.status else None, ui=ui_link(client, args.id, args.settings.temporal))
         print(json.dumps(payload))
     else:
-        print("\n".join(status_lines(args.id, status, ui_link(client, args.id, args.settings.temporal))))
+        lines = status_lines(args.id, status, ui_link(client, args.id, args.settings.temporal))
+        lines[-1:-1] = permission_lines(status)  # before the link
+        print("\n".join(lines))
     return 0

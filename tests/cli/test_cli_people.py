@@ -157,3 +157,18 @@ async def wait_until_exists(handle, timeout_s: float = 20) -> None:
         except RPCError:
             assert asyncio.get_running_loop().time() < deadline, f"{handle.id} never started"
             await asyncio.sleep(0.1)
+
+
+async def test_approve_remember_allows_commands_like_this_for_the_rest_of_the_task(client, task_queue, workspace):
+    steps = [tool("shell", command="git push origin feature"), tool("shell", command="git push origin feature2"),
+             tool("message", type="ask", text="Anything else?")]
+    async with scripted_worker(client, task_queue, steps):
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        code, out, err = await cli(client, "approve", handle.id, "--yes", "--remember", queue=task_queue)
+        assert code == 0, err
+        assert "a = yes, and allow shell(git push) for the rest of this task" in out
+        assert "approved: shell call call_1_0" in out and "shell(git push) is allowed for the rest of the task" in out
+        status = await wait_for_state(handle, TaskState.WAITING_REPLY)  # the second push did not ask
+        await handle.terminate("seen enough")
+    assert status.allowed == ["shell(git push)"]

@@ -1,4 +1,6 @@
-"""The CLI at a real (pseudo) terminal: `watch` asks inline for an approval and sends it."""
+"""The CLI at a real (pseudo) terminal: `watch` asks inline for an approval and sends it; the
+prompt is withdrawn when the call is decided elsewhere, Ctrl-C at it ends `watch` at once,
+and its third answer allows commands like the one asked about for the rest of the task."""
 
 from __future__ import annotations
 
@@ -11,23 +13,33 @@ import sys
 import time
 from pathlib import Path
 
-from contracts.task import TaskOutcome, TaskState
+from contracts.task import ApprovalDecision, TaskOutcome, TaskState
 from fakes.scripted import tool
+from tests.cli.test_cli import cli
+from tests.cli.vt import Screen
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, wait_for_state
+from workflows.task import AgentTaskWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+# Runs the command with the terminal as its controlling terminal (a new session that opens
+# it), so Ctrl-C typed there is a SIGINT to it, as in a person's terminal.
+CONTROLLING = ("import os, sys; os.close(os.open(os.ttyname(0), os.O_RDWR)); "
+               "os.execv(sys.argv[1], sys.argv[1:])")
 
 
 class Terminal:
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, close_fds=True)
+        self.proc = subprocess.Popen([sys.executable, "-c", CONTROLLING, *args], stdin=slave, stdout=slave,
+                                     stderr=slave, env=env, cwd=ROOT, close_fds=True, start_new_session=True)
         os.close(slave)
         self.screen = ""
 
-    def expect(self, text: str, timeout_s: float = 30) -> None:
+    def expect(self, text: str, timeout_s: float = 30, times: int = 1) -> None:
         deadline = time.monotonic() + timeout_s
-        while text not in self.screen:
+        while self.screen.count(text) < times:
             assert time.monotonic() < deadline, f"never saw {text!r}; screen:\n{self.screen[-2000:]}"
             ready, _, _ = select.select([self.master], [], [], 0.1)
             if ready:
@@ -38,6 +50,23 @@ class Terminal:
 
     def type(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
+
+    def press(self, keys: str) -> None:
+        r"""Keys as typed: ``\x03`` is Ctrl-C, ``\x04`` Ctrl-D."""
+        os.write(self.master, keys.encode())
+
+    def wait(self, timeout_s: float = 30) -> int:
+        """The program's exit status, reading what it writes until it ends."""
+        deadline = time.monotonic() + timeout_s
+        while self.proc.poll() is None:
+            assert time.monotonic() < deadline, f"still running; screen:\n{self.screen[-2000:]}"
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            if ready:
+                try:
+                    self.screen += os.read(self.master, 4096).decode(errors="replace")
+                except OSError:
+                    break
+        return self.proc.wait(10)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -55,7 +84,7 @@ async def test_watch_asks_for_approval_inline_at_a_terminal(client, task_queue, 
         env = dict(os.environ, TEMPORAL_ADDRESS=client.service_client.config.target_host, TERM="xterm", COLUMNS="200")
         term = Terminal([sys.executable, str(ROOT / "starter.py"), "watch", handle.id], env)
         try:
-            await asyncio.to_thread(term.expect, "approve? [y/N]")
+            await asyncio.to_thread(term.expect, "approve? [y/N/a]")
             assert "rm -rf build" in term.screen and "deletes recursively" in term.screen
             term.type("y")
             await asyncio.to_thread(term.expect, "reason (optional):")
@@ -67,3 +96,74 @@ async def test_watch_asks_for_approval_inline_at_a_terminal(client, task_queue, 
         page = await handle.query("events", 0)
     assert outcome.status == TaskState.DONE and not (workspace / "build").exists()
     assert "fine, it is generated" in str(page)
+
+
+def watch_at_a_terminal(client, workflow_id: str) -> Terminal:
+    env = dict(os.environ, TEMPORAL_ADDRESS=client.service_client.config.target_host, TERM="xterm", COLUMNS="200")
+    return Terminal([sys.executable, str(ROOT / "starter.py"), "watch", workflow_id], env)
+
+
+async def test_a_prompt_decided_elsewhere_disappears_and_says_who_decided(client, task_queue, workspace):
+    steps = [tool("shell", command="git push origin feature"), tool("message", type="result", text="pushed")]
+    async with scripted_worker(client, task_queue, steps):
+        handle = await start(client, task_queue, make_input(workspace))
+        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        term = watch_at_a_terminal(client, handle.id)
+        try:
+            await asyncio.to_thread(term.expect, "approve? [y/N/a]")
+            os.write(term.master, b"y")  # half an answer, then someone else decides
+            await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
+                approved=True, digest=status.pending_approval.digest, decided_by="ops-in-the-ui"))
+            await asyncio.to_thread(term.expect, "DONE")
+        finally:
+            term.close()
+    shown = Screen(200).feed(term.screen).text()
+    assert "approve? [" not in shown  # the prompt was erased
+    assert "shell call call_1_0 was decided elsewhere" in shown
+    assert "shell call approved by ops-in-the-ui" in shown
+    assert (await outcome_of(handle)).status == TaskState.DONE
+
+
+async def test_ctrl_c_at_the_approval_prompt_ends_watch_at_once_and_the_task_waits_on(client, task_queue, workspace):
+    async with scripted_worker(client, task_queue, [tool("shell", command="git push origin feature")]):
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        term = watch_at_a_terminal(client, handle.id)
+        try:
+            await asyncio.to_thread(term.expect, "approve? [y/N/a]")
+            os.write(term.master, b"\x03")  # Ctrl-C, through the terminal's line discipline
+            code = await asyncio.to_thread(term.proc.wait, 20)  # a bound, not a timing: it used to hang
+        finally:
+            term.close()
+        assert code == 130
+        assert (await handle.query(AgentTaskWorkflow.status)).state == TaskState.WAITING_APPROVAL
+        await handle.terminate("seen enough")
+
+
+async def test_yes_and_allow_commands_like_this_at_the_prompt_lets_the_next_push_run_unasked(
+    client, task_queue, workspace
+):
+    steps = [
+        tool("shell", command="git push origin feature"),
+        tool("shell", command="git push origin feature2"),
+        tool("message", type="ask", text="Anything else?"),
+    ]
+    async with scripted_worker(client, task_queue, steps):
+        handle = await start(client, task_queue, make_input(workspace))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        term = watch_at_a_terminal(client, handle.id)
+        try:
+            await asyncio.to_thread(term.expect, "= yes, and allow shell(git push) for the rest of this task")
+            await asyncio.to_thread(term.expect, "approve? [y/N/a]")
+            term.type("a")
+            await asyncio.to_thread(term.expect, "reason (optional):")
+            term.type("")
+            await asyncio.to_thread(term.expect, "Anything else?")
+        finally:
+            term.close()
+        code, out, err = await cli(client, "status", handle.id, queue=task_queue)
+        await handle.terminate("seen enough")
+    assert term.screen.count("approve? [") == 1  # feature2 was not asked
+    assert "runs without asking: allowed by the rule shell(git push)" in term.screen
+    assert code == 0, err
+    assert 'allowed:  shell(git push) (for this task, answered "allow commands like this")' in out

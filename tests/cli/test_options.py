@@ -51,3 +51,32 @@ def test_an_empty_or_undecodable_task_is_refused_in_one_line(workspace, text, sa
     args = parser().parse_args(["start", "--workspace", str(workspace), text])
     with pytest.raises(UserError, match=said.replace("(", r"\(").replace(")", r"\)")):
         task_input(args, "m")
+
+
+def test_the_workspaces_permissions_file_is_read_into_the_task_input(workspace):
+    (workspace / ".agent").mkdir()
+    (workspace / ".agent" / "permissions.toml").write_text('allow = ["shell(git status)"]\ndeny = ["shell(git push)"]\n')
+    inp = task_input(parser().parse_args(["start", "--workspace", str(workspace), "go"]), "m")
+    assert [r.text for r in inp.permissions.allow] == ["shell(git status)"]
+    assert [r.text for r in inp.permissions.deny] == ["shell(git push)"]
+    assert inp.permissions.source == str(workspace / ".agent" / "permissions.toml")
+    assert TaskInput.model_validate_json(inp.model_dump_json()).permissions == inp.permissions  # as recorded
+
+
+def test_permissions_names_another_file_and_a_bad_one_is_one_line(workspace, tmp_path):
+    other = tmp_path / "rules.toml"
+    other.write_text('deny = ["fetch_url"]')
+    args = parser().parse_args(["start", "--workspace", str(workspace), "--permissions", str(other), "go"])
+    assert [r.text for r in task_input(args, "m").permissions.deny] == ["fetch_url"]
+    other.write_text('deny = ["shell(git push"]')
+    with pytest.raises(UserError, match=r"rules.toml: 'shell\(git push' is not a rule"):
+        task_input(args, "m")
+    args = parser().parse_args(["start", "--workspace", str(workspace), "--permissions", str(tmp_path / "none"), "go"])
+    with pytest.raises(UserError, match="permissions file .*none: No such file"):
+        task_input(args, "m")
+
+
+def test_without_a_permissions_file_the_task_input_records_no_rules(workspace):
+    inp = task_input(parser().parse_args(["start", "--workspace", str(workspace), "go"]), "m")
+    assert not inp.permissions.allow and not inp.permissions.deny
+    assert "permissions" not in inp.model_dump(mode="json")  # nothing added to every task's history

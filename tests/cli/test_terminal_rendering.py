@@ -31,7 +31,10 @@ def run_in_terminal(args: list[str], env: dict[str, str], timeout_s: float = 90)
     """Run ``args`` attached to a pseudo-terminal of COLUMNS x LINES; (exit code, all it wrote)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
-    proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, close_fds=True)
+    # Input is not the terminal: `run` follows its one task and ends, as without a person
+    # (at a terminal it would stay in the conversation: tests/cli/test_conversation.py).
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, cwd=ROOT,
+                            close_fds=True)
     os.close(slave)
     written = b""
     deadline = time.monotonic() + timeout_s

@@ -154,3 +154,17 @@ def test_a_bad_limit_read_at_a_save_fails_the_checkpoint(monkeypatch):
     monkeypatch.setenv(MAX_FILE_ENV, "lots")
     with pytest.raises(CheckpointError, match=MAX_FILE_ENV):
         max_file_bytes()
+
+
+def test_the_diff_since_a_checkpoint_shows_changed_and_created_files_but_not_the_large_ones(tmp_path: Path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("one\n")
+    checkpoints = Checkpoints(tmp_path / "checkpoints", max_file_bytes=1000)
+    commit = checkpoints.save(workspace, "task", 1)
+    (workspace / "notes.md").write_text("two\n")
+    (workspace / "new.txt").write_text("fresh\n")
+    (workspace / "big.bin").write_bytes(b"x" * 2000)
+    diff = checkpoints.diff(workspace, commit)
+    assert "-one\n+two" in diff and "+fresh" in diff and "big.bin" not in diff
+    assert checkpoints.diff(workspace, checkpoints.save(workspace, "task", 2)) == ""

@@ -217,10 +217,18 @@ async def test_a_task_waiting_for_approval_shows_running_and_the_pending_call(
     await page.get_by_test_id("user-metadata-tab").click()
     summary = page.frame_locator('iframe#user-metadata-summary').locator("code")
     details = page.frame_locator('iframe#user-metadata-current-details').locator("code")
-    await expect(details).to_have_count(2, timeout=TIMEOUT_MS)
+    await expect(details.first).to_have_text("waiting_approval: shell", timeout=TIMEOUT_MS)
     assert await summary.all_inner_texts() == [INSTRUCTION]
-    # A code block's text ends with the line break of its last line.
-    assert await details.all_inner_texts() == ["waiting_approval: shell", f"{PENDING}\n"]
+    # A code block's text ends with the line break of its last line. Then why it asks, and
+    # how to approve: the update's payload, and the same from a terminal.
+    shown = await details.all_inner_texts()
+    digest = (await tasks.waiting.query("status"))["pending_approval"]["digest"]
+    assert shown[:3] == ["waiting_approval: shell", f"{PENDING}\n", "dangerous: deletes recursively or by force (rm)"]
+    assert f'{{"approved": true, "digest": "{digest}"}}\n' in shown
+    assert any(text.startswith(f"temporal workflow update execute --workflow-id {tasks.waiting.id} --name decide")
+               for text in shown)
+    await expect(page.frame_locator('iframe#user-metadata-current-details').get_by_text(
+        "More Actions → Send an Update")).to_be_visible(timeout=TIMEOUT_MS)
     await page.screenshot(path=screenshots / "waiting-task-current-details.png")
 
 

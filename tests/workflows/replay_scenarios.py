@@ -20,6 +20,7 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowHandle
 
 from contracts.task import ApprovalDecision, Interjection, TaskState
+from core.permissions import parse_permissions
 from fakes.scripted import ScriptedModelServer, Step, error, text, tool
 from temporal.server import start_local_env
 from tests.mcp_support import kit_stdio
@@ -51,6 +52,13 @@ async def _people(handle: WorkflowHandle, model: ScriptedModelServer) -> None:
     await wait_until(lambda: model.hits() == 5)
     await handle.signal(AgentTaskWorkflow.interject, Interjection(text="cut it short"))
     model.release()
+
+
+async def _permissions(handle: WorkflowHandle, model: ScriptedModelServer) -> None:
+    pending = (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval
+    assert pending is not None
+    # As a person sends it by hand: raw JSON, with "allow commands like this".
+    await handle.execute_update("decide", {"approved": True, "digest": pending.digest, "remember": True})
 
 
 @dataclass
@@ -88,6 +96,18 @@ SCENARIOS: dict[str, Scenario] = {
         [tool("file", action="list", path=".") if i % 2 else tool("shell", command=f"echo {i}") for i in range(5)]
         + [tool("message", type="result", text="done")],
         {"continue_as_new_after": 2, "context_window": 2000},
+    ),
+    # A remembered rule (kept across continue-as-new) lets the second push run unasked; a
+    # standing deny rule refuses a call the approval mode would run.
+    "permissions": Scenario(
+        [
+            tool("shell", command="git push origin feature"),
+            tool("shell", command="git push origin feature2"),
+            tool("file", action="write", path="notes.md", content="x"),
+            tool("message", type="result", text="done"),
+        ],
+        {"continue_as_new_after": 1, "permissions": parse_permissions('deny = ["file"]', source="permissions.toml")},
+        _permissions,
     ),
     # The test MCP server over stdio (tests/mcp_test_server.py, run by this venv's Python): the
     # listing activity at the start, then a call through the tool activity. Replay reruns no

@@ -123,6 +123,8 @@ def _persists(w: _Word, cwd: str | None = None) -> str | None:
         return "changes .envrc, which direnv runs when a person enters the directory"
     if "systemd" in parts and ({"system", "user"} & set(parts) or ".config" in parts):
         return "changes a systemd unit, which runs as a service"
+    if name == "permissions.toml" and ".agent" in parts:
+        return "changes the standing permission rules (.agent/permissions.toml)"
     if ".ssh" in parts:
         return "changes SSH keys or configuration"
     if {"autostart", "LaunchAgents", "LaunchDaemons", "cron.d", "crontabs"} & set(parts):

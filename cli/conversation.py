@@ -1,0 +1,301 @@
+"""A conversation you stay in: at a terminal, ``run`` keeps a prompt after the task's answer.
+
+A conversation is a session (``--session``; by default one named after its first task,
+``cli.tasks.start_task``): a line typed at the prompt starts the session's next task, which
+begins with the history of the earlier ones (activities/session.py), or reaches the task
+still running as an interjection. ``--continue`` and ``--resume ID`` pick a conversation up
+later (cli/resume.py); slash commands act on it (cli/slash.py).
+
+Ctrl-C is read by the event loop (a signal handler, and stdin read when the loop sees it
+readable, never by a thread blocked in ``input``), so it is seen wherever the conversation
+is. The first while a task runs cuts off the current step with an interjection (the task
+cancels the model call or tool that runs and the model is told, as ``interject`` does) and
+returns the prompt once the task has taken it; a second before that, or one at the prompt,
+leaves, saying how to come back. Without a terminal, ``run`` follows its one task as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from cli import slash
+from cli.follow import POLL_S, Follower
+from cli.local import make_follower
+from cli.render import make_console, safe
+from cli.tasks import (
+    MAX_INTERJECTION,
+    QUERY_TIMEOUT,
+    UserError,
+    closed_outcome,
+    describe,
+    start_task,
+    ui_link,
+    who,
+)
+from contracts.task import ApprovalMode, Interjection, TaskInput, TaskOutcome, TaskState
+from core.entries import UserMessage
+from core.settings import TemporalSettings
+from runtime.secrets import SecretStore
+from workflows.task import AgentTaskWorkflow
+
+PROMPT = "› "
+INTERRUPTED = (
+    "The person pressed Ctrl-C: what was running was cut off, and they are waiting to say what comes "
+    'next. Do not go on with the task: end it now with a short result (message type "result") '
+    "saying where things stand."
+)
+
+
+async def converse(talk: Conversation, text: str | None) -> int:
+    """``run``'s body: the first task (or the task of the conversation picked up that still
+    runs), then, at a terminal, the prompt; the exit status."""
+    if not sys.stdin.isatty():
+        return await talk.once(text or "")
+    with talk.keys():
+        try:
+            current = talk.current
+            if text:
+                await talk.start(text)
+            elif current is not None and await talk.running(current):
+                await talk.follow(current)
+            return await talk.stay()
+        except Detached:
+            talk.console.print()
+            await talk.leave()
+            return 130
+
+
+class Detached(Exception):
+    """A Ctrl-C that leaves the conversation; a task that runs goes on."""
+
+
+def come_back(workflow_id: str | None, running: bool) -> str:
+    """The line that says how to come back to the conversation (and to the task that runs)."""
+    if workflow_id is None:
+        return "left the conversation"
+    resume = f"python starter.py run --resume {workflow_id}"
+    if running:
+        return (f"task {workflow_id} goes on; follow it with: python starter.py watch {workflow_id} · "
+                f"back to the conversation: {resume}")
+    return f"left the conversation; come back to it with: {resume}"
+
+
+class Lines:
+    """Lines typed at the prompt, read when the loop sees stdin readable (a terminal in its
+    canonical mode hands over a whole line), so nothing waits in a thread at exit."""
+
+    def __init__(self, fd: int = 0) -> None:
+        self.fd, self.buffer, self.ended = fd, b"", False
+
+    async def next(self) -> str | None:
+        """The next line; None at the end of input (Ctrl-D)."""
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self.buffer and not self.ended:
+            readable = loop.create_future()
+            loop.add_reader(self.fd, _settle, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(self.fd)
+            chunk = os.read(self.fd, 4096)
+            self.buffer += chunk
+            self.ended = not chunk
+        if not self.buffer:
+            return None
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode("utf-8", "replace")
+
+
+def _settle(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class Conversation:
+    """The tasks of one session, as one person at one terminal has them."""
+
+    def __init__(self, client: Client, queue: str, next_input: Callable[[str], TaskInput], *, workspace: str,
+                 session: str | None, approval: ApprovalMode, temporal: TemporalSettings,
+                 console: Console | None = None) -> None:
+        self.client, self.queue, self.next_input, self.workspace = client, queue, next_input, workspace
+        self.temporal = temporal  # for the UI links
+        self.session, self.approval = session, approval
+        self.console = console or make_console()
+        self.tasks: list[str] = []  # the conversation's tasks known here, oldest first
+        self.seen: dict[str, int] = {}  # per task: the events shown so far
+        self.finished: set[str] = set()  # tasks whose end was shown
+        self.code = 0  # the exit status of the last task that ended: 0 for DONE
+        self.pressed = asyncio.Event()  # a Ctrl-C not handled yet
+        self.lines = Lines()
+
+    @property
+    def current(self) -> str | None:
+        return self.tasks[-1] if self.tasks else None
+
+    @contextlib.contextmanager
+    def keys(self):
+        """Ctrl-C as the conversation reads it, while inside."""
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, self.pressed.set)
+        try:
+            yield
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    # ---- tasks ----------------------------------------------------------------------
+
+    async def once(self, text: str) -> int:
+        """Without a terminal: the one task, followed to its end (a Ctrl-C leaves it running)."""
+        try:
+            await self.start(text)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self.console.print("\n" + safe(come_back(self.current, True)))
+            raise
+        return self.code
+
+    async def start(self, text: str) -> TaskOutcome | None:
+        """Start the conversation's next task with ``text`` and follow it."""
+        inp = self.next_input(text).model_copy(update={"approval": self.approval, "session": self.session})
+        workflow_id = await start_task(self.client, inp, self.queue, conversation=True)
+        self.session = inp.session
+        self.tasks.append(workflow_id)
+        self.console.print(f"[dim]task {workflow_id} · {ui_link(self.client, workflow_id, self.temporal)}[/]")
+        return await self.follow(workflow_id, time.monotonic())
+
+    async def say(self, text: str) -> None:
+        """A line typed at the prompt: to the task still running, else the next task."""
+        current = self.current
+        if current is not None and await self.running(current):
+            await self.interject(current, text)
+            await self.follow(current)
+            return
+        if current is not None and current not in self.finished:
+            await self.follow(current)  # what it did after the prompt came back, to its end
+        await self.start(text)
+
+    async def running(self, workflow_id: str) -> bool:
+        return (await describe(self.client, workflow_id)).status == WorkflowExecutionStatus.RUNNING
+
+    async def interject(self, workflow_id: str, text: str) -> None:
+        if len(text.encode()) > MAX_INTERJECTION:
+            raise UserError(f"the message is {len(text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}")
+        message = Interjection(text=SecretStore.from_env().redact(text), sent_by=who())
+        await self.client.get_workflow_handle(workflow_id).signal(AgentTaskWorkflow.interject, message)
+
+    async def follow(self, workflow_id: str, started: float | None = None) -> TaskOutcome | None:
+        """Show the task until it ends (its outcome), or until a Ctrl-C has cut off its current
+        step and the task has taken the interjection (None: the prompt returns while it goes
+        on). A second Ctrl-C before that leaves."""
+        outcome = await self._follow(workflow_id, started)
+        if outcome is None:
+            self.console.print("[dim]· the task goes on: type to tell it more, Enter to watch it, /stop to stop it[/]")
+        return outcome
+
+    async def _follow(self, workflow_id: str, started: float | None) -> TaskOutcome | None:
+        follower = make_follower(self.client, workflow_id)
+        follower.seq = self.seen.get(workflow_id, 0)
+        following = asyncio.ensure_future(follower.run(lambda: closed_outcome(self.client, workflow_id), started))
+        told: asyncio.Future | None = None
+        try:
+            while True:
+                pressed = asyncio.ensure_future(self.pressed.wait())
+                await asyncio.wait({following, pressed, *([told] if told else [])},
+                                   return_when=asyncio.FIRST_COMPLETED)
+                pressed.cancel()
+                if following.done():
+                    outcome = following.result()
+                    self.finished.add(workflow_id)
+                    self.code = 0 if outcome.status == TaskState.DONE else 1
+                    return outcome
+                if told is not None and told.done():
+                    told.result()
+                    return None
+                self.pressed.clear()
+                if told is not None:
+                    raise Detached
+                since = follower.seq
+                await self.interject(workflow_id, INTERRUPTED)  # sent before a second Ctrl-C is read
+                follower.sink.note("interrupted: the current step is cut off and the task is told you are "
+                                   "waiting (Ctrl-C again to leave)")
+                told = asyncio.ensure_future(self._taken(workflow_id, follower, since))
+        finally:
+            for running in (following, told):
+                if running is not None and not running.done():
+                    running.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await running
+            self.seen[workflow_id] = follower.seq
+
+    async def _taken(self, workflow_id: str, follower: Follower, since: int) -> None:
+        """Once the follower has shown the task taking the interruption (what ran is cut off
+        by then): its events after ``since`` hold the message."""
+        handle = self.client.get_workflow_handle(workflow_id)
+        while True:
+            try:
+                page = await handle.query(AgentTaskWorkflow.events, since, rpc_timeout=QUERY_TIMEOUT)
+            except (RPCError, WorkflowQueryFailedError):
+                await asyncio.sleep(1.0)
+                continue
+            taken = [e.seq for e in page.entries if isinstance(e, UserMessage) and e.text == INTERRUPTED]
+            if taken:
+                while follower.seq <= taken[0]:
+                    await asyncio.sleep(POLL_S)
+                return
+            await asyncio.sleep(POLL_S)
+
+    # ---- the prompt -----------------------------------------------------------------
+
+    async def stay(self) -> int:
+        """The prompt, until Ctrl-D (the last task's exit status) or a Ctrl-C (Detached)."""
+        self.console.print("[dim]· type to continue this conversation · /help for commands · Ctrl-C to leave[/]")
+        while True:
+            line = await self.read()
+            if line is None:
+                self.console.print()
+                await self.leave()
+                return self.code
+            try:
+                await self.answer(line.strip())
+            except (UserError, RPCError, WorkflowQueryFailedError) as err:  # said, and the prompt stays
+                self.console.print(f"[red]error:[/] {safe(getattr(err, 'message', '') or str(err))}")
+
+    async def answer(self, text: str) -> None:
+        if not text:
+            current = self.current
+            if current is not None and await self.running(current):
+                await self.follow(current)  # Enter: watch the task that goes on
+        elif slash.is_command(text):
+            await slash.run(self, text)
+        else:
+            await self.say(text)
+
+    async def read(self) -> str | None:
+        """One line at the prompt; a Ctrl-C there raises Detached."""
+        self.console.print(f"[bold cyan]{PROMPT}[/]", end="")
+        reading = asyncio.ensure_future(self.lines.next())
+        pressed = asyncio.ensure_future(self.pressed.wait())
+        try:
+            await asyncio.wait({reading, pressed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            pressed.cancel()
+        if reading.done():
+            return reading.result()
+        reading.cancel()
+        self.pressed.clear()
+        self.console.print()
+        raise Detached
+
+    async def leave(self) -> None:
+        current = self.current
+        running = current is not None and await self.running(current)
+        self.console.print(safe(come_back(current, running)))

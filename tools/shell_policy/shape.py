@@ -1,0 +1,93 @@
+"""What permission rules match a command line against (``core/permissions.py``): the words
+of every simple command in it, and, when the line is one plain command, its rule key (the
+program and its subcommand, ``git push``).
+
+A line is plain when it is one simple command of literal words: no list (``;``, ``&&``), no
+pipe, no substitution, no redirection, no assignment before it, and nothing it runs in turn
+(the walk of the classifier sees a single command: no ``xargs``, ``find -exec``, ``env CMD``,
+``bash -c``). Only a plain line may be allowed by a rule, so ``git push x && rm -rf /`` never
+passes for ``git push``. Worked out once, when the model's reply arrives, and recorded with
+the call, so the workflow compares strings and a replay decides the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import tree_sitter
+
+from tools.shell_policy.table import _TABLE
+from tools.shell_policy.verdict import SAFE, Verdict
+from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, _Call, _parse, _Scan
+from tools.shell_policy.words import _Word, _word
+
+DYNAMIC = "$?"  # a word built at run time: matches no rule word
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
+_AS_USER = frozenset({"sudo", "su", "doas", "pkexec", "run0", "runuser", "sg"})  # its rule is the user's
+_NOT_PLAIN = frozenset({
+    "command_substitution", "process_substitution", "expansion", "simple_expansion", "arithmetic_expansion",
+    "variable_assignment", "file_redirect", "heredoc_redirect", "herestring_redirect",
+})
+
+
+def command_shape(command: str) -> tuple[list[list[str]], str | None]:
+    """(the words of each simple command in the line, its rule key or None)."""
+    if len(command) > MAX_CHARS or "\x00" in command:
+        return [], None
+    root = _parse(command.encode("utf-8", "replace")).root_node
+    if root.has_error or root.descendant_count > MAX_NODES:
+        return [], None
+    words = _commands(root)
+    return [[w.text if w.text is not None else DYNAMIC for w in ws] for ws in words], _rule_key(root, words, command)
+
+
+def _commands(root: tree_sitter.Node) -> list[list[_Word]]:
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "command":
+            words = [_word(c) for c in node.children_by_field_name("name")]
+            words += [_word(c) for c in node.children_by_field_name("argument")]
+            if words:
+                found.append(words)
+        stack.extend(reversed(node.named_children))
+    return found
+
+
+def _rule_key(root: tree_sitter.Node, words: list[list[_Word]], command: str) -> str | None:
+    if root.named_child_count != 1 or root.named_children[0].type != "command" or len(words) != 1:
+        return None
+    if _has(root, _NOT_PLAIN) or any(w.text is None for w in words[0]):
+        return None
+    if _evaluated(command) != 1:  # it runs another command (a wrapper, xargs, a nested shell)
+        return None
+    program, rest = words[0][0].text or "", words[0][1:]
+    if program.rsplit("/", 1)[-1] in _AS_USER:
+        return None
+    sub = rest[0].text if rest else None
+    return f"{program} {sub}" if sub and _SUBCOMMAND.fullmatch(sub) else program
+
+
+def _has(node: tree_sitter.Node, kinds: frozenset[str]) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in kinds:
+            return True
+        stack.extend(current.named_children)
+    return False
+
+
+def _evaluated(command: str) -> int:
+    """How many commands the classifier's walk judges in the line (each runs every check)."""
+    seen = [0]
+
+    def count(call: _Call, head: _Word) -> Verdict:
+        seen[0] += 1
+        return SAFE
+
+    table = dataclasses.replace(_TABLE, checks=(count, *_TABLE.checks))
+    scan = _Scan(table, 0)
+    scan.visit(_parse(command.encode("utf-8", "replace")).root_node, None, 0)
+    return seen[0]
