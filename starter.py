@@ -21,7 +21,8 @@ from cli.tasks import UserError
 from cli.version import PACKAGE, package_version
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
-from runtime.settings import Settings
+from runtime.secrets import SecretStore
+from runtime.settings import load_settings
 from runtime.store import StoreUnavailable
 from temporal.client import TemporalUnavailable
 from temporal.connection import add_options, given, resolve
@@ -54,16 +55,15 @@ def _with_connection_options(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        settings = Settings.from_env(os.environ)  # read once, here
+        settings = load_settings()  # read once, here
         settings = dataclasses.replace(settings, temporal=resolve(settings.temporal, given(args)))
     except ValueError as err:  # a variable with a bad value, or a profile that cannot be read, named
         print(f"error: {err}", file=sys.stderr)
         return 2
-    args.settings = settings
-    args.task_defaults = settings.task
-    args.mcp_settings = settings.mcp
+    args.settings = settings  # every command takes what it needs from here
     log_file = data_dir(settings.paths) / WORKER_LOG  # a worker run in-process logs there, not over the output
-    configure_logging(settings.logging.level or "WARNING", file=log_file)
+    configure_logging(settings.logging.level or "WARNING", secrets=SecretStore.from_settings(settings.secrets),
+                      file=log_file)
     sdk_logs_to(log_file)
     try:
         return asyncio.run(args.run(args))

@@ -1,7 +1,7 @@
 """A worker process for the task queue: `python worker.py`.
 
 Runs the task workflow and the LLM and tool activities. The composition root: it reads
-this process's environment once (``Settings.from_env``, see README) and hands each
+this process's environment once (``load_settings``, see README) and hands each
 service its settings.
 """
 
@@ -33,16 +33,16 @@ from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
 from activities.mcp_sessions import McpSessions, load_worker_config
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
-from activities.tools import ToolActivities, hidden_paths
+from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
-from core.settings import BrowserSettings, SandboxSettings, TemporalSettings
+from core.settings import BrowserSettings, EgressSettings, SandboxSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
-from runtime.settings import Settings
+from runtime.settings import Settings, load_settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
 from temporal.connection import add_options as add_connection_options
@@ -51,25 +51,23 @@ from temporal.metrics import approvals_waiting, metrics_runtime
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
-from tools import egress, memory_index, sandbox, search, shell, skills
-from tools.browser import browser_pool, chromium_problem
-from tools.browser import pool as browser
+from tools import egress, sandbox
+from tools.browser import BrowserPool, chromium_problem
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
 STICKY_WAIT = timedelta(seconds=5)
 
 
-def load_settings(environ: Mapping[str, str] | None = None, connection: Mapping[str, str] | None = None) -> Settings:
+def connected_settings(connection: Mapping[str, str] | None = None) -> Settings:
     """This process's settings, the ``connection`` options (--address, --namespace, --profile)
     over them: read once, here (ValueError naming a bad variable or profile)."""
-    settings = Settings.from_env(os.environ if environ is None else environ)
+    settings = load_settings()
     return dataclasses.replace(settings, temporal=resolve(settings.temporal, dict(connection or {})))
 
 
-def task_queue(settings: TemporalSettings | None = None) -> str:
-    """``AGENT_TASK_QUEUE`` or the default (None: this process's, for the CLI)."""
-    settings = TemporalSettings.from_env(os.environ) if settings is None else settings
+def task_queue(settings: TemporalSettings) -> str:
+    """``AGENT_TASK_QUEUE`` or the default."""
     return settings.task_queue or DEFAULT_TASK_QUEUE
 
 
@@ -78,17 +76,10 @@ def worker_mcp_servers(settings: Settings) -> dict[str, McpServerConfig]:
     return load_worker_config(settings.mcp.config)
 
 
-def configure_tools(settings: Settings) -> None:
-    """Hand the tool modules their settings: tools take no settings through their context yet
-    (tools/base.py's ToolContext), so each keeps its group for this process. ValueError for a
-    bad deny list entry."""
-    sandbox.configure(settings.sandbox)
-    shell.configure(settings.shell)
-    egress.configure(settings.egress)
-    search.configure(settings.search)
-    skills.configure(settings.skills)
-    browser.configure(settings.browser)
-    memory_index.configure(settings.memory, data_dir(settings.paths) / "memory-index")
+def check_egress(settings: EgressSettings) -> None:
+    """ValueError naming an ``AGENT_DENY_HOSTS`` entry that is not one (tools take their
+    settings from their ``ToolContext``; this one is checked before anything runs)."""
+    egress.deny_list(settings.deny_hosts)
 
 
 # Our own packages are deterministic by construction (workflows/ does no I/O, reads no clock;
@@ -132,11 +123,10 @@ def build_worker(
     store: Store | ContextStore | None = None,
     shutdown_grace: timedelta = timedelta(0),
     local_tools: bool | None = None,
-    config: Settings | None = None,
+    config: Settings,
 ) -> AgentWorker:
     # The composition root: stores, secrets and settings are built once here and injected.
-    config = load_settings() if config is None else config
-    configure_tools(config)
+    check_egress(config.egress)
     store = as_store(store) if store is not None else open_store(config.store, config.paths)
     secrets = SecretStore.from_settings(config.secrets)
     settings = ProviderSettings(**asdict(config.providers)) if settings is None else settings
@@ -146,18 +136,18 @@ def build_worker(
     identity = f"{os.getpid()}@{socket.gethostname()}.{uuid.uuid4().hex[:4]}"
     own = f"{shared}@{identity}"  # this worker alone: a task's later calls prefer it (warm cache)
     # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
-    mcp = McpSessions(secrets, worker_mcp_servers(config))
+    mcp = McpSessions(secrets, worker_mcp_servers(config), log_dir=data_dir(config.paths) / "mcp", egress=config.egress)
+    browsers = BrowserPool(config.browser)  # Chromium starts on the first browser call
     catalog = McpCatalog(workflow_mcp_tools(client))
     if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
         local_tools = config.worker.local_tools
     llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
                         local_tools=local_tools, tables=config.models)
     audit = AuditLog(default_audit_path(config.paths), secrets)
-    tools = ToolActivities(store, secrets, audit, mcp=McpToolRunner(mcp), blob_cap_chars=config.worker.blob_cap_chars,
-                           hidden=hidden_paths(config))
+    tools = ToolActivities(store, secrets, config, audit, mcp=McpToolRunner(mcp), browsers=browsers)
     mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)
-    prompt = PromptActivities(store, secrets)
+    prompt = PromptActivities(store, secrets, config)
     activities = [llm.call_llm, tools.run_tool, tools.redact_text, tools.close_browser, sessions.load_session,
                   sessions.record_session, prompt.prompt_context, mcp_listing.list_tools]
     options: dict[str, Any] = dict(
@@ -181,6 +171,7 @@ def build_worker(
                activities=activities, **shared_options),
         Worker(client, task_queue=own, activities=activities, **options),
         mcp,
+        browsers,
     )
 
 
@@ -189,8 +180,8 @@ class AgentWorker:
     this worker's own queue (activities only), which the calls of a task it has served go to
     first: Temporal's worker-specific task queues, for a warm context cache."""
 
-    def __init__(self, shared: Worker, own: Worker, mcp: McpSessions | None = None) -> None:
-        self.shared, self.own, self.mcp = shared, own, mcp
+    def __init__(self, shared: Worker, own: Worker, mcp: McpSessions, browsers: BrowserPool) -> None:
+        self.shared, self.own, self.mcp, self.browsers = shared, own, mcp, browsers
 
     async def run(self) -> None:
         try:
@@ -201,10 +192,9 @@ class AgentWorker:
     async def _stop_mcp(self) -> None:
         """Stop this worker's MCP servers and its browser, once nothing runs that could use them."""
         try:
-            if self.mcp is not None:
-                await self.mcp.close()
+            await self.mcp.close()
         finally:
-            await browser_pool().close_all()
+            await self.browsers.close_all()
 
     async def shutdown(self) -> None:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())
@@ -222,26 +212,23 @@ class AgentWorker:
             await self._stop_mcp()
 
 
-def check_browser(settings: BrowserSettings | None = None) -> str | None:
+def check_browser(settings: BrowserSettings) -> str | None:
     """One line saying how to install Chromium when the browser tools cannot run; None when
-    they can. Never a refusal to start: only the browser tools are missing. None: this
-    process's settings (the CLI's, before it builds a worker)."""
-    browser.configure(BrowserSettings.from_env(os.environ) if settings is None else settings)
-    return chromium_problem()
+    they can. Never a refusal to start: only the browser tools are missing."""
+    return chromium_problem(settings)
 
 
-def check_sandbox(settings: SandboxSettings | None = None) -> sandbox.SandboxStatus:
+def check_sandbox(settings: SandboxSettings) -> sandbox.SandboxStatus:
     """What shell commands will run in, probed once at start; raises SandboxUnavailable
-    under AGENT_SANDBOX=required when bubblewrap cannot run, ValueError on a bad value."""
-    sandbox.configure(SandboxSettings.from_env(os.environ) if settings is None else settings)
-    return sandbox.status()
+    under AGENT_SANDBOX=required when bubblewrap cannot run."""
+    return sandbox.status(settings)
 
 
 async def _start(config: Settings, runtime: Runtime | None = None) -> tuple[sandbox.SandboxStatus, Store, Client]:
     """What every worker process checks at start, each failure one line (see ``preflight``)."""
-    configure_logging(secrets=SecretStore.from_settings(config.secrets))
+    configure_logging("INFO", secrets=SecretStore.from_settings(config.secrets))
     box = check_sandbox(config.sandbox)
-    configure_tools(config)
+    check_egress(config.egress)
     worker_mcp_servers(config)  # a bad AGENT_MCP_CONFIG refuses to start, in one line
     store = open_store(config.store, config.paths)  # checked before anything else: a bad store refuses to start
     try:
@@ -256,7 +243,7 @@ async def preflight(connection: Mapping[str, str] | None = None) -> int:
     """The checks every worker process makes at start, made once by a supervisor before it
     starts its processes: a bad configuration is one line, not one per process."""
     try:
-        _box, store, _client = await _start(load_settings(connection=connection))
+        _box, store, _client = await _start(connected_settings(connection))
         await store.close()
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -270,7 +257,7 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
     handle them (a supervised child starting up), acted on as soon as it can. ``index``: its
     place among a supervisor's processes (its metrics port is ``AGENT_METRICS_PORT + index``)."""
     try:
-        config = load_settings(connection=connection)
+        config = connected_settings(connection)
         port = config.worker.metrics_port
         runtime = metrics_runtime(port + index) if port else None
         box, store, client = await _start(config, runtime)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,7 +31,6 @@ from core.errors import ErrorKind
 from core.heartbeat import with_heartbeats
 from core.messages import LlmRequest, ToolCallRequest, TurnResult
 from core.settings import ModelTableSettings
-from core.settings import ProviderSettings as ProviderGroup
 from core.text import escape_surrogates
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError, stated_context_window
@@ -41,7 +39,6 @@ from providers.models import accepts_images, load_models, model_spec, reply_budg
 from providers.pricing import cost_usd, is_priced, load_prices
 from providers.settings import ProviderSettings
 from runtime.secrets import SecretStore
-from runtime.settings import from_process
 from runtime.store import ContextGap, ContextStore, Store, as_store
 from temporal.tracing import chat_span
 
@@ -56,21 +53,20 @@ RETRY_AFTER_CAP = timedelta(minutes=2)
 class LlmActivities:
     def __init__(
         self,
-        settings: ProviderSettings | None,
+        settings: ProviderSettings,
         store: Store | ContextStore,
-        secrets: SecretStore | None = None,
+        secrets: SecretStore,
+        *,
+        tables: ModelTableSettings,
         breaker: CircuitBreaker | None = None,
         history: ContextSource | None = None,
         own_queue: str | None = None,
         mcp: McpCatalog | None = None,
         local_tools: bool = True,
-        tables: ModelTableSettings | None = None,
     ) -> None:
-        # The worker passes its settings and model tables (build_worker); None: this process's
-        # (runtime.settings.from_process), for callers not yet handed theirs (tests, evals).
-        self.settings = settings or ProviderSettings(**asdict(from_process(ProviderGroup)))
-        tables = from_process(ModelTableSettings) if tables is None else tables
-        self.secrets = secrets if secrets is not None else SecretStore.from_env()
+        # The worker's provider settings, secrets and model tables (build_worker).
+        self.settings = settings
+        self.secrets = secrets
         self.breaker = breaker or CircuitBreaker()
         self.prices = load_prices(tables)
         self.models = load_models(tables)

@@ -78,6 +78,7 @@ def describe_tool(server: str, config: McpServerConfig, tool: mcp_types.Tool) ->
                     f'<{TAG} source="mcp:{server}">\n{neutralise(description)}\n</{TAG}>',
         parameters=tool.input_schema or {"type": "object", "properties": {}},
         danger=danger.value, reason=reason, idempotent=bool(h.read_only or h.idempotent),
+        read_only=bool(h.read_only) and h.destructive is not True,
     )
 
 

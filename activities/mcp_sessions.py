@@ -23,11 +23,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from contracts.mcp import MCP_CONFIG_ENV, McpServerConfig, parse_mcp_config
-from core.settings import McpSettings
+from core.settings import EgressSettings
 from runtime.logs import get_logger
-from runtime.paths import data_dir
 from runtime.secrets import SecretStore
-from runtime.settings import from_process
 from tools.egress import Egress, Refused, Unreachable
 
 if TYPE_CHECKING:  # the SDK takes over half a second to import: only workers that use it do
@@ -84,8 +82,8 @@ def listing_digest(tools: list[mcp_types.Tool]) -> str:
 class McpConnection:
     """One live server connection, owned by its own task."""
 
-    def __init__(self, name: str, config: McpServerConfig, secrets: SecretStore, log_dir: Path) -> None:
-        self.name, self.config, self.secrets, self.log_dir = name, config, secrets, log_dir
+    def __init__(self, name: str, config: McpServerConfig, secrets: SecretStore, log_dir: Path, egress: Egress) -> None:
+        self.name, self.config, self.secrets, self.log_dir, self.egress = name, config, secrets, log_dir, egress
         self._log_start = 0  # where this start's lines begin in the server's log
         self.tools: dict[str, mcp_types.Tool] = {}
         self.digest = ""
@@ -229,7 +227,7 @@ class McpConnection:
             env = {k: fill(v) for k, v in cfg.env.items()}
             return stdio_client(StdioServerParameters(command=command, args=args, env=env, cwd=cfg.cwd), errlog=errlog)
         assert cfg.url is not None
-        await _egress_check(cfg.url)
+        await _egress_check(cfg.url, self.egress)
         headers = {k: fill(v) for k, v in cfg.headers.items()}
         if cfg.type == "sse":
             return sse_client(cfg.url, headers=headers)
@@ -260,20 +258,18 @@ class McpSessions:
     """Every MCP connection of this worker process, keyed by server name and configuration."""
 
     def __init__(
-        self, secrets: SecretStore | None = None, worker_servers: dict[str, McpServerConfig] | None = None,
-        log_dir: Path | None = None,
+        self, secrets: SecretStore, worker_servers: dict[str, McpServerConfig] | None = None, *, log_dir: Path,
+        egress: EgressSettings,
     ) -> None:
-        self.secrets = secrets if secrets is not None else SecretStore.from_env()
+        """``log_dir``: where each server's stderr goes (the worker's ``<data dir>/mcp``);
+        ``egress``: the worker's deny list, which a server over HTTP is checked against."""
+        self.secrets = secrets
+        self.egress = Egress.of(True, egress)
         self.worker_servers = dict(worker_servers or {})
         self.log_dir = log_dir
         self._connections: dict[tuple[str, str], McpConnection] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._closed = False
-
-    @classmethod
-    def from_env(cls, secrets: SecretStore | None = None) -> McpSessions:
-        """This process's servers (``runtime.settings.from_process``), for callers without settings."""
-        return cls(secrets, load_worker_config(from_process(McpSettings).config))
 
     def config_for(self, name: str, config: McpServerConfig | None) -> McpServerConfig:
         found = config or self.worker_servers.get(name)
@@ -294,7 +290,7 @@ class McpSessions:
                 self._connections.pop(key, None)
                 await current.stop()
                 get_logger(component="mcp", server=name).info("mcp server restarting")
-            fresh = McpConnection(name, config, self.secrets, self.log_dir or data_dir() / "mcp")
+            fresh = McpConnection(name, config, self.secrets, self.log_dir, self.egress)
             await fresh.start()
             self._connections[key] = fresh
             return fresh
@@ -306,7 +302,7 @@ class McpSessions:
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
 
 
-async def _egress_check(url: str) -> None:
+async def _egress_check(url: str, egress: Egress) -> None:
     """An HTTP server's host, and every address its name resolves to, against the deny list
     (``tools.egress``), before anything is sent. Redirects stay on this host (the SDK follows
     only those); the SDK's client resolves the name again when it connects, so a DNS answer
@@ -315,7 +311,7 @@ async def _egress_check(url: str) -> None:
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        await Egress.of(network=True).addresses(parts.hostname or "", port)
+        await egress.addresses(parts.hostname or "", port)
     except Refused as err:
         raise McpUnavailable(f"the MCP server at {url} is refused: {err}") from None
     except Unreachable as err:

@@ -11,18 +11,24 @@ from pathlib import Path
 from temporalio import activity
 
 from contracts.activities import PROMPT_CONTEXT_ACTIVITY, PromptContextInput
+from core.settings import Settings
 from prompts import load_prompt_context
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore, Store, as_store
+from tools.skills import skills_dirs
 
 
 class PromptActivities:
-    def __init__(self, store: Store | ContextStore, secrets: SecretStore | None = None) -> None:
+    def __init__(self, store: Store | ContextStore, secrets: SecretStore, settings: Settings) -> None:
         self.store = as_store(store)
-        self.secrets = secrets if secrets is not None else SecretStore.from_env()
+        self.secrets = secrets
+        self.settings = settings
 
     @activity.defn(name=PROMPT_CONTEXT_ACTIVITY)
     async def prompt_context(self, inp: PromptContextInput) -> str:
-        context = load_prompt_context(Path(inp.workspace), data_dir=data_dir(), session=inp.session)
+        workspace = Path(inp.workspace)
+        context = load_prompt_context(workspace, data_dir=data_dir(self.settings.paths), session=inp.session,
+                                      skills_dirs=skills_dirs(workspace, self.settings.skills.dirs),
+                                      settings=self.settings.prompt)
         return await self.store.put_blob(self.secrets.redact(context.model_dump_json()))

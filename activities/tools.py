@@ -40,18 +40,17 @@ from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_A
 from contracts.toolset import BROWSER_TOOLS
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
-from core.settings import Settings, WorkerSettings
+from core.settings import Settings
 from core.untrusted import wrap_untrusted
 from runtime import checkpoints
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
-from runtime.settings import from_process
 from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
-from tools.browser import browser_pool
+from tools.browser import BrowserPool
 from tools.egress import NO_NETWORK
 from tools.registry import REGISTRY, classify_call, is_idempotent
 
@@ -80,29 +79,30 @@ class ToolActivities:
     def __init__(
         self,
         store: Store | ContextStore,
-        secrets: SecretStore | None = None,
+        secrets: SecretStore,
+        settings: Settings,
         audit: AuditLog | None = None,
         workspace_checkpoints: checkpoints.Checkpoints | None = None,
         mcp: McpToolRunner | None = None,
-        *,
-        blob_cap_chars: int | None = None,
-        hidden: tuple[Path, ...] | None = None,
+        browsers: BrowserPool | None = None,
     ) -> None:
-        """``blob_cap_chars`` (``AGENT_BLOB_CAP_CHARS``) and ``hidden`` (``hidden_paths``) come
-        from the worker's settings; None: this process's (``from_process``), for callers
-        not yet handed theirs."""
+        """``settings``: the worker's (the blob cap, checkpoints, what commands must not see,
+        where the audit log and checkpoints go unless given, each tool's group); ``browsers``:
+        its browser (None: the browser tools say there is none)."""
         self.store = as_store(store)
-        self.blob_cap_chars = from_process(WorkerSettings).blob_cap_chars if blob_cap_chars is None else blob_cap_chars
-        self.hidden = hidden_paths(from_process(Settings)) if hidden is None else hidden
+        self.settings = settings
+        self.blob_cap_chars = settings.worker.blob_cap_chars
+        self.hidden = hidden_paths(settings)
         self.mcp = mcp  # runs calls of MCP tools (None: such calls fail)
+        self.browsers = browsers
         self._checkpoints = workspace_checkpoints
-        self.secrets = secrets if secrets is not None else SecretStore.from_env()
+        self.secrets = secrets
         self._audit = audit
 
     @property
     def audit(self) -> AuditLog:
         if self._audit is None:  # opened on first use: a worker that runs no tool writes no log
-            self._audit = AuditLog(default_audit_path(), self.secrets)
+            self._audit = AuditLog(default_audit_path(self.settings.paths), self.secrets)
         return self._audit
 
     @activity.defn(name=REDACT_ACTIVITY)
@@ -113,7 +113,8 @@ class ToolActivities:
     @activity.defn(name=BROWSER_CLOSE_ACTIVITY)
     async def close_browser(self, task_id: str) -> None:
         """A finished task's pages, closed on this worker (nothing when it holds none)."""
-        await browser_pool().close_task(task_id)
+        if self.browsers is not None:
+            await self.browsers.close_task(task_id)
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def run_tool(self, inp: ToolCallInput) -> ToolOutcome:
@@ -201,8 +202,9 @@ class ToolActivities:
                 await self.store.put_call(inp.context_id, key, STARTED)
             beat("started")
         ctx = ToolContext(
-            workspace=workspace, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
+            workspace=workspace, settings=self.settings, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
             redact=self.secrets.redact, network=inp.network, hidden=self.hidden, browser=inp.browser,
+            browsers=self.browsers, index_dir=data_dir(self.settings.paths) / "memory-index",
         )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)
@@ -239,14 +241,14 @@ class ToolActivities:
 
     async def _checkpoint(self, inp: ToolCallInput, workspace: Path) -> None:
         """Record the workspace before a call that may change it, so a rewind can restore it."""
-        if not checkpoints.enabled() or inp.call.runs_in != "activity" or inp.call.name not in REGISTRY:
+        if not self.settings.checkpoints.enabled or inp.call.runs_in != "activity" or inp.call.name not in REGISTRY:
             return
         if inp.call.name in BROWSER_TOOLS:
             return  # pages change, files do not
         if classify_call(inp.call.name, inp.call.arguments)[0].value == "safe":
             return  # reads change nothing
         if self._checkpoints is None:
-            self._checkpoints = checkpoints.Checkpoints()
+            self._checkpoints = checkpoints.Checkpoints.from_settings(self.settings.checkpoints, self.settings.paths)
         try:
             await asyncio.to_thread(self._checkpoints.save, workspace, inp.task_id, inp.turn)
         except (checkpoints.CheckpointError, OSError) as err:  # a missing checkpoint never stops the work

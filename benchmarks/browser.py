@@ -30,11 +30,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from core.settings import Settings
+from runtime.settings import load_settings
 from tools.base import ToolContext
 from tools.browser import actions, chromium_problem
-from tools.browser import pool as pool_module
 from tools.browser.pool import BrowserPool
-from worker import configure_tools, load_settings
 
 PAGE = b"""<!DOCTYPE html><html><head><title>Bench article</title></head><body>
 <header><a href="/">Home</a> <a href="/about">About</a></header>
@@ -101,36 +101,37 @@ def report(label: str, runs: list[tuple[float, float]]) -> None:
     )
 
 
-def new_ctx(workspace: Path) -> ToolContext:
-    return ToolContext(workspace=workspace, task_id=f"bench-{uuid.uuid4().hex[:8]}", network=True)
+def new_ctx(workspace: Path, pool: BrowserPool, config: Settings) -> ToolContext:
+    return ToolContext(workspace=workspace, settings=config, task_id=f"bench-{uuid.uuid4().hex[:8]}",
+                       network=True, browsers=pool)
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description="What a browser call costs: visit then view, cold and warm.")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    configure_tools(load_settings())  # AGENT_CHROMIUM and the deny list, as a worker started here has them
-    if problem := chromium_problem():
+    config = load_settings()  # AGENT_CHROMIUM and the deny list, as a worker started here has them
+    if problem := chromium_problem(config.browser):
         print(problem, file=sys.stderr)
         return 2
     with serving() as url, tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         cold: list[tuple[float, float]] = []
         for _ in range(args.runs):
-            pool_module._POOL = BrowserPool()  # a worker's first browser call: Chromium starts
+            fresh = BrowserPool(config.browser)  # a worker's first browser call: Chromium starts
             try:
-                cold.append(await visit_and_view(url, new_ctx(workspace)))
+                cold.append(await visit_and_view(url, new_ctx(workspace, fresh, config)))
             finally:
-                await pool_module._POOL.close_all()
-        pool = pool_module._POOL = BrowserPool()
+                await fresh.close_all()
+        pool = BrowserPool(config.browser)
         try:
-            await visit_and_view(url, new_ctx(workspace))  # launch, not counted
+            await visit_and_view(url, new_ctx(workspace, pool, config))  # launch, not counted
             new_task: list[tuple[float, float]] = []
             for _ in range(args.runs):
-                ctx = new_ctx(workspace)
+                ctx = new_ctx(workspace, pool, config)
                 new_task.append(await visit_and_view(url, ctx))
                 await pool.close_task(ctx.task_id)
-            same = new_ctx(workspace)
+            same = new_ctx(workspace, pool, config)
             await visit_and_view(url, same)  # the context made, not counted
             same_task = [await visit_and_view(url, same) for _ in range(args.runs)]
         finally:

@@ -18,14 +18,21 @@ from contracts.task import TaskInput, TaskOutcome
 from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
 from fakes.scripted import ScriptedModelServer, Step
 from runtime.logs import configure_logging
+from runtime.secrets import SecretStore
+from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.server import start_local_env
 from worker import build_worker
 from workflows.task import AgentTaskWorkflow
 
 
+def quiet_logging() -> None:
+    """Warnings and errors only, redacted as a worker started here would redact them."""
+    configure_logging("WARNING", secrets=SecretStore.from_settings(load_settings().secrets))
+
+
 async def start_env() -> WorkflowEnvironment:
-    configure_logging("WARNING")
+    quiet_logging()
     return await start_local_env()
 
 
@@ -52,7 +59,8 @@ async def run_scripted(
                     client.service_client.config.target_host, namespace=client.namespace,
                     data_converter=client.data_converter,
                 )
-                await workers.enter_async_context(build_worker(own, queue=queue, settings=settings, store=each))
+                await workers.enter_async_context(build_worker(own, queue=queue, settings=settings, store=each,
+                                                                      config=load_settings()))
             workflow_id = f"bench-task-{uuid.uuid4().hex[:8]}"
             outcome = await client.execute_workflow(AgentTaskWorkflow.run, task, id=workflow_id, task_queue=queue)
         model.assert_consumed()

@@ -27,6 +27,7 @@ from typing import Any
 from activities.llm import ProviderSettings
 from benchmarks.common import answer_tool_call, start_env
 from contracts.task import TaskInput
+from runtime.settings import load_settings
 from runtime.store import ContextStore
 from worker import build_worker
 from workflows.task import AgentTaskWorkflow
@@ -75,7 +76,7 @@ async def main(tasks: int, turns: int, latency_s: float) -> None:
             store = ContextStore(Path(ws) / ".store" / "context.db")
             settings = ProviderSettings(openai_base_url=f"http://127.0.0.1:{port.value}/v1")
             queue = f"bench-{uuid.uuid4().hex[:8]}"
-            async with build_worker(env.client, queue=queue, settings=settings, store=store,
+            async with build_worker(env.client, queue=queue, settings=settings, store=store, config=load_settings(),
                                     max_concurrent_activities=max(200, tasks * 2)):
 
                 async def one(i: int) -> None:

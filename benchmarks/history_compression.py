@@ -25,6 +25,8 @@ from benchmarks.history_growth import script
 from contracts.task import TaskInput
 from core.settings import CodecSettings
 from runtime.logs import configure_logging
+from runtime.secrets import SecretStore
+from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.codec import codec_for, data_converter
 from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
@@ -59,7 +61,7 @@ async def run(client: Client, turns: int, task: TaskInput, root: Path) -> tuple[
 
 
 async def main(turns: int, file_bytes: int) -> None:
-    configure_logging("WARNING")
+    configure_logging("WARNING", secrets=SecretStore.from_settings(load_settings().secrets))
     env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
     target = env.client.service_client.config.target_host
     rows = []

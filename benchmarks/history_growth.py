@@ -27,10 +27,10 @@ from pathlib import Path
 from temporalio.client import Client
 
 from activities.llm import ProviderSettings
-from benchmarks.common import context_entries, run_scripted, run_stats, said_bytes, workspace_with_files
+from benchmarks.common import context_entries, quiet_logging, run_scripted, run_stats, said_bytes, workspace_with_files
 from contracts.task import TaskInput, TaskOutcome
 from fakes.scripted import ScriptedModelServer, Step, tool
-from runtime.logs import configure_logging
+from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
 from worker import build_worker
@@ -50,19 +50,21 @@ async def cold_cache(client: Client, turns: int, task: TaskInput, root: Path) ->
     queue, workflow_id = f"bench-{uuid.uuid4().hex[:8]}", f"bench-task-{uuid.uuid4().hex[:8]}"
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url)
-        async with build_worker(client, queue=queue, settings=settings, store=ContextStore(root / "a" / "c.db")):
+        async with build_worker(client, queue=queue, settings=settings, store=ContextStore(root / "a" / "c.db"),
+                                config=load_settings()):
             handle = await client.start_workflow(AgentTaskWorkflow.run, task, id=workflow_id, task_queue=queue)
             while model.hits() <= half:
                 await asyncio.sleep(0.01)
         # A's in-flight call was cut off with its worker; the held answer is never used.
         model.release()
-        async with build_worker(client, queue=queue, settings=settings, store=ContextStore(root / "b" / "c.db")):
+        async with build_worker(client, queue=queue, settings=settings, store=ContextStore(root / "b" / "c.db"),
+                                config=load_settings()):
             outcome = await handle.result()
     return workflow_id, outcome
 
 
 async def main(turns: int, file_bytes: int) -> None:
-    configure_logging("WARNING")
+    quiet_logging()
     env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
     rows = []
     try:

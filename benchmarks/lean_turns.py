@@ -61,10 +61,10 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import TypeAdapter
 
     from activities.llm import ProviderSettings
-    from benchmarks.common import answer_tool_call, run_stats, said_bytes, workspace_with_files
+    from benchmarks.common import answer_tool_call, quiet_logging, run_stats, said_bytes, workspace_with_files
     from contracts.task import TaskInput
     from core.entries import Entry, ToolResult
-    from runtime.logs import configure_logging
+    from runtime.settings import load_settings
     from runtime.store import ContextStore
     from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
     from worker import SANDBOX_RESTRICTIONS, build_worker
@@ -259,7 +259,7 @@ def project(client: Client, workspace: str, store: ContextStore, model_url: str,
         return workflow_id, 0
 
     settings = ProviderSettings(openai_base_url=model_url)
-    return System(lambda: build_worker(client, queue=queue, settings=settings, store=store,
+    return System(lambda: build_worker(client, queue=queue, settings=settings, store=store, config=load_settings(),
                                        max_concurrent_activities=MAX_ACTIVITIES, local_tools=local_tools), run_one)
 
 
@@ -296,7 +296,7 @@ async def processes_figure(client: Client, workspace: str, root: Path, model_url
 
 async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes: int, processes: int = 2,
                rounds: int = 5) -> None:
-    configure_logging("WARNING")
+    quiet_logging()
     files = max(turns, long_turns)
     port = multiprocessing.Value("i", 0)
     model = multiprocessing.Process(target=serve_model, args=(files, port), daemon=True)

@@ -26,13 +26,14 @@ from temporalio.testing import ActivityEnvironment
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner
 from activities.mcp_sessions import McpSessions
 from activities.tools import ToolActivities
+from benchmarks.common import quiet_logging
 from contracts.activities import LlmCallInput, PromptParams, ToolCallInput
 from contracts.mcp import McpCall, McpListInput, McpServerConfig
 from contracts.toolset import DEFAULT_TOOLS
 from core.messages import ToolCallRequest
 from runtime.audit import AuditLog
-from runtime.logs import configure_logging
 from runtime.secrets import SecretStore
+from runtime.settings import load_settings
 from runtime.store import ContextStore
 
 BIN = Path(sys.executable).parent
@@ -58,7 +59,7 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description="MCP call overhead over a bare tool activity.")
     parser.add_argument("--runs", type=int, default=200)
     args = parser.parse_args()
-    configure_logging("WARNING")
+    quiet_logging()
     servers = {
         "time": McpServerConfig(command=str(BIN / "mcp-server-time"), args=["--local-timezone", "UTC"]),
         "git": McpServerConfig(command=str(BIN / "mcp-server-git"), args=["--repository", str(Path.cwd())]),
@@ -66,10 +67,10 @@ async def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         (workspace / "notes.txt").write_text("a small file\n" * 8)
-        secrets = SecretStore({})
-        sessions = McpSessions(secrets, log_dir=workspace / "logs")
-        tools = ToolActivities(ContextStore(workspace / "context.db"), secrets, AuditLog(workspace / "audit.jsonl", secrets),
-                               mcp=McpToolRunner(sessions))
+        secrets, config = SecretStore({}), load_settings()
+        sessions = McpSessions(secrets, log_dir=workspace / "logs", egress=config.egress)
+        tools = ToolActivities(ContextStore(workspace / "context.db"), secrets, config,
+                               AuditLog(workspace / "audit.jsonl", secrets), mcp=McpToolRunner(sessions))
         env = ActivityEnvironment()
         listing = await env.run(McpActivities(sessions, McpCatalog()).list_tools,
                                 McpListInput(task_id="bench", context_id="bench", servers=servers))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import random
 import statistics
 import sys
@@ -25,7 +26,8 @@ from pathlib import Path
 
 from core.settings import MemorySettings
 from fakes.embeddings import EmbeddingsServer
-from tools import execute, memory_index
+from runtime.settings import load_settings
+from tools import execute
 from tools.base import ToolContext
 
 FACT = "- 14:02:11 The VPN certificate of the Lisbon office expires on 2027-02-01; renew it with the IT portal."
@@ -48,26 +50,26 @@ def write_workspace(root: Path, days: int, per_day: int, rng: random.Random) -> 
         (root / "memory" / f"{when}.md").write_text(f"# Notes {when}\n\n" + "\n".join(lines) + "\n")
 
 
-async def timed(root: Path) -> tuple[float, int | None]:
+async def timed(root: Path, ctx: ToolContext) -> tuple[float, int | None]:
     """One search: milliseconds, and the fact's rank in the result (None: not in it)."""
     started = time.perf_counter()
-    result = await execute("memory", {"action": "search", "query": QUERY}, ToolContext(workspace=root))
+    result = await execute("memory", {"action": "search", "query": QUERY}, ctx)
     elapsed = (time.perf_counter() - started) * 1000
     hits = [line for line in result.content.splitlines() if line.startswith("- ")]
     rank = next((i for i, line in enumerate(hits, 1) if "Lisbon" in line), None)
     return elapsed, rank
 
 
-async def measure(label: str, root: Path, runs: int) -> None:
-    first, rank = await timed(root)
-    warm = [(await timed(root))[0] for _ in range(runs)]
+async def measure(label: str, root: Path, runs: int, ctx: ToolContext) -> None:
+    first, rank = await timed(root, ctx)
+    warm = [(await timed(root, ctx))[0] for _ in range(runs)]
     after_note = []
     for n in range(10):
         with (root / "memory" / "2099-01-01.md").open("a") as f:
             f.write(f"- 10:00:{n:02d} One more note, number {n}, about the proxy.\n")
-        after_note.append((await timed(root))[0])
+        after_note.append((await timed(root, ctx))[0])
     (root / "memory" / "2099-01-01.md").unlink()
-    await timed(root)
+    await timed(root, ctx)
     p95 = sorted(warm)[max(0, round(0.95 * len(warm)) - 1)]
     print(f"{label:<34} first {first:7.1f} ms | warm median {statistics.median(warm):5.1f} ms, p95 {p95:5.1f} ms "
           f"| after a new note, median {statistics.median(after_note):5.1f} ms | the fact ranked {rank}")
@@ -85,12 +87,14 @@ async def main() -> int:
         write_workspace(root, args.days, args.per_day, random.Random(7))
         print(f"{args.days * args.per_day} notes in {args.days} daily files, 100 facts in MEMORY.md; "
               f"query {QUERY!r}, {args.runs} warm runs")
-        memory_index.configure(MemorySettings(), Path(tmp) / "data" / "bm25")
-        await measure("full text (BM25)", root, args.runs)
+        base = load_settings()
+        await measure("full text (BM25)", root, args.runs,
+                      ToolContext(workspace=root, settings=base, index_dir=Path(tmp) / "data" / "bm25"))
         with EmbeddingsServer() as server:
             settings = MemorySettings(embeddings_url=server.url, embeddings_model="embed-test")
-            memory_index.configure(settings, Path(tmp) / "data" / "merged")
-            await measure("full text + local embeddings (RRF)", root, args.runs)
+            ctx = ToolContext(workspace=root, settings=dataclasses.replace(base, memory=settings),
+                              index_dir=Path(tmp) / "data" / "merged")
+            await measure("full text + local embeddings (RRF)", root, args.runs, ctx)
             print(f"embeddings server: {len(server.requests)} requests, {len(server.inputs)} texts embedded")
     return 0
 

@@ -16,21 +16,21 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from core.settings import SandboxSettings
+from runtime.settings import load_settings
 from tools import sandbox
 from tools.base import ToolContext
 from tools.shell import ShellArgs, run_shell
-from worker import configure_tools, load_settings
 
 
 def p95(values: list[float]) -> float:
     return sorted(values)[max(0, round(0.95 * len(values)) - 1)]
 
 
-async def timed(command: str, ctx: ToolContext, status: sandbox.SandboxStatus) -> float:
-    sandbox._STATUS = status  # the process-wide probe result, chosen per run
+async def timed(command: str, ctx: ToolContext) -> float:
     started = time.perf_counter()
     result = await run_shell(ShellArgs(command=command, timeout_s=60), ctx)
     if result.exit_code != 0:
@@ -43,20 +43,21 @@ async def main() -> int:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--command", default="true")
     args = parser.parse_args()
-    configure_tools(load_settings())  # commands get what they would get from a worker started here
+    config = load_settings()  # commands get what they would get from a worker started here
+    required, off = SandboxSettings(mode="required"), SandboxSettings(mode="off")
     try:
-        boxed = sandbox.probe(SandboxSettings(mode="required"))
+        sandbox.status(required)  # probed once, as a worker does at start
     except sandbox.SandboxUnavailable as err:
         print(f"no sandbox here: {err}", file=sys.stderr)
         return 2
-    bare = sandbox.probe(SandboxSettings(mode="off"))
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = ToolContext(workspace=Path(tmp))
+        boxed = ToolContext(workspace=Path(tmp), settings=replace(config, sandbox=required))
+        bare = ToolContext(workspace=Path(tmp), settings=replace(config, sandbox=off))
         plain: list[float] = []
         sandboxed: list[float] = []
         for _ in range(args.runs):
-            plain.append(await timed(args.command, ctx, bare))
-            sandboxed.append(await timed(args.command, ctx, boxed))
+            plain.append(await timed(args.command, bare))
+            sandboxed.append(await timed(args.command, boxed))
     extra = statistics.median(b - a for a, b in zip(plain, sandboxed))
     print(f"command: {args.command!r}, {args.runs} runs each")
     print(f"unsandboxed: median {statistics.median(plain):.1f} ms, p95 {p95(plain):.1f} ms")

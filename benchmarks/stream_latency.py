@@ -26,9 +26,10 @@ from pathlib import Path
 from temporalio.client import Client
 
 from activities.llm import ProviderSettings
+from benchmarks.common import quiet_logging
 from contracts.task import TaskInput
 from fakes.scripted import ScriptedModelServer, Step
-from runtime.logs import configure_logging
+from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
 from worker import build_worker
@@ -46,7 +47,8 @@ async def watch_deltas(client: Client, pieces: int, every_s: float, root: Path) 
     (root / "ws").mkdir(parents=True, exist_ok=True)
     with ScriptedModelServer([step]) as model:
         settings = ProviderSettings(openai_base_url=model.url)
-        async with build_worker(client, queue=queue, settings=settings, store=ContextStore(root / "worker" / "c.db")):
+        async with build_worker(client, queue=queue, settings=settings, store=ContextStore(root / "worker" / "c.db"),
+                                config=load_settings()):
             task = TaskInput(instruction="talk", workspace=str(root / "ws"), model="m", stream=True)
             await client.start_workflow(AgentTaskWorkflow.run, task, id=workflow_id, task_queue=queue)
             env = {**os.environ, "AGENT_DATA_DIR": str(root / "watcher"), "TEMPORAL_NAMESPACE": client.namespace,
@@ -77,7 +79,7 @@ async def watch_deltas(client: Client, pieces: int, every_s: float, root: Path) 
 
 
 async def main(pieces: int, every_ms: int) -> None:
-    configure_logging("WARNING")
+    quiet_logging()
     env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -30,12 +30,14 @@ with workflow.unsafe.imports_passed_through():
     from activities.llm import LlmActivities, ProviderSettings
     from activities.prompt import PromptActivities
     from activities.tools import ToolActivities
+    from benchmarks.common import quiet_logging
     from contracts.activities import LLM_ACTIVITY, TOOL_ACTIVITY, LlmCallInput, PromptParams, ToolCallInput
     from contracts.task import TaskInput
     from core.entries import UserMessage
     from core.messages import TurnResult
     from fakes.scripted import ScriptedModelServer, tool
-    from runtime.logs import configure_logging
+    from runtime.secrets import SecretStore
+    from runtime.settings import load_settings
     from runtime.store import ContextStore
     from temporal.server import start_local_env
     from tools.base import ToolOutcome
@@ -110,6 +112,8 @@ async def run_agent(client: Client, queue: str, workspace: str, turns: int) -> N
 async def main(turns: int, repeat: int) -> None:
     env = await start_local_env(search_attributes=False)
     agent_s, floor_s, noop_s = [], [], []
+    config = load_settings()
+    secrets = SecretStore.from_settings(config.secrets)
     try:
         with tempfile.TemporaryDirectory() as ws:
             store = ContextStore(Path(ws) / ".store" / "context.db")
@@ -119,12 +123,13 @@ async def main(turns: int, repeat: int) -> None:
                 for kind in ("agent", "floor", "noop"):
                     with ScriptedModelServer(script(turns)) as model:
                         queue = f"bench-{uuid.uuid4().hex[:8]}"
-                        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), store)
-                        tools = ToolActivities(store)
+                        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), store, secrets,
+                                            tables=config.models)
+                        tools = ToolActivities(store, secrets, config)
                         async with Worker(
                             env.client, task_queue=queue,
                             workflows=[AgentTaskWorkflow, FloorWorkflow, NoopFloorWorkflow],
-                            activities=[llm.call_llm, tools.run_tool, tools.redact_text, noop, PromptActivities(store).prompt_context],
+                            activities=[llm.call_llm, tools.run_tool, tools.redact_text, noop, PromptActivities(store, secrets, config).prompt_context],
                         ):
                             if kind == "agent":
                                 agent_s.append(await timed(run_agent(env.client, queue, ws, turns)))
@@ -149,5 +154,5 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     opts = parser.parse_args()
-    configure_logging("WARNING")
+    quiet_logging()
     asyncio.run(main(opts.turns, opts.repeat))

@@ -6,21 +6,23 @@ elsewhere (another terminal, the Temporal UI) and Ctrl-C at it ends the command 
 from __future__ import annotations
 
 import contextlib
-import json
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from cli.calls import render_call
 from cli.prompt import read_line
 from cli.render import safe
 from cli.tasks import QUERY_TIMEOUT
 from contracts.task import ApprovalDecision, Interjection, PendingApproval, TaskStatus
 from core.entries import StatusNotice
+from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
 
 async def ask_person(
-    client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None = None
+    client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None,
+    secrets: SecretStore,
 ) -> None:
     """Ask inline for an approval or a reply when a person is at the terminal; else say how.
     ``parent``: the task followed, when ``workflow_id`` is one of its sub-agents. A question
@@ -29,11 +31,9 @@ async def ask_person(
     pending = status.pending_approval
     whose = f" [dim](sub-agent {safe(workflow_id)} of {safe(parent)})[/]" if parent else ""
     if pending is not None:
-        args = json.dumps(pending.arguments, ensure_ascii=False)
-        console.print(
-            f"[bold yellow]? approval needed[/]{whose} {safe(pending.tool)} {safe(args[:300])} "
-            f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]"
-        )
+        console.print(f"[bold yellow]? approval needed[/]{whose} {safe(pending.tool)} "
+                      f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]")
+        render_call(console, pending.tool, pending.arguments)  # a gated write as its diff, a command as typed
         if not interactive:
             target = safe(workflow_id)
             console.print(f"  approve: python starter.py approve {target} --call {safe(pending.call_id)}   "
@@ -57,9 +57,7 @@ async def ask_person(
             return
         text = (await read_line("  reply> ", console.file) or "").strip()
         if text:
-            from runtime.secrets import SecretStore
-
-            text = SecretStore.from_env().redact(text)
+            text = secrets.redact(text)
             await handle.signal(AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who))
 
 

@@ -44,7 +44,7 @@ from cli.tasks import (
 )
 from contracts.task import ApprovalMode, Interjection, TaskInput, TaskOutcome, TaskState
 from core.entries import UserMessage
-from core.settings import TemporalSettings
+from core.settings import Settings
 from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
@@ -124,11 +124,11 @@ def _settle(future: asyncio.Future) -> None:
 class Conversation:
     """The tasks of one session, as one person at one terminal has them."""
 
-    def __init__(self, client: Client, queue: str, next_input: Callable[[str], TaskInput], *, workspace: str,
-                 session: str | None, approval: ApprovalMode, temporal: TemporalSettings,
-                 console: Console | None = None) -> None:
+    def __init__(self, client: Client, queue: str, next_input: Callable[[str], TaskInput], settings: Settings, *,
+                 workspace: str, session: str | None, approval: ApprovalMode, console: Console | None = None) -> None:
         self.client, self.queue, self.next_input, self.workspace = client, queue, next_input, workspace
-        self.temporal = temporal  # for the UI links
+        self.settings = settings  # starter.py's
+        self.secrets = SecretStore.from_settings(settings.secrets)
         self.session, self.approval = session, approval
         self.console = console or make_console()
         self.tasks: list[str] = []  # the conversation's tasks known here, oldest first
@@ -166,10 +166,10 @@ class Conversation:
     async def start(self, text: str) -> TaskOutcome | None:
         """Start the conversation's next task with ``text`` and follow it."""
         inp = self.next_input(text).model_copy(update={"approval": self.approval, "session": self.session})
-        workflow_id = await start_task(self.client, inp, self.queue, conversation=True)
+        workflow_id = await start_task(self.client, inp, self.queue, self.settings.temporal, conversation=True)
         self.session = inp.session
         self.tasks.append(workflow_id)
-        self.console.print(f"[dim]task {workflow_id} · {ui_link(self.client, workflow_id, self.temporal)}[/]")
+        self.console.print(f"[dim]task {workflow_id} · {ui_link(self.client, workflow_id, self.settings.temporal)}[/]")
         return await self.follow(workflow_id, time.monotonic())
 
     async def say(self, text: str) -> None:
@@ -189,7 +189,7 @@ class Conversation:
     async def interject(self, workflow_id: str, text: str) -> None:
         if len(text.encode()) > MAX_INTERJECTION:
             raise UserError(f"the message is {len(text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}")
-        message = Interjection(text=SecretStore.from_env().redact(text), sent_by=who())
+        message = Interjection(text=self.secrets.redact(text), sent_by=who())
         await self.client.get_workflow_handle(workflow_id).signal(AgentTaskWorkflow.interject, message)
 
     async def follow(self, workflow_id: str, started: float | None = None) -> TaskOutcome | None:
@@ -202,7 +202,7 @@ class Conversation:
         return outcome
 
     async def _follow(self, workflow_id: str, started: float | None) -> TaskOutcome | None:
-        follower = make_follower(self.client, workflow_id)
+        follower = make_follower(self.client, workflow_id, self.settings)
         follower.seq = self.seen.get(workflow_id, 0)
         following = asyncio.ensure_future(follower.run(lambda: closed_outcome(self.client, workflow_id), started))
         told: asyncio.Future | None = None

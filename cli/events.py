@@ -14,6 +14,7 @@ from typing import Any
 from contracts.task import TaskOutcome, TaskStatus
 from core.entries import AiMessage, Entry, StatusNotice, SystemReminder, ToolCall, ToolResult, UserMessage
 from core.messages import Usage
+from core.reply import split_reply
 
 TurnUsage = Callable[[int], tuple[Usage, float]]  # turn -> (its usage, its cost in USD)
 
@@ -44,14 +45,15 @@ class EventMapper:
             case ToolCall():
                 if entry.text.strip():
                     events.append(self._completed({"id": f"{item_id}_text", "type": "agent_message", "text": entry.text}))
-                for index, call in enumerate(entry.calls):
+                ran = split_reply(entry.calls, lambda c: c.parallel).running  # the reads run together
+                for call in entry.calls:
                     events.append({
                         "type": "item.started",
                         "turn": self.turn,
                         "item": {
                             "id": call.id, "type": "tool_call", "tool": call.name,
                             "arguments": call.arguments if not call.parse_error else call.arguments_raw,
-                            "deferred": index > 0,
+                            "deferred": call not in ran,
                         },
                     })
             case ToolResult():

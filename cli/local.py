@@ -10,7 +10,6 @@ from contextlib import AsyncExitStack
 from temporalio.client import Client
 
 from activities.llm import ProviderSettings
-from activities.mcp_sessions import load_worker_config
 from cli.ask import ask_person
 from cli.follow import Follower
 from cli.render import make_console
@@ -19,39 +18,41 @@ from cli.sinks import JsonSink
 from cli.tasks import UserError, who
 from cli.usage import HistoryUsage
 from contracts.task import TaskStatus
-from core.settings import McpSettings
-from runtime.settings import from_process
+from core.settings import Settings
+from runtime.secrets import SecretStore
 from runtime.store import open_store
 from tools import sandbox
-from worker import build_worker, check_browser, check_sandbox
+from worker import build_worker, check_browser, check_sandbox, worker_mcp_servers
 
 
-def make_follower(client: Client, workflow_id: str, *, json_mode: bool = False) -> Follower:
+def make_follower(client: Client, workflow_id: str, settings: Settings, *, json_mode: bool = False) -> Follower:
     console = make_console()
     sink = JsonSink(workflow_id, usage=HistoryUsage(client, workflow_id)) if json_mode else ConsoleSink(console)
     interactive = sys.stdin.isatty() and not json_mode
+    secrets = SecretStore.from_settings(settings.secrets)
     followed = workflow_id
 
     async def ask(client: Client, workflow_id: str, status: TaskStatus, interactive: bool) -> None:
         if not json_mode:  # workflow_id: the task followed, or one of its sub-agents
             parent = followed if workflow_id != followed else None
-            await ask_person(client, workflow_id, status, console, interactive, who(), parent)
+            await ask_person(client, workflow_id, status, console, interactive, who(), parent, secrets)
 
     return Follower(client, workflow_id, sink, interactive=interactive, ask=ask)
 
 
-async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None):
+async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None,
+                       config: Settings):
     try:
-        box = check_sandbox()
-        load_worker_config(from_process(McpSettings).config)  # a bad AGENT_MCP_CONFIG is one line, not a traceback
+        box = check_sandbox(config.sandbox)
+        worker_mcp_servers(config)  # a bad AGENT_MCP_CONFIG is one line, not a traceback
     except (sandbox.SandboxUnavailable, ValueError) as err:
         raise UserError(str(err)) from None
     if not box.active:
         print(box.notice(), file=sys.stderr)
-    if browser := check_browser():
+    if browser := check_browser(config.browser):
         print(browser, file=sys.stderr)
-    store = open_store()
+    store = open_store(config.store, config.paths)
     await store.check()  # a store that cannot work is one line now, not a failed task later
     stack.push_async_callback(store.close)
-    worker = build_worker(client, queue=queue, settings=settings, store=store)
+    worker = build_worker(client, queue=queue, settings=settings, store=store, config=config)
     await stack.enter_async_context(worker)

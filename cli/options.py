@@ -53,6 +53,8 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                         "(default: the default tools and every MCP tool)")
     parser.add_argument("--allow-tools", type=name_list, default=[], metavar="NAMES",
                         help="offer only tools matching these names or globs")
+    parser.add_argument("--verify", choices=["auto", "off"], default="auto", help="auto: a task that changed files or ran commands is asked once to check its work before it finishes (default: auto)")
+    parser.add_argument("--parallel", type=positive_int, default=TaskInput.model_fields["max_parallel"].default, metavar="N", help="read-only calls of one reply that run at once (default: %(default)s; 1: one after another)")
     parser.add_argument("--deny-tools", type=name_list, default=[], metavar="NAMES",
                         help="never offer tools matching these names or globs")
 

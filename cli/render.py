@@ -19,6 +19,7 @@ from core.entries import (
     ToolResult,
     UserMessage,
 )
+from core.reply import split_reply
 from core.text import shorten as core_shorten
 from core.untrusted import TAG, UNTRUSTED_NOTE
 
@@ -73,9 +74,10 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
         case ToolCall():
             if entry.text.strip() and not text_shown:
                 console.print(f"[cyan]model[/] {safe(entry.text.strip())}")
-            for index, call in enumerate(entry.calls):
-                tag = "" if index == 0 else " [dim](deferred)[/]"
-                if call.name == "message" and not call.parse_error and index == 0:
+            ran = split_reply(entry.calls, lambda c: c.parallel).running  # the reads run together
+            for call in entry.calls:
+                tag = "" if call in ran else " [dim](deferred)[/]"
+                if call.name == "message" and not call.parse_error and not tag:
                     kind = call.arguments.get("type", "info")
                     if kind != "result":  # the result is printed with the outcome
                         console.print(f"[bold cyan]{safe(str(kind))}[/] {safe(str(call.arguments.get('text', '')))}")

@@ -67,7 +67,8 @@ async def cost(talk: Conversation, _: str) -> None:
 
 
 async def diff(talk: Conversation, _: str) -> None:
-    text = await asyncio.to_thread(workspace_diff, Path(talk.workspace), await conversation_tasks(talk))
+    points = Checkpoints.from_settings(talk.settings.checkpoints, talk.settings.paths)
+    text = await asyncio.to_thread(workspace_diff, Path(talk.workspace), await conversation_tasks(talk), points)
     lines = text.rstrip("\n").splitlines()
     for line in lines[:DIFF_LINES]:
         style = next((colour for start, colour in COLOURS if line.startswith(start)), None)
@@ -76,10 +77,9 @@ async def diff(talk: Conversation, _: str) -> None:
         talk.console.print(f"[dim]… ({len(lines) - DIFF_LINES} more lines)[/]")
 
 
-def workspace_diff(workspace: Path, tasks: list[str]) -> str:
+def workspace_diff(workspace: Path, tasks: list[str], points: Checkpoints) -> str:
     """What changed in the workspace since the conversation's first checkpoint (taken before
     the first change a task of it made, on this host); without one, ``git diff`` of a repository."""
-    points = Checkpoints()
     try:
         for workflow_id in tasks:
             turns = points.turns(workspace, workflow_id)
@@ -110,7 +110,7 @@ async def rewind(talk: Conversation, rest: str) -> None:
                            "no task to rewind yet")
         return
     turn = int(rest)
-    talk.console.print(safe(await rewind_task(talk.client, current, turn)))
+    talk.console.print(safe(await rewind_task(talk.client, current, turn, talk.settings)))
     talk.finished.discard(current)
     talk.seen[current] = await shown_through(talk, current, turn)
     await talk.follow(current)

@@ -35,8 +35,7 @@ from core.settings import ModelTableSettings, SearchSettings, TaskDefaults, Temp
 from providers.factory import MODES
 from providers.models import load_models, model_spec
 from runtime.secrets import SecretStore
-from runtime.settings import from_process
-from temporal.client import ensure_search_attributes, ui_base_url
+from temporal.client import ensure_search_attributes, is_embedded, ui_base_url
 from tools.search import search_configured
 from workflows.policy import failed_outcome
 from workflows.search_attributes import initial_search_attributes
@@ -61,7 +60,7 @@ def workflow_id_for(instruction: str) -> str:
     return f"task-{slug}-{uuid.uuid4().hex[:6]}"
 
 
-def instruction_text(text: str, workspace: Path) -> str:
+def instruction_text(text: str, workspace: Path, secrets: SecretStore) -> str:
     """The instruction as the task receives it: secrets redacted, and if it is too long to
     travel in a workflow input, saved in the workspace with a short pointer instead. An empty
     one, or one with bytes that are not UTF-8 (a terminal in another encoding), is refused."""
@@ -74,7 +73,7 @@ def instruction_text(text: str, workspace: Path) -> str:
         byte = f"byte {char - 0xDC00:#04x}" if 0xDC80 <= char <= 0xDCFF else f"character U+{char:04X}"
         raise UserError(f"the task text is not valid UTF-8 ({byte} at position {err.start}): set the terminal "
                         "to UTF-8, or put the text in a UTF-8 file") from None
-    text = SecretStore.from_env().redact(text)
+    text = secrets.redact(text)
     if len(text.encode()) <= MAX_INLINE_INSTRUCTION:
         return text
     folder = workspace / ".agent"
@@ -100,9 +99,9 @@ def fallback_chain(spec: str | None) -> list[ModelRef]:
     return chain
 
 
-def default_tools() -> list[str] | None:
+def default_tools(search: SearchSettings) -> list[str] | None:
     """The engine's default tools, plus web search when a search backend is configured."""
-    if search_configured(from_process(SearchSettings)):
+    if search_configured(search):
         return [*DEFAULT_TOOLS, "search"]
     return None
 
@@ -117,8 +116,9 @@ def workspace_of(args: argparse.Namespace) -> Path:
 
 def task_input(args: argparse.Namespace, model: str) -> TaskInput:
     workspace = workspace_of(args)
+    settings = args.settings  # starter.py's
     return TaskInput(
-        instruction=instruction_text(args.task, workspace),
+        instruction=instruction_text(args.task, workspace, SecretStore.from_settings(settings.secrets)),
         workspace=str(workspace),
         model=model,
         provider=provider_mode(args),
@@ -134,9 +134,11 @@ def task_input(args: argparse.Namespace, model: str) -> TaskInput:
         network=bool(getattr(args, "network", False)),
         stream=streaming(args),
         thinking_budget=getattr(args, "thinking_budget", None),
-        context_window=getattr(args, "context_window", None) or model_window(model),
+        context_window=getattr(args, "context_window", None) or model_window(model, settings.models),
         provider_wait_s=getattr(args, "provider_wait", TaskInput.model_fields["provider_wait_s"].default),
         permissions=standing_rules(args, workspace),
+        verify=getattr(args, "verify", "auto"),
+        max_parallel=getattr(args, "parallel", TaskInput.model_fields["max_parallel"].default),
     )
 
 
@@ -150,23 +152,21 @@ def standing_rules(args: argparse.Namespace, workspace: Path) -> Permissions:
 def selected_tools(args: argparse.Namespace) -> dict:
     """The task's tools and MCP servers (cli/tool_selection.py)."""
     try:
-        return tool_fields(args, default_tools())
+        return tool_fields(args, default_tools(args.settings.search))
     except SelectionError as err:
         raise UserError(str(err)) from None
 
 
-def model_window(model: str) -> int:
+def model_window(model: str, tables: ModelTableSettings) -> int:
     try:
-        return model_spec(model, load_models(from_process(ModelTableSettings))).context_window
+        return model_spec(model, load_models(tables)).context_window
     except ValueError as err:  # a bad AGENT_MODELS_FILE
         raise UserError(str(err)) from None
 
 
 def task_defaults(args: argparse.Namespace) -> TaskDefaults:
-    """What a task starts with when its options do not say: the settings starter.py read
-    (``args.task_defaults``), or this process's when a caller built ``args`` itself."""
-    defaults = getattr(args, "task_defaults", None)
-    return defaults if isinstance(defaults, TaskDefaults) else from_process(TaskDefaults)
+    """What a task starts with when its options do not say (the settings starter.py read)."""
+    return args.settings.task
 
 
 def streaming(args: argparse.Namespace) -> bool:
@@ -194,8 +194,8 @@ def configured_model(args: argparse.Namespace) -> str:
     return model
 
 
-def ui_link(client: Client, workflow_id: str, settings: TemporalSettings) -> str:
-    return f"{ui_base_url(settings)}/namespaces/{client.namespace}/workflows/{workflow_id}"
+def ui_link(client: Client, workflow_id: str, temporal: TemporalSettings) -> str:
+    return f"{ui_base_url(temporal)}/namespaces/{client.namespace}/workflows/{workflow_id}"
 
 
 def who() -> str:
@@ -205,10 +205,11 @@ def who() -> str:
         return "cli"
 
 
-async def start_task(client: Client, inp: TaskInput, queue: str, *, conversation: bool = False) -> str:
+async def start_task(client: Client, inp: TaskInput, queue: str, temporal: TemporalSettings, *,
+                     conversation: bool = False) -> str:
     """Start the task; its workflow id. ``conversation``: a task with no session gets one named
     after itself, so it can be continued later (``run --resume ID``, cli/conversation.py)."""
-    inp.search_attributes = await ensure_search_attributes(client)
+    inp.search_attributes = await ensure_search_attributes(client, register=is_embedded(temporal))
     workflow_id = workflow_id_for(inp.instruction)
     if conversation and inp.session is None:
         inp.session = workflow_id
@@ -220,7 +221,7 @@ async def start_task(client: Client, inp: TaskInput, queue: str, *, conversation
         memo={"instruction": inp.instruction[:2000], "workspace": inp.workspace, "model": inp.model},
         static_summary=code_span(inp.instruction[:200]),  # the UI renders Markdown: shown as typed
         # Set at start, so the workflow's first upsert is its first change.
-        search_attributes=initial_search_attributes(inp.model) if inp.search_attributes else None,
+        search_attributes=initial_search_attributes(inp.model, inp.session) if inp.search_attributes else None,
     )
     return workflow_id
 

@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.mcp import MCP_PREFIX, McpServerConfig, parse_mcp_config
-from core.settings import McpSettings
 from runtime.secrets import SecretStore
-from runtime.settings import from_process
 from tools.registry import REGISTRY
 
 
@@ -34,22 +32,16 @@ def tool_fields(args: argparse.Namespace, default: list[str] | None) -> dict[str
     else:
         tools = None
     path = getattr(args, "mcp_config", None)
+    settings = args.settings  # starter.py's
     return {
         "tools": tools,
         "allow_tools": list(getattr(args, "allow_tools", None) or []),
         "deny_tools": list(getattr(args, "deny_tools", None) or []),
-        "mcp_servers": load_mcp_config(path) if path else {},
+        "mcp_servers": load_mcp_config(path, SecretStore.from_settings(settings.secrets)) if path else {},
         # The worker's own servers (AGENT_MCP_CONFIG) are listed when it is set here too, as it is
         # for `run`'s worker in this process: a task without MCP schedules no listing at all.
-        "worker_mcp": mcp_settings(args).config is not None,
+        "worker_mcp": settings.mcp.config is not None,
     }
-
-
-def mcp_settings(args: argparse.Namespace) -> McpSettings:
-    """The MCP settings starter.py read (``args.mcp_settings``), or this process's when a
-    caller built ``args`` itself."""
-    found = getattr(args, "mcp_settings", None)
-    return found if isinstance(found, McpSettings) else from_process(McpSettings)
 
 
 def expand(patterns: list[str]) -> list[str]:
@@ -68,7 +60,7 @@ def expand(patterns: list[str]) -> list[str]:
     return names
 
 
-def load_mcp_config(path: str) -> dict[str, McpServerConfig]:
+def load_mcp_config(path: str, secrets: SecretStore) -> dict[str, McpServerConfig]:
     """The servers of an mcpServers file, with any secret this CLI knows as a placeholder (the
     worker fills it in when it starts the server)."""
     try:
@@ -79,4 +71,4 @@ def load_mcp_config(path: str) -> dict[str, McpServerConfig]:
         servers = parse_mcp_config(text, f"MCP config {path}")
     except ValueError as err:
         raise SelectionError(str(err)) from None
-    return SecretStore.from_env().redact_obj(servers)
+    return secrets.redact_obj(servers)

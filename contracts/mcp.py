@@ -124,6 +124,9 @@ class McpTool(BaseModel):
     danger: Literal["safe", "moderate", "dangerous"] = "moderate"
     reason: str = ""  # why it needs approval
     idempotent: bool = False  # readOnlyHint or idempotentHint: a call cut off may run again
+    # readOnlyHint (and not destructive): its calls change nothing and run in parallel with the
+    # reply's other read-only calls (``ToolCallRequest.parallel``).
+    read_only: bool = False
 
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)

@@ -159,6 +159,11 @@ class LoopState(BaseModel):
     # Rules added by "yes, and allow commands like this" answers: calls they match run without
     # asking, in this task only.
     allowed: list[PermissionRule] = omitted_empty(list)
+    # What the task changed (files written, commands run: one short line each) since the last
+    # verification reminder; and whether the model's latest attempt to finish got one (the
+    # next finishes). ``workflows/verify.py``.
+    changes: list[str] = Field(default_factory=list)
+    verify_asked: bool = False
     # -- this run only ----------------------------------------------------------------
     phase: TaskState = Field(default=TaskState.INITIALIZING, exclude=True)
     last_activity: str = Field(default="", exclude=True)
@@ -209,6 +214,12 @@ class TaskInput(BaseModel):
     # Standing rules (the project's .agent/permissions.toml, read by the CLI at start): fixed
     # for the task, so a model cannot rewrite its own rules mid-task.
     permissions: Permissions = Field(default_factory=Permissions, exclude_if=lambda rules: not rules.allow and not rules.deny)
+    # "auto": a task that changed files or ran commands is asked once to verify its work when
+    # it first tries to finish (workflows/verify.py); "off": it finishes at once.
+    verify: Literal["auto", "off"] = "auto"
+    # The most read-only calls of one reply that run at the same time (workflows/parallel.py);
+    # 1 runs them one after another. In the input, so every replay decides the same.
+    max_parallel: int = Field(default=8, ge=1)
 
     @property
     def uses_mcp(self) -> bool:

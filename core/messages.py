@@ -46,6 +46,11 @@ class ToolCallRequest(BaseModel):
     # and its detail in one line for the Temporal UI.
     runs_in: Literal["activity", "local_activity", "child_workflow"] = omitted("activity")  # never omitted for "spawn": see below
     summary: str | None = omitted()
+    # Set by the LLM activity from the tool's declaration (``ToolDefinition.read_only`` and
+    # ``parallel``): the call changes nothing a verification asks about, and it may run beside
+    # the reply's other parallel calls. A call recorded before they existed has neither.
+    read_only: bool = omitted(False)
+    parallel: bool = omitted(False)
     # Set by the LLM activity for a call of a tool this task was not offered: the answer it
     # gets instead of running (naming the tools the task has).
     not_offered: str | None = omitted()

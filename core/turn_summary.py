@@ -76,12 +76,14 @@ def turn_summary(turn: Turn, keys: Mapping[str, tuple[str, ...]]) -> str:
     for position, entry in enumerate(turn.entries):
         match entry:
             case ToolCall() if entry.calls:
-                call = entry.calls[0]  # the executed one; the rest were deferred
-                status = _result_status(turn.entries, position, call.id)
-                if call.name in keys or not call.summary:
-                    lines.append(_tool_line(call.name, call.arguments, status, keys.get(call.name, ())))
-                else:  # a tool this caller knows no keys for: its recorded one-line summary names it
-                    lines.append(_tool_line(call.name, {"call": call.summary}, status, ("call",)))
+                for call in entry.calls:  # those that ran: the reply's reads together, one other call
+                    status = _result_status(turn.entries, position, call.id)
+                    if status == "deferred":
+                        continue
+                    if call.name in keys or not call.summary:
+                        lines.append(_tool_line(call.name, call.arguments, status, keys.get(call.name, ())))
+                    else:  # a tool this caller knows no keys for: its recorded one-line summary names it
+                        lines.append(_tool_line(call.name, {"call": call.summary}, status, ("call",)))
             case ToolCall() | AiMessage() if entry.text:
                 lines.append(_text_line("assistant", entry.text))
             case UserMessage():

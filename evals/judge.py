@@ -9,17 +9,14 @@ broken judge never passes a suite.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ToolSpec
-from core.settings import ProviderSettings as ProviderGroup
 from core.text import shorten
 from evals.graders import RubricGrader, Trial, Verdict
 from evals.suite import JudgeConfig
 from providers.errors import ProviderError
 from providers.factory import Provider, make_provider
 from providers.settings import ProviderSettings
-from runtime.settings import from_process
 
 SYSTEM = """\
 You grade the work of an AI agent. You get the task it was given, a transcript of what it did
@@ -44,9 +41,9 @@ PLAIN = re.compile(r"\b(PASS|FAIL)(?:ED)?\b")
 
 
 class Judge:
-    def __init__(self, config: JudgeConfig, settings: ProviderSettings | None = None) -> None:
+    def __init__(self, config: JudgeConfig, settings: ProviderSettings) -> None:
         self.config = config
-        self.settings = settings or ProviderSettings(**asdict(from_process(ProviderGroup)))
+        self.settings = settings
         self._provider: Provider | None = None
 
     async def grade(self, grader: RubricGrader, trial: Trial) -> Verdict:

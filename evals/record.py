@@ -39,9 +39,11 @@ FILE_GRADER_BYTES = 20_000
 
 
 async def record_task(
-    client: Client, workflow_id: str, suite_path: Path, *, name: str | None = None, start: Path | None = None
+    client: Client, workflow_id: str, suite_path: Path, checkpoints: Checkpoints, *, name: str | None = None,
+    start: Path | None = None,
 ) -> tuple[Case, list[str]]:
-    """Append the task as a case to the suite (created if missing); the case and notes for the user."""
+    """Append the task as a case to the suite (created if missing); the case and notes for the
+    user. ``checkpoints``: this host's, where the task's starting workspace may be."""
     handle = client.get_workflow_handle(workflow_id)
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
@@ -60,7 +62,7 @@ async def record_task(
     workspace = Path(task.workspace)
     stem = suite_path.stem
     with tempfile.TemporaryDirectory() as scratch:
-        began = start or starting_state(workflow_id, workspace, Path(scratch) / "start", notes)
+        began = start or starting_state(workflow_id, workspace, Path(scratch) / "start", notes, checkpoints)
         files, copied = inline_files(began)
         if copied:
             target = suite_path.parent / f"{stem}.workspaces" / name
@@ -104,12 +106,12 @@ def unique_name(name: str, suite: Suite) -> str:
     return candidate
 
 
-def starting_state(workflow_id: str, workspace: Path, scratch: Path, notes: list[str]) -> Path:
+def starting_state(workflow_id: str, workspace: Path, scratch: Path, notes: list[str], checkpoints: Checkpoints) -> Path:
     """The workspace as the task found it: its first checkpoint here, else as it is now."""
     try:
-        turns = Checkpoints().turns(workspace, workflow_id)
+        turns = checkpoints.turns(workspace, workflow_id)
         if turns:
-            Checkpoints().export(workspace, turns[min(turns)], scratch)
+            checkpoints.export(workspace, turns[min(turns)], scratch)
             return scratch
     except CheckpointError as err:
         notes.append(f"the task's checkpoints could not be read ({err})")

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -33,7 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome, TaskState
 from core.markdown import code_span
-from core.settings import ModelTableSettings
+from core.settings import ModelTableSettings, Settings
 from evals.graders import RubricGrader, Trial, Verdict, grade_code
 from evals.judge import Judge
 from evals.metrics import Report, Skipped, TrialResult, case_report, overall
@@ -44,9 +44,8 @@ from fakes.routed import RoutedModelServer, steps_from_turns
 from providers.models import load_models, model_spec
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
-from runtime.settings import from_process
 from runtime.store import open_store
-from temporal.client import ensure_search_attributes
+from temporal.client import ensure_search_attributes, is_embedded
 from tools import sandbox
 from worker import build_worker, check_sandbox, task_queue
 from workflows.policy import failed_outcome
@@ -69,6 +68,7 @@ class Progress(Protocol):
 
 @dataclass
 class EvalOptions:
+    settings: Settings  # the process's, read by its entry point (starter.py)
     trials: int = 1
     k: int | None = None  # pass@k and pass^k at this k (default: trials)
     concurrency: int = 4
@@ -78,9 +78,9 @@ class EvalOptions:
     stream: bool = False
     queue: str | None = None  # default: the configured task queue (model), eval-<run id> (offline)
     local_worker: bool = True  # run a worker in this process (else the cluster's serve the queue)
-    worker_settings: ProviderSettings | None = None  # the local worker's providers (None: environment)
+    worker_settings: ProviderSettings | None = None  # the local worker's providers (None: settings.providers)
     judge: JudgeConfig | None = None  # default: the suite's, else the model under test (model mode)
-    judge_settings: ProviderSettings | None = None
+    judge_settings: ProviderSettings | None = None  # None: settings.providers
     run_id: str | None = None  # the same id again takes up that run's trials
     workdir: Path | None = None  # default: <data dir>/evals/<run id>
     only: list[str] = field(default_factory=list)  # case names or globs
@@ -107,16 +107,17 @@ async def run_suite(client: Client, suite: Suite, options: EvalOptions, progress
             settings = ProviderSettings(openai_base_url=server.url, openai_api_key=None,
                                         anthropic_base_url=server.anthropic_url)
             queue = queue or f"eval-{run_id}"  # only this harness's worker serves it
-        queue = queue or task_queue()
+        queue = queue or task_queue(options.settings.temporal)
         if options.local_worker:
-            await start_worker(stack, client, queue, settings)
+            await start_worker(stack, client, queue, settings, options.settings)
         judge_config = options.judge or suite.judge or (
             JudgeConfig(model=options.model, provider=options.provider) if options.mode == "model" else None)
-        judge = Judge(judge_config, options.judge_settings) if judge_config else None
+        judge_settings = options.judge_settings or ProviderSettings(**asdict(options.settings.providers))
+        judge = Judge(judge_config, judge_settings) if judge_config else None
         if judge:
             stack.push_async_callback(judge.aclose)
         runner = TrialRunner(client, suite, options, run_id, queue, server, judge,
-                             await ensure_search_attributes(client))
+                             await ensure_search_attributes(client, register=is_embedded(options.settings.temporal)))
         plan = [(case, trial) for trial in range(1, options.trials + 1) for case in cases]
         if progress:
             progress.started(len(plan))
@@ -155,18 +156,19 @@ def new_run_id(title: str) -> str:
     return f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
 
-async def start_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None) -> None:
+async def start_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None,
+                       config: Settings) -> None:
     """A worker in this process for the trials' task queue, until the stack closes."""
     try:
-        box = check_sandbox()
+        box = check_sandbox(config.sandbox)
     except (sandbox.SandboxUnavailable, ValueError) as err:
         raise EvalError(str(err)) from None
     if not box.active:
         print(box.notice(), file=sys.stderr)
-    store = open_store()
+    store = open_store(config.store, config.paths)
     await store.check()
     stack.push_async_callback(store.close)
-    await stack.enter_async_context(build_worker(client, queue=queue, settings=settings, store=store))
+    await stack.enter_async_context(build_worker(client, queue=queue, settings=settings, store=store, config=config))
 
 
 class TrialRunner:
@@ -174,8 +176,8 @@ class TrialRunner:
                  server: RoutedModelServer | None, judge: Judge | None, search_attributes: bool) -> None:
         self.client, self.suite, self.options, self.run_id, self.queue = client, suite, options, run_id, queue
         self.server, self.judge, self.search_attributes = server, judge, search_attributes
-        self.root = (options.workdir or data_dir() / "evals" / run_id).resolve()
-        self.secrets = SecretStore.from_env()
+        self.root = (options.workdir or data_dir(options.settings.paths) / "evals" / run_id).resolve()
+        self.secrets = SecretStore.from_settings(options.settings.secrets)
 
     async def run(self, case: Case, trial: int) -> TrialResult:
         workflow_id = f"eval-{self.run_id}-{case.name}-{trial}"
@@ -241,7 +243,10 @@ class TrialRunner:
             instruction=self.secrets.redact(case.instruction), workspace=str(workspace), model=model,
             provider=provider, max_iterations=case.limits.turns, cost_limit_usd=case.limits.cost,
             approval=case.approval_mode, stream=self.options.stream, search_attributes=self.search_attributes,
-            context_window=case.limits.context_window or model_window(model),
+            context_window=case.limits.context_window or model_window(model, self.options.settings.models),
+            # A script or a recording holds the turns it answers: a verification reminder would
+            # ask for one it lacks. A model verifies as a task would.
+            verify="auto" if self.options.mode == "model" else "off",
         )
 
     def _steps(self, case: Case):
@@ -314,6 +319,6 @@ async def _exists(handle: WorkflowHandle) -> bool:
     return True
 
 
-def model_window(model: str) -> int:
-    """The model's context window, by this process's model tables (``AGENT_MODELS_FILE``)."""
-    return model_spec(model, load_models(from_process(ModelTableSettings))).context_window
+def model_window(model: str, tables: ModelTableSettings) -> int:
+    """The model's context window, by the model tables (``AGENT_MODELS_FILE``)."""
+    return model_spec(model, load_models(tables)).context_window

@@ -98,7 +98,8 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> S
 
 
 def demo_steps(instruction: str) -> list[Step]:
-    """The offline demo: look around, write a note quoting the instruction, report."""
+    """The offline demo: look around, write a note quoting the instruction, report; asked to
+    verify (the task wrote a file), read the note back and report again."""
     quoted = "\n".join(f"> {line}" if line else ">" for line in instruction.splitlines() or [""])
     note = (
         "# Agent demo\n\n"
@@ -107,7 +108,7 @@ def demo_steps(instruction: str) -> list[Step]:
         "## What happened\n\n"
         "1. Listed the working directory with `ls -la`.\n"
         "2. Wrote this note.\n"
-        "3. Reported the result.\n"
+        "3. Reported the result, was asked to check it, read this note back and reported again.\n"
     )
     summary = "Listed the working directory and wrote AGENT_DEMO.md, a short note quoting the instruction."
     pieces, pause = 12, 0.03  # the text arrives as a model's would, a few words at a time
@@ -120,6 +121,11 @@ def demo_steps(instruction: str) -> list[Step]:
             text="Now I'll write a short note about the task.",
             tool_calls=[("file", {"action": "write", "path": "AGENT_DEMO.md", "content": note})],
             text_pieces=pieces, frame_delay_s=pause,
+        ),
+        tool("message", type="result", text=summary),
+        Step(
+            text="Reading the note back before finishing.",
+            tool_calls=[("file", {"action": "read", "path": "AGENT_DEMO.md"})], text_pieces=pieces, frame_delay_s=pause,
         ),
         tool("message", type="result", text=summary),
     ]

@@ -7,7 +7,7 @@
   exists, that file's facts are shown too, after the workspace's.
 - agents: ``AGENTS.md`` at the workspace root, the project's conventions.
 - skills: names and descriptions of the skills under ``skills_dirs``
-  (default: ``tools.skills.skills_dirs(workspace)``, as ``load_skill`` finds them).
+  (activities/prompt.py passes ``tools.skills.skills_dirs``, where ``load_skill`` finds them).
 - preferences: ``AGENT_USER_PREFERENCES`` (``PromptSettings``), or else
   ``<data_dir>/preferences.md``.
 
@@ -23,9 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from core.settings import PromptSettings
-from runtime.settings import from_process
 from tools.skills import SkillInfo, discover_skills, read_text
-from tools.skills import skills_dirs as default_skills_dirs
 
 FILE_CAP_CHARS = 20_000
 MEMORY_FILE = "MEMORY.md"
@@ -48,22 +46,21 @@ def load_prompt_context(
     *,
     data_dir: Path,
     session: str | None = None,
-    skills_dirs: list[Path] | None = None,
-    settings: PromptSettings | None = None,
+    skills_dirs: list[Path],
+    settings: PromptSettings,
 ) -> PromptContext:
-    """The prompt context of a task in ``workspace`` (see the module docstring for the rules).
-    ``settings`` None: this process's, for activities/prompt.py until it passes them (issue 29)."""
+    """The prompt context of a task in ``workspace`` (see the module docstring for the rules)."""
     workspace = Path(workspace)
     memory = read_capped(workspace / MEMORY_FILE, root=workspace)
     session_path = session_memory(data_dir, session)
     if session_path is not None:
         shared = read_capped(session_path, root=data_dir)
         memory = f"{memory}\n\nSession {session!r}:\n{shared}".strip() if shared else memory
-    preferences = (from_process(PromptSettings) if settings is None else settings).user_preferences
+    preferences = settings.user_preferences
     return PromptContext(
         memory=memory,
         agents=read_capped(workspace / AGENTS_FILE, root=workspace),
-        skills=discover_skills(default_skills_dirs(workspace) if skills_dirs is None else skills_dirs),
+        skills=discover_skills(skills_dirs),
         preferences=_cap(preferences, PREFERENCES_ENV) if preferences else read_capped(
             data_dir / PREFERENCES_FILE, root=data_dir
         ),

@@ -45,8 +45,8 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def default_audit_path(paths: PathSettings | None = None) -> Path:
-    """``audit.jsonl`` in the data directory (None: see ``runtime.paths.data_dir``)."""
+def default_audit_path(paths: PathSettings) -> Path:
+    """``audit.jsonl`` in the data directory."""
     return data_dir(paths) / AUDIT_FILE
 
 

@@ -32,9 +32,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.settings import CheckpointSettings
+from core.settings import CheckpointSettings, PathSettings
 from runtime.paths import data_dir
-from runtime.settings import from_process
 
 GIT_TIMEOUT_S = 120
 LEFT_OUT_HEADER = "Left out (over the size limit):"
@@ -44,24 +43,9 @@ class CheckpointError(Exception):
     pass
 
 
-def enabled(settings: CheckpointSettings | None = None) -> bool:
-    """Whether tool calls are checkpointed (None: this process's environment, for
-    activities/tools.py until it is handed ``Settings.checkpoints``)."""
-    return _settings(settings).enabled
-
-
-def max_file_bytes(settings: CheckpointSettings | None = None) -> int:
+def max_file_bytes(settings: CheckpointSettings) -> int:
     """The largest file a checkpoint records (``AGENT_CHECKPOINT_MAX_FILE_MB``)."""
-    return int(_settings(settings).max_file_mb * 1024 * 1024)
-
-
-def _settings(settings: CheckpointSettings | None) -> CheckpointSettings:
-    if settings is not None:
-        return settings
-    try:
-        return from_process(CheckpointSettings)
-    except ValueError as err:  # read at a save: a bad limit fails that checkpoint, not the call
-        raise CheckpointError(str(err)) from None
+    return int(settings.max_file_mb * 1024 * 1024)
 
 
 @dataclass(frozen=True)
@@ -91,9 +75,14 @@ def _digest(text: str) -> str:
 
 
 class Checkpoints:
-    def __init__(self, root: Path | None = None, max_file_bytes: int | None = None) -> None:
-        self.root = root if root is not None else data_dir() / "checkpoints"
-        self.max_file_bytes = max_file_bytes  # None: max_file_bytes(), read at each save
+    def __init__(self, root: Path, max_file_bytes: int = max_file_bytes(CheckpointSettings())) -> None:
+        self.root = root
+        self.max_file_bytes = max_file_bytes
+
+    @classmethod
+    def from_settings(cls, settings: CheckpointSettings, paths: PathSettings) -> Checkpoints:
+        """The data directory's checkpoints, with the size limit ``settings`` set."""
+        return cls(data_dir(paths) / "checkpoints", max_file_bytes(settings))
 
     def repo(self, workspace: Path) -> Path:
         return self.root / f"{_digest(os.path.realpath(workspace))}.git"
@@ -161,7 +150,7 @@ class Checkpoints:
         not ignored: it skips ignored directories); an ``lstat`` of each finds the large ones,
         which are named in the excludes file and taken out of the index, so ``add`` never
         reads them."""
-        limit = self.max_file_bytes if self.max_file_bytes is not None else max_file_bytes()
+        limit = self.max_file_bytes
         listed = self._git(workspace, "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard")
         left_out: dict[str, LeftOut] = {}
         tracked: list[str] = []

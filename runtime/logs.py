@@ -71,10 +71,9 @@ def _file_handler(path: Path) -> RotatingFileHandler:
     return handler
 
 
-def configure_logging(level: str = "INFO", secrets: SecretStore | None = None, file: Path | None = None) -> None:
-    """Once per process; ``secrets`` are redacted from every line (None: the process's own,
-    for callers not yet handed them: starter.py, benchmarks). ``file``: lines go there, not to
-    stderr (the CLI)."""
+def configure_logging(level: str = "INFO", *, secrets: SecretStore, file: Path | None = None) -> None:
+    """Once per process; ``secrets`` are redacted from every line. ``file``: lines go there,
+    not to stderr (the CLI)."""
     global _configured
     if _configured:
         return
@@ -84,9 +83,8 @@ def configure_logging(level: str = "INFO", secrets: SecretStore | None = None, f
         if file is None and sys.stderr.isatty()
         else structlog.processors.JSONRenderer()
     )
-    from runtime.secrets import SecretStore, redact_processor
+    from runtime.secrets import redact_processor
 
-    secrets = SecretStore.from_env() if secrets is None else secrets
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -13,7 +13,6 @@ from functools import cache
 from pathlib import Path
 
 from core.settings import PathSettings
-from runtime.settings import from_process
 
 APP_NAME = "durable-agent"
 
@@ -25,10 +24,8 @@ def source_root() -> Path | None:
     return root if (root / "pyproject.toml").is_file() else None
 
 
-def data_dir(settings: PathSettings | None = None) -> Path:
-    """The data directory, created on first use. None: this process's environment, for
-    callers not yet handed their settings (starter.py, cli/, activities/, evals/)."""
-    settings = from_process(PathSettings) if settings is None else settings
+def data_dir(settings: PathSettings) -> Path:
+    """The data directory ``settings`` name, created on first use."""
     if settings.data_dir is not None:
         path = settings.data_dir
     elif (root := source_root()) is not None:

@@ -29,7 +29,6 @@ import structlog
 from pydantic import BaseModel
 
 from core.settings import SECRET_PREFIX, SecretSettings
-from runtime.settings import from_process
 
 ENV_PREFIX = SECRET_PREFIX
 FILE_ENV = "AGENT_SECRETS_FILE"
@@ -94,12 +93,6 @@ class SecretStore:
             secrets.update(read_secrets_file(settings.file))
         secrets.update(settings.values)
         return cls(secrets)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> SecretStore:
-        """For callers not yet handed ``Settings.secrets`` (cli/, activities/, evals/): None
-        reads this process's environment."""
-        return cls.from_settings(from_process(SecretSettings) if env is None else SecretSettings.from_env(env))
 
     def names(self) -> list[str]:
         return sorted(self._values)

@@ -1,25 +1,23 @@
-"""This process's settings: where the worker and the CLI read the environment, once.
+"""This process's settings: where the entry points read the environment, once.
 
 ``Settings`` and its groups are in ``core/settings.py`` (the bottom floor, so tools and
-providers can take theirs). ``from_process(Group)`` reads one group from ``os.environ``: the
-entry points use ``from_process(Settings)``; a runtime or temporal function whose callers
-do not yet pass their group (the CLI, activities/, evals/: issue 29's second pass) falls
-back to it when given None. ``grep -rn from_process`` lists those fallbacks.
+providers can take theirs). ``load_settings`` reads them from ``os.environ``; worker.py,
+starter.py, ``evals`` and the codec server call it once and hand each service its group,
+the object built from it (``SecretStore``, the store) or the whole ``Settings``. Nothing
+else reads the environment, and nothing falls back to it (docs/settings.md).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from collections.abc import Mapping
 
-from core.settings import Group, Settings
-
-G = TypeVar("G", bound=Group)
+from core.settings import Settings
 
 
-def from_process(group: type[G]) -> G:
-    """``group`` as this process's environment sets it (ValueError naming a bad variable)."""
-    return group.from_env(os.environ)
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """This process's settings (ValueError naming a bad variable); ``environ``: another's."""
+    return Settings.from_env(os.environ if environ is None else environ)
 
 
-__all__ = ["Settings", "from_process"]
+__all__ = ["Settings", "load_settings"]

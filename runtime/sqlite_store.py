@@ -21,7 +21,6 @@ from core.entries import Entry, entry_digest
 from core.settings import PathSettings, StoreSettings
 from runtime.logs import get_logger
 from runtime.paths import data_dir
-from runtime.settings import from_process
 from runtime.store_types import FINISHED, StoreUnavailable, checked_range
 
 _ENTRIES = TypeAdapter(list[Entry])
@@ -62,10 +61,9 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 """
 
 
-def default_store_path(store: StoreSettings | None = None, paths: PathSettings | None = None) -> Path:
-    """The SQLite file: ``AGENT_CONTEXT_DB``, else ``<data dir>/context.db``. None: this
-    process's environment, for callers not yet handed their settings."""
-    configured = (from_process(StoreSettings) if store is None else store).context_db
+def default_store_path(store: StoreSettings, paths: PathSettings) -> Path:
+    """The SQLite file: ``AGENT_CONTEXT_DB``, else ``<data dir>/context.db``."""
+    configured = store.context_db
     if "://" in configured:
         raise StoreUnavailable(
             f"AGENT_CONTEXT_DB: a {configured.split('://', 1)[0]}:// store is not supported; "
@@ -75,8 +73,8 @@ def default_store_path(store: StoreSettings | None = None, paths: PathSettings |
 
 
 class ContextStore:
-    def __init__(self, path: Path | str | None = None) -> None:
-        self.path = Path(path) if path else default_store_path()
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
         self._local = threading.local()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,6 @@ import asyncio
 
 from core.entries import Entry
 from core.settings import PathSettings, StoreSettings
-from runtime.settings import from_process
 from runtime.sqlite_store import SCHEMA as SCHEMA
 from runtime.sqlite_store import ContextStore as ContextStore
 from runtime.sqlite_store import default_store_path as default_store_path
@@ -138,12 +137,10 @@ def as_store(store: Store | ContextStore) -> Store:
     return LocalStore(store) if isinstance(store, ContextStore) else store
 
 
-def open_store(store: StoreSettings | str | None = None, paths: PathSettings | None = None) -> Store:
+def open_store(store: StoreSettings | str, paths: PathSettings) -> Store:
     """The store ``AGENT_CONTEXT_DB`` names: a ``postgresql://`` URL (one store shared by every
-    host), or a SQLite file path (default: ``<data dir>/context.db``, a cache per host).
-    None: this process's environment, for callers not yet handed their settings."""
+    host), or a SQLite file path (default: ``<data dir>/context.db``, a cache per host)."""
     settings = StoreSettings(context_db=store) if isinstance(store, str) else store
-    settings = from_process(StoreSettings) if settings is None else settings
     if settings.context_db.startswith(("postgresql://", "postgres://")):
         from runtime.pg_store import PostgresStore  # psycopg only where Postgres is used
 

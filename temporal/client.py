@@ -23,11 +23,10 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.settings import CodecSettings, PathSettings, Settings, TemporalSettings, TracingSettings
-from runtime.settings import from_process
+from core.settings import Settings, TemporalSettings
 from temporal.codec import codec_for, data_converter
 from temporal.connection import connect_config
-from temporal.server import EMBEDDED_HOST, EMBEDDED_UI_PORT, SEARCH_ATTRIBUTES, ensure_embedded_server, ui_port
+from temporal.server import EMBEDDED_HOST, EMBEDDED_PORT, SEARCH_ATTRIBUTES, ensure_embedded_server, ui_port
 from temporal.tracing import configure_tracing, interceptors
 
 
@@ -35,37 +34,43 @@ class TemporalUnavailable(RuntimeError):
     pass
 
 
-def is_embedded(settings: TemporalSettings | None = None) -> bool:
-    """No address (``temporal.connection.resolve``): the embedded dev server. None: this
-    process's environment, without the command line's options or the profile's address."""
-    return (from_process(TemporalSettings) if settings is None else settings).embedded
+def is_embedded(settings: TemporalSettings) -> bool:
+    """No address (``temporal.connection.resolve``): the embedded dev server."""
+    return settings.embedded
 
 
 LOCAL_HOSTS = ("localhost", "127.", "::1", "[::1]")
+# `temporal server start-dev` serves its UI on its gRPC port + 1000 unless told otherwise.
+DEV_UI_OFFSET = 1000
 
 
-def ui_base_url(settings: TemporalSettings | None = None) -> str:
-    """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the dev server's UI (port 8233 on
-    the same host) for the embedded server or any local address; Temporal Cloud otherwise."""
-    settings = from_process(TemporalSettings) if settings is None else settings
+def ui_base_url(settings: TemporalSettings) -> str:
+    """Where a task's page is: ``TEMPORAL_UI_URL`` when set; the embedded server's UI (the port
+    it is started with); for another local address, the UI a dev server on that port serves
+    (its port + 1000: ``localhost:7234`` has its UI on 8234); Temporal Cloud otherwise."""
     if settings.ui_url:
         return settings.ui_url.rstrip("/")
     if settings.embedded:
         return f"http://{EMBEDDED_HOST}:{ui_port(settings.embedded_port)}"
-    host = (settings.address or "").rsplit(":", 1)[0]
+    host, port = host_and_port(settings.address or "")
     if host.startswith(LOCAL_HOSTS):
-        return f"http://{host}:{EMBEDDED_UI_PORT}"
+        return f"http://{host}:{port + DEV_UI_OFFSET}"
     return "https://cloud.temporal.io"
 
 
-async def connect(settings: Settings | None = None, *, start_embedded: bool = True,
-                  runtime: Runtime | None = None) -> Client:
+def host_and_port(address: str) -> tuple[str, int]:
+    """``host:port`` split, IPv6 hosts in brackets; no port: Temporal's default."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or (":" in host and not host.startswith("[")):
+        host, port = address, str(EMBEDDED_PORT)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return host, int(port)
+
+
+async def connect(settings: Settings, *, start_embedded: bool = True, runtime: Runtime | None = None) -> Client:
     """A client of the cluster ``settings.temporal`` names (or the embedded server, its files in
-    ``settings.paths``), with the codec and tracing they configure. None: this process's
-    environment (cli/, until it passes them)."""
-    if settings is None:
-        settings = Settings(temporal=from_process(TemporalSettings), codec=from_process(CodecSettings),
-                            tracing=from_process(TracingSettings), paths=from_process(PathSettings))
+    ``settings.paths``), with the codec and tracing they configure."""
     config = connect_config(settings.temporal)  # the profile's, under the options and TEMPORAL_*
     embedded = settings.temporal.embedded
     if embedded and start_embedded:
@@ -110,14 +115,13 @@ async def wait_until_ready(client: Client, timeout_s: float = 60.0) -> None:
         await asyncio.sleep(0.25)
 
 
-async def ensure_search_attributes(client: Client, *, register: bool | None = None) -> bool:
+async def ensure_search_attributes(client: Client, *, register: bool) -> bool:
     """True when every search attribute the project uses is registered in the namespace.
 
     On the embedded server missing ones are registered; on a real cluster they are
     only checked (registering needs operator rights: see README), and tasks started
-    without them simply do not set search attributes.
+    without them simply do not set search attributes. ``register``: ``is_embedded``.
     """
-    register = is_embedded() if register is None else register
     try:
         listed = await client.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=client.namespace)

@@ -34,7 +34,7 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadCodec
 
 from core.settings import CodecSettings
-from runtime.settings import from_process
+from runtime.settings import load_settings
 from temporal.codec import CodecError, codec_for
 from temporal.compression import CompressionError
 from temporal.server import EMBEDDED_HOST, EMBEDDED_UI_PORT
@@ -118,10 +118,11 @@ def make_server(
 
 
 def main(argv: Sequence[str] | None = None, settings: CodecSettings | None = None) -> int:
-    """``python -m temporal.codec_server``: an entry point, so None reads this process's environment."""
+    """``python -m temporal.codec_server``, an entry point: it reads this process's settings
+    once (``settings``: given instead, by a test)."""
     parser = argparse.ArgumentParser(prog="python -m temporal.codec_server", description=(__doc__ or "").split("\n")[0])
     try:
-        settings = from_process(CodecSettings) if settings is None else settings
+        settings = load_settings().codec if settings is None else settings
     except ValueError as exc:
         parser.error(str(exc))
     parser.add_argument("--host", default="127.0.0.1")

@@ -114,11 +114,9 @@ def running_pid(pid_file: Path, marker: str) -> int | None:
     return pid
 
 
-async def ensure_embedded_server(paths: PathSettings | None = None, timeout_s: float = 60.0, *,
-                                 port: int = EMBEDDED_PORT) -> bool:
+async def ensure_embedded_server(paths: PathSettings, timeout_s: float = 60.0, *, port: int = EMBEDDED_PORT) -> bool:
     """Start the embedded dev server unless something answers on ``port``, keeping its files
-    (database, log, pid) in the data directory (``paths``; None: see ``runtime.paths.data_dir``).
-    True if started."""
+    (database, log, pid) in the data directory (``paths``). True if started."""
     if port_open(EMBEDDED_HOST, port):
         return False
     directory = data_dir(paths)

@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from runtime.settings import load_settings
 from tools.browser import chromium_problem
 
 REQUIRE_ENV = "AGENT_TEST_REQUIRE_BROWSER"
@@ -18,7 +19,7 @@ REQUIRE_ENV = "AGENT_TEST_REQUIRE_BROWSER"
 
 def require_browser() -> None:
     """Skip (or fail, in CI) the calling test when the browser tools cannot run here."""
-    problem = chromium_problem()
+    problem = chromium_problem(load_settings().browser)
     if problem is None:
         return
     if os.environ.get(REQUIRE_ENV):

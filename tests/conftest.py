@@ -30,9 +30,21 @@ async def temporal_env():
         await env.shutdown()
 
 
+@pytest.fixture(scope="session")
+def _reading_client(temporal_env: WorkflowEnvironment) -> Client:
+    """The test server's client, reading compressed payloads (what the CLI, on its defaults,
+    writes: temporal/compression.py) but writing every payload plain, so a test that looks
+    for a string in a history finds it, or rightly does not."""
+    from temporal.codec import data_converter
+    from temporal.compression import CompressionCodec
+
+    reads_compressed = data_converter(CompressionCodec(over_bytes=2**62))  # compresses nothing
+    return Client(**{**temporal_env.client.config(), "data_converter": reads_compressed})
+
+
 @pytest.fixture
-def client(temporal_env: WorkflowEnvironment) -> Client:
-    return temporal_env.client
+def client(_reading_client: Client) -> Client:
+    return _reading_client
 
 
 @pytest.fixture
@@ -49,31 +61,20 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _sandbox_or_say_why() -> Iterator[None]:
-    """Without bubblewrap, commands run unsandboxed (workers started by tests inherit it);
-    this process's tools are configured as a worker started here would configure them."""
+    """Without bubblewrap, commands run unsandboxed (the settings tests build, and workers
+    started by tests, read it from the environment)."""
     from tests import sandboxing
-    from worker import configure_tools, load_settings
 
     status = sandboxing.probe()
     if status.active or os.environ.get(sandboxing.REQUIRE_ENV):
-        configure_tools(load_settings())  # as a worker in this environment would
         yield
         return
     print(f"\n{status.notice()}; the suite runs commands unsandboxed", file=sys.stderr)
     os.environ["AGENT_SANDBOX"] = "off"
-    configure_tools(load_settings())
     try:
         yield
     finally:
         os.environ.pop("AGENT_SANDBOX", None)
-
-
-@pytest.fixture(autouse=True)
-def _tool_settings_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A test (or a worker it builds) that configures the tools leaves them as they were."""
-    from tests import configured
-
-    configured.keep(monkeypatch)
 
 
 @pytest.fixture(autouse=True)

@@ -25,21 +25,22 @@ def probe() -> sandbox.SandboxStatus:
 
 
 def require(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
-    """The sandbox, made this process's choice for the test; skipped (or failed in CI) without it."""
+    """The sandbox, chosen for the settings the test builds after this (``tests/configured.py``);
+    skipped (or failed in CI) without it."""
     status = probe()
     if not status.active:
         message = f"no sandbox: {status.problem}; {sandbox.INSTALL_HINT}"
         if os.environ.get(REQUIRE_ENV):
             pytest.fail(message)
         pytest.skip(message)
-    monkeypatch.setattr(sandbox, "_STATUS", status)
+    monkeypatch.setenv("AGENT_SANDBOX", "auto")
     return status
 
 
 def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
-    status = sandbox.probe(SandboxSettings(mode="off"))
-    monkeypatch.setattr(sandbox, "_STATUS", status)
-    return status
+    """No sandbox, for the settings the test builds after this."""
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
+    return sandbox.probe(SandboxSettings(mode="off"))
 
 
 async def run(ctx: ToolContext, command: str, timeout_s: int = 60) -> ToolOutcome:

@@ -10,14 +10,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 from core.coerce import schema_of
 from core.messages import ToolSpec
+from core.settings import Settings
 from core.tool_args import StrictArgs
 from core.tool_outcome import BrowserState, Danger, ToolOutcome
+
+if TYPE_CHECKING:
+    from tools.browser.pool import BrowserPool
 
 
 @dataclass
@@ -25,6 +29,8 @@ class ToolContext:
     """What a handler may know about where it runs."""
 
     workspace: Path
+    # The worker's settings (read once by worker.py): each tool takes its group from here.
+    settings: Settings
     task_id: str = ""
     heartbeat: Callable[[str], None] = lambda _detail: None
     # The output so far of a long-running call (its tail), kept by the caller so that a
@@ -40,6 +46,11 @@ class ToolContext:
     # The task's browser as the workflow recorded it (tabs, active tab); None: never opened.
     # A browser tool on a worker that does not hold this task's pages reopens these.
     browser: BrowserState | None = None
+    # The worker's browser (one Chromium for its tasks); None: no browser here.
+    browsers: BrowserPool | None = None
+    # Where tools keep indexes they can rebuild from the workspace (the memory search index,
+    # under the worker's data directory); None: an index in memory for each call.
+    index_dir: Path | None = None
 
 
 BULKY_KEYS = frozenset({"content", "new", "old"})  # file contents: never in a summary line
@@ -72,6 +83,14 @@ class ToolDefinition(Generic[ArgsT]):
     # events and a workflow task's three, and no round trip through the server's matching.
     # A function decides per call from the arguments.
     local: bool | Callable[[ArgsT], bool] = False
+    # Whether a call changes nothing a task is asked to check before it finishes: no file
+    # written, no command run, nothing clicked or sent (a read, a page, a message to the
+    # user). A task whose calls were all read-only finishes without a verification reminder.
+    read_only: bool | Callable[[ArgsT], bool] = False
+    # Whether a read-only call may run at the same time as the other such calls of the same
+    # reply (they read what no call beside them changes): they run together, each as its own
+    # activity. A function decides per call from the arguments.
+    parallel: bool | Callable[[ArgsT], bool] = False
     # False for tools that only make sense with the full prompt (memory, skills): hidden
     # from sub-agents, whose prompt is minimal.
     for_subagents: bool = True

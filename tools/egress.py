@@ -11,8 +11,8 @@ browser and everything its pages load, a task's own MCP servers over HTTP):
   ``DEFAULT_DENY``: cloud metadata endpoints and the link-local ranges, plus
   ``AGENT_DENY_HOSTS`` (and ``AGENT_BROWSER_DENY_HOSTS``, its older name, also read):
   comma-separated host names, globs (``*.internal``), addresses and CIDR ranges
-  (``Settings.egress``, which worker.py hands to ``configure`` once; ``Egress.of`` builds
-  each tool call's fence from it).
+  (``Settings.egress``, in each tool call's ``ToolContext``; ``Egress.of`` builds the
+  call's fence from it).
 
 Hosts are compared in canonical form (``canonical_host``): lower case, no brackets,
 trailing dot or IPv6 zone, addresses as Chromium writes them (``0xA9FEA9FE`` and
@@ -132,13 +132,7 @@ def deny_list(extra: Sequence[str] = ()) -> DenyList:
     return DenyList(tuple(dict.fromkeys(entries)))
 
 
-_DENY = deny_list()  # the built-in list until worker.py configures this process
-
-
-def configure(settings: EgressSettings) -> None:
-    """This process's deny list (worker.py, once); ValueError for an entry that is not one."""
-    global _DENY
-    _DENY = deny_list(settings.deny_hosts)
+_deny_list_of = cache(deny_list)  # each tool call builds its fence: parse a list once
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -161,9 +155,9 @@ class Egress:
     deny: DenyList
 
     @classmethod
-    def of(cls, network: bool) -> Egress:
-        """A tool call's fence, with this process's deny list (see ``configure``)."""
-        return cls(network=network, deny=_DENY)
+    def of(cls, network: bool, settings: EgressSettings) -> Egress:
+        """A tool call's fence, with the deny list ``settings`` add to the built-in one."""
+        return cls(network=network, deny=_deny_list_of(tuple(settings.deny_hosts)))
 
     def refusal(self, host: str) -> str | None:
         """Why ``host`` may not be reached, as written (no DNS), or None."""
@@ -221,5 +215,5 @@ class EgressTransport(httpx.AsyncBaseTransport):
 
 __all__ = [
     "DEFAULT_DENY", "DENY_ENV", "NO_NETWORK", "DenyList", "Egress", "EgressTransport",
-    "Refused", "Unreachable", "canonical_host", "configure", "deny_list", "resolve",
+    "Refused", "Unreachable", "canonical_host", "deny_list", "resolve",
 ]  # fmt: skip

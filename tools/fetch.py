@@ -54,7 +54,7 @@ from core.untrusted import wrap_untrusted
 from tools import web
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.browser.policy import Policy
-from tools.browser.pool import BrowserUnavailable, RenderFailed, browser_pool, chromium_problem
+from tools.browser.pool import BrowserUnavailable, RenderFailed, chromium_problem
 from tools.egress import NO_NETWORK, Egress, Refused, Unreachable
 from tools.web import html_to_markdown, new_client
 
@@ -301,7 +301,7 @@ async def fetch_url(args: FetchArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 async def _fetch(url: httpx.URL, max_chars: int, ctx: ToolContext) -> ToolOutcome:
-    page = await _download(url, Egress.of(ctx.network))
+    page = await _download(url, Egress.of(ctx.network, ctx.settings.egress))
     text = await asyncio.to_thread(_text_of, page)  # parsing a big page takes a while
     source = str(page.url)
     # A shell that scripts fill: scripts, and almost no text (without scripts a browser would
@@ -319,13 +319,16 @@ async def _fetch(url: httpx.URL, max_chars: int, ctx: ToolContext) -> ToolOutcom
 
 async def _render(url: str, ctx: ToolContext) -> tuple[tuple[str, str] | None, str]:
     """The page rendered by the browser pool as (final URL, HTML), or None and why not."""
-    policy = Policy.of(ctx.network, ctx.workspace, ctx.hidden)
+    policy = Policy.of(ctx)
     if (reason := await policy.check(url)) is not None:
         return None, f"it was not rendered in a headless browser: {reason}"
-    if (problem := chromium_problem()) is not None:
+    pool = ctx.browsers
+    if pool is None:
+        return None, "it was not rendered in a headless browser: this worker has none"
+    if (problem := chromium_problem(pool.settings)) is not None:
         return None, f"it was not rendered in a headless browser: {problem}"
     try:
-        rendered = await browser_pool().render(url, policy)
+        rendered = await pool.render(url, policy)
     except (BrowserUnavailable, RenderFailed) as exc:
         return None, f"rendering it in a headless browser failed: {exc}"
     return (rendered.url, rendered.html), ""
@@ -338,5 +341,7 @@ TOOL = ToolDefinition(
     handler=fetch_url,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
+    parallel=True,  # separate GETs: a reply fetching several pages fetches them at once
     compact_keys=("url",),
 )

@@ -243,7 +243,7 @@ async def memory_tool(args: MemoryArgs, ctx: ToolContext) -> ToolOutcome:
                 return await asyncio.to_thread(_note, workspace, args.note)
             case "search":
                 assert args.query is not None
-                return _found(args.query, await search(workspace, args.query))
+                return _found(args.query, await search(workspace, args.query, ctx.settings.memory, ctx.index_dir))
             case _:
                 assert_never(args.action)
     except Refused as exc:
@@ -263,6 +263,8 @@ TOOL = ToolDefinition(
     handler=memory_tool,
     danger=Danger.MODERATE,
     idempotent=lambda args: args.action in ("read", "search"),  # an append cut off by a crash is not repeated
+    read_only=lambda args: args.action in ("read", "search"),
+    parallel=True,  # when read-only: searches share one index (tests/tools/test_memory_search.py)
     classify=classify,
     compact_keys=("action",),
     for_subagents=False,

@@ -56,21 +56,6 @@ CREATE TABLE vectors (model TEXT, digest TEXT, vector BLOB, PRIMARY KEY (digest,
 
 
 @dataclass(frozen=True)
-class _Config:
-    settings: MemorySettings
-    index_dir: Path | None  # None: an index in memory for each search
-
-
-_CONFIG = _Config(MemorySettings(), None)  # until worker.py configures this process
-
-
-def configure(settings: MemorySettings, index_dir: Path | None) -> None:
-    """This process's embeddings endpoint and where its indexes live (worker.py, once)."""
-    global _CONFIG
-    _CONFIG = _Config(settings, index_dir)
-
-
-@dataclass(frozen=True)
 class Hit:
     path: str  # as the file tool names it: MEMORY.md, memory/2025-03-14.md
     line: int
@@ -85,16 +70,17 @@ class Found:
     problem: str = ""  # why the semantic ranking is missing, when one is configured
 
 
-async def search(workspace: Path, query: str) -> Found:
-    """The lines best matching ``query``, best first (Refused or OSError when the files cannot be read)."""
-    config = _CONFIG
-    db = await asyncio.to_thread(_opened, workspace, config.index_dir)
+async def search(workspace: Path, query: str, settings: MemorySettings, index_dir: Path | None) -> Found:
+    """The lines best matching ``query``, best first (Refused or OSError when the files cannot be
+    read). ``settings``: the embeddings endpoint; ``index_dir``: where the index lives (None: in
+    memory, for this search only)."""
+    db = await asyncio.to_thread(_opened, workspace, index_dir)
     try:
         ranked = [await asyncio.to_thread(_bm25, db, query)]
         ranking, problem = "full text, BM25", ""
-        if config.settings.embeddings_url:
+        if settings.embeddings_url:
             try:
-                ranked.append(await nearest(db, query, config.settings))
+                ranked.append(await nearest(db, query, settings))
                 ranking = "full text and meaning, merged"
             except EmbeddingsError as exc:
                 problem = f"Semantic ranking is unavailable ({exc}); these are ranked by full text only."

@@ -47,5 +47,6 @@ TOOL = ToolDefinition(
     danger=Danger.SAFE,
     idempotent=True,
     local=True,
+    read_only=True,  # never parallel: a result ends the task, a question waits for the user
     compact_keys=("type",),
 )

@@ -42,5 +42,6 @@ TOOL = ToolDefinition(
     danger=Danger.SAFE,
     idempotent=True,
     local=True,
+    read_only=True,
     compact_keys=(),
 )

@@ -164,13 +164,32 @@ def runs_in(name: str, arguments: dict[str, Any]) -> Literal["activity", "local_
         return "activity"
 
 
+def access(name: str, arguments: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether a call is read-only, and whether it may run in parallel with the reply's other
+    such calls (``ToolDefinition.read_only`` and ``parallel``; parallel needs read-only).
+    Invalid arguments and unknown tools are neither: they run alone, where they are answered."""
+    tool = REGISTRY.get(name)
+    if tool is None or (not tool.read_only and not tool.parallel):
+        return False, False
+    try:
+        args = _validate(tool, arguments) if callable(tool.read_only) or callable(tool.parallel) else None
+    except ValidationError:
+        return False, False
+    read_only = tool.read_only(args) if callable(tool.read_only) else tool.read_only
+    parallel = tool.parallel(args) if callable(tool.parallel) else tool.parallel
+    return bool(read_only), bool(read_only and parallel)
+
+
 class Listed(Protocol):
-    """A tool the task listed from an MCP server (``contracts.mcp.McpTool``): its declared danger."""
+    """A tool the task listed from an MCP server (``contracts.mcp.McpTool``): its declared
+    danger, and whether it is read-only (annotated ``readOnlyHint``)."""
 
     @property
     def danger(self) -> str: ...
     @property
     def reason(self) -> str: ...
+    @property
+    def read_only(self) -> bool: ...
 
 
 def declare(call: ToolCallRequest, offered: Sequence[str], workspace: Path | None = None,
@@ -178,8 +197,9 @@ def declare(call: ToolCallRequest, offered: Sequence[str], workspace: Path | Non
             redact: Callable[[str], str] = str) -> ToolCallRequest:
     """The call with what its tool declares, recorded with it in the history: its danger and
     the reason a person reads (``classify_call``, or an MCP tool's ``listed`` danger; through
-    ``redact``), where it runs (``runs_in``; never a local activity without ``local_tools``)
-    and its one-line summary. A call of a tool not ``offered`` gets the answer it will have
+    ``redact``), where it runs (``runs_in``; never a local activity without ``local_tools``),
+    whether it is read-only and may run in parallel (``access``; an MCP tool annotated
+    ``readOnlyHint`` is both) and its one-line summary. A call of a tool not ``offered`` gets the answer it will have
     instead of running, naming the tools the task has."""
     if call.name not in offered:
         return call.model_copy(update={"not_offered": f"Unknown tool {call.name!r}: this task has no such tool. "
@@ -193,8 +213,10 @@ def declare(call: ToolCallRequest, offered: Sequence[str], workspace: Path | Non
         where = runs_in(call.name, call.arguments)
         declared["runs_in"] = "activity" if where == "local_activity" and not local_tools else where
         declared["summary"] = tool.summarize(call.arguments)
+        declared["read_only"], declared["parallel"] = access(call.name, call.arguments)
     elif mcp is not None:
         declared["summary"] = " ".join(str(v) for v in call.arguments.values())
+        declared["read_only"] = declared["parallel"] = mcp.read_only
     return call.model_copy(update=declared)
 
 

@@ -33,9 +33,9 @@ Why it holds as root, the default in containers (each measured here, bwrap 0.8, 
 | ``off`` | commands run unsandboxed | commands run unsandboxed |
 
 ``AGENT_SANDBOX_READABLE`` (comma-separated paths) shows paths inside hidden directories
-again, read-only: a toolchain installed in a home directory (``/root/.pyenv``). worker.py
-hands this module ``Settings.sandbox`` (``configure``) and probes once at start
-(``status()``), saying which of these holds, with the limits.
+again, read-only: a toolchain installed in a home directory (``/root/.pyenv``). The shell
+gets ``Settings.sandbox`` in its ``ToolContext``; ``status(settings)`` probes once per
+process (worker.py at start), saying which of these holds, with the limits.
 """
 
 from __future__ import annotations
@@ -112,23 +112,14 @@ class SandboxStatus:
         )
 
 
-_SETTINGS = SandboxSettings()  # the defaults until worker.py configures this process
-_STATUS: SandboxStatus | None = None
+_PROBED: dict[SandboxSettings, SandboxStatus] = {}  # each settings' probe, made once per process
 
 
-def configure(settings: SandboxSettings) -> None:
-    """This process's sandbox settings (worker.py, once); a change is probed at the next ``status()``."""
-    global _SETTINGS, _STATUS
-    if settings != _SETTINGS:
-        _SETTINGS, _STATUS = settings, None
-
-
-def status(*, refresh: bool = False) -> SandboxStatus:
-    """The sandbox this process runs commands in, probed once (``bwrap`` runs ``true``)."""
-    global _STATUS
-    if _STATUS is None or refresh:
-        _STATUS = probe(_SETTINGS)
-    return _STATUS
+def status(settings: SandboxSettings, *, refresh: bool = False) -> SandboxStatus:
+    """The sandbox commands run in with ``settings``, probed once (``bwrap`` runs ``true``)."""
+    if refresh or settings not in _PROBED:
+        _PROBED[settings] = probe(settings)
+    return _PROBED[settings]
 
 
 def probe(settings: SandboxSettings, *, path: str | None = None) -> SandboxStatus:

@@ -10,7 +10,7 @@ Backends are pluggable. A backend is any object with
 ``async search(query, max_results, *, topic) -> list[SearchHit]`` that raises
 ``SearchError`` (phrased for the model, marked retryable or not) for every
 failure it knows. ``AGENT_SEARCH_BACKEND`` names one in ``BACKENDS``, each
-built from ``Settings.search`` (worker.py hands it to ``configure``):
+built from ``Settings.search`` (in the call's ``ToolContext``):
 
 - ``tavily``: ``POST {TAVILY_BASE_URL}/search`` with ``TAVILY_API_KEY``;
 - ``brave``: ``GET {BRAVE_BASE_URL}/res/v1/web/search?q=...&count=...`` with
@@ -374,18 +374,8 @@ AUTO_DETECT: tuple[tuple[str, Callable[[SearchSettings], str | None]], ...] = (
     ("brave", lambda s: s.brave_api_key),
     ("searxng", lambda s: s.searxng_url),
 )
-_SETTINGS = SearchSettings()  # no backend until worker.py configures this process
-
-
-def configure(settings: SearchSettings) -> None:
-    """This process's search backend settings (worker.py, once)."""
-    global _SETTINGS
-    _SETTINGS = settings
-
-
-def backend_name(settings: SearchSettings | None = None) -> str:
+def backend_name(settings: SearchSettings) -> str:
     """The backend ``AGENT_SEARCH_BACKEND`` names, or the one ``AUTO_DETECT`` finds."""
-    settings = _SETTINGS if settings is None else settings
     if name := (settings.backend or "").lower():
         return name
     return next((name for name, setting in AUTO_DETECT if setting(settings)), "tavily")
@@ -400,10 +390,8 @@ def search_configured(settings: SearchSettings) -> bool:
     return True
 
 
-def make_backend(settings: SearchSettings | None = None) -> SearchBackend:
-    """The backend ``AGENT_SEARCH_BACKEND`` names (None: this process's settings, see
-    ``configure``); SearchError if it cannot be built."""
-    settings = _SETTINGS if settings is None else settings
+def make_backend(settings: SearchSettings) -> SearchBackend:
+    """The backend ``AGENT_SEARCH_BACKEND`` names; SearchError if it cannot be built."""
     name = backend_name(settings)
     factory = BACKENDS.get(name)
     if factory is None:
@@ -447,7 +435,7 @@ async def search_tool(args: SearchArgs, ctx: ToolContext) -> ToolOutcome:
     query = shape_query(args.query, args.type)
     topic: Topic = "news" if args.type == "news" else "general"
     try:
-        backend = make_backend()
+        backend = make_backend(ctx.settings.search)
         hits = await with_heartbeats(
             backend.search(query, args.max_results, topic=topic),
             ctx.heartbeat,
@@ -468,5 +456,6 @@ TOOL = ToolDefinition(
     handler=search_tool,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,  # not parallel: search APIs limit requests per second
     compact_keys=("type", "query"),
 )

@@ -69,15 +69,6 @@ Run a bash command in the workspace (the working directory) and return its outpu
 """
 
 
-_SETTINGS = ShellSettings()  # nothing of the worker's environment until worker.py configures this process
-
-
-def configure(settings: ShellSettings) -> None:
-    """What commands get of the worker's environment (worker.py, once)."""
-    global _SETTINGS
-    _SETTINGS = settings
-
-
 class ShellArgs(StrictArgs):
     command: str = Field(description="The bash command line to run.")
     timeout_s: int = Field(120, ge=1, le=3600, description="Seconds before the command is killed.")
@@ -160,15 +151,15 @@ def _die_with_worker() -> None:
         pass
 
 
-def command_env(box: sandbox.SandboxStatus) -> dict[str, str]:
-    found = dict(_SETTINGS.inherited)
+def command_env(box: sandbox.SandboxStatus, settings: ShellSettings) -> dict[str, str]:
+    found = dict(settings.inherited)
     if box.active:  # home directories are hidden in the sandbox: HOME and caches in its private /tmp
         found.update(HOME="/tmp", TMPDIR="/tmp", XDG_CACHE_HOME="/tmp/.cache")
     return found
 
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
-    box = sandbox.status()
+    box = sandbox.status(ctx.settings.sandbox)
     if box.refuses_unsafe and not shell_policy.runs_no_code(args.command):
         return ToolOutcome(status="error", content=box.refusal())
     try:
@@ -208,7 +199,7 @@ async def _run(
         proc = await asyncio.create_subprocess_exec(
             *command_argv(args.command, ctx, box),
             cwd=ctx.workspace,
-            env=command_env(box),
+            env=command_env(box, ctx.settings.shell),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=write_fd,
             stderr=asyncio.subprocess.STDOUT,

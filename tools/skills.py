@@ -16,7 +16,7 @@ other files come through the ``load_skill`` tool.
 
 Where skills are looked for (``skills_dirs``), first folder first:
 ``<workspace>/.agent/skills``, then each folder in ``AGENT_SKILLS_DIRS``
-(``Settings.skills``, handed to ``configure`` by worker.py), then the repository's ``skills/``. A name found
+(``Settings.skills``, in the call's ``ToolContext``), then the repository's ``skills/``. A name found
 in an earlier folder hides the same name in a later one. A skill folder must
 lie inside its skills folder once symlinks are resolved.
 """
@@ -33,7 +33,6 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from core.settings import SkillSettings
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
 SKILL_FILE = "SKILL.md"
@@ -114,19 +113,10 @@ def _unquote(value: str) -> str:
 # --- discovery ------------------------------------------------------------
 
 
-_SETTINGS = SkillSettings()  # no extra folders until worker.py configures this process
-
-
-def configure(settings: SkillSettings) -> None:
-    """This process's extra skills folders (worker.py, once)."""
-    global _SETTINGS
-    _SETTINGS = settings
-
-
-def skills_dirs(workspace: Path, extra: Sequence[Path] | None = None) -> list[Path]:
+def skills_dirs(workspace: Path, extra: Sequence[Path]) -> list[Path]:
     """Where skills are looked for, in order of precedence (see the module docstring);
-    ``extra`` (None: this process's ``AGENT_SKILLS_DIRS``) between the workspace's and ours."""
-    return [workspace / WORKSPACE_SKILLS, *(_SETTINGS.dirs if extra is None else extra), REPO_SKILLS]
+    ``extra`` (``AGENT_SKILLS_DIRS``) between the workspace's and ours."""
+    return [workspace / WORKSPACE_SKILLS, *extra, REPO_SKILLS]
 
 
 def discover_skills(dirs: Iterable[Path]) -> list[SkillInfo]:
@@ -238,7 +228,7 @@ def _load_file(skill: SkillInfo, raw: str) -> ToolOutcome:
 
 
 async def load_skill(args: LoadSkillArgs, ctx: ToolContext) -> ToolOutcome:
-    return await asyncio.to_thread(_load, args, skills_dirs(ctx.workspace))
+    return await asyncio.to_thread(_load, args, skills_dirs(ctx.workspace, ctx.settings.skills.dirs))
 
 
 TOOL = ToolDefinition(
@@ -249,6 +239,8 @@ TOOL = ToolDefinition(
     danger=Danger.SAFE,
     idempotent=True,
     local=True,
+    read_only=True,
+    parallel=True,
     compact_keys=("name", "file"),
     for_subagents=False,
 )

@@ -99,7 +99,7 @@ class PeopleMixin(LoopBase):
         await workflow.wait_condition(self._interrupted)
         self.state.question = None
 
-    def _decision_problem(self, decision: ApprovalDecision, *, signal: bool = False) -> str | None:
+    def _decision_problem(self, decision: ApprovalDecision) -> str | None:
         """Why ``decision`` is refused, or None: it must name the pending call by its digest
         (the call as the person saw it), and come before any other decision."""
         pending = self.state.pending
@@ -108,10 +108,8 @@ class PeopleMixin(LoopBase):
         if decision.call_id is not None and decision.call_id != pending.call_id:
             return f"call {decision.call_id} is not pending (pending: {pending.call_id})"
         if decision.digest is None:
-            # patched(): a run started on the previous release took a signalled decision without one.
-            if self._release or not signal:
-                return (f"the decision names no call digest: it must carry the digest of the call it decides "
-                        f"(pending: {pending.tool} call {pending.call_id}, its digest in `status`)")
+            return (f"the decision names no call digest: it must carry the digest of the call it decides "
+                    f"(pending: {pending.tool} call {pending.call_id}, its digest in `status`)")
         elif decision.digest != pending.digest:
             return (
                 f"the pending call changed since it was shown: now {pending.tool} "

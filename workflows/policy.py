@@ -18,8 +18,8 @@ from core.text import shorten as core_shorten
 # The release every new run records as its first command (one patch marker): the changes
 # since the previous release branch on it. Runs started on the previous release still replay
 # (its marker is deprecated); older ones do not. The lifecycle is in docs/patches.md.
-RELEASE_PATCH = "release-2026-11-25"
-PREVIOUS_RELEASE = "release-2026-11"
+RELEASE_PATCH = "release-2026-11-26"
+PREVIOUS_RELEASE = "release-2026-11-25"
 
 PLAN_STALE_TURNS = 5  # remind the model of its plan after this many turns without an update
 
@@ -57,6 +57,38 @@ DEFERRED_RESULT = (
     "[not executed] Only one tool call runs per turn and this one was deferred. "
     "Call it again in a later turn if it is still needed."
 )
+INTERRUPTED_BY_USER = "[interrupted] The user sent a new message while this ran, so it was cancelled."
+INTERRUPTED_BY_STOP = "[interrupted] The task was stopped while this ran."
+# patched(): runs of this release run a reply's reads together, so fewer calls are deferred.
+DEFERRED_AFTER_READS = (
+    "[not executed] A reply's reads run together, but only one call that changes something "
+    "runs per turn (with the reads around it): this one was deferred. Call it again in a "
+    "later turn if it is still needed."
+)
+VERIFY_REMINDER = (
+    "Before this task ends, check that it is done. You were asked: {asked}\n"
+    "Since the task started (or since the last check) it changed: {changes}.\n"
+    "Run what proves the work is right (the tests, the build, the script; read back what you "
+    "wrote) and read the output. Fix what is wrong; then send `message` type `result` again. "
+    "If you already checked, send the result again now."
+)
+VERIFY_INSTRUCTION_CHARS = 300  # the instruction as the reminder quotes it
+VERIFY_CHANGES_SHOWN = 12  # the changes it lists; more are counted
+
+
+def verify_reminder(instruction: str, changes: list[str]) -> str:
+    """The verification reminder: what was asked (shortened), what changed (names only)."""
+    shown = ", ".join(changes[:VERIFY_CHANGES_SHOWN])
+    if len(changes) > VERIFY_CHANGES_SHOWN:
+        shown += f" and {len(changes) - VERIFY_CHANGES_SHOWN} more"
+    asked = shorten(" ".join(instruction.split()), VERIFY_INSTRUCTION_CHARS)
+    return VERIFY_REMINDER.format(asked=asked, changes=shown)
+
+
+def change_line(call: ToolCallRequest) -> str:
+    """A call that changed something, as the verification reminder names it: the tool and
+    its detail, shortened (a command line, a file's action and path; never its contents)."""
+    return tool_summary(call).removeprefix("tool · ")
 
 
 def plan_reminder(plan: list, turns_since: int) -> str:

@@ -59,13 +59,15 @@ def upsert_due(last: tuple | None, values: tuple, since_last: timedelta) -> bool
     return not working or since_last >= REFRESH
 
 
-def initial_search_attributes(model: str) -> TypedSearchAttributes:
-    """What a task starts with, set by the starter so the workflow need not upsert them."""
+def initial_search_attributes(model: str, session: str | None = None) -> TypedSearchAttributes:
+    """What a task starts with, set by the starter so the workflow need not upsert them; its
+    session too, so ``list --session`` finds a task no worker has picked up yet."""
     return TypedSearchAttributes([
         SearchAttributePair(AGENT_STATE, RUNNING),
         SearchAttributePair(AGENT_TURNS, 0),
         SearchAttributePair(AGENT_MODEL, model),
         SearchAttributePair(AGENT_COST, 0.0),
+        *([SearchAttributePair(AGENT_SESSION, session)] if session else []),
     ])
 
 

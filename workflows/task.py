@@ -5,7 +5,7 @@ activity; all the loop appends derives from their recorded results and from sign
 updates (``interject``, ``approve`` / ``decide``, ``stop``), so a replay rebuilds the same
 transcript. The state is one ``LoopState`` (``contracts/task.py``); the parts of the loop are
 mixins over ``workflows/engine.py``: thinking, people, delegation, lifecycle (a run's start,
-continue-as-new and end), MCP.
+continue-as-new and end), MCP, parallel reads and verification before finishing.
 """
 
 from __future__ import annotations
@@ -31,23 +31,23 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.toolset import BROWSER_TOOLS
     from core.entries import SystemReminder, ToolCall, ToolResult, result_entry
-    from core.loop_detect import LOOP_REMINDER
+    from core.loop_detect import LOOP_REMINDER, call_signature
     from core.messages import ToolCallRequest
+    from core.reply import split_reply
     from core.tool_outcome import ToolOutcome
     from workflows import approvals, policy
     from workflows.engine import TaskEnded
 
 from workflows.delegation import DelegationMixin
 from workflows.lifecycle import LifecycleMixin
+from workflows.parallel import ParallelMixin
 from workflows.people import PeopleMixin
 from workflows.thinking import ThinkingMixin
-
-INTERRUPTED_BY_USER = "[interrupted] The user sent a new message while this ran, so it was cancelled."
-INTERRUPTED_BY_STOP = "[interrupted] The task was stopped while this ran."
+from workflows.verify import VerifyMixin
 
 
 @workflow.defn(name=TASK_WORKFLOW)
-class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMixin):
+class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMixin, ParallelMixin, VerifyMixin):
     @workflow.init
     def __init__(self, task: TaskInput) -> None:
         self._load(task)
@@ -74,7 +74,7 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
     @workflow.signal(description=approvals.APPROVE_DESCRIPTION)
     def approve(self, decision: Any) -> None:
         parsed = approvals.parse_decision(decision, digest=False)
-        problem = parsed if isinstance(parsed, str) else self._decision_problem(parsed, signal=True)
+        problem = parsed if isinstance(parsed, str) else self._decision_problem(parsed)
         if problem is None and isinstance(parsed, ApprovalDecision):
             self.state.decision = parsed
         else:
@@ -172,37 +172,61 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
         self._remind_of_plan()
 
     async def _act(self, entry: ToolCall) -> None:
-        """Run the first call (after its approval); answer the rest as deferred. Ends the task
-        when the call declares a final result; waits for the user when it asks a question."""
-        call, deferred = entry.calls[0], entry.calls[1:]
-        looping = self.loops.record(call.name, call.arguments)
-        result = await self._approved_execute(call)
-        recorded = self._append(result_entry(call.id, call.name, result, seq=self.transcript.total, turn=self.state.turn))
-        self.sync.tool_wrote(recorded, result.stored_digest)
-        if result.browser is not None:  # the browser's tabs after the call: what a new worker reopens
-            self.state.browser = result.browser
+        """Run the reply's calls (``workflows/parallel.py``: its reads together, one other call
+        alone after its approval) and answer the rest as deferred, every result in the order
+        the model asked. Ends the task when the call declares a final result (after one
+        verification, ``workflows/verify.py``); waits for the user when it asks a question."""
+        reply = split_reply(entry.calls, self._joins)
+        looping = [c for c in reply.running if self.loops.record(c.name, c.arguments)]
+        results = self._record(reply.before, await self._run_together(reply.before))
+        result = None
+        if reply.single is not None:
+            single = reply.single
+            result = self._interrupted_outcome() if reply.before and self._interrupted() \
+                else await self._approved_execute(single)
+            self._record([single], [result])
+            results.append(result)
+        if reply.after:
+            ran = [self._interrupted_outcome() for _ in reply.after] if self._interrupted() \
+                else await self._run_together(reply.after)
+            results += self._record(reply.after, ran)
         # No tool call is ever left without a result: the rest are answered as deferred.
-        for extra in deferred:
-            self._append(
-                ToolResult(call_id=extra.id, name=extra.name, content=policy.DEFERRED_RESULT, status="deferred")
-            )
-        if result.tools_changed:  # an MCP server's tool list changed: offer what it has now
+        deferred = policy.DEFERRED_AFTER_READS if self._release else policy.DEFERRED_RESULT
+        for extra in reply.deferred:
+            self._append(ToolResult(call_id=extra.id, name=extra.name, content=deferred, status="deferred"))
+        if any(r.tools_changed for r in results):  # an MCP server's tool list changed: offer what it has now
             await self._list_mcp_tools(again=True)
         if looping:
-            count = self.loops.recent.count(self.loops.recent[-1])
-            self._append(SystemReminder(text=LOOP_REMINDER.format(name=call.name, count=count), reason="loop"))
-        if result.status != "ok":
+            last = looping[-1]
+            count = self.loops.recent.count(call_signature(last.name, last.arguments))
+            self._append(SystemReminder(text=LOOP_REMINDER.format(name=last.name, count=count), reason="loop"))
+        for done in results:
+            if done.status == "ok":
+                self._keep_plan(done)
+        if result is None or result.status != "ok":
             return
-        self._keep_plan(result)
         if result.final_result is not None:
             if self.state.inbox:
                 # A message from the user came in while the final answer was recorded (a local
                 # call leaves no time to interrupt it): not done until the model has read it.
                 return
+            if self._verify_before_finishing():
+                return
             self._set_state(TaskState.FINALIZING)
             raise self._end(TaskState.DONE, final_text=result.final_result)
         if result.ask is not None:
             await self._wait_for_reply(result.ask)
+
+    def _record(self, calls: list[ToolCallRequest], results: list[ToolOutcome]) -> list[ToolOutcome]:
+        """Append the calls' results in order (each at the seq its activity stored it at)."""
+        for call, result in zip(calls, results, strict=True):
+            recorded = self._append(result_entry(call.id, call.name, result, seq=self.transcript.total,
+                                                 turn=self.state.turn))
+            self.sync.tool_wrote(recorded, result.stored_digest)
+            if result.browser is not None:  # the browser's tabs after the call: what a new worker reopens
+                self.state.browser = result.browser
+            self._note_change(call, result)
+        return results
 
     async def _approved_execute(self, call: ToolCallRequest) -> ToolOutcome:
         refusal, approved = await self._permit(call)  # approved: the tool activity runs this exact call and no other
@@ -212,30 +236,31 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             return await self._run_child(call)
         return await self._execute(call, approved)
 
-    async def _execute(self, call: ToolCallRequest, approved: str | None = None) -> ToolOutcome:
-        self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call), call)
+    async def _execute(self, call: ToolCallRequest, approved: str | None = None, *,
+                       seq: int | None = None, announce: bool = True) -> ToolOutcome:
+        """Run one call; ``seq``: where its result goes (default: next); ``announce`` False
+        when it runs in a group, which announced itself."""
+        if announce:
+            self._set_state(TaskState.EXECUTING_TOOL, policy.tool_summary(call), call)
         while True:
             try:
-                result = await self._run_tool(call, approved)
+                result = await self._run_tool(call, approved, self.transcript.total if seq is None else seq)
                 break
             except ActivityError as err:
                 if self._lost_affinity(err):
                     continue  # never started on the gone worker: run it on any worker
                 return ToolOutcome(status="error", content=f"tool failed: {policy.cause_message(err)}")
-        if result is None:
-            text = INTERRUPTED_BY_STOP if self.state.stop_reason is not None else INTERRUPTED_BY_USER
-            return ToolOutcome(status="error", content=text)
-        return result
+        return self._interrupted_outcome() if result is None else result
 
-    async def _run_tool(self, call: ToolCallRequest, approved: str | None) -> ToolOutcome | None:
+    async def _run_tool(self, call: ToolCallRequest, approved: str | None, seq: int) -> ToolOutcome | None:
         inp = ToolCallInput(
             turn=self.state.turn,
             workspace=self.task.workspace,
-            # What the tool activity uses: the summary and the approval reason are the LLM
-            # result's, already in the history.
-            call=call.model_copy(update={"summary": None, "danger_reason": None}),
+            # What the tool activity uses: the summary, the approval reason and what the call
+            # declared are the LLM result's, already in the history.
+            call=call.model_copy(update={"summary": None, "danger_reason": None, "read_only": False, "parallel": False}),
             context_id=self.state.context_id,
-            result_seq=self.transcript.total,
+            result_seq=seq,
             approval=self.task.approval.value,
             approved=approved,
             network=self.task.network,
@@ -247,12 +272,12 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             # run by this worker inside the workflow task, recorded as one marker.
             handle = workflow.start_local_activity(
                 TOOL_ACTIVITY, inp, result_type=ToolOutcome, start_to_close_timeout=policy.LOCAL_TOOL_TIMEOUT,
-                retry_policy=policy.TOOL_RETRY, summary=self.state.last_activity,
+                retry_policy=policy.TOOL_RETRY, summary=policy.tool_summary(call),
             )
         else:
             handle = workflow.start_activity(
                 TOOL_ACTIVITY, inp, result_type=ToolOutcome, start_to_close_timeout=policy.TOOL_TIMEOUT,
                 heartbeat_timeout=policy.HEARTBEAT_TIMEOUT, retry_policy=policy.TOOL_RETRY,
-                summary=self.state.last_activity, **self._placement(),
+                summary=policy.tool_summary(call), **self._placement(),
             )
         return await self._interruptible(handle)

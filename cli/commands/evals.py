@@ -21,7 +21,7 @@ from evals.metrics import Figures, Report, TrialResult
 from evals.run import SCRIPTED_MODEL, EvalError, EvalOptions, new_run_id, run_suite
 from evals.suite import JudgeConfig, SuiteError, load_suite
 from providers.factory import MODES
-from temporal.client import connect
+from temporal.client import connect, is_embedded
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,9 +54,10 @@ async def run(args: argparse.Namespace) -> int:
     model = SCRIPTED_MODEL if args.demo else "recorded" if args.replay else configured_model(args)
     client = await connect(args.settings)
     options = EvalOptions(
+        settings=args.settings,
         trials=args.trials, k=args.k, concurrency=args.concurrency, mode=mode, model=model,
         provider=provider_mode(args) if mode == "model" else "openai", stream=mode == "model" and streaming(args),
-        local_worker=mode != "model" or args.settings.temporal.embedded, run_id=args.run_id or new_run_id(suite.title), only=args.case,
+        local_worker=mode != "model" or is_embedded(args.settings.temporal), run_id=args.run_id or new_run_id(suite.title), only=args.case,
         judge=JudgeConfig(model=args.judge_model, provider=args.judge_provider) if args.judge_model else None,
         ui_link=lambda workflow_id: ui_link(client, workflow_id, args.settings.temporal),
     )

@@ -42,7 +42,7 @@ async def run(args: argparse.Namespace) -> int:
         f"{source.name}-fork-{suffix}")
     if dest.exists():
         raise UserError(f"{dest} already exists: give --workspace a new directory")
-    checkpoints = Checkpoints()
+    checkpoints = Checkpoints.from_settings(args.settings.checkpoints, args.settings.paths)
     page: ContextPage | None = await ask(client, args.id, desc.task_queue, AgentTaskWorkflow.model_context, 0,
                                          wait=QUERY_TIMEOUT, patience=RESTART_WAIT)
     if page is None:

@@ -27,7 +27,7 @@ async def run(args: argparse.Namespace) -> int:
     if len(args.text.encode()) > MAX_INTERJECTION:
         raise UserError(f"the message is {len(args.text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}: "
                         "save it in a file in the workspace and point the task at it")
-    text = SecretStore.from_env().redact(args.text)
+    text = SecretStore.from_settings(args.settings.secrets).redact(args.text)
     await client.get_workflow_handle(args.id).signal(  # durable: it waits in the history for a worker
         AgentTaskWorkflow.interject, Interjection(text=text, sent_by=who())
     )

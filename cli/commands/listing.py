@@ -1,125 +1,149 @@
-"""``list``: the tasks, newest first, with how Temporal and the task each see them; with
-``--pending``, what each waiting task waits for and the command that answers it. A header
-line over the columns, or with ``--json`` one JSON array of the same rows.
+"""``list``: the tasks under a header (state, turn, cost, age, the start of the instruction),
+sub-agents indented under their parent; with ``--pending``, what each waiting task waits for
+and the command that answers it; with ``--json``, one JSON array of the same rows.
 
-A row is a ``Listed`` made from Temporal's listing; what narrows the listing (``--pending``,
-and any filter added later) is one more clause of the visibility query in ``query``."""
+``--state``, ``--session``, ``--since`` and ``--pending`` are clauses of one Temporal list
+query (cli/task_listing.py); when ``--limit`` cuts the list, it says how many more there are
+and how to see them."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-from dataclasses import asdict, dataclass
-from datetime import timedelta
+import shlex
+import sys
+from dataclasses import asdict
+from datetime import UTC, timedelta
 
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
 
 from cli.background import connect
 from cli.render import approval_text, make_console, safe, shorten
+from cli.task_listing import (
+    STATES,
+    Listed,
+    Page,
+    TaskFilter,
+    Waiting,
+    age_text,
+    cost_text,
+    find,
+    parse_states,
+    quoted,
+    since_now,
+)
 from cli.workers import ask_status, queue_polled
-from contracts.task import TASK_WORKFLOW, TaskState
-from workflows.search_attributes import AGENT_STATE
 
 PENDING_WAIT = timedelta(seconds=2)  # per waiting task: the list is worth more than one line of it
-# How a closed run ended, as a task state: a task Temporal terminated or timed out never got to
-# update its AgentState, which still says what it was doing.
-CLOSING_STATE = {
-    WorkflowExecutionStatus.COMPLETED: TaskState.DONE,
-    WorkflowExecutionStatus.FAILED: TaskState.FAILED,
-    WorkflowExecutionStatus.CANCELED: TaskState.CANCELLED,
-    WorkflowExecutionStatus.TERMINATED: TaskState.TERMINATED,
-    WorkflowExecutionStatus.TIMED_OUT: TaskState.TIMED_OUT,
-}
-COLUMNS = "{id:<50} {temporal:<10} {state:<17} {started}"
-HEADER = COLUMNS.format(id="TASK", temporal="TEMPORAL", state="STATE", started="STARTED (UTC)")
-
-
-@dataclass
-class Waiting:
-    """What a waiting task waits for, and the command that answers it."""
-
-    kind: str  # "approval" or "reply"
-    what: str  # the call (tool: command) or the question
-    command: str
-    danger: str | None = None
-
-    def line(self) -> str:
-        if self.kind == "approval":
-            return f"{safe(shorten(self.what, 100))} ({safe(self.danger or '')}) · {safe(self.command)}"
-        return f"asks: {safe(shorten(self.what, 100))} · {safe(self.command)}"
-
-
-@dataclass
-class Listed:
-    """One row of the listing."""
-
-    workflow_id: str
-    temporal_status: str
-    state: str
-    started: str  # ISO 8601, UTC; "" when Temporal gave no start time
-    parent_id: str | None
-    waiting: Waiting | None = None
-
-    def line(self) -> str:
-        started = self.started[:19].replace("T", " ") or "-"
-        row = COLUMNS.format(id=safe(self.workflow_id), temporal=self.temporal_status, state=safe(self.state), started=started)
-        return row + (f"  sub-agent of {safe(self.parent_id)}" if self.parent_id else "")
+DEFAULT_LIMIT = 20
+INSTRUCTION_SHOWN = 60
+COLUMNS = "{id:<48} {state:<16} {turn:>4} {cost:>8} {age:>4}  {instruction}"
+HEADER = COLUMNS.format(id="TASK", state="STATE", turn="TURN", cost="COST", age="AGE", instruction="INSTRUCTION")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    s = subparsers.add_parser("list", help="list tasks")
-    s.add_argument("--limit", type=int, default=50)
+    s = subparsers.add_parser("list", help="list tasks: running ones first, then the latest ended")
     s.add_argument("--pending", "--waiting", dest="pending", action="store_true",
                    help="only tasks waiting for a person (sub-agents too, with whose they are)")
+    s.add_argument("--state", type=_states, help=f"only tasks in these states, comma-separated: {', '.join(STATES)}")
+    s.add_argument("--session", type=_session, help="only the tasks of this session")
+    s.add_argument("--since", type=_since, help="only tasks started since: 30m, 2h, 3d, or a date (2026-11-25, UTC)")
+    s.add_argument("--limit", type=_positive, default=DEFAULT_LIMIT, help=f"at most this many rows (default {DEFAULT_LIMIT})")
     s.add_argument("--json", action="store_true", help="the rows as one JSON array")
     s.set_defaults(run=run)
 
 
-def query(args: argparse.Namespace) -> str:
-    clauses = [f"WorkflowType = '{TASK_WORKFLOW}'"]
-    if args.pending:
-        clauses.append("AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'")
-    return " AND ".join(clauses)
+def _states(text: str) -> tuple[str, ...]:
+    try:
+        return parse_states(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _since(text: str):
+    try:
+        return since_now(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _session(text: str) -> str:
+    try:
+        quoted(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"invalid --limit {text!r}: a whole number, at least 1")
+    return int(text)
+
+
+def task_filter(args: argparse.Namespace) -> TaskFilter:
+    return TaskFilter(states=args.state or (), session=args.session, since=args.since, pending=args.pending)
 
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
-    found = [wf async for wf in client.list_workflows(query(args), limit=args.limit)]
-    rows = [listed(wf) for wf in found]
+    page = await find(client, task_filter(args), args.limit)
     if args.pending:
-        for row, wait in zip(rows, await asyncio.gather(*(waiting_for(client, wf) for wf in found))):
+        waits = await asyncio.gather(*(waiting_for(client, wf) for wf in page.executions))
+        for row, wait in zip(page.rows, waits):
             row.waiting = wait
     if args.json:
-        print(json.dumps([asdict(row) for row in rows], ensure_ascii=False))
+        print(json.dumps([asdict(row) for row in page.rows], ensure_ascii=False))
+        if page.more:
+            print(more_note(page, args), file=sys.stderr)
         return 0
     console = make_console()
-    if not rows:
-        console.print("no tasks waiting for a person" if args.pending else "no tasks yet")
+    if not page.rows:
+        console.print("no tasks waiting for a person" if args.pending else "no tasks found" if _narrowed(args) else "no tasks yet")
         return 0
     console.print(HEADER, style="bold")
-    for row in rows:
-        console.print(row.line())
+    for row in page.rows:
+        console.print(line(row), markup=False)
         if row.waiting:
-            console.print(f"    {row.waiting.line()}")
+            console.print(f"{'  ' * row.depth}    {row.waiting.line()}", markup=False)
+    if page.more:
+        console.print(more_note(page, args), markup=False)
     return 0
 
 
-def listed(wf: WorkflowExecution) -> Listed:
-    return Listed(
-        workflow_id=wf.id, temporal_status=wf.status.name if wf.status else "-", state=listed_state(wf),
-        started=wf.start_time.isoformat() if wf.start_time else "", parent_id=wf.parent_id,
+def _narrowed(args: argparse.Namespace) -> bool:
+    return bool(args.state or args.session is not None or args.since)
+
+
+def line(row: Listed) -> str:
+    text = COLUMNS.format(
+        id="  " * row.depth + safe(row.workflow_id), state=safe(row.state),
+        turn="-" if row.turn is None else row.turn, cost=cost_text(row.cost_usd), age=age_text(row.age_s),
+        instruction=safe(shorten(row.instruction, INSTRUCTION_SHOWN)),
     )
+    return text + (f"  sub-agent of {safe(row.parent_id)}" if row.parent_id and not row.depth else "")
 
 
-def listed_state(wf: WorkflowExecution) -> str:
-    """The task's state: its AgentState, or for a closed run whose AgentState is not an end
-    (Temporal ended it), how it closed."""
-    state = wf.typed_search_attributes.get(AGENT_STATE)
-    closing = CLOSING_STATE.get(wf.status) if wf.status else None
-    if closing is not None and state not in [s.value for s in TaskState if s.finished]:
-        return closing.value
-    return state or "-"
+def more_note(page: Page, args: argparse.Namespace) -> str:
+    """How many more tasks the query finds than the limit let through, and how to see them:
+    this command with a limit that takes them all, or the query for Temporal's own CLI."""
+    flags = ["--pending"] if args.pending else []
+    if args.state:
+        flags += ["--state", ",".join(args.state)]
+    if args.session is not None:
+        flags += ["--session", args.session]
+    if args.since:
+        flags += ["--since", args.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    again = shlex.join(["list", *flags, "--limit", str(page.total)] + (["--json"] if args.json else []))
+    return (f"{page.more:,} more not shown ({len(page.rows)} of {page.total:,}): python starter.py {again}\n"
+            f"  or: temporal workflow list --query {shell_word(page.query)}")
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one shell word: in double quotes, which read as written when it has no
+    ``"$`\\``, else quoted by shlex."""
+    return shlex.quote(text) if any(c in text for c in '"$`\\') else f'"{text}"'
 
 
 async def waiting_for(client: Client, wf: WorkflowExecution) -> Waiting | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 from contextlib import AsyncExitStack
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
@@ -20,11 +21,11 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFai
 from cli import tasks
 from cli.local import local_worker
 from cli.options import add_task_options
-from contracts.task import TASK_WORKFLOW, ApprovalDecision, Interjection, TaskStatus
+from cli.task_listing import TaskFilter, find
+from contracts.task import ApprovalDecision, Interjection, TaskStatus
 from runtime.secrets import SecretStore
-from temporal.client import connect
+from temporal.client import connect, is_embedded
 from worker import task_queue
-from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow
 
 ANSWER_WAIT = timedelta(seconds=5)
@@ -47,8 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
     async with AsyncExitStack() as stack:
-        if args.worker or args.settings.temporal.embedded:
-            await local_worker(stack, client, task_queue(args.settings.temporal), None)
+        if args.worker or is_embedded(args.settings.temporal):
+            await local_worker(stack, client, task_queue(args.settings.temporal), None, args.settings)
         server = build_server(client, args)
         if args.http:
             await server.run_streamable_http_async(host=args.host, port=args.http)
@@ -79,8 +80,9 @@ def build_server(client: Client, defaults: argparse.Namespace) -> Any:
             inp = tasks.task_input(args, tasks.configured_model(args))
         except tasks.UserError as err:
             raise refusal(str(err)) from None
-        workflow_id = await tasks.start_task(client, inp, task_queue(defaults.settings.temporal))
-        return {"workflow_id": workflow_id, "ui": tasks.ui_link(client, workflow_id, defaults.settings.temporal)}
+        temporal = defaults.settings.temporal
+        workflow_id = await tasks.start_task(client, inp, task_queue(temporal), temporal)
+        return {"workflow_id": workflow_id, "ui": tasks.ui_link(client, workflow_id, temporal)}
 
     @server.tool(annotations=reads)
     async def task_status(workflow_id: str) -> dict[str, Any]:
@@ -118,25 +120,17 @@ def build_server(client: Client, defaults: argparse.Namespace) -> Any:
         desc = await tasks.describe(client, workflow_id)
         if desc.status != WorkflowExecutionStatus.RUNNING:
             raise refusal(f"task {workflow_id} is not running")
-        text = SecretStore.from_env().redact(text)
+        text = SecretStore.from_settings(defaults.settings.secrets).redact(text)
         await client.get_workflow_handle(workflow_id).signal(
             AgentTaskWorkflow.interject, Interjection(text=text, sent_by="mcp client"))
         return f"message delivered to {workflow_id}"
 
     @server.tool(annotations=reads)
-    async def list_tasks(waiting: bool = False, limit: int = 20) -> list[dict[str, str]]:
-        """Recent tasks, newest first; waiting=true: only those waiting for a person."""
-        query = f"WorkflowType = '{TASK_WORKFLOW}'"
-        if waiting:
-            query += " AND AgentState IN ('WAITING_APPROVAL', 'WAITING_REPLY') AND ExecutionStatus = 'Running'"
-        found = []
-        async for wf in client.list_workflows(query, limit=max(1, min(limit, 200))):
-            found.append({
-                "workflow_id": wf.id, "status": wf.status.name if wf.status else "",
-                "state": str(wf.typed_search_attributes.get(AGENT_STATE) or ""),
-                "started": wf.start_time.isoformat() if wf.start_time else "",
-            })
-        return found
+    async def list_tasks(waiting: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+        """Recent tasks, running ones first: each with its state, turn, cost, age and the start
+        of its instruction; waiting=true: only those waiting for a person."""
+        page = await find(client, TaskFilter(pending=waiting), max(1, min(limit, 200)))
+        return [asdict(row) for row in page.rows]
 
     return server
 

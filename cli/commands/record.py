@@ -11,6 +11,7 @@ from cli.tasks import UserError
 from evals.record import record_task
 from evals.run import EvalError
 from evals.suite import SuiteError
+from runtime.checkpoints import Checkpoints
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +28,8 @@ async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
     suite = Path(args.into)
     try:
-        case, notes = await record_task(client, args.id, suite, name=args.name,
+        checkpoints = Checkpoints.from_settings(args.settings.checkpoints, args.settings.paths)
+        case, notes = await record_task(client, args.id, suite, checkpoints, name=args.name,
                                         start=Path(args.workspace).resolve() if args.workspace else None)
     except (EvalError, SuiteError) as err:
         raise UserError(str(err)) from None

@@ -22,6 +22,7 @@ from cli.background import connect
 from cli.tasks import UserError, describe, who
 from cli.turn_points import left_out_line, turn_point
 from runtime.checkpoints import CheckpointError, Checkpoints
+from runtime.settings import Settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,16 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
-    print(await rewind_task(client, args.id, args.to_turn))
+    print(await rewind_task(client, args.id, args.to_turn, args.settings))
     return 0
 
 
-async def rewind_task(client: Client, task_id: str, turn: int) -> str:
+async def rewind_task(client: Client, task_id: str, turn: int, settings: Settings) -> str:
     """Take the task back to the end of ``turn`` (its workspace first); what was done, in words.
     ``run`` and the conversation's ``/rewind`` (cli/conversation.py) share it."""
     await describe(client, task_id)
     point = await turn_point(client, task_id, turn)
-    said = restore_workspace(task_id, Path(point.task.workspace), turn, Checkpoints())
+    said = restore_workspace(task_id, Path(point.task.workspace), turn,
+                             Checkpoints.from_settings(settings.checkpoints, settings.paths))
     try:
         reply = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
             namespace=client.namespace,

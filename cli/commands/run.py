@@ -81,13 +81,13 @@ async def run(args: argparse.Namespace) -> int:
                 server.add(*demo_steps(text))
                 return plain(text).model_copy(update={"provider": "openai", "fallbacks": []})
 
-            await local_worker(stack, client, queue, settings)
+            await local_worker(stack, client, queue, settings, args.settings)
         elif notice := await unpolled_notice(client, queue, args.settings.temporal):
             print(notice, file=sys.stderr)
         workspace = str(workspace_of(args))
         session, latest = await picked_up(client, args, workspace)
-        talk = Conversation(client, queue, next_input, workspace=workspace, session=session,
-                            approval=ApprovalMode(args.approval), temporal=args.settings.temporal)
+        talk = Conversation(client, queue, next_input, args.settings, workspace=workspace, session=session,
+                            approval=ApprovalMode(args.approval))
         talk.tasks += [latest] if latest else []
         return await (_demo(talk, args.task) if args.demo else converse(talk, args.task))
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from cli.background import connect
 from cli.options import add_task_options
+from cli.render import safe, shorten
+from cli.task_listing import Listed, age_text, cost_text, rows_of
 from cli.task_schedules import (
     OVERLAP_POLICIES,
     ScheduleError,
@@ -25,7 +27,7 @@ from cli.task_schedules import (
     trigger_task_schedule,
 )
 from cli.tasks import UserError, configured_model, task_input
-from temporal.client import ensure_search_attributes
+from temporal.client import ensure_search_attributes, is_embedded
 from worker import task_queue
 
 
@@ -68,7 +70,7 @@ async def _create(args: argparse.Namespace) -> int:
     every = parse_interval(args.every) if args.every else None
     inp = task_input(args, configured_model(args))
     client = await connect(args.settings)
-    inp.search_attributes = await ensure_search_attributes(client)
+    inp.search_attributes = await ensure_search_attributes(client, register=is_embedded(args.settings.temporal))
     await create_task_schedule(
         client, args.name, args.cron, inp,
         task_queue=task_queue(args.settings.temporal), overlap=args.overlap, note=args.note, every=every,
@@ -80,13 +82,15 @@ async def _create(args: argparse.Namespace) -> int:
 
 
 async def _list(args: argparse.Namespace) -> int:
-    schedules = await list_task_schedules(await connect(args.settings))
+    client = await connect(args.settings)
+    schedules = await list_task_schedules(client)
+    last = await rows_of(client, [s.last_run.workflow_id for s in schedules if s.last_run])
     if args.json:
-        print(json.dumps([_listed(summary) for summary in schedules], ensure_ascii=False))
+        print(json.dumps([_listed(summary, last) for summary in schedules], ensure_ascii=False))
     elif schedules:
-        print(COLUMNS.format(name="SCHEDULE", when="WHEN", next="NEXT RUN (UTC)", last="LAST RUN"))
+        print(HEADER)
         for summary in schedules:
-            print(_line(summary))
+            print(_line(summary, last))
     else:
         print("no schedules yet")
     return 0
@@ -117,25 +121,38 @@ async def _delete(args: argparse.Namespace) -> int:
 # ---- helpers -----------------------------------------------------------------------
 
 
-COLUMNS = "{name:<20} {when:<16} {next:<19} {last}"
+# The columns of `list` where they apply: the last run's state, turn, cost and age, and the
+# schedule's instruction.
+COLUMNS = "{name:<20} {when:<16} {next:<19} {last:<44} {state:<16} {turn:>4} {cost:>8} {age:>4}  {instruction}"
+HEADER = COLUMNS.format(name="SCHEDULE", when="WHEN", next="NEXT RUN (UTC)", last="LAST RUN", state="STATE",
+                        turn="TURN", cost="COST", age="AGE", instruction="INSTRUCTION")
 
 
-def _line(s: ScheduleSummary) -> str:
+def _line(s: ScheduleSummary, last_rows: dict[str, Listed]) -> str:
     last = s.last_run
-    last_text = f"{last.workflow_id} {last.status}" if last else "-"
+    row = last_rows.get(last.workflow_id) if last else None
+    state = row.state if row else last.status if last else "-"
     paused = "  (paused)" if s.paused else ""
-    return COLUMNS.format(name=s.name, when=s.when, next=_time(s.next_runs), last=last_text) + paused
+    return COLUMNS.format(
+        name=s.name, when=s.when, next=_time(s.next_runs), last=last.workflow_id if last else "-", state=state,
+        turn="-" if row is None or row.turn is None else row.turn, cost=cost_text(row.cost_usd if row else None),
+        age=age_text(row.age_s if row else None), instruction=safe(shorten(" ".join(s.instruction.split()), 60)),
+    ) + paused
 
 
-def _listed(s: ScheduleSummary) -> dict[str, Any]:
-    """A schedule as ``schedule list --json`` gives it."""
+def _listed(s: ScheduleSummary, last_rows: dict[str, Listed]) -> dict[str, Any]:
+    """A schedule as ``schedule list --json`` gives it; its last run with the fields of ``list``."""
     last = s.last_run
+    row = last_rows.get(last.workflow_id) if last else None
     return {
         "name": s.name, "schedule_id": s.schedule_id, "cron": s.cron,
         "every_s": s.every.total_seconds() if s.every else None, "overlap": s.overlap, "paused": s.paused,
         "note": s.note, "instruction": s.instruction, "next_runs": [t.isoformat() for t in s.next_runs],
-        "last_run": {"workflow_id": last.workflow_id, "status": last.status, "started_at": last.started_at.isoformat()}
-        if last else None,
+        "last_run": {
+            "workflow_id": last.workflow_id, "status": last.status, "started_at": last.started_at.isoformat(),
+            "state": row.state if row else last.status, "turn": row.turn if row else None,
+            "cost_usd": row.cost_usd if row else None, "age_s": row.age_s if row else None,
+        } if last else None,
         "runs": s.runs, "skipped_overlap": s.skipped_overlap,
     }
 

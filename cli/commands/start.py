@@ -27,7 +27,7 @@ async def run(args: argparse.Namespace) -> int:
     inp = task_input(args, configured_model(args))
     client = await connect(args.settings)
     queue = task_queue(args.settings.temporal)
-    workflow_id = await start_task(client, inp, queue, conversation=True)
+    workflow_id = await start_task(client, inp, queue, args.settings.temporal, conversation=True)
     print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
     if notice := await unpolled_notice(client, queue, args.settings.temporal):
         print(notice, file=sys.stderr)

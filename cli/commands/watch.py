@@ -22,5 +22,5 @@ async def run(args: argparse.Namespace) -> int:
     # events query of a finished one by replaying it.
     client = await connect(args.settings)
     await describe(client, args.id)
-    outcome = await make_follower(client, args.id, json_mode=args.json).run(lambda: closed_outcome(client, args.id))
+    outcome = await make_follower(client, args.id, args.settings, json_mode=args.json).run(lambda: closed_outcome(client, args.id))
     return 0 if outcome.status == TaskState.DONE else 1

@@ -7,7 +7,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import LlmActivities, ProviderSettings
+from activities.llm import ProviderSettings
 from contracts.activities import ContextPage, LlmCallInput, PromptParams
 from core.entries import ToolCall, ToolResult, UserMessage
 from core.errors import ErrorKind
@@ -15,6 +15,7 @@ from core.messages import ToolCallRequest
 from fakes.scripted import ScriptedModelServer, error, tool
 from providers.circuit import CircuitBreaker
 from runtime.store import ContextStore
+from tests.configured import llm_activities
 
 
 class Clock:
@@ -36,7 +37,7 @@ async def test_the_circuit_breaker_skips_a_down_endpoint_then_probes_it(tmp_path
     clock = Clock()
     steps = [error(503, "down")] * 3 + [tool("message", type="result", text="back")]
     with ScriptedModelServer(steps) as model:
-        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), ContextStore(tmp_path / "c.db"),
+        llm = llm_activities(ProviderSettings(openai_base_url=model.url), ContextStore(tmp_path / "c.db"),
                             breaker=CircuitBreaker(failure_threshold=3, window=5, cooldown_s=30, clock=clock))
         env = ActivityEnvironment()
         for turn in range(3):
@@ -55,7 +56,7 @@ async def test_the_circuit_breaker_skips_a_down_endpoint_then_probes_it(tmp_path
 
 async def test_a_non_retryable_provider_error_is_a_non_retryable_application_error(tmp_path):
     with ScriptedModelServer([error(403, "forbidden")]) as model:
-        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), ContextStore(tmp_path / "c.db"))
+        llm = llm_activities(ProviderSettings(openai_base_url=model.url), ContextStore(tmp_path / "c.db"))
         with pytest.raises(ApplicationError) as err:
             await ActivityEnvironment().run(llm.call_llm, call_input(1))
     assert err.value.non_retryable and "openai 403: forbidden" in err.value.message
@@ -93,7 +94,7 @@ async def test_a_worker_with_an_empty_store_reads_what_it_lacks_from_the_workflo
         return ContextPage(base=2, prefix=PREFIX, entries=[e for e in RUN_ENTRIES if e.seq >= after_seq])
 
     with ScriptedModelServer([tool("message", type="result", text="ok")]) as model:
-        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), ContextStore(tmp_path / "c.db"), history=workflow)
+        llm = llm_activities(ProviderSettings(openai_base_url=model.url), ContextStore(tmp_path / "c.db"), history=workflow)
         await ActivityEnvironment().run(llm.call_llm, later_call())
     assert asked == [("t1", 0)]  # one query, nothing resent through the history
     assert user_texts(model.requests[0]) == ["the original request", "second request", "and now this"]
@@ -104,7 +105,7 @@ async def test_a_worker_with_an_empty_store_reads_what_it_lacks_from_the_workflo
 async def test_without_the_workflow_a_gap_asks_for_a_resend_and_the_prefix_stands_in(tmp_path):
     store = ContextStore(tmp_path / "c.db")
     with ScriptedModelServer([tool("message", type="result", text="ok")]) as model:
-        llm = LlmActivities(ProviderSettings(openai_base_url=model.url), store, history=None)
+        llm = llm_activities(ProviderSettings(openai_base_url=model.url), store, history=None)
         with pytest.raises(ApplicationError) as err:
             await ActivityEnvironment().run(llm.call_llm, later_call())
         assert err.value.type == ErrorKind.CONTEXT_GAP and err.value.non_retryable

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import LlmActivities, ProviderSettings
+from activities.llm import ProviderSettings
 from activities.model_view import IMAGE_MISSING_NOTE, IMAGE_OMITTED_NOTE, MAX_IMAGES_SENT
 from contracts.activities import LlmCallInput, PromptParams
 from core.entries import Entry, ToolCall, ToolResult, UserMessage
@@ -21,6 +21,7 @@ from core.tool_outcome import ImageRef
 from fakes.scripted import ScriptedModelServer, text
 from providers.usage import IMAGE_TOKENS
 from runtime.store import ContextStore
+from tests.configured import llm_activities
 from tests.providers.images import b64, jpeg, png
 
 PNG = png(2, 3)
@@ -49,7 +50,7 @@ async def run(tmp_path: Path, entries_of: Any, **fields: Any) -> tuple[dict[str,
     entries = [UserMessage(seq=0, text="what do these show?"), *entries_of(store)]
     with ScriptedModelServer([text("seen")]) as model:
         settings = ProviderSettings(openai_base_url=model.url, anthropic_base_url=model.anthropic_url)
-        llm = LlmActivities(settings, store)
+        llm = llm_activities(settings, store)
         result = await ActivityEnvironment().run(llm.call_llm, call_input(entries, **fields))
         model.assert_consumed()  # the strict server took the request
     assert result.content == "seen"

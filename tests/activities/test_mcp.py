@@ -12,6 +12,7 @@ from activities.mcp_sessions import McpSessions, McpUnavailable, load_worker_con
 from contracts.mcp import McpCall, McpListInput, McpServerConfig
 from core.tool_outcome import Danger
 from runtime.secrets import SecretStore
+from tests import configured
 from tests.mcp_support import alive, kit_http, kit_stdio, time_server
 
 
@@ -21,7 +22,7 @@ def identity(text: str) -> str:
 
 @pytest.fixture
 async def sessions(tmp_path):
-    found = McpSessions(SecretStore({"API_TOKEN": "s3cr3t-value"}), log_dir=tmp_path / "logs")
+    found = McpSessions(SecretStore({"API_TOKEN": "s3cr3t-value"}), log_dir=tmp_path / "logs", egress=configured.settings().egress)
     yield found
     await found.close()
 

@@ -22,7 +22,7 @@ from tools.egress import NO_NETWORK
 
 @pytest.fixture
 async def sessions(tmp_path):
-    found = McpSessions(SecretStore({}), log_dir=tmp_path / "logs")
+    found = McpSessions(SecretStore({}), log_dir=tmp_path / "logs", egress=configured.settings().egress)
     yield found
     await found.close()
 
@@ -35,10 +35,14 @@ def counting():
 
 
 @pytest.mark.parametrize("kind", ["http", "sse"])
-async def test_an_http_server_on_a_denied_host_is_refused_before_anything_is_sent(sessions, counting, monkeypatch, kind):
-    configured.use(monkeypatch, AGENT_DENY_HOSTS="127.0.0.2")
-    with pytest.raises(McpUnavailable, match=r"is refused: the host 127\.0\.0\.2 is on the deny list \(127\.0\.0\.2;"):
-        await sessions.connection("denied", McpServerConfig(type=kind, url=counting.url("/mcp")))
+async def test_an_http_server_on_a_denied_host_is_refused_before_anything_is_sent(tmp_path, counting, monkeypatch, kind):
+    config = configured.use(monkeypatch, AGENT_DENY_HOSTS="127.0.0.2")
+    sessions = McpSessions(SecretStore({}), log_dir=tmp_path / "logs", egress=config.egress)
+    try:
+        with pytest.raises(McpUnavailable, match=r"is refused: the host 127\.0\.0\.2 is on the deny list \(127\.0\.0\.2;"):
+            await sessions.connection("denied", McpServerConfig(type=kind, url=counting.url("/mcp")))
+    finally:
+        await sessions.close()
     assert counting.requests == []
 
 
@@ -49,7 +53,7 @@ def _call_input(workspace, config: McpServerConfig, *, network: bool) -> ToolCal
 
 
 def _activities(tmp_path, sessions: McpSessions) -> ToolActivities:
-    return ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), mcp=McpToolRunner(sessions))
+    return ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), configured.settings(), mcp=McpToolRunner(sessions))
 
 
 async def test_a_call_of_the_tasks_own_http_server_without_network_sends_nothing(tmp_path, workspace, sessions, counting):

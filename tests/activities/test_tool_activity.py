@@ -21,6 +21,7 @@ from core.messages import ToolCallRequest, call_digest
 from runtime.audit import AuditLog
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore, open_store
+from tests.configured import settings
 
 APPEND = "echo ran >> runs.txt"
 KEY = f"{ActivityEnvironment().info.workflow_run_id}:3:call_1"  # run, result seq, call id
@@ -35,7 +36,7 @@ def call_input(workspace, command: str = APPEND, **fields) -> ToolCallInput:
 
 
 def activities(tmp_path, store=None) -> ToolActivities:
-    return ToolActivities(store or ContextStore(tmp_path / "store.db"), SecretStore({}))
+    return ToolActivities(store or ContextStore(tmp_path / "store.db"), SecretStore({}), settings())
 
 
 def retry_env(attempt: int = 2, details: list | None = None) -> ActivityEnvironment:
@@ -182,7 +183,7 @@ async def test_a_call_input_without_an_approval_mode_is_refused(tmp_path, worksp
 
 
 async def test_call_records_in_postgres(postgres_url, tmp_path, workspace):
-    store = open_store(postgres_url)
+    store = open_store(postgres_url, settings().paths)
     try:
         acts = activities(tmp_path, store)
         key = f"t-{workspace.name}-{id(store)}"
@@ -208,7 +209,7 @@ async def test_a_locked_audit_log_delays_the_call_but_never_the_event_loop(tmp_p
             "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
             "print('held', flush=True); time.sleep(1.5)"), str(log_path)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    acts = ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), AuditLog(log_path))
+    acts = ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), settings(), AuditLog(log_path))
     call = asyncio.ensure_future(ActivityEnvironment().run(acts.run_tool, call_input(workspace, "echo hi")))
     stalls, last = [], time.monotonic()
     while not call.done():  # the loop ticks every 10 ms while the call waits for the log

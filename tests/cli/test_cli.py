@@ -59,7 +59,7 @@ async def test_start_prints_the_id_last_and_status_json_reports_the_state(client
         assert status["pending_approval"]["tool"] == "shell"
 
         code, out, _ = await cli(client, "list", "--waiting")
-        assert workflow_id in out and out.splitlines()[0].split() == ["TASK", "TEMPORAL", "STATE", "STARTED", "(UTC)"]
+        assert workflow_id in out and out.splitlines()[0].split() == ["TASK", "STATE", "TURN", "COST", "AGE", "INSTRUCTION"]
         code, out, _ = await cli(client, "list", "--waiting", "--json")
         (row,) = [row for row in json.loads(out) if row["workflow_id"] == workflow_id]
         assert row["temporal_status"] == "RUNNING" and row["state"] == "WAITING_APPROVAL" and row["parent_id"] is None
@@ -94,7 +94,8 @@ async def test_user_errors_are_one_clear_line(client, workspace):
 
 
 async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, task_queue, workspace):
-    steps = [tool("shell", command="echo hi"), tool("message", type="result", text="said hi")]
+    steps = [tool("shell", command="echo hi"), tool("message", type="result", text="said hi"),
+             tool("message", type="result", text="said hi")]
     async with scripted_worker(client, task_queue, steps):
         code, out, err = await cli(client, "start", "--workspace", str(workspace), "say hi", queue=task_queue)
         workflow_id = out.strip().splitlines()[-1]
@@ -107,14 +108,17 @@ async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, tas
         "thread.started",
         "item.completed",  # the user's instruction
         "turn.started", "item.started", "item.completed", "turn.completed",
-        "turn.started", "item.started", "item.completed",
+        "turn.started", "item.started", "item.completed", "item.completed",  # a result, then the reminder
+        "turn.completed", "turn.started", "item.started", "item.completed",
         "turn.completed", "task.completed",
     ]
     assert events[1]["item"] == {"id": "item_0", "type": "user_message", "text": "say hi"}
     assert events[3]["item"]["tool"] == "shell" and events[3]["item"]["arguments"] == {"command": "echo hi"}
     assert events[4]["item"]["status"] == "ok" and "hi" in events[4]["item"]["content"]
+    assert events[9]["item"]["type"] == "system_reminder" and events[9]["item"]["reason"] == "verify"
+    assert "say hi" in events[9]["item"]["text"] and "shell · echo hi" in events[9]["item"]["text"]
     assert events[-1]["status"] == "DONE" and events[-1]["final_text"] == "said hi"
-    assert events[-1]["usage"]["input_tokens"] == 20
+    assert events[-1]["usage"]["input_tokens"] == 30
 
 
 async def test_watch_shows_a_retry_with_its_reason_and_delay(client, task_queue, workspace):
@@ -172,7 +176,8 @@ async def test_a_terminated_task_is_reported_with_its_reason(client, task_queue,
 
 async def test_approve_without_a_worker_says_so_quickly_and_takes_effect_when_one_starts(client, task_queue, workspace):
     async with scripted_worker(client, task_queue, [tool("shell", command="git push")]):
-        code, out, err = await cli(client, "start", "--workspace", str(workspace), "publish", queue=task_queue)
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "--verify", "off", "publish",
+                                   queue=task_queue)
         workflow_id = out.strip().splitlines()[-1]
         handle = client.get_workflow_handle(workflow_id)
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)

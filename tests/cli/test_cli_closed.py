@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -63,9 +64,9 @@ async def test_watch_of_a_task_terminated_under_a_polling_worker_returns_with_on
         assert code == 1 and took < 12, f"watch of a terminated task did not return at once ({took:.0f} s): {out}"
         assert len(closing_lines(out, "TERMINATED")) == 1 and "Traceback" not in out
 
-        code, out, err = await cli(client, "list", "--limit", "500", queue=task_queue)
-        (row,) = [line for line in out.splitlines() if line.startswith(workflow_id)]
-        assert row.split()[1:3] == ["TERMINATED", "TERMINATED"], row
+        code, out, err = await cli(client, "list", "--limit", "500", "--json", queue=task_queue)
+        (row,) = [row for row in json.loads(out) if row["workflow_id"] == workflow_id]
+        assert [row["temporal_status"], row["state"]] == ["TERMINATED", "TERMINATED"], row
 
 
 async def test_watch_and_list_of_a_task_that_timed_out_say_timed_out(client, task_queue, workspace):
@@ -76,6 +77,6 @@ async def test_watch_and_list_of_a_task_that_timed_out_say_timed_out(client, tas
         code, out, took = await watch(client, workflow_id, task_queue)
         assert code == 1, f"watch did not return after the timeout: {out}"
         assert len(closing_lines(out, "TIMED OUT")) == 1 and "Traceback" not in out
-        code, out, err = await cli(client, "list", "--limit", "500", queue=task_queue)
-        (row,) = [line for line in out.splitlines() if line.startswith(workflow_id)]
-        assert row.split()[1:3] == ["TIMED_OUT", "TIMED_OUT"], row
+        code, out, err = await cli(client, "list", "--limit", "500", "--json", queue=task_queue)
+        (row,) = [row for row in json.loads(out) if row["workflow_id"] == workflow_id]
+        assert [row["temporal_status"], row["state"]] == ["TIMED_OUT", "TIMED_OUT"], row

@@ -35,7 +35,7 @@ async def test_a_subagents_pending_approval_shows_in_its_parent_and_is_answered_
         tool("message", type="result", text="published"),  # the parent, with the sub-agent's summary
     ]
     async with scripted_worker(client, task_queue, steps) as model:
-        code, out, err = await cli(client, "start", "--workspace", str(workspace), "publish", queue=task_queue)
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "--verify", "off", "publish", queue=task_queue)
         assert code == 0, err
         parent_id = out.strip().splitlines()[-1]
         child_id = f"{parent_id}-sub1"
@@ -130,7 +130,7 @@ async def test_approve_by_the_parents_id_and_a_subagents_call_id_without_a_worke
 ):
     steps = [tool("spawn", task="clean up"), tool("shell", command="rm -rf build")]
     async with scripted_worker(client, task_queue, steps):
-        code, out, err = await cli(client, "start", "--workspace", str(workspace), "tidy", queue=task_queue)
+        code, out, err = await cli(client, "start", "--workspace", str(workspace), "--verify", "off", "tidy", queue=task_queue)
         parent_id = out.strip().splitlines()[-1]
         child = client.get_workflow_handle(f"{parent_id}-sub1")
         await wait_until_exists(child)

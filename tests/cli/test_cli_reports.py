@@ -22,8 +22,8 @@ def two_turns() -> list[Step]:
 
 async def test_watch_json_reports_each_turns_own_usage_and_the_totals_at_the_end(client, task_queue, workspace):
     async with scripted_worker(client, task_queue, two_turns()):
-        code, out, err = await cli(client, "start", "--model", MODEL, "--workspace", str(workspace), "say hi",
-                                   queue=task_queue)
+        code, out, err = await cli(client, "start", "--model", MODEL, "--workspace", str(workspace), "--verify", "off",
+                                   "say hi", queue=task_queue)
         workflow_id = out.strip().splitlines()[-1]
         await client.get_workflow_handle(workflow_id).result()
         code, out, err = await cli(client, "watch", workflow_id, "--json", queue=task_queue)
@@ -42,8 +42,8 @@ async def test_watch_json_reports_each_turns_own_usage_and_the_totals_at_the_end
 
 async def test_status_json_of_a_finished_task_reports_its_last_state(client, task_queue, workspace):
     async with scripted_worker(client, task_queue, two_turns()):
-        code, out, err = await cli(client, "start", "--model", MODEL, "--workspace", str(workspace), "say hi",
-                                   queue=task_queue)
+        code, out, err = await cli(client, "start", "--model", MODEL, "--workspace", str(workspace), "--verify", "off",
+                                   "say hi", queue=task_queue)
         workflow_id = out.strip().splitlines()[-1]
         outcome = await client.get_workflow_handle(workflow_id).result()
         code, out, err = await cli(client, "status", workflow_id, "--json", queue=task_queue)

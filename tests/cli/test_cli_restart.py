@@ -36,7 +36,8 @@ async def restarted_while_waiting(client, task_queue, workspace) -> AsyncIterato
         first = spawn_worker(target, task_queue, model.url)
         second = None
         try:
-            code, out, err = await cli(client, "start", "--workspace", str(workspace), "publish", queue=task_queue)
+            code, out, err = await cli(client, "start", "--workspace", str(workspace), "--verify", "off", "publish",
+                                       queue=task_queue)
             handle = client.get_workflow_handle(out.strip().splitlines()[-1], result_type=TaskOutcome)
             await wait_for_state(handle, TaskState.WAITING_APPROVAL, timeout_s=60)
             kill(first)

@@ -197,9 +197,12 @@ async def test_cli_schedule_create_list_trigger_and_delete(client, task_queue, w
             return next((line for line in out.splitlines() if line.startswith(f"{name} ")), None)
 
         line = await poll(listed_line)
-        assert "0 9 * * 1-5" in line and " 20" in line and line.endswith(" -")  # next run, no last run yet
+        # A next run, no last run yet (so no state, turn, cost or age), and the instruction.
+        assert "0 9 * * 1-5" in line and " 20" in line and line.split()[-8:] == ["-", "-", "-", "-", "-", "summarise", "the", "inbox"]
         code, out, _ = await cli(client, "schedule", "list")
-        assert out.splitlines()[0].split() == ["SCHEDULE", "WHEN", "NEXT", "RUN", "(UTC)", "LAST", "RUN"]
+        assert out.splitlines()[0].split() == [
+            "SCHEDULE", "WHEN", "NEXT", "RUN", "(UTC)", "LAST", "RUN", "STATE", "TURN", "COST", "AGE", "INSTRUCTION",
+        ]
         code, out, _ = await cli(client, "schedule", "list", "--json")
         (listed,) = [s for s in json.loads(out) if s["name"] == name]
         assert code == 0 and listed["cron"] == "0 9 * * 1-5" and listed["overlap"] == "buffer_one"
@@ -225,9 +228,14 @@ async def test_cli_schedule_create_list_trigger_and_delete(client, task_queue, w
 
         async def completed_line():
             line = await listed_line()
-            return line if line and line.endswith(f" {workflow_id} COMPLETED") else None
+            return line if line and f" {workflow_id} " in line and line.split()[-7:-5] == ["DONE", "2"] else None
 
-        await poll(completed_line)
+        line = await poll(completed_line)  # the last run as `list` shows it: state, turn, cost, age
+        assert line.split()[-5].startswith("$") and line.endswith(" summarise the inbox")
+        code, out, _ = await cli(client, "schedule", "list", "--json")
+        (listed,) = [s for s in json.loads(out) if s["name"] == name]
+        assert listed["last_run"]["workflow_id"] == workflow_id and listed["last_run"]["status"] == "COMPLETED"
+        assert listed["last_run"]["state"] == "DONE" and listed["last_run"]["turn"] == 2
 
         code, out, err = await cli(client, "schedule", "delete", name)
         assert code == 0 and out.strip() == f"deleted schedule {name} (tasks it started run on)", err

@@ -71,7 +71,7 @@ async def test_run_demo_in_a_terminal_shows_each_model_line_once_and_leaves_no_s
     assert code == 0, screen
     for line in MODEL_LINES:
         assert screen.count(line) == 1, f"{line!r} is shown {screen.count(line)} times:\n{screen}"
-    assert "DONE (3 turns" in screen
+    assert "DONE (5 turns" in screen  # the note read back when the task was asked to verify
     # Once in the scrollback, a reply is never drawn again, not even for a moment.
     plain = strip_ansi(written)
     assert MODEL_LINES[0] not in plain[plain.index("→ shell"):]

@@ -9,11 +9,11 @@ import pytest
 
 from cli.options import add_task_options
 from cli.tasks import UserError, task_input
-from starter import parser
+from tests.configured import cli_args
 
 
 def args_for(*options: str):
-    return parser().parse_args(["start", "do it", *options])
+    return cli_args(["start", "do it", *options])
 
 
 def test_tool_options_and_the_mcp_config_reach_the_task_input(tmp_path, monkeypatch):

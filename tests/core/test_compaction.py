@@ -359,3 +359,23 @@ def test_the_compaction_boundary_holds_still_while_turns_come_in_so_the_prompt_c
             estimate_tokens(e) for e in view.entries[:2]  # the request and the block
         )
         assert policy.tail_tokens / 2 <= tail_tokens <= policy.tail_tokens
+
+
+def test_every_call_of_a_reply_that_ran_is_in_the_summary_line():
+    entries = record(
+        UserMessage(text=REQUEST),
+        [
+            ToolCall(calls=[call("a", "file", action="read", path="a.py"), call("b", "file", action="read", path="b.py"),
+                            call("c", "shell", command="make"), call("d", "shell", command="rm -rf x")]),
+            ToolResult(call_id="a", name="file", content="A"),
+            ToolResult(call_id="b", name="file", content="B"),
+            ToolResult(call_id="c", name="shell", content="built"),
+            ToolResult(call_id="d", name="shell", content="[not executed]", status="deferred"),
+        ],
+        read("e", "e.py", 8_000),
+    )
+    result = compact(entries, CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=10_000, threshold=0.1, system_tokens=0))
+    text = result.entries[1].text
+    assert '<tool name="file" action="read" path="a.py" status="ok"/>' in text
+    assert '<tool name="file" action="read" path="b.py" status="ok"/>' in text
+    assert "make" in text and "rm -rf" not in text

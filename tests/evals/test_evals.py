@@ -17,6 +17,7 @@ from evals.transcript import read_transcript
 from fakes.routed import RoutedModelServer
 from fakes.scripted import ScriptedModelServer, Step, tool
 from providers.settings import ProviderSettings
+from tests import configured
 from tests.cli.test_cli import cli
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, wait_for_state
 from tests.workflows.test_crash_resume import spawn_worker
@@ -96,7 +97,7 @@ async def test_a_missed_min_pass_exits_non_zero_with_the_failure_reason_and_link
 
 async def test_trials_are_isolated_each_in_a_fresh_workspace_of_its_own(client, tmp_path):
     suite = suite_of(tmp_path, appending_case("append"), appending_case("append-too"))
-    report = await run_suite(client, suite, EvalOptions(trials=3, mode="script", workdir=tmp_path / "runs"))
+    report = await run_suite(client, suite, EvalOptions(configured.settings(), trials=3, mode="script", workdir=tmp_path / "runs"))
     assert report.overall.passed == 6  # a shared workspace would hold two lines
     trials = [t for case in report.cases for t in case.trials]
     assert len({t.workspace for t in trials}) == 6 and len({t.workflow_id for t in trials}) == 6
@@ -108,7 +109,7 @@ async def test_trials_are_isolated_each_in_a_fresh_workspace_of_its_own(client, 
 
 async def test_a_harness_started_again_with_the_run_id_counts_every_trial_once(client, tmp_path):
     suite = suite_of(tmp_path, appending_case("once"))
-    options = EvalOptions(trials=2, mode="script", run_id="again", workdir=tmp_path / "runs")
+    options = EvalOptions(configured.settings(), trials=2, mode="script", run_id="again", workdir=tmp_path / "runs")
     first = await run_suite(client, suite, options)
     marker = Path(first.cases[0].trials[0].workspace) / "marker"
     marker.write_text("kept")  # a trial taken up is not copied afresh, nor run again
@@ -134,7 +135,7 @@ async def test_killing_the_worker_mid_suite_and_restarting_it_finishes_every_tri
     with RoutedModelServer() as model:
         workers.append(spawn_worker(target, task_queue, model.url))
         try:
-            options = EvalOptions(trials=2, concurrency=2, mode="script", queue=task_queue, local_worker=False,
+            options = EvalOptions(configured.settings(), trials=2, concurrency=2, mode="script", queue=task_queue, local_worker=False,
                                   model_server=model, workdir=tmp_path / "runs")
             seen = Seen(kill_on_first)
             running = asyncio.create_task(run_suite(client, suite, options, seen))
@@ -206,7 +207,7 @@ async def test_a_rubric_is_graded_by_a_judge_model_through_the_providers(client,
         "bad": tool("verdict", passed=False, reason="the line is not what was asked"),
     }
     with ScriptedModelServer() as judge:
-        options = EvalOptions(mode="script", concurrency=1, workdir=tmp_path / "runs",
+        options = EvalOptions(configured.settings(), mode="script", concurrency=1, workdir=tmp_path / "runs",
                               judge=JudgeConfig(model="judge-model"),
                               judge_settings=ProviderSettings(openai_base_url=judge.url, openai_api_key="k"))
         judge.add(verdicts["good"], verdicts["bad"])  # concurrency 1: the cases are graded in order

@@ -51,6 +51,7 @@ def _prompt(context: PromptContext | None = None, **overrides) -> str:
 
 def _load(workspace: Path, tmp_path: Path, **kwargs) -> PromptContext:
     kwargs.setdefault("skills_dirs", [])
+    kwargs.setdefault("settings", PromptSettings())
     return load_prompt_context(workspace, data_dir=tmp_path / "data", session=kwargs.pop("session", None), **kwargs)
 
 
@@ -123,9 +124,10 @@ def test_skills_catalogue_is_left_out_when_load_skill_is_not_a_tool(tmp_path):
 
 
 def test_default_skills_dirs_are_the_workspace_ones_then_the_repository_ones(tmp_path, workspace):
-    skills.configure(SkillSettings())  # no AGENT_SKILLS_DIRS (the next test gets this process's back)
     _skill(workspace / ".agent" / "skills", "python-testing", "Use when the workspace says so.")
-    context = load_prompt_context(workspace, data_dir=tmp_path / "data", session=None, skills_dirs=None)
+    dirs = skills.skills_dirs(workspace, SkillSettings().dirs)  # no AGENT_SKILLS_DIRS
+    context = load_prompt_context(workspace, data_dir=tmp_path / "data", session=None, skills_dirs=dirs,
+                                  settings=PromptSettings())
     by_name = {s.name: s for s in context.skills}
     assert by_name["python-testing"].description == "Use when the workspace says so."
     assert by_name["git-commit"].path == (REPO_SKILLS / "git-commit").resolve()
@@ -225,3 +227,10 @@ def test_a_plain_string_system_prompt_is_all_stable(system):
     request = LlmRequest(model="m", system=system, messages=[])
     assert request.system == SystemPrompt(stable=system, dynamic="")
     assert LlmRequest.model_validate_json(request.model_dump_json()) == request
+
+
+def test_full_and_compact_prompts_say_reads_run_together_and_a_result_after_changes_is_verified_once():
+    full = _system(None).stable
+    compact = _system(None, compact=True).stable
+    assert "run at the same time" in full and "reminder to verify" in full
+    assert "reads may go in one reply" in compact and "one reminder to verify" in compact

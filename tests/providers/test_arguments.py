@@ -11,7 +11,7 @@ from providers.arguments import INVALID_ARGUMENTS, RAW_LIMIT, history_arguments
 from providers.openai import OpenAIProvider
 from providers.xml_parse import parse_tool_calls
 from providers.xml_tools import XmlToolsProvider, render_tool_call
-from tools.base import ToolContext
+from tests import configured
 from tools.registry import execute
 
 
@@ -55,7 +55,7 @@ def test_the_xml_wire_still_shows_the_model_its_own_broken_xml():
 
 
 async def test_the_model_is_told_its_arguments_were_invalid(tmp_path):
-    outcome = await execute("shell", {}, ToolContext(workspace=tmp_path), parse_error="Expecting value: line 1")
+    outcome = await execute("shell", {}, configured.tool_context(workspace=tmp_path), parse_error="Expecting value: line 1")
     assert outcome.status == "retry"
     assert "were not valid JSON (Expecting value: line 1)" in outcome.content
     assert "Send the arguments again as one JSON object." in outcome.content

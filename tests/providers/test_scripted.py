@@ -254,10 +254,11 @@ def test_stopped_server_refuses_connections():
         httpx.post(url + CHAT, json={}, timeout=2)
 
 
-def test_demo_steps_list_shell_then_file_write_then_result_message():
+def test_demo_steps_list_shell_then_file_write_then_result_message_and_a_check_when_asked():
     steps = demo_steps("Tidy the repo\nand say hi")
     calls = [step.tool_calls[0] for step in steps]
-    assert [name for name, _ in calls] == ["shell", "file", "message"]
+    assert [name for name, _ in calls] == ["shell", "file", "message", "file", "message"]
+    assert calls[3] == ("file", {"action": "read", "path": "AGENT_DEMO.md"}) and calls[4] == calls[2]
     assert calls[0][1] == {"command": "ls -la"}
     file_args = calls[1][1]
     assert isinstance(file_args, dict)

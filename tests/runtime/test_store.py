@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.entries import ToolResult, UserMessage, entry_digest
-from core.settings import StoreSettings
+from core.settings import PathSettings, StoreSettings
 from runtime.store import (
     ContextGap,
     ContextStore,
@@ -97,9 +97,9 @@ def test_a_store_that_cannot_be_created_is_refused_with_one_line(tmp_path):
 def test_a_database_url_the_store_does_not_speak_is_refused():
     settings = StoreSettings.from_env({"AGENT_CONTEXT_DB": "mysql://db.example/agent"})
     with pytest.raises(StoreUnavailable, match="mysql:// store is not supported"):
-        default_store_path(settings)
+        default_store_path(settings, PathSettings())
     with pytest.raises(StoreUnavailable, match="mysql:// store is not supported"):
-        open_store(settings)
+        open_store(settings, PathSettings())
 
 
 async def test_a_read_naming_the_digests_this_process_wrote_is_answered_from_memory(store):

@@ -9,12 +9,13 @@ import pytest
 
 from core.entries import ToolResult, UserMessage, entry_digest
 from runtime.store import ContextGap, Store, StoreUnavailable, open_store
+from tests.configured import settings
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def store(request, tmp_path):
     target = str(tmp_path / "context.db") if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    opened = open_store(target)
+    opened = open_store(target, settings().paths)
     await opened.check()
     try:
         yield opened
@@ -93,7 +94,7 @@ async def test_session_tasks_are_listed_oldest_first_and_rerecorded_once(store: 
 
 
 async def test_a_postgres_store_that_is_down_is_refused_with_one_line():
-    store = open_store("postgresql://agent:secret@127.0.0.1:1/agent")
+    store = open_store("postgresql://agent:secret@127.0.0.1:1/agent", settings().paths)
     with pytest.raises(StoreUnavailable) as err:
         await store.check()
     message = str(err.value)

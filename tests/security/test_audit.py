@@ -6,6 +6,7 @@ from pathlib import Path
 
 from runtime.audit import AuditEntry, AuditLog, default_audit_path
 from runtime.secrets import SecretStore
+from tests.configured import settings
 from tools.base import ToolOutcome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,4 +106,4 @@ def test_audit_log_concurrent_appends_from_processes_do_not_interleave(tmp_path:
 
 def test_default_audit_path_is_in_the_data_dir(tmp_path: Path):
     # conftest points AGENT_DATA_DIR at tmp_path / "data"
-    assert default_audit_path() == tmp_path / "data" / "audit.jsonl"
+    assert default_audit_path(settings().paths) == tmp_path / "data" / "audit.jsonl"

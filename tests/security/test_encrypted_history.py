@@ -13,6 +13,7 @@ from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, tool
 from temporal.codec import EncryptionCodec, data_converter, generate_key
 from temporal.codec_server import make_server
+from tests import configured
 from tests.workflows.harness import make_input, outcome_of
 from worker import build_worker
 from workflows.task import AgentTaskWorkflow
@@ -23,7 +24,8 @@ async def test_history_is_ciphertext_and_the_codec_server_decodes_it(client, tas
     secure = await Client.connect(client.service_client.config.target_host, data_converter=data_converter(codec))
     steps = [tool("shell", command="echo plaintext-marker-123"), tool("message", type="result", text="visible result")]
     with ScriptedModelServer(steps) as model:
-        async with build_worker(secure, queue=task_queue, settings=ProviderSettings(openai_base_url=model.url)):
+        async with build_worker(secure, queue=task_queue, settings=ProviderSettings(openai_base_url=model.url),
+                                config=configured.settings()):
             handle = await secure.start_workflow(
                 AgentTaskWorkflow.run, make_input(workspace, "encrypted instruction"), id=f"enc-{task_queue}", task_queue=task_queue
             )

@@ -20,7 +20,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 import tools
-from activities.llm import LlmActivities, ProviderSettings
+from activities.llm import ProviderSettings
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
@@ -31,8 +31,8 @@ from fakes.scripted import ScriptedModelServer, Step, tool
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from runtime.store import ContextStore
+from tests import configured
 from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, tool_messages
-from tools.base import ToolContext
 from workflows.task import AgentTaskWorkflow
 
 FINISH = tool("message", type="result", text="finished")
@@ -78,7 +78,7 @@ async def test_hostile_tool_input_gets_a_clear_result(case, hostile_workspace):
     name, arguments, raw, status, needle = TOOL_CASES[case]
     parse_error = "Expecting ',' delimiter" if raw else None
     result = await asyncio.wait_for(
-        tools.execute(name, arguments, ToolContext(workspace=hostile_workspace), parse_error=parse_error), 30
+        tools.execute(name, arguments, configured.tool_context(workspace=hostile_workspace), parse_error=parse_error), 30
     )
     assert result.status == status, result.content[:300]
     assert needle in result.content
@@ -171,7 +171,7 @@ async def test_a_tool_the_task_was_not_offered_does_not_run_and_the_answer_names
 async def test_a_5_mb_instruction_reaches_the_task_as_a_file(client, task_queue, workspace):
     long = "Please follow these steps carefully.\n" + "step: do the next thing\n" * 220_000
     assert len(long.encode()) > 5_000_000
-    instruction = instruction_text(long, workspace)
+    instruction = instruction_text(long, workspace, configured.secrets())
     assert len(instruction.encode()) < MAX_INLINE_INSTRUCTION
     saved = next((workspace / ".agent").glob("instruction-*.md"))
     assert saved.read_text() == long
@@ -206,14 +206,14 @@ async def test_a_broken_provider_fails_one_task_clearly_while_the_worker_serves_
 
     with ScriptedModelServer(good_steps) as good_model:
         store = ContextStore(tmp_path / "ctx.db")
-        llm = LlmActivities(ProviderSettings(openai_base_url=good_model.url), store)
+        llm = configured.llm_activities(ProviderSettings(openai_base_url=good_model.url), store)
         broken = OpenAIProvider("http://broken.test/v1", client=httpx.AsyncClient(transport=httpx.MockTransport(reply)))
         llm._providers["broken"] = broken
-        tools_ = ToolActivities(store)
+        tools_ = ToolActivities(store, configured.secrets(), configured.settings())
         sessions = SessionActivities(store)
         async with Worker(client, task_queue=task_queue, workflows=[AgentTaskWorkflow],
                           activities=[llm.call_llm, tools_.run_tool, tools_.redact_text, sessions.load_session, sessions.record_session,
-                                      PromptActivities(store).prompt_context]):
+                                      PromptActivities(store, configured.secrets(), configured.settings()).prompt_context]):
             bad = await client.start_workflow(
                 AgentTaskWorkflow.run, make_input(workspace, "broken task", provider="broken"),
                 id=f"bad-{os.getpid()}-{task_queue}", task_queue=task_queue,

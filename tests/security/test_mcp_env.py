@@ -9,6 +9,7 @@ from activities.mcp import McpToolRunner
 from activities.mcp_sessions import McpSessions
 from contracts.mcp import McpCall
 from runtime.secrets import SecretStore
+from tests import configured
 from tests.mcp_support import kit_stdio
 
 WORKERS_OWN = {
@@ -23,7 +24,7 @@ WORKERS_OWN = {
 async def sessions(tmp_path, monkeypatch):
     for name, value in WORKERS_OWN.items():
         monkeypatch.setenv(name, value)
-    found = McpSessions(SecretStore({}), log_dir=tmp_path / "logs")
+    found = McpSessions(SecretStore({}), log_dir=tmp_path / "logs", egress=configured.settings().egress)
     yield found
     await found.close()
 

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.settings import SandboxSettings
-from tests import sandboxing
+from tests import configured, sandboxing
 from tools import sandbox
-from tools.base import ToolContext
 
 # Starts 500 processes, says how many it got, and ends them itself (unsandboxed, nothing else would).
 MANY_PROCESSES = """
@@ -43,7 +42,7 @@ def box(monkeypatch) -> sandbox.SandboxStatus:
 
 async def test_proc_sys_cannot_be_written_from_inside(box, tmp_path):
     swappiness = Path("/proc/sys/vm/swappiness").read_text()
-    result = await sandboxing.run(ToolContext(workspace=tmp_path), "; ".join([
+    result = await sandboxing.run(configured.tool_context(workspace=tmp_path), "; ".join([
         "echo 1 > /proc/sys/vm/drop_caches",
         "cat /proc/sys/vm/swappiness > /proc/sys/vm/swappiness",  # the same value: harmless if it got through
         # Opening for write writes nothing; it must fail all the same.
@@ -58,7 +57,7 @@ async def test_proc_sys_cannot_be_written_from_inside(box, tmp_path):
 
 async def test_a_setuid_file_made_in_the_workspace_is_not_setuid_on_the_host(box, tmp_path):
     passwd = Path("/usr/bin/passwd")
-    result = await sandboxing.run(ToolContext(workspace=tmp_path), "; ".join([
+    result = await sandboxing.run(configured.tool_context(workspace=tmp_path), "; ".join([
         "cp /bin/sh rootshell && chmod 4755 rootshell",
         f"cp -p {passwd} . 2>/dev/null",
         "install -m 4755 /bin/true tool",
@@ -81,7 +80,7 @@ async def test_a_setuid_file_made_in_the_workspace_is_not_setuid_on_the_host(box
 
 
 async def test_the_hosts_secrets_and_home_directories_are_out_of_sight(box, tmp_path):
-    result = await sandboxing.run(ToolContext(workspace=tmp_path), "; ".join([
+    result = await sandboxing.run(configured.tool_context(workspace=tmp_path), "; ".join([
         "cat /etc/shadow /etc/gshadow 2>/dev/null | wc -c",
         "echo root: $(ls -A /root | wc -l) home: $(ls -A /home | wc -l) run: $(ls -A /run | wc -l)",
         "touch /root/probe 2>&1",
@@ -99,7 +98,7 @@ async def test_a_workspace_inside_a_hidden_directory_stays_visible_and_writable(
     workspace = Path("/root") / f".sandbox-workspace-{uuid.uuid4().hex[:8]}"
     workspace.mkdir()
     try:
-        result = await sandboxing.run(ToolContext(workspace=workspace), "echo made > made.txt; ls -A /root; ls -A /root | wc -l")
+        result = await sandboxing.run(configured.tool_context(workspace=workspace), "echo made > made.txt; ls -A /root; ls -A /root | wc -l")
         assert (workspace / "made.txt").read_text() == "made\n"
         assert result.content.splitlines()[:2] == [workspace.name, "1"]  # nothing else of /root
     finally:
@@ -118,7 +117,7 @@ async def test_500_processes_are_refused_and_the_host_is_fine(mode, tmp_path, mo
     box = sandboxing.require(monkeypatch) if mode == "sandboxed" else sandboxing.unsandboxed(monkeypatch)
     _limited_procs(box)
     (tmp_path / "many.py").write_text(MANY_PROCESSES)
-    result = await sandboxing.run(ToolContext(workspace=tmp_path), "python3 many.py")
+    result = await sandboxing.run(configured.tool_context(workspace=tmp_path), "python3 many.py")
     assert result.exit_code == 1 and "refused after" in result.content, result.content
     refused_after = int(result.content.split("refused after ")[1].split()[0])
     assert refused_after < box.limits.procs
@@ -131,7 +130,7 @@ async def test_a_4_gib_allocation_is_refused(mode, tmp_path, monkeypatch):
         sandboxing.require(monkeypatch)
     else:
         sandboxing.unsandboxed(monkeypatch)
-    result = await sandboxing.run(ToolContext(workspace=tmp_path), 'python3 -c "b = bytearray(4 * 2**30)" 2>&1 | tail -1; '
+    result = await sandboxing.run(configured.tool_context(workspace=tmp_path), 'python3 -c "b = bytearray(4 * 2**30)" 2>&1 | tail -1; '
                                                           'python3 -c "b = bytearray(64 * 2**20); print(len(b))"')
     assert result.content.splitlines()[:2] == ["MemoryError", str(64 * 2**20)]
 
@@ -142,12 +141,11 @@ async def test_the_limits_are_what_the_operator_set(tmp_path, monkeypatch):
     box = sandbox.probe(SandboxSettings.from_env(env))
     if not box.active:
         sandboxing.require(monkeypatch)  # skips, or fails in CI
-    monkeypatch.setattr(sandbox, "_STATUS", box)
-    result = await sandboxing.run(ToolContext(workspace=tmp_path), "for o in d t f c; do ulimit -$o; done; "
-                                                         "head -c 2M /dev/zero > big; wc -c < big")
+    ctx = configured.tool_context(tmp_path, configured.use(monkeypatch, **env))
+    result = await sandboxing.run(ctx, "for o in d t f c; do ulimit -$o; done; head -c 2M /dev/zero > big; wc -c < big")
     assert result.content.splitlines()[:4] == ["1048576", "60", "1024", "0"]  # KiB, s, KiB, blocks
     assert "File size limit exceeded" in result.content and f"\n{2**20}\n" in result.content
     if box.procs_limited:
         code = "import subprocess as s; [s.Popen(['sleep', '5'], stdout=s.DEVNULL, stderr=s.DEVNULL) for _ in range(30)]"
-        few = await sandboxing.run(ToolContext(workspace=tmp_path), f'python3 -c "{code}" 2>&1 | tail -1')
+        few = await sandboxing.run(ctx, f'python3 -c "{code}" 2>&1 | tail -1')
         assert "Resource temporarily unavailable" in few.content

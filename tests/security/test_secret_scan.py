@@ -12,6 +12,7 @@ from cli.tasks import instruction_text
 from contracts.task import TaskState
 from fakes.scripted import Step, tool
 from runtime.audit import default_audit_path
+from tests import configured
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
 
 SECRET = "hunter2-Sup3r-s3cret"
@@ -20,14 +21,14 @@ SECRET = "hunter2-Sup3r-s3cret"
 async def test_secret_never_appears_in_clear_anywhere_but_in_the_tool(client, task_queue, workspace, monkeypatch, capsys):
     monkeypatch.setenv("AGENT_SECRET_DB_PASSWORD", SECRET)
     monkeypatch.setattr(log_module, "_configured", False)
-    log_module.configure_logging("INFO")
+    log_module.configure_logging("INFO", secrets=configured.secrets())
     try:
         steps = [
             tool("shell", command="echo {{secret:DB_PASSWORD}} > pw.txt && cat pw.txt"),
             Step(text=f"I noticed the password is {SECRET}.", tool_calls=[("file", {"action": "read", "path": "pw.txt"})]),
             tool("message", type="result", text=f"done; it was {SECRET}"),
         ]
-        instruction = instruction_text(f"Store the database password {SECRET} in pw.txt", workspace)
+        instruction = instruction_text(f"Store the database password {SECRET} in pw.txt", workspace, configured.secrets())
         async with scripted_worker(client, task_queue, steps) as model:
             handle = await start(client, task_queue, make_input(workspace, instruction))
             outcome = await outcome_of(handle)
@@ -47,7 +48,7 @@ async def test_secret_never_appears_in_clear_anywhere_but_in_the_tool(client, ta
     logs = capsys.readouterr()
     assert SECRET not in logs.out + logs.err
     assert '"workflow_id": "' + handle.id in logs.err  # JSON logs bound to the workflow
-    audit = default_audit_path().read_text()
+    audit = default_audit_path(configured.settings().paths).read_text()
     assert SECRET not in audit and handle.id in audit
     lines = [json.loads(line) for line in audit.splitlines() if handle.id in line]
     assert [entry["tool"] for entry in lines] == ["shell", "file", "message"]

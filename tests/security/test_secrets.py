@@ -6,13 +6,19 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
+from core.settings import SecretSettings
 from runtime.secrets import SecretsError, SecretStore, redact_processor
 
 TOKEN = "ghp_abcdefghijklmnop123456"
 
 
+def from_env(environ: dict[str, str]) -> SecretStore:
+    """The secrets a worker started in ``environ`` would have."""
+    return SecretStore.from_settings(SecretSettings.from_env(environ))
+
+
 def test_secret_store_from_env_reads_prefixed_variables_only():
-    store = SecretStore.from_env({"AGENT_SECRET_GITHUB_TOKEN": TOKEN, "PATH": "/usr/bin", "AGENT_SECRET_": "x"})
+    store = from_env({"AGENT_SECRET_GITHUB_TOKEN": TOKEN, "PATH": "/usr/bin", "AGENT_SECRET_": "x"})
     assert store.names() == ["GITHUB_TOKEN"]
     assert store.redact(f"token={TOKEN}!") == "token={{secret:GITHUB_TOKEN}}!"
 
@@ -20,7 +26,7 @@ def test_secret_store_from_env_reads_prefixed_variables_only():
 def test_secret_store_reads_a_secrets_file_with_comments_and_quotes(tmp_path: Path):
     path = tmp_path / "secrets.env"
     path.write_text("# the database\n\nDB_PASSWORD = 'hunter2hunter2'\nAPI_KEY=sk-live=abc=def\n")
-    store = SecretStore.from_env({"AGENT_SECRETS_FILE": str(path)})
+    store = from_env({"AGENT_SECRETS_FILE": str(path)})
     assert store.names() == ["API_KEY", "DB_PASSWORD"]
     assert store.redact("pw hunter2hunter2 key sk-live=abc=def") == (
         "pw {{secret:DB_PASSWORD}} key {{secret:API_KEY}}"
@@ -30,7 +36,7 @@ def test_secret_store_reads_a_secrets_file_with_comments_and_quotes(tmp_path: Pa
 def test_secret_store_env_wins_over_the_file(tmp_path: Path):
     path = tmp_path / "secrets.env"
     path.write_text("TOKEN=from-the-file\n")
-    store = SecretStore.from_env({"AGENT_SECRETS_FILE": str(path), "AGENT_SECRET_TOKEN": "from-the-env"})
+    store = from_env({"AGENT_SECRETS_FILE": str(path), "AGENT_SECRET_TOKEN": "from-the-env"})
     assert store.restore("{{secret:TOKEN}}") == "from-the-env"
     assert store.redact("from-the-file") == "from-the-file"
 
@@ -39,13 +45,13 @@ def test_secret_store_refuses_a_malformed_file_line_without_showing_it(tmp_path:
     path = tmp_path / "secrets.env"
     path.write_text("OK=value1234\nthis line holds sk-secret-value\n")
     with pytest.raises(SecretsError) as err:
-        SecretStore.from_env({"AGENT_SECRETS_FILE": str(path)})
+        from_env({"AGENT_SECRETS_FILE": str(path)})
     assert ":2:" in str(err.value) and "sk-secret-value" not in str(err.value)
 
 
 def test_secret_store_refuses_a_missing_secrets_file(tmp_path: Path):
     with pytest.raises(SecretsError, match="cannot read"):
-        SecretStore.from_env({"AGENT_SECRETS_FILE": str(tmp_path / "nope")})
+        from_env({"AGENT_SECRETS_FILE": str(tmp_path / "nope")})
 
 
 def test_redact_replaces_the_longest_of_overlapping_secrets_first():
@@ -134,7 +140,7 @@ def test_restore_fills_placeholders_of_short_secrets():
 
 
 def test_empty_store_changes_nothing():
-    store = SecretStore.from_env({})
+    store = from_env({})
     assert store.is_empty and store.names() == []
     assert store.redact("abc {{secret:X}}") == "abc {{secret:X}}"
 

@@ -4,7 +4,6 @@ import pytest
 
 from core.settings import ShellSettings, allowed_env
 from tests import configured, sandboxing
-from tools.base import ToolContext
 from tools.shell import ShellArgs, run_shell
 
 CREDENTIALS = {
@@ -73,7 +72,7 @@ def test_a_command_inherits_what_the_settings_took_from_the_worker_when_they_wer
 
 
 async def _env_seen_by_command(ws: Path) -> dict[str, str]:
-    result = await run_shell(ShellArgs(command="env -0", timeout_s=30), ToolContext(workspace=ws))
+    result = await run_shell(ShellArgs(command="env -0", timeout_s=30), configured.tool_context(workspace=ws))
     assert result.exit_code == 0
     body = result.content.rsplit("\n[exit code:", 1)[0]
     return dict(item.split("=", 1) for item in body.split("\0") if "=" in item)

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import configured
 from tools import file as file_tool
-from tools.base import ToolContext
 from tools.file import FileArgs
 
 
@@ -24,7 +24,7 @@ def outside(tmp_path: Path) -> Path:
 
 
 async def _file(ws: Path, **kwargs):
-    return await file_tool.TOOL.handler(FileArgs(**kwargs), ToolContext(workspace=ws))
+    return await file_tool.TOOL.handler(FileArgs(**kwargs), configured.tool_context(workspace=ws))
 
 
 def _refused(result, reason: str = "outside the workspace") -> bool:

@@ -11,12 +11,11 @@ import asyncio
 import base64
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from core.settings import BrowserSettings
 from core.tool_outcome import BrowserState, ToolOutcome
 from tests import configured
 from tests.tools.browsing import require_browser, shared_pool
@@ -24,9 +23,8 @@ from tests.tools.web_fixtures import LocalWebServer, Reply, Route, Seen
 from tools import REGISTRY, compact_line, execute
 from tools.base import Danger, ToolContext
 from tools.browser import actions
-from tools.browser import pool as pool_module
 from tools.browser.page import PNG_SIGNATURE, image_size
-from tools.browser.pool import BrowserPool
+from tools.browser.pool import BrowserPool, chromium_problem
 
 # --- pages ------------------------------------------------------------------------------------
 
@@ -143,7 +141,8 @@ class Task:
 
 @pytest.fixture
 async def task(pool, tmp_path):
-    ctx = ToolContext(workspace=tmp_path, task_id=f"test-{uuid.uuid4().hex[:8]}", network=True)
+    ctx = configured.tool_context(workspace=tmp_path, task_id=f"test-{uuid.uuid4().hex[:8]}", network=True,
+                                  browsers=pool)
     yield Task(ctx)
     await pool.close_task(ctx.task_id)
 
@@ -326,7 +325,7 @@ async def test_cloud_metadata_hosts_are_refused(task, url):
 
 
 async def test_the_deny_list_takes_globs_from_the_environment(task, monkeypatch):
-    configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS="*.internal, intranet.example.com")
+    task.ctx.settings = configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS="*.internal, intranet.example.com")
     for url in ("http://db.corp.internal/", "https://INTRANET.example.com./x"):
         result = await task.call("visit", url=url)
         assert result.status == "error" and "deny list" in result.content, url
@@ -487,10 +486,9 @@ async def test_a_crashed_browser_is_relaunched_and_the_page_reopened(task, serve
 
 async def test_the_idle_reaper_closes_a_context(server, tmp_path):
     require_browser()
-    idle = BrowserPool(idle_s=0.3)
-    previous, pool_module._POOL = pool_module._POOL, idle
+    idle = BrowserPool(replace(configured.settings().browser, idle_s=0.3))
     try:
-        ctx = ToolContext(workspace=tmp_path, task_id="idle-task", network=True)
+        ctx = configured.tool_context(workspace=tmp_path, task_id="idle-task", network=True, browsers=idle)
         assert (await execute("visit", {"url": server.url("/target")}, ctx)).status == "ok"
         assert idle.holds("idle-task")
         for _ in range(40):
@@ -499,13 +497,13 @@ async def test_the_idle_reaper_closes_a_context(server, tmp_path):
                 break
         assert not idle.holds("idle-task")
     finally:
-        pool_module._POOL = previous
         await idle.close_all()
         await idle.close_all()  # twice: nothing happens
 
 
 async def test_calls_of_different_tasks_run_side_by_side(pool, server, tmp_path):
-    tasks = [Task(ToolContext(workspace=tmp_path, task_id=f"par-{i}-{uuid.uuid4().hex[:6]}", network=True))
+    tasks = [Task(configured.tool_context(workspace=tmp_path, task_id=f"par-{i}-{uuid.uuid4().hex[:6]}", network=True,
+                                          browsers=pool))
              for i in range(2)]  # fmt: skip
     try:
         results = await asyncio.gather(*(t.call("visit", url=server.url("/target")) for t in tasks))
@@ -523,16 +521,15 @@ async def test_calls_of_different_tasks_run_side_by_side(pool, server, tmp_path)
 @pytest.mark.parametrize("how", ["AGENT_CHROMIUM", "PATH"])
 async def test_without_chromium_every_tool_says_how_to_install_it(tmp_path, monkeypatch, how):
     if how == "AGENT_CHROMIUM":
-        configured.use(monkeypatch, AGENT_CHROMIUM=str(tmp_path / "no-such-chromium"))
+        config = configured.use(monkeypatch, AGENT_CHROMIUM=str(tmp_path / "no-such-chromium"))
     else:
-        pool_module.configure(BrowserSettings())  # no AGENT_CHROMIUM: looked for on PATH
-        monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(pool_module, "_POOL", BrowserPool())
-    ctx = ToolContext(
-        workspace=tmp_path, task_id="no-browser", network=True,
-        browser=BrowserState(tabs=["https://example.com/"]),
+        monkeypatch.delenv("AGENT_CHROMIUM", raising=False)  # looked for on PATH
+        config = configured.use(monkeypatch, PATH=str(tmp_path))
+    ctx = configured.tool_context(
+        tmp_path, config, task_id="no-browser", network=True,
+        browser=BrowserState(tabs=["https://example.com/"]), browsers=BrowserPool(config.browser),
     )  # fmt: skip
-    problem = pool_module.chromium_problem()
+    problem = chromium_problem(config.browser)
     assert problem is not None and "\n" not in problem and "apt-get install chromium" in problem
     assert "AGENT_CHROMIUM" in problem
     calls = {"visit": {"url": "https://example.com/"}, "view": {}, "click": {"ref": "e1"},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,11 @@ from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools.browser.policy import Policy, workspace_url
 from tools.browser.proxy import PolicyProxy
 from tools.egress import canonical_host
+
+
+def _policy(network: bool, workspace: Path, hidden: tuple[Path, ...] = ()) -> Policy:
+    """A tool call's policy on a worker started in this test's environment."""
+    return Policy.of(configured.tool_context(workspace, network=network, hidden=hidden))
 
 
 @pytest.mark.parametrize(
@@ -30,7 +36,7 @@ def test_hosts_are_compared_in_the_form_chromium_writes_them(host, canonical):
 def test_the_environment_adds_to_the_built_in_deny_list(monkeypatch, tmp_path):
     monkeypatch.delenv("AGENT_DENY_HOSTS", raising=False)
     configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS=" *.internal ,10.0.0.1,,")
-    hosts = Policy.of(True, tmp_path).egress.deny.entries
+    hosts = _policy(True, tmp_path).egress.deny.entries
     assert "169.254.169.254" in hosts and "metadata.google.internal" in hosts
     assert hosts[-2:] == ("*.internal", "10.0.0.1")
 
@@ -52,7 +58,7 @@ def test_the_environment_adds_to_the_built_in_deny_list(monkeypatch, tmp_path):
     ],
 )
 def test_the_rules_for_each_kind_of_url(tmp_path, url, network, expected):
-    reason = Policy.of(network, tmp_path).refusal(url)
+    reason = _policy(network, tmp_path).refusal(url)
     if expected is None:
         assert reason is None
     else:
@@ -63,7 +69,7 @@ def test_file_urls_are_allowed_inside_the_workspace_only(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.html").write_text("<p>a</p>")
     (tmp_path / "out.html").symlink_to("/etc/hostname")
-    policy = Policy.of(False, tmp_path)
+    policy = _policy(False, tmp_path)
     assert policy.refusal((tmp_path / "docs" / "a.html").as_uri()) is None
     assert policy.refusal(tmp_path.as_uri()) is None
     assert "outside the workspace" in (policy.refusal((tmp_path / "out.html").as_uri()) or "")
@@ -73,7 +79,7 @@ def test_file_urls_are_allowed_inside_the_workspace_only(tmp_path):
 def test_paths_hidden_from_the_tools_stay_hidden_inside_the_workspace(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "secrets.json").write_text("{}")
-    policy = Policy.of(False, tmp_path, hidden=(tmp_path / "data",))
+    policy = _policy(False, tmp_path, hidden=(tmp_path / "data",))
     assert "hidden from the tools" in (policy.refusal((tmp_path / "data" / "secrets.json").as_uri()) or "")
     assert policy.refusal((tmp_path / "notes.html").as_uri()) is None
 
@@ -97,7 +103,7 @@ def test_a_workspace_path_becomes_its_file_url(tmp_path):
 
 async def test_a_host_name_that_resolves_to_a_denied_address_is_refused(tmp_path, monkeypatch):
     configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS="127.0.0.1")
-    reason = await Policy.of(True, tmp_path).check("http://localhost:9/")
+    reason = await _policy(True, tmp_path).check("http://localhost:9/")
     assert reason is not None and "the host localhost resolves to 127.0.0.1" in reason
 
 
@@ -126,7 +132,7 @@ async def _exchange(proxy_url: str, request: bytes) -> bytes:
 
 @pytest.fixture
 async def proxied(tmp_path):
-    owner = Owner(Policy.of(True, tmp_path))
+    owner = Owner(_policy(True, tmp_path))
     proxy = PolicyProxy(owner)
     url = await proxy.start()
     yield owner, url
@@ -167,7 +173,7 @@ async def test_the_proxy_refuses_a_tunnel_to_a_denied_host_with_403(proxied):
 async def test_the_proxy_checks_the_address_a_name_resolves_to(proxied, monkeypatch, tmp_path):
     owner, proxy_url = proxied
     configured.use(monkeypatch, AGENT_BROWSER_DENY_HOSTS="127.0.0.1")
-    owner.policy = Policy.of(True, tmp_path)
+    owner.policy = _policy(True, tmp_path)
     answer = await _exchange(proxy_url, b"CONNECT localhost:9 HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 403")
     assert "the host localhost resolves to 127.0.0.1, which is on the deny list" in owner.notes[0]
@@ -175,7 +181,7 @@ async def test_the_proxy_checks_the_address_a_name_resolves_to(proxied, monkeypa
 
 async def test_the_proxy_refuses_everything_without_network(proxied, tmp_path):
     owner, proxy_url = proxied
-    owner.policy = Policy.of(False, tmp_path)
+    owner.policy = _policy(False, tmp_path)
     answer = await _exchange(proxy_url, b"CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 403") and "the task has no network access" in owner.notes[0]
 

@@ -42,7 +42,7 @@ def test_both_variables_add_to_the_deny_list_in_canonical_form():
 
 def test_a_malformed_range_is_an_error_not_a_hole():
     with pytest.raises(ValueError, match=r"'10\.0\.0\.0/33' is not an address range"):
-        egress_module.configure(EgressSettings.from_env({"AGENT_DENY_HOSTS": "10.0.0.0/33"}))
+        deny_list(EgressSettings.from_env({"AGENT_DENY_HOSTS": "10.0.0.0/33"}).deny_hosts)
 
 
 @pytest.mark.parametrize(

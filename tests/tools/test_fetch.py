@@ -10,7 +10,8 @@ from tests import configured
 from tests.tools.browsing import shared_pool
 from tests.tools.web_fixtures import LocalWebServer, Reply, fetch_routes
 from tools import REGISTRY, compact_line, execute, fetch, web
-from tools.base import Danger, ToolContext
+from tools.base import Danger
+from tools.browser.pool import BrowserPool
 from tools.fetch import FetchArgs
 from tools.web import USER_AGENT, html_to_markdown
 
@@ -23,7 +24,7 @@ def server():
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path, network=True)  # started with --network
+    return configured.tool_context(workspace=tmp_path, network=True)  # started with --network
 
 
 async def _fetch(ctx, url, **kwargs):
@@ -290,7 +291,7 @@ async def test_fetch_heartbeats_while_waiting_for_a_slow_server(server, tmp_path
     monkeypatch.setattr(fetch, "FETCH_TIMEOUT_S", 0.5)
     monkeypatch.setattr(web, "HEARTBEAT_EVERY_S", 0.05)
     beats: list[str] = []
-    ctx = ToolContext(workspace=tmp_path, heartbeat=beats.append, network=True)
+    ctx = configured.tool_context(workspace=tmp_path, heartbeat=beats.append, network=True)
     await _fetch(ctx, server.url("/slow"))
     assert len(beats) >= 3
     assert beats[0].startswith("fetch_url waiting") and server.url("/slow") in beats[0]
@@ -384,14 +385,20 @@ async def browser():
         yield pool
 
 
+class NoBrowser(BrowserPool):
+    """A worker's browser that fails the test if fetch_url asks it for a page."""
+
+    async def render(self, *args, **kwargs):
+        pytest.fail("fetch_url started a browser")
+
+
 @pytest.fixture
-def no_browser(monkeypatch):
-    """Fails the test if fetch_url asks for a browser."""
-    monkeypatch.setattr(fetch, "browser_pool", lambda: pytest.fail("fetch_url started a browser"))
+def no_browser() -> NoBrowser:
+    return NoBrowser(configured.settings().browser)
 
 
 async def test_fetch_renders_a_page_that_only_javascript_fills(browser, js_server, tmp_path):
-    ctx = ToolContext(workspace=tmp_path, network=True)
+    ctx = configured.tool_context(workspace=tmp_path, network=True, browsers=browser)
     result = await _fetch(ctx, js_server.url("/app"))
     assert result.status == "ok", result.content
     assert result.content.startswith(
@@ -404,14 +411,14 @@ async def test_fetch_renders_a_page_that_only_javascript_fills(browser, js_serve
 
 
 async def test_fetch_does_not_render_a_page_with_text(server, tmp_path, no_browser):
-    ctx = ToolContext(workspace=tmp_path, network=True)
+    ctx = configured.tool_context(workspace=tmp_path, network=True, browsers=no_browser)
     result = await _fetch(ctx, server.url("/article"))
     assert result.status == "ok" and result.content.startswith("<untrusted_content ")
     assert "headless browser" not in result.content
 
 
 async def test_fetch_does_not_render_a_short_page_without_scripts(server, tmp_path, no_browser):
-    ctx = ToolContext(workspace=tmp_path, network=True)
+    ctx = configured.tool_context(workspace=tmp_path, network=True, browsers=no_browser)
     result = await _fetch(ctx, server.url("/final"))
     assert _inside(result.content) == "# Arrived\n\nThe end of the chain." and result.content.endswith(
         "</untrusted_content>"
@@ -424,10 +431,11 @@ def test_readable_chars_counts_text_beyond_the_title_without_link_targets():
 
 
 async def test_fetch_without_chromium_returns_the_shell_and_says_how_to_install_it(
-    js_server, tmp_path, monkeypatch, no_browser
+    js_server, tmp_path, monkeypatch
 ):
-    configured.use(monkeypatch, AGENT_CHROMIUM=str(tmp_path / "no-such-chromium"))
-    result = await _fetch(ToolContext(workspace=tmp_path, network=True), js_server.url("/app"))
+    config = configured.use(monkeypatch, AGENT_CHROMIUM=str(tmp_path / "no-such-chromium"))
+    ctx = configured.tool_context(tmp_path, config, network=True, browsers=NoBrowser(config.browser))
+    result = await _fetch(ctx, js_server.url("/app"))
     assert result.status == "ok" and _inside(result.content) == "# App"
     note = result.content.rsplit("</untrusted_content>\n", 1)[1]
     assert note.startswith("[The page seems to need JavaScript") and "apt-get install chromium" in note

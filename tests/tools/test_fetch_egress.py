@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import EgressSettings
+from core.settings import EgressSettings, variables
+from tests import configured
 from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools import egress, fetch
-from tools.base import ToolContext
 from tools.egress import NO_NETWORK
 from tools.fetch import FetchArgs
 
@@ -18,8 +18,9 @@ PAGE = Reply(body=b"<title>Inside</title><p>The other server's page.</p>")
 
 
 @pytest.fixture(autouse=True)
-def no_extra_deny():
-    egress.configure(EgressSettings())  # the built-in list only (conftest puts this process's back)
+def no_extra_deny(monkeypatch):
+    for name in variables(EgressSettings):  # the built-in list only
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def first(second):
 
 
 async def _fetch(url: str, workspace: Path, *, network: bool = True):
-    return await fetch.TOOL.handler(FetchArgs.model_validate({"url": url}), ToolContext(workspace, network=network))
+    return await fetch.TOOL.handler(FetchArgs.model_validate({"url": url}), configured.tool_context(workspace, network=network))
 
 
 async def test_fetch_without_network_sends_nothing_and_says_how_to_get_it(first, tmp_path):
@@ -62,7 +63,7 @@ async def test_a_redirect_to_the_second_loopback_address_is_followed_when_nothin
 async def test_a_redirect_to_a_denied_host_is_refused_before_it_is_sent(
     first, second, tmp_path, monkeypatch, variable, entry
 ):
-    egress.configure(EgressSettings.from_env({variable: entry}))
+    configured.use(monkeypatch, **{variable: entry})
     result = await _fetch(first.url("/away"), tmp_path)
     assert result.status == "error", result.content
     assert "the host 127.0.0.2 is on the deny list" in result.content
@@ -72,7 +73,7 @@ async def test_a_redirect_to_a_denied_host_is_refused_before_it_is_sent(
 
 
 async def test_a_host_name_that_resolves_to_a_denied_address_is_refused(first, tmp_path, monkeypatch):
-    egress.configure(EgressSettings.from_env({"AGENT_DENY_HOSTS": "127.0.0.0/8"}))
+    configured.use(monkeypatch, AGENT_DENY_HOSTS="127.0.0.0/8")
     port = first.base_url.rsplit(":", 1)[1]
     result = await _fetch(f"http://localhost:{port}/page", tmp_path)
     assert result.status == "error", result.content

@@ -2,9 +2,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import configured
 from tests.providers.images import gif, jpeg, png, webp_extended, webp_lossless, webp_lossy
 from tools import file as file_tool
-from tools.base import Danger, ToolContext
+from tools.base import Danger
 from tools.file import FileArgs
 from tools.registry import execute
 from tools.shell import OUTPUT_CAP_CHARS
@@ -26,7 +27,7 @@ def outside(tmp_path) -> Path:
 
 
 async def _file(ws: Path, **kwargs):
-    return await file_tool.TOOL.handler(FileArgs(**kwargs), ToolContext(workspace=ws))
+    return await file_tool.TOOL.handler(FileArgs(**kwargs), configured.tool_context(workspace=ws))
 
 
 # --- read -------------------------------------------------------------------
@@ -232,14 +233,14 @@ async def test_file_grep_reports_an_invalid_regex(ws):
 
 
 async def test_file_write_without_content_asks_for_a_retry(ws):
-    result = await execute("file", {"action": "write", "path": "a.txt"}, ToolContext(workspace=ws))
+    result = await execute("file", {"action": "write", "path": "a.txt"}, configured.tool_context(workspace=ws))
     assert result.status == "retry" and "action 'write' needs content" in result.content
     assert not (ws / "a.txt").exists()
 
 
 async def test_file_read_with_a_zero_offset_asks_for_a_retry(ws):
     arguments = {"action": "read", "path": "a", "offset": "0"}
-    result = await execute("file", arguments, ToolContext(workspace=ws))
+    result = await execute("file", arguments, configured.tool_context(workspace=ws))
     assert result.status == "retry" and "offset" in result.content
 
 

@@ -4,14 +4,16 @@ from pathlib import Path
 import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
+from core.settings import PromptSettings
 from prompts import build_system_prompt, load_prompt_context
+from tests import configured
 from tools import REGISTRY, classify_call, compact_line, execute, memory
-from tools.base import Danger, ToolContext, ToolOutcome
+from tools.base import Danger, ToolOutcome
 from tools.memory import HEADER, MAX_FACT_CHARS, MAX_MEMORY_CHARS
 
 
 async def _memory(ws: Path, **arguments) -> ToolOutcome:
-    return await execute("memory", arguments, ToolContext(workspace=ws))
+    return await execute("memory", arguments, configured.tool_context(workspace=ws))
 
 
 def _facts(ws: Path) -> list[str]:
@@ -180,6 +182,7 @@ def test_memory_is_registered_moderate_except_read_and_not_a_default_tool():
 
 async def test_a_remembered_fact_is_in_the_next_system_prompt(workspace, tmp_path):
     await _memory(workspace, action="append", fact="The staging host is stg-01.")
-    context = load_prompt_context(workspace, data_dir=tmp_path / "data", session=None, skills_dirs=[])
+    context = load_prompt_context(workspace, data_dir=tmp_path / "data", session=None, skills_dirs=[],
+                                  settings=PromptSettings())
     system = build_system_prompt(workspace=str(workspace), date="2025-03-14", tool_names=["memory"], context=context)
     assert "- The staging host is stg-01." in system.dynamic.split("<memory>")[1]

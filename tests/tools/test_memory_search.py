@@ -4,6 +4,7 @@ merged with an embeddings endpoint's ranking when there is one (the local fake i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -15,7 +16,8 @@ import pytest
 from core.cache import BoundedCache
 from core.settings import MemorySettings
 from fakes.embeddings import EmbeddingsServer
-from tools import classify_call, execute, memory, memory_embeddings, memory_index
+from tests.configured import settings
+from tools import classify_call, execute, memory, memory_embeddings
 from tools.base import Danger, ToolContext, ToolOutcome
 from tools.memory_index import HEADER
 from tools.registry import is_idempotent
@@ -23,8 +25,22 @@ from tools.registry import is_idempotent
 MODEL = "embed-test"
 
 
+# What the worker hands the tool: its memory settings and its index folder (None: in memory).
+_CURRENT: dict = {"memory": MemorySettings(), "index_dir": None}
+
+
+def _use(memory_settings: MemorySettings, index_dir: Path | None) -> None:
+    _CURRENT.update(memory=memory_settings, index_dir=index_dir)
+
+
+@pytest.fixture(autouse=True)
+def _a_new_worker() -> None:
+    _use(MemorySettings(), None)
+
+
 async def _memory(ws: Path, **arguments) -> ToolOutcome:
-    return await execute("memory", arguments, ToolContext(workspace=ws))
+    config = dataclasses.replace(settings(), memory=_CURRENT["memory"])
+    return await execute("memory", arguments, ToolContext(workspace=ws, settings=config, index_dir=_CURRENT["index_dir"]))
 
 
 async def _search(ws: Path, query: str) -> list[str]:
@@ -40,7 +56,7 @@ def _hits(lines: list[str]) -> list[str]:
 
 @pytest.fixture
 def index_dir(tmp_path: Path) -> Path:
-    memory_index.configure(MemorySettings(), tmp_path / "index")  # the worker's data dir, here
+    _use(MemorySettings(), tmp_path / "index")  # the worker's data dir, here
     return tmp_path / "index"
 
 
@@ -63,7 +79,7 @@ def notes(workspace: Path, index_dir: Path) -> Path:
 def embeddings(index_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingsServer]:
     monkeypatch.setattr(memory_embeddings, "_VECTORS", BoundedCache(1000))  # as in a new worker process
     with EmbeddingsServer(synonyms={"automobile": "car"}) as server:
-        memory_index.configure(MemorySettings(embeddings_url=server.url, embeddings_model=MODEL), index_dir)
+        _use(MemorySettings(embeddings_url=server.url, embeddings_model=MODEL), index_dir)
         yield server
 
 
@@ -152,7 +168,7 @@ async def test_the_index_lives_outside_the_workspace(notes, index_dir):
 
 
 async def test_without_a_configured_index_the_search_builds_one_in_memory(notes, tmp_path):
-    memory_index.configure(MemorySettings(), None)
+    _use(MemorySettings(), None)
     assert len(_hits(await _search(notes, "staging host"))) == 3
     assert not list(tmp_path.rglob("*.sqlite"))
 
@@ -191,7 +207,7 @@ async def test_search_merges_a_match_by_meaning_that_full_text_misses(notes, emb
         "- memory/2025-03-16.md:2 (2025-03-16) 11:05:00 Automobile insurance renewed.",  # both rankings
         "- memory/2025-03-16.md:1 (2025-03-16) 11:00:00 The car is parked in bay 4.",  # by meaning only
     ]
-    memory_index.configure(MemorySettings(), memory_index._CONFIG.index_dir)
+    _use(MemorySettings(), _CURRENT["index_dir"])
     assert len(_hits(await _search(notes, "automobile"))) == 1  # full text alone
 
 
@@ -238,7 +254,7 @@ async def test_an_endpoint_that_fails_leaves_the_full_text_ranking_and_says_why(
         embeddings.status = 503
     else:
         settings = MemorySettings(embeddings_url=settings.embeddings_url, embeddings_model="no-such-model")
-    memory_index.configure(settings, memory_index._CONFIG.index_dir)
+    _use(settings, _CURRENT["index_dir"])
     lines = await _search(notes, "staging host")
     assert lines[0].endswith("(full text, BM25).")
     assert lines[1] == f"Semantic ranking is unavailable ({why}); these are ranked by full text only."
@@ -248,9 +264,9 @@ async def test_an_endpoint_that_fails_leaves_the_full_text_ranking_and_says_why(
 async def test_the_key_goes_as_a_bearer_token_and_never_into_the_result(notes, index_dir):
     with EmbeddingsServer(api_key="sk-embed-right-key") as server:
         right = MemorySettings(embeddings_url=server.url, embeddings_model=MODEL, embeddings_api_key="sk-embed-right-key")
-        memory_index.configure(right, index_dir)
+        _use(right, index_dir)
         assert (await _search(notes, "staging"))[0].endswith("(full text and meaning, merged).")
         wrong = MemorySettings(embeddings_url=server.url, embeddings_model=MODEL, embeddings_api_key="sk-wrong")
-        memory_index.configure(wrong, index_dir)
+        _use(wrong, index_dir)
         lines = await _search(notes, "staging")
     assert "HTTP 401" in lines[1] and "sk-" not in "\n".join(lines)

@@ -1,12 +1,13 @@
 from pathlib import Path
 
-from tools.base import Danger, ToolContext
+from tests import configured
+from tools.base import Danger
 from tools.message import TOOL, MessageArgs
 from tools.registry import execute
 
 
 async def _send(tmp_path: Path, type_: str, text: str):
-    return await TOOL.handler(MessageArgs(type=type_, text=text), ToolContext(workspace=tmp_path))
+    return await TOOL.handler(MessageArgs(type=type_, text=text), configured.tool_context(workspace=tmp_path))
 
 
 async def test_message_result_ends_the_task_with_the_text(tmp_path):
@@ -32,7 +33,7 @@ async def test_message_info_is_delivered_without_ending_the_task(tmp_path):
 
 
 async def test_message_unknown_type_asks_for_a_retry(tmp_path):
-    ctx = ToolContext(workspace=tmp_path)
+    ctx = configured.tool_context(workspace=tmp_path)
     result = await execute("message", {"type": "shout", "text": "hi"}, ctx)
     assert result.status == "retry"
     assert "type" in result.content

@@ -6,6 +6,7 @@ import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
 from core.messages import ToolCallRequest
+from tests import configured
 from tools import REGISTRY, classify_call, coerce_args, compact_line, declare, execute, registry, runs_in, specs
 from tools.base import Danger, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 
@@ -32,7 +33,7 @@ SCHEMA = Sample.model_json_schema()
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path)
+    return configured.tool_context(workspace=tmp_path)
 
 
 # --- coercion ---------------------------------------------------------------
@@ -311,6 +312,7 @@ def test_declare_answers_a_tool_the_task_was_not_offered_and_classifies_nothing(
 class Listed:
     danger: str = "dangerous"
     reason: str = "the server says it deletes"
+    read_only: bool = False
 
 
 def test_declare_takes_an_mcp_tools_danger_from_its_listing():
@@ -318,3 +320,26 @@ def test_declare_takes_an_mcp_tools_danger_from_its_listing():
     declared = declare(call(name, path="a", force=True), [name], listed={name: Listed()})
     assert (declared.danger, declared.danger_reason) == ("dangerous", "the server says it deletes")
     assert (declared.runs_in, declared.summary) == ("activity", "a True")
+
+
+def test_declare_records_which_calls_only_read_and_which_may_run_in_parallel():
+    offered = ["file", "shell", "message", "load_skill", "view", "visit"]
+    declared = {label: declare(c, offered) for label, c in {
+        "read": call("file", action="read", path="a.txt"), "grep": call("file", action="grep", pattern="x"),
+        "write": call("file", action="write", path="a.txt", content="A"), "shell": call("shell", command="ls"),
+        "result": call("message", type="result", text="done"), "skill": ToolCallRequest(id="c1", name="load_skill", arguments={"name": "pdf"}),
+        "view": call("view"), "view tab": call("view", tab=1), "visit": call("visit", url="https://a.example"),
+        "bad read": call("file", action="read", path="a.txt", colour="red"),
+    }.items()}
+    assert {k: (d.read_only, d.parallel) for k, d in declared.items()} == {
+        "read": (True, True), "grep": (True, True), "write": (False, False), "shell": (False, False),
+        "result": (True, False), "skill": (True, True), "view": (True, True), "view tab": (True, False),
+        "visit": (True, False), "bad read": (False, False),
+    }
+    assert "read_only" not in declared["write"].model_dump_json()  # a call that changes things costs no bytes
+
+
+def test_declare_runs_an_mcp_tool_annotated_read_only_in_parallel():
+    name = "mcp__files__read"
+    declared = declare(call(name, path="a"), [name], listed={name: Listed(danger="safe", reason="", read_only=True)})
+    assert (declared.read_only, declared.parallel) == (True, True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ import pytest
 from core.settings import SandboxSettings
 from tests import configured, sandboxing
 from tools import sandbox, shell
-from tools.base import ToolContext
 
 
 @pytest.fixture
@@ -30,7 +28,7 @@ async def test_the_workspace_is_writable_and_nothing_outside_it_is(box, tmp_path
     workspace.mkdir()
     outside = Path.home() / f".sandbox-probe-{uuid.uuid4().hex[:8]}"
     sibling = tmp_path / "outside.txt"
-    ctx = ToolContext(workspace=workspace)
+    ctx = configured.tool_context(workspace=workspace)
     result = await sandboxing.run(ctx, "; ".join([
         "echo inside > in.txt",
         f"touch {outside} 2>&1 || echo touch-refused",
@@ -65,7 +63,7 @@ async def test_the_network_is_off_unless_the_task_allows_it(box, tmp_path, netwo
     count: list[int] = []
     server = await _connections(count)
     port = server.sockets[0].getsockname()[1]
-    ctx = ToolContext(workspace=tmp_path, network=network)
+    ctx = configured.tool_context(workspace=tmp_path, network=network)
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
     try:
         result = await sandboxing.run(ctx, f'python3 -c "{code}" 2>&1 | tail -1')
@@ -84,7 +82,7 @@ async def test_the_worker_and_its_files_are_out_of_sight(box, tmp_path):
     (data / "context.db").write_text("private")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    ctx = ToolContext(workspace=workspace, hidden=(data,))
+    ctx = configured.tool_context(workspace=workspace, hidden=(data,))
     result = await sandboxing.run(ctx, f"ls -A {data}; cat {data}/context.db 2>&1; ls /proc | grep -c '^[0-9]'; id -u")
     lines = result.content.splitlines()
     assert "private" not in result.content and "No such file" in result.content
@@ -96,7 +94,7 @@ async def test_the_worker_and_its_files_are_out_of_sight(box, tmp_path):
 
 
 async def test_background_processes_end_with_the_command(box, tmp_path):
-    ctx = ToolContext(workspace=tmp_path)
+    ctx = configured.tool_context(workspace=tmp_path)
     result = await sandboxing.run(ctx, "(sleep 1; echo late > late.txt) & echo launched")
     assert result.content.startswith("launched")
     await asyncio.sleep(1.5)
@@ -108,8 +106,8 @@ def test_without_bubblewrap_only_read_only_commands_run(tmp_path, monkeypatch):
     assert not status.active and status.refuses_unsafe
     assert "apt-get install bubblewrap" in status.notice() and "AGENT_SANDBOX=off" in status.notice()
     assert len(status.notice().splitlines()) == 1
-    monkeypatch.setattr(sandbox, "_STATUS", status)
-    ctx = ToolContext(workspace=tmp_path)
+    ctx = configured.tool_context(workspace=tmp_path)
+    monkeypatch.setitem(sandbox._PROBED, ctx.settings.sandbox, status)  # as a worker without bwrap found
     (tmp_path / "a.txt").write_text("hello")
     read = asyncio.run(sandboxing.run(ctx, "cat a.txt"))
     write = asyncio.run(sandboxing.run(ctx, "echo x > b.txt"))
@@ -145,7 +143,7 @@ def test_a_command_line_hides_paths_around_the_workspace_in_order(tmp_path):
 async def test_secrets_are_redacted_before_the_output_is_cut(box, tmp_path):
     secret = "sk-live-" + "s3cr3t" * 8
     redact = lambda text: text.replace(secret, "{{secret:KEY}}")  # noqa: E731
-    ctx = ToolContext(workspace=tmp_path, redact=redact)
+    ctx = configured.tool_context(workspace=tmp_path, redact=redact)
     half = shell.OUTPUT_CAP_CHARS // 2
     # The secret straddles the head's cut, then the tail's, of a flood the middle of which is dropped.
     (tmp_path / "out.txt").write_text("a" * (half - 10) + secret + "b" * 300_000 + secret + "c" * (half - 20))
@@ -178,9 +176,9 @@ async def test_a_path_named_readable_is_shown_read_only_inside_a_hidden_director
     (data / "tools").mkdir(parents=True)
     (data / "tools" / "run.sh").write_text("echo tool ran\n")
     (data / "secret.txt").write_text("private")
-    box = sandboxing.require(monkeypatch)
-    monkeypatch.setattr(sandbox, "_STATUS", replace(box, readable=(data / "tools",)))
-    ctx = ToolContext(workspace=tmp_path / "ws", hidden=(data,))
+    sandboxing.require(monkeypatch)
+    monkeypatch.setenv("AGENT_SANDBOX_READABLE", str(data / "tools"))
+    ctx = configured.tool_context(workspace=tmp_path / "ws", hidden=(data,))
     (tmp_path / "ws").mkdir()
     result = await sandboxing.run(ctx, f"ls -A {data}; sh {data}/tools/run.sh; touch {data}/tools/x 2>&1")
     assert result.content.splitlines()[:2] == ["tools", "tool ran"]
@@ -195,7 +193,7 @@ async def test_everyday_commands_still_work_in_the_sandbox(box, tmp_path, monkey
     configured.use(monkeypatch, AGENT_SHELL_ENV_ALLOW="GIT_AUTHOR_NAME,GIT_AUTHOR_EMAIL,GIT_COMMITTER_NAME,GIT_COMMITTER_EMAIL")
     (tmp_path / "script.py").write_text("import json, sys\nprint(json.dumps({'sum': sum(range(5))}))\n")
     (tmp_path / "Makefile").write_text("all:\n\techo built > out.txt\n")
-    result = await sandboxing.run(ToolContext(workspace=tmp_path), "set -e; " + "; ".join([
+    result = await sandboxing.run(configured.tool_context(workspace=tmp_path), "set -e; " + "; ".join([
         "python3 script.py",
         "python3 -m pip --version | cut -c1-4",
         "git init -q . && git add script.py && git commit -qm first && git log --format=%an:%s",

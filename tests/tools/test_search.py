@@ -1,6 +1,7 @@
 import json
 import re
 import socket
+from dataclasses import replace
 from typing import get_args
 
 import httpx
@@ -8,6 +9,7 @@ import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
 from core.settings import SearchSettings
+from tests import configured
 from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from tools import REGISTRY, compact_line, execute, search, web
 from tools.base import Danger, ToolContext
@@ -35,15 +37,32 @@ def tavily():
         yield server
 
 
+_SEARCH: list[SearchSettings] = []  # what ``_use`` set for the running test (none: no backend)
+
+
+@pytest.fixture(autouse=True)
+def _no_search_yet():
+    _SEARCH.clear()
+
+
 def _use(**env: str) -> None:
-    """Search as a worker started with ``env`` (and no other search variable) has it; conftest
-    gives this process's back after the test."""
-    search.configure(SearchSettings.from_env(env))
+    """Search as a worker started with ``env`` (and no other search variable) has it: the
+    tool calls ``_searching`` makes from now on."""
+    _SEARCH[:] = [SearchSettings.from_env(env)]
+
+
+def _settings() -> SearchSettings:
+    return _SEARCH[-1] if _SEARCH else SearchSettings()
+
+
+def _searching(ctx: ToolContext) -> ToolContext:
+    """``ctx`` on a worker with the search settings ``_use`` set."""
+    return replace(ctx, settings=replace(ctx.settings, search=_settings()))
 
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path, network=True)  # started with --network
+    return configured.tool_context(workspace=tmp_path, network=True)  # started with --network
 
 
 def _json_reply(payload, status=200, **kwargs) -> Reply:
@@ -51,7 +70,7 @@ def _json_reply(payload, status=200, **kwargs) -> Reply:
 
 
 async def _search(ctx, query="temporal durable execution", **kwargs):
-    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), ctx)
+    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), _searching(ctx))
 
 
 # --- the request ------------------------------------------------------------------
@@ -226,7 +245,7 @@ async def test_search_says_a_busy_or_failing_service_may_be_retried(tavily, ctx,
 async def test_search_reports_another_client_error_as_not_retryable(tavily, ctx):
     tavily.routes["/search"] = _json_reply({"detail": {"error": "Query is too long."}}, 400)
     with pytest.raises(SearchError) as caught:
-        await make_backend().search("q", 5, topic="general")
+        await make_backend(_settings()).search("q", 5, topic="general")
     assert (
         str(caught.value)
         == "The search service rejected the request (HTTP 400: Query is too long.)."
@@ -284,13 +303,13 @@ async def test_search_heartbeats_while_waiting(tavily, tmp_path, monkeypatch):
     monkeypatch.setattr(web, "HEARTBEAT_EVERY_S", 0.05)
     tavily.routes["/search"] = _json_reply(tavily_results(), delay_s=0.4)
     beats: list[str] = []
-    result = await _search(ToolContext(workspace=tmp_path, heartbeat=beats.append, network=True))
+    result = await _search(configured.tool_context(workspace=tmp_path, heartbeat=beats.append, network=True))
     assert result.status == "ok"
     assert len(beats) >= 3 and beats[0].startswith("search waiting")
 
 
 async def test_search_without_network_refuses_and_sends_nothing(tavily, tmp_path):
-    result = await _search(ToolContext(workspace=tmp_path, network=False))
+    result = await _search(configured.tool_context(workspace=tmp_path, network=False))
     assert result.status == "error" and result.content == f"Could not search: {NO_NETWORK}."
     assert "--network" in result.content
     assert tavily.requests == []
@@ -302,13 +321,13 @@ async def test_search_without_network_refuses_and_sends_nothing(tavily, tmp_path
 async def test_search_is_registered_but_not_a_default_tool(tavily, ctx):
     assert REGISTRY["search"] is search.TOOL and "search" not in DEFAULT_TOOLS
     assert search.TOOL.danger is Danger.SAFE
-    result = await execute("search", {"query": "temporal", "type": "News", "max_results": "2"}, ctx)
+    result = await execute("search", {"query": "temporal", "type": "News", "max_results": "2"}, _searching(ctx))
     assert result.status == "ok"
     assert tavily.requests[-1].json()["query"] == "temporal latest news"
 
 
 async def test_search_refuses_max_results_over_ten_through_the_registry(ctx):
-    result = await execute("search", {"query": "q", "max_results": 11}, ctx)
+    result = await execute("search", {"query": "q", "max_results": 11}, _searching(ctx))
     assert result.status == "retry" and "max_results" in result.content
 
 

@@ -1,11 +1,13 @@
 """The Brave and SearXNG search backends, against local servers speaking their APIs."""
 
 import json
+from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from core.settings import SearchSettings
+from tests import configured
 from tests.tools.web_fixtures import (
     SEARXNG_FORBIDDEN_HTML,
     LocalWebServer,
@@ -45,12 +47,29 @@ ENV_VARIABLES = (
 def clean_env(monkeypatch):
     for name in ENV_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    _use()  # no backend configured (conftest gives this process's settings back after the test)
+
+
+_SEARCH: list[SearchSettings] = []  # what ``_use`` set for the running test (none: no backend)
+
+
+@pytest.fixture(autouse=True)
+def _no_search_yet():
+    _SEARCH.clear()
 
 
 def _use(**env: str) -> None:
-    """Search as a worker started with ``env`` (and no other search variable) has it."""
-    search.configure(SearchSettings.from_env(env))
+    """Search as a worker started with ``env`` (and no other search variable) has it: the
+    tool calls ``_searching`` makes from now on."""
+    _SEARCH[:] = [SearchSettings.from_env(env)]
+
+
+def _settings() -> SearchSettings:
+    return _SEARCH[-1] if _SEARCH else SearchSettings()
+
+
+def _searching(ctx: ToolContext) -> ToolContext:
+    """``ctx`` on a worker with the search settings ``_use`` set."""
+    return replace(ctx, settings=replace(ctx.settings, search=_settings()))
 
 
 @pytest.fixture
@@ -71,7 +90,7 @@ def searxng():
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path, network=True)  # started with --network
+    return configured.tool_context(workspace=tmp_path, network=True)  # started with --network
 
 
 def _json_reply(payload, status=200, **kwargs) -> Reply:
@@ -83,7 +102,7 @@ def _query(path: str) -> dict[str, list[str]]:
 
 
 async def _search(ctx, query="temporal durable execution", **kwargs):
-    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), ctx)
+    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), _searching(ctx))
 
 
 EXPECTED_HITS = (
@@ -126,13 +145,11 @@ def test_search_backend_is_chosen_by_variable_or_by_the_key_that_is_set(env, kin
     assert isinstance(make_backend(settings), kind) and search_configured(settings)
 
 
-def test_the_cli_offers_search_when_the_process_settings_configure_a_backend(monkeypatch):
+def test_the_cli_offers_search_when_its_settings_configure_a_backend():
     from cli.tasks import default_tools
 
-    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
-    assert "search" not in (default_tools() or [])
-    monkeypatch.setenv("BRAVE_API_KEY", "b")
-    assert "search" in (default_tools() or [])
+    assert "search" not in (default_tools(SearchSettings.from_env({})) or [])
+    assert "search" in (default_tools(SearchSettings.from_env({"BRAVE_API_KEY": "b"})) or [])
 
 
 def test_search_brave_uses_the_default_base_url_when_none_is_set():
@@ -201,7 +218,7 @@ async def test_search_brave_rate_limit_says_to_retry_later(brave, ctx):
     body = brave_error(429, "RATE_LIMITED", "Request rate limit exceeded for plan.")
     brave.routes[BRAVE_PATH] = _json_reply(body, 429, headers={"X-RateLimit-Reset": "1, 1419704"})
     with pytest.raises(SearchError) as caught:
-        await make_backend().search("q", 5, topic="general")
+        await make_backend(_settings()).search("q", 5, topic="general")
     assert caught.value.retryable
     assert str(caught.value) == (
         "The search service is rate limiting (HTTP 429: Request rate limit exceeded for plan.); "
@@ -213,7 +230,7 @@ async def test_search_brave_validation_error_is_not_retryable(brave):
     body = brave_error(422, "VALIDATION", "Unable to validate request parameter(s)")
     brave.routes[BRAVE_PATH] = _json_reply(body, 422)
     with pytest.raises(SearchError) as caught:
-        await make_backend().search("q", 5, topic="general")
+        await make_backend(_settings()).search("q", 5, topic="general")
     assert not caught.value.retryable
     assert "rejected the request (HTTP 422: Unable to validate request parameter(s))" in str(caught.value)
 
@@ -258,7 +275,7 @@ async def test_search_renders_searxng_hits_like_tavilys(searxng, ctx):
 
 async def test_search_searxng_keeps_at_most_max_results_hits(searxng):
     searxng.routes["/search"] = _json_reply(searxng_results(9))
-    hits = await make_backend().search("q", 4, topic="general")
+    hits = await make_backend(_settings()).search("q", 4, topic="general")
     assert len(hits) == 4
 
 
@@ -273,7 +290,7 @@ async def test_search_searxng_with_json_disabled_says_to_enable_it(searxng, ctx)
 async def test_search_searxng_limiter_is_a_retryable_error(searxng):
     searxng.routes["/search"] = Reply(429, b"Too Many Requests", "text/plain")
     with pytest.raises(SearchError) as caught:
-        await make_backend().search("q", 5, topic="general")
+        await make_backend(_settings()).search("q", 5, topic="general")
     assert caught.value.retryable and "rate limiting (HTTP 429)" in str(caught.value)
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import sandboxing
+from tests import configured, sandboxing
 from tools import shell
 from tools.base import Danger, ToolContext
 from tools.shell import OUTPUT_CAP_CHARS, ShellArgs, classify_command, run_shell
@@ -13,7 +13,7 @@ from tools.shell import OUTPUT_CAP_CHARS, ShellArgs, classify_command, run_shell
 
 @pytest.fixture
 def ctx(tmp_path):
-    return ToolContext(workspace=tmp_path)
+    return configured.tool_context(workspace=tmp_path)
 
 
 async def _run(ctx: ToolContext, command: str, timeout_s: int = 30):
@@ -137,7 +137,7 @@ async def test_shell_returns_when_a_background_child_keeps_the_output_open(box, 
 async def test_shell_heartbeats_while_the_command_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(shell, "HEARTBEAT_INTERVAL_S", 0.1)
     beats: list[str] = []
-    ctx = ToolContext(workspace=tmp_path, heartbeat=beats.append)
+    ctx = configured.tool_context(workspace=tmp_path, heartbeat=beats.append)
     result = await _run(ctx, "sleep 0.6")
     assert result.exit_code == 0
     assert len(beats) >= 3

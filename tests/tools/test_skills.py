@@ -4,8 +4,9 @@ import pytest
 
 from contracts.toolset import DEFAULT_TOOLS
 from core.settings import SkillSettings
+from tests import configured
 from tools import REGISTRY, classify_call, compact_line, execute, skills
-from tools.base import Danger, ToolContext
+from tools.base import Danger
 from tools.skills import (
     MAX_SKILL_FILE_CHARS,
     REPO_SKILLS,
@@ -28,8 +29,8 @@ def _good(name: str, description: str = "Use when testing. Not for production.",
 
 
 @pytest.fixture
-def ws(workspace: Path) -> Path:
-    skills.configure(SkillSettings())  # no AGENT_SKILLS_DIRS (the next test gets this process's back)
+def ws(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("AGENT_SKILLS_DIRS", raising=False)  # the tool contexts the test builds: none
     return workspace
 
 
@@ -100,8 +101,7 @@ def test_discover_skills_cuts_an_overlong_description(tmp_path):
 
 def test_skills_dirs_are_the_workspace_then_the_env_then_the_repository(tmp_path):
     env = {"AGENT_SKILLS_DIRS": f"{tmp_path / 'a'}{__import__('os').pathsep}{tmp_path / 'b'}"}
-    skills.configure(SkillSettings.from_env(env))
-    assert skills_dirs(tmp_path / "ws") == [
+    assert skills_dirs(tmp_path / "ws", SkillSettings.from_env(env).dirs) == [
         tmp_path / "ws" / ".agent" / "skills", tmp_path / "a", tmp_path / "b", REPO_SKILLS,
     ]
     assert skills_dirs(tmp_path / "ws", extra=()) == [tmp_path / "ws" / ".agent" / "skills", REPO_SKILLS]
@@ -122,7 +122,7 @@ async def test_load_skill_returns_the_body_without_front_matter_and_lists_other_
     (folder / "scripts").mkdir()
     (folder / "scripts" / "check.sh").write_text("echo ok")
     (folder / "reference.md").write_text("details")
-    result = await execute("load_skill", {"name": "deploy"}, ToolContext(workspace=ws))
+    result = await execute("load_skill", {"name": "deploy"}, configured.tool_context(workspace=ws))
     assert result.status == "ok"
     assert '<skill name="deploy">\n# Deploy\nRun `make release`.\n</skill>' in result.content
     assert "description:" not in result.content and "---" not in result.content
@@ -131,13 +131,13 @@ async def test_load_skill_returns_the_body_without_front_matter_and_lists_other_
 
 
 async def test_load_skill_finds_the_repository_skills(ws):
-    result = await execute("load_skill", {"name": "python-testing"}, ToolContext(workspace=ws))
+    result = await execute("load_skill", {"name": "python-testing"}, configured.tool_context(workspace=ws))
     assert result.status == "ok" and "python -m pytest" in result.content
 
 
 async def test_load_skill_of_an_unknown_name_is_an_error_listing_the_available_skills(ws):
     _skill(_ws_skills(ws), "deploy", _good("deploy"))
-    result = await execute("load_skill", {"name": "deplyo"}, ToolContext(workspace=ws))
+    result = await execute("load_skill", {"name": "deplyo"}, configured.tool_context(workspace=ws))
     assert result.status == "error"
     assert "Unknown skill 'deplyo'" in result.content
     assert "deploy" in result.content and "git-commit" in result.content
@@ -147,7 +147,7 @@ async def test_load_skill_reads_a_supporting_file_but_nothing_outside_the_skill(
     folder = _skill(_ws_skills(ws), "deploy", _good("deploy"))
     (folder / "reference.md").write_text("the long reference")
     (ws / "private.txt").write_text("not part of the skill")
-    ctx = ToolContext(workspace=ws)
+    ctx = configured.tool_context(workspace=ws)
     ok = await execute("load_skill", {"name": "deploy", "file": "reference.md"}, ctx)
     assert (ok.status, ok.content) == ("ok", "the long reference")
     escape = await execute("load_skill", {"name": "deploy", "file": "../../../private.txt"}, ctx)
@@ -158,7 +158,7 @@ async def test_load_skill_reads_a_supporting_file_but_nothing_outside_the_skill(
 
 async def test_load_skill_cuts_a_very_long_skill_with_a_note(ws):
     _skill(_ws_skills(ws), "huge", _good("huge", body="y" * (MAX_SKILL_FILE_CHARS * 2)))
-    result = await execute("load_skill", {"name": "huge"}, ToolContext(workspace=ws))
+    result = await execute("load_skill", {"name": "huge"}, configured.tool_context(workspace=ws))
     assert result.status == "ok"
     assert f"[SKILL.md cut at {MAX_SKILL_FILE_CHARS} characters" in result.content
     assert len(result.content) < MAX_SKILL_FILE_CHARS + 1000

@@ -34,6 +34,7 @@ from cli.tasks import start_task
 from contracts.task import TaskInput, TaskState
 from fakes.scripted import tool
 from temporal.server import SEARCH_ATTRIBUTES, port_open, temporal_cli
+from tests import configured
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, wait_for_state
 
 REQUIRE_ENV = "AGENT_TEST_REQUIRE_BROWSER"
@@ -242,7 +243,7 @@ def free_port() -> int:
 
 
 async def started(client: Client, queue: str, inp: TaskInput) -> WorkflowHandle:
-    return client.get_workflow_handle(await start_task(client, inp, queue))
+    return client.get_workflow_handle(await start_task(client, inp, queue, configured.settings().temporal))
 
 
 async def visible_in_list(client: Client, query: str, count: int, timeout_s: float = 20.0) -> None:

@@ -13,13 +13,17 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome
 from fakes.scripted import ScriptedModelServer, Step
+from tests import configured
 from worker import build_worker
 from workflows.policy import failed_outcome
 from workflows.task import AgentTaskWorkflow
 
 
 def make_input(workspace: Path, instruction: str = "do the thing", **overrides) -> TaskInput:
-    fields = dict(instruction=instruction, workspace=str(workspace), model="scripted-model", stream=False)
+    """A task for a scripted model. Verification is off unless a test turns it on: a script
+    holds every reply, and a verification reminder (workflows/verify.py) would ask for one more."""
+    fields: dict[str, Any] = dict(instruction=instruction, workspace=str(workspace), model="scripted-model",
+                                  stream=False, verify="off")
     fields.update(overrides)
     return TaskInput(**fields)
 
@@ -37,7 +41,7 @@ async def scripted_worker(
             anthropic_base_url=model.anthropic_url, anthropic_api_key="test-key",
         )
         settings = ProviderSettings(**{**fields, **settings_overrides})
-        async with build_worker(client, queue=task_queue, settings=settings):
+        async with build_worker(client, queue=task_queue, settings=settings, config=configured.settings()):
             yield model
 
 

@@ -30,7 +30,7 @@ from workflows.task import AgentTaskWorkflow
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 # The histories recorded on the current release (workflows.policy.RELEASE_PATCH): a new release
 # bumps it; the previous release's recordings stay while its runs are supported (docs/patches.md).
-VERSION = "v7"
+VERSION = "v8"
 Driver = Callable[[WorkflowHandle, ScriptedModelServer], Awaitable[None]]
 
 
@@ -118,6 +118,20 @@ SCENARIOS: dict[str, Scenario] = {
             tool("message", type="result", text="done"),
         ],
         {"mcp_servers": {"kit": kit_stdio()}},
+    ),
+    # A reply's reads running together (local and ordinary activities) around one command,
+    # a later call deferred; then the verification reminder before the task may finish.
+    "verify_parallel": Scenario(
+        [
+            tool("shell", command="printf A > a.txt && printf B > b.txt"),
+            Step(tool_calls=[("file", {"action": "read", "path": "a.txt"}), ("file", {"action": "grep", "pattern": "B"}),
+                             ("file", {"action": "read", "path": "b.txt"}), ("shell", {"command": "cat a.txt b.txt"}),
+                             ("file", {"action": "list", "path": "."}), ("shell", {"command": "echo deferred"})]),
+            tool("message", type="result", text="done"),
+            tool("shell", command="test -s a.txt"),
+            tool("message", type="result", text="done"),
+        ],
+        {"verify": "auto"},
     ),
     # A page held by the worker: the page tools offered once it is open, the browser's state
     # recorded from each result, a screenshot kept as a blob reference, and the closing

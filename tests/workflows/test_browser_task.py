@@ -29,6 +29,7 @@ from temporalio.api.enums.v1 import EventType
 from contracts.task import ApprovalDecision, TaskState
 from contracts.toolset import PAGE_TOOLS
 from fakes.scripted import ScriptedModelServer, Step, tool
+from tests import configured
 from tests.browsing import require_browser
 from tests.tools.web_fixtures import LocalWebServer, Reply, Seen
 from tests.workflows.harness import (
@@ -81,7 +82,7 @@ async def refs_of(url: str) -> dict[str, str]:
     from tools.browser.pool import find_chromium
 
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=find_chromium()[0])
+        browser = await pw.chromium.launch(executable_path=find_chromium(configured.settings().browser)[0])
         page = await browser.new_page()
         await page.goto(url)
         snapshot = await page.aria_snapshot(mode="ai")

@@ -12,6 +12,7 @@ from activities.llm import ProviderSettings
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, tool
+from tests import configured
 from tests.workflows.harness import make_input, outcome_of, start
 from worker import build_worker
 
@@ -32,7 +33,8 @@ async def test_a_read_runs_local_unless_turned_off_and_the_model_gets_it_either_
              tool("message", type="result", text="42")]
     with ScriptedModelServer(steps) as model:
         settings = ProviderSettings(openai_base_url=model.url, openai_api_key="k")
-        async with build_worker(client, queue=task_queue, settings=settings, local_tools=local_tools):
+        async with build_worker(client, queue=task_queue, settings=settings, local_tools=local_tools,
+                                config=configured.settings()):
             handle = await start(client, task_queue, make_input(workspace, "what is the answer?"))
             outcome = await outcome_of(handle)
         model.assert_consumed()

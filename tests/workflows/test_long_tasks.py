@@ -9,6 +9,7 @@ import uuid
 from contracts.task import Interjection, TaskOutcome, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.store import ContextStore
+from tests import configured
 from tests.workflows.harness import (
     make_input,
     outcome_of,
@@ -89,7 +90,7 @@ async def test_worker_killed_between_store_write_and_completion_leaves_no_duplic
     assert_every_tool_call_answered(request)
     results = tool_messages(request)
     assert len(results) == 1 and "alpha" in results[0]["content"]
-    store = ContextStore()
+    store = ContextStore(configured.store_path())
     (context_id,) = store._conn().execute("SELECT DISTINCT context_id FROM entries").fetchone()
     entries = store.load(context_id, 3)
     assert [e.kind for e in entries] == ["user_message", "tool_call", "tool_result"]
@@ -103,7 +104,7 @@ async def test_a_lost_context_store_is_repaired_by_a_full_resend(client, task_qu
     async with scripted_worker(client, task_queue, steps) as model:
         handle = await start(client, task_queue, make_input(workspace))
         await wait_until(lambda: model.hits() == 2)
-        store = ContextStore()
+        store = ContextStore(configured.store_path())
         store._conn().execute("DELETE FROM entries")  # as if the worker moved to a host without the file
         model.release()
         outcome = await outcome_of(handle)

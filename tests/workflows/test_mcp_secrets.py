@@ -12,6 +12,7 @@ from contracts.mcp import McpListInput, McpServerConfig
 from contracts.task import TaskState
 from fakes.scripted import tool
 from runtime.secrets import SecretStore
+from tests import configured
 from tests.mcp_support import kit_http, marks
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, tool_messages
 
@@ -61,7 +62,7 @@ async def test_without_the_secret_the_placeholder_is_sent_as_it_is_and_refused(t
     marker = tmp_path / "marker"
     with kit_http(marker, flags=["--auth", f"mcp-token-{uuid.uuid4().hex}"]) as url:
         config = McpServerConfig(type="http", url=url, headers={"Authorization": PLACEHOLDER})
-        sessions = McpSessions(SecretStore({}), log_dir=tmp_path / "logs")
+        sessions = McpSessions(SecretStore({}), log_dir=tmp_path / "logs", egress=configured.settings().egress)
         try:
             listing = await McpActivities(sessions, McpCatalog()).list_tools(
                 McpListInput(task_id="t", context_id="c", servers={"kit": config}, network=True))

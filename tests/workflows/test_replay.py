@@ -61,3 +61,15 @@ async def test_fresh_run_of_every_scenario_replays_deterministically(client, tas
     for body in bodies:
         result = await replayer().replay_workflow(WorkflowHistory.from_json(name, body))
         assert result.replay_failure is None
+
+
+async def test_a_run_from_before_verification_and_parallel_reads_replays_as_it_ran():
+    """``full_loop.v7`` (release-2026-11-25) wrote a file and ran commands, had a reply of two
+    calls answered one run and one deferred, and finished at its first result: the code that
+    now runs reads together and reminds such a task to verify replays it unchanged. It goes
+    with the v7 histories (docs/patches.md)."""
+    path = HISTORIES / "full_loop.v7.run1.json"
+    assert patch_ids(path) == [policy.PREVIOUS_RELEASE] == ["release-2026-11-25"]
+    body = path.read_text()
+    result = await replayer().replay_workflow(WorkflowHistory.from_json("before-verify", body))
+    assert result.replay_failure is None

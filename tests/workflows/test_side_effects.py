@@ -15,8 +15,8 @@ from temporalio.client import WorkflowUpdateFailedError
 from contracts.task import ApprovalDecision, Interjection, TaskState
 from core.messages import call_digest
 from fakes.scripted import ScriptedModelServer, Step, tool
-from runtime.store import ContextStore, default_store_path
-from tests import sandboxing
+from runtime.store import ContextStore
+from tests import configured, sandboxing
 from tests.workflows.harness import (
     make_input,
     outcome_of,
@@ -113,7 +113,7 @@ async def test_a_secret_in_a_raw_signal_reaches_no_activity_and_no_store(client,
     events = (await handle.fetch_history()).events
     holders = [e.event_type for e in events if secret.encode() in e.SerializeToString()]
     assert holders == [EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
-    store = ContextStore(default_store_path())
+    store = ContextStore(configured.store_path())
     dump = b"".join(line.encode() for line in store._conn().iterdump())
     assert secret.encode() not in dump
     assert "[interrupted]" in tool_messages(model.requests[1])[0]["content"]

@@ -12,6 +12,7 @@ from core.messages import ToolCallRequest
 from fakes.scripted import text
 from prompts import build_system_prompt
 from providers.xml_tools import compact_tools_prompt, render_tool_call, tools_prompt
+from tests import configured
 from tests.workflows.harness import make_input, run_task, scripted_worker
 
 WINDOW = 4096
@@ -68,11 +69,11 @@ async def test_a_local_server_a_table_does_not_know_gets_its_window_and_a_task_o
     server = {"streams_tools": False, "window": WINDOW}
     async with scripted_worker(client, task_queue, steps, server=server) as served:
         handle = await start(client, task_queue, make_input(
-            workspace, model=model, provider="openai", stream=True, context_window=model_window(model),
+            workspace, model=model, provider="openai", stream=True, context_window=model_window(model, configured.settings().models),
             tools=list(DEFAULT_TOOLS)))
         outcome = await handle.result()
         page = await handle.query(AgentTaskWorkflow.events, 0)
-    assert model_window(model) > WINDOW  # the tables' guess for an unknown model is larger
+    assert model_window(model, configured.settings().models) > WINDOW  # the tables' guess for an unknown model is larger
     assert outcome.status == TaskState.DONE and outcome.final_text == "said hello"
     assert served.empty_streams == 1
     assert [r["stream"] for r in served.requests] == [True, False, False]

@@ -13,7 +13,7 @@ from temporalio.api.enums.v1 import EventType
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import TaskState
 from fakes.scripted import tool
-from runtime.store import default_store_path
+from tests import configured
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, wait_for_state, wait_until
 from workflows.policy import HEARTBEAT_TIMEOUT
 
@@ -36,7 +36,7 @@ async def test_a_locked_store_delays_a_tool_without_running_it_twice(client, tas
         held = threading.Event()
         locker = threading.Thread(
             target=hold_exclusive_lock,
-            args=(default_store_path(), HEARTBEAT_TIMEOUT.total_seconds() + 5, held), daemon=True,
+            args=(configured.store_path(), HEARTBEAT_TIMEOUT.total_seconds() + 5, held), daemon=True,
         )
         locker.start()  # the tool finishes while the store is locked, and must wait to record it
         await asyncio.to_thread(held.wait, 10)

@@ -8,6 +8,7 @@ import json
 from cli.tasks import start_task
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import tool
+from tests import configured
 from tests.workflows.harness import make_input, outcome_of, scripted_worker
 from workflows.search_attributes import AGENT_COST, AGENT_MODEL, AGENT_STATE, AGENT_TURNS
 
@@ -27,7 +28,7 @@ async def test_a_finished_task_reads_well_in_the_temporal_ui(client, task_queue,
     (workspace / "notes.md").write_text("hello")
     inp = make_input(workspace, "Summarise the notes in this folder", model="gpt-4o-mini", approval_timeout_s=600)
     async with scripted_worker(client, task_queue, steps):
-        workflow_id = await start_task(client, inp, task_queue)
+        workflow_id = await start_task(client, inp, task_queue, configured.settings().temporal)
         handle = client.get_workflow_handle(workflow_id, result_type=TaskOutcome)
         outcome = await outcome_of(handle)
         history = await handle.fetch_history()

@@ -11,7 +11,7 @@ import pytest
 from cli.tasks import task_input
 from contracts.task import TaskState
 from fakes.scripted import Step, tool
-from starter import parser
+from tests.configured import cli_args
 from tests.workflows.harness import make_input, run_task, scripted_worker
 
 
@@ -38,11 +38,11 @@ async def test_cache_breakpoints_move_with_a_task_and_stay_within_four(client, t
 
 
 def test_thinking_budget_option_reaches_the_task_input_and_refuses_less_than_the_api_minimum(workspace, capsys):
-    args = parser().parse_args(["run", "--workspace", str(workspace), "--thinking-budget", "4096", "think"])
+    args = cli_args(["run", "--workspace", str(workspace), "--thinking-budget", "4096", "think"])
     assert task_input(args, "claude-sonnet-4-5").thinking_budget == 4096
-    assert task_input(parser().parse_args(["run", "--workspace", str(workspace), "x"]), "m").thinking_budget is None
+    assert task_input(cli_args(["run", "--workspace", str(workspace), "x"]), "m").thinking_budget is None
     with pytest.raises(SystemExit):
-        parser().parse_args(["run", "--thinking-budget", "512", "think"])
+        cli_args(["run", "--thinking-budget", "512", "think"])
     assert "must be at least 1024 tokens" in capsys.readouterr().err
 
 
@@ -54,8 +54,8 @@ async def test_thinking_budget_thinks_and_carries_the_signed_thinking_back(clien
         Step(reasoning="Write the file, then report.", tool_calls=[("shell", {"command": "echo durable > out.txt"})]),
         tool("message", type="result", text="wrote it"),  # later calls of the turn think no more
     ]
-    flags = ["--provider", "anthropic", "--thinking-budget", "2048", *([] if stream else ["--no-stream"])]
-    inp = task_input(parser().parse_args(["run", "--workspace", str(workspace), *flags, "write out.txt"]), "claude-x")
+    flags = ["--provider", "anthropic", "--thinking-budget", "2048", "--verify", "off", *([] if stream else ["--no-stream"])]
+    inp = task_input(cli_args(["run", "--workspace", str(workspace), *flags, "write out.txt"]), "claude-x")
     async with scripted_worker(client, task_queue, steps) as model:
         outcome = await run_task(client, task_queue, inp)
         model.assert_consumed()  # strict: the turn's thinking block went back with its tool_use

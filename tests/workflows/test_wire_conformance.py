@@ -15,7 +15,7 @@ from core.messages import ToolCallRequest
 from fakes.scripted import Step, text, tool
 from providers.arguments import INVALID_ARGUMENTS
 from providers.xml_tools import render_tool_call
-from starter import parser
+from tests.configured import cli_args
 from tests.workflows.harness import make_input, run_task, scripted_worker, tool_messages
 
 
@@ -59,7 +59,7 @@ async def test_no_stream_and_agent_stream_0_send_stream_false(client, task_queue
         monkeypatch.delenv("AGENT_STREAM", raising=False)
     else:
         monkeypatch.setenv("AGENT_STREAM", env)
-    args = parser().parse_args(["run", "--workspace", str(workspace), *flag, "say done"])
+    args = cli_args(["run", "--workspace", str(workspace), *flag, "say done"])
     inp = task_input(args, "scripted-model")
     async with scripted_worker(client, task_queue, [tool("message", type="result", text="done")]) as model:
         outcome = await run_task(client, task_queue, inp)

@@ -55,7 +55,6 @@ from tools.browser.pool import (
     BrowserPool,
     BrowserUnavailable,
     TaskBrowser,
-    browser_pool,
     chromium_problem,
 )
 
@@ -67,6 +66,7 @@ MAX_SNAPSHOT_CHARS = 100_000
 JPEG_QUALITIES = (80, 60, 40, 25)  # tried in turn when a PNG screenshot is over MAX_IMAGE_BYTES
 
 NO_PAGE = "No page is open: call visit first."
+NO_BROWSER = "the browser tools cannot run: this worker has no browser"
 # A tab whose page does not evaluate a trivial script within this long is wedged (a script
 # that never yields, such as while(true){}): it is replaced, or every later call would wait.
 ANSWER_TIMEOUT_S = 3.0
@@ -155,14 +155,16 @@ async def _with_browser(ctx: ToolContext, work: Work, *, needs_page: bool = True
     references, which is not performed right after a reopen. Every result carries the
     browser's state after the call, except when the browser died during it (the record
     stands, and the next call reopens from it)."""
-    if (problem := chromium_problem()) is not None:
+    pool = ctx.browsers
+    if pool is None:
+        return _error(NO_BROWSER)
+    if (problem := chromium_problem(pool.settings)) is not None:
         return _error(problem)
-    pool = browser_pool()
     recorded = ctx.browser if ctx.browser is not None and ctx.browser.open else None
     if needs_page and recorded is None and not pool.holds(ctx.task_id):
         return _error(NO_PAGE)  # no need to start a browser to say so
     try:
-        async with pool.task(ctx.task_id, Policy.of(ctx.network, ctx.workspace, ctx.hidden)) as tab:
+        async with pool.task(ctx.task_id, Policy.of(ctx)) as tab:
             return await _run(pool, tab, ctx, work, needs_page=needs_page, acts=acts)
     except BrowserUnavailable as exc:
         return _error(str(exc))
@@ -329,7 +331,7 @@ def _stale(ref: str) -> ToolOutcome:
 
 async def visit(args: VisitArgs, ctx: ToolContext) -> ToolOutcome:
     url = workspace_url(args.url, ctx.workspace)
-    if (reason := await Policy.of(ctx.network, ctx.workspace, ctx.hidden).check(url)) is not None:
+    if (reason := await Policy.of(ctx).check(url)) is not None:
         return _error(f"Refused to open {url}: {reason}.")
 
     async def work(tab: TaskBrowser, reopened: str | None) -> ToolOutcome:
@@ -533,6 +535,7 @@ per element; interactive ones carry a reference like [ref=e5] for click and inpu
     handler=visit,
     danger=Danger.MODERATE,
     idempotent=True,
+    read_only=True,  # it opens a page: never parallel, the calls after it read that page
     summary_keys=("url",),
     compact_keys=("url",),
 )
@@ -548,6 +551,8 @@ reference was refused. {_UNTRUSTED}
     handler=view,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
+    parallel=lambda args: args.tab is None,  # switching tabs changes what the others read
     compact_keys=("tab",),
 )
 
@@ -591,6 +596,7 @@ list, or before a screenshot. Returns the position and the page after. {_UNTRUST
     handler=scroll,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
     compact_keys=("direction",),
 )
 
@@ -605,6 +611,7 @@ full_page=true: use it to see layout, images and charts the snapshot does not de
     handler=screenshot,
     danger=Danger.SAFE,
     idempotent=True,
+    read_only=True,
     compact_keys=("full_page",),
 )
 

@@ -34,11 +34,15 @@ import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 from tools.egress import NO_NETWORK as NO_EGRESS
 from tools.egress import Egress, Refused, Unreachable
+
+if TYPE_CHECKING:
+    from tools.base import ToolContext
 
 ALWAYS_ALLOWED = ("about:blank", "about:srcdoc")
 ALLOWED_SCHEMES = ("data", "blob")
@@ -55,8 +59,9 @@ class Policy:
     hidden: tuple[Path, ...] = ()
 
     @classmethod
-    def of(cls, network: bool, workspace: Path, hidden: tuple[Path, ...] = ()) -> Policy:
-        return cls(workspace=workspace, egress=Egress.of(network), hidden=hidden)
+    def of(cls, ctx: ToolContext) -> Policy:
+        """A tool call's: its task's network, workspace and hidden paths, its worker's deny list."""
+        return cls(workspace=ctx.workspace, egress=Egress.of(ctx.network, ctx.settings.egress), hidden=ctx.hidden)
 
     def refusal(self, url: str) -> str | None:
         """Why ``url`` may not be loaded (one clause naming the rule), or None. No DNS."""

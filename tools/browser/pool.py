@@ -2,7 +2,8 @@
 
 A browser is too slow to start per call (about a second) and a page too stateful to
 rebuild per call (what was typed, where it scrolled, the cookies of a login), so both live
-in the worker process between calls, in a ``BrowserPool``:
+in the worker process between calls, in a ``BrowserPool`` (worker.py makes it from
+``Settings.browser``; each tool call finds it in its ``ToolContext``):
 
 - **One Chromium**, launched on first use with playwright (Debian's ``chromium``, never a
   browser playwright downloads: ``AGENT_CHROMIUM``, else ``chromium``, ``chromium-browser``
@@ -89,18 +90,9 @@ class BrowserUnavailable(Exception):
     """No browser can run here; the message is one line for the model and the log."""
 
 
-_SETTINGS = BrowserSettings()  # Chromium on PATH, 600 s idle, until worker.py configures this process
-
-
-def configure(settings: BrowserSettings) -> None:
-    """This process's browser settings (worker.py, once, before the first browser call makes the pool)."""
-    global _SETTINGS
-    _SETTINGS = settings
-
-
-def find_chromium() -> tuple[str | None, str | None]:
+def find_chromium(settings: BrowserSettings) -> tuple[str | None, str | None]:
     """(the Chromium executable, None) or (None, one line saying what is wrong)."""
-    if configured := _SETTINGS.chromium:
+    if configured := settings.chromium:
         found = shutil.which(configured)
         if found and os.access(found, os.X_OK):
             return found, None
@@ -111,12 +103,12 @@ def find_chromium() -> tuple[str | None, str | None]:
     return None, f"the browser tools cannot run: Chromium was not found on PATH ({INSTALL_HINT})"
 
 
-def chromium_problem() -> str | None:
+def chromium_problem(settings: BrowserSettings) -> str | None:
     """None when a usable Chromium (and playwright) is found; else one line saying how to
     install it. Cheap (a PATH lookup): call it before every use."""
     if importlib.util.find_spec("playwright") is None:
         return "the browser tools cannot run: the playwright package is missing (pip install playwright==1.65.2)"
-    return find_chromium()[1]
+    return find_chromium(settings)[1]
 
 
 def _brief(exc: BaseException) -> str:
@@ -286,8 +278,9 @@ class Rendered:
 class BrowserPool:
     """This process's browser and its tasks' contexts (see the module docstring)."""
 
-    def __init__(self, *, idle_s: float | None = None) -> None:
-        self.idle_s = idle_s if idle_s is not None else _SETTINGS.idle_s
+    def __init__(self, settings: BrowserSettings) -> None:
+        self.settings = settings  # which Chromium, and when an unused context is closed
+        self.idle_s = settings.idle_s
         self.launches = 0  # how many times Chromium was started (benchmarks, tests)
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
@@ -315,8 +308,8 @@ class BrowserPool:
             if self._browser is not None and self._browser.is_connected():
                 return self._browser
             self._forget_browser()
-            path, problem = find_chromium()
-            if path is None or (problem := chromium_problem()) is not None:
+            path, problem = find_chromium(self.settings)
+            if path is None or (problem := chromium_problem(self.settings)) is not None:
                 raise BrowserUnavailable(problem)
             from playwright.async_api import async_playwright
 
@@ -460,25 +453,12 @@ class RenderFailed(Exception):
     """The page could not be rendered; the message says why, in one line."""
 
 
-_POOL: BrowserPool | None = None
-
-
-def browser_pool() -> BrowserPool:
-    """This process's pool, made on first use (nothing launches until a tool needs it)."""
-    global _POOL
-    if _POOL is None:
-        _POOL = BrowserPool()
-    return _POOL
-
-
 __all__ = [
     "BrowserPool",
     "BrowserUnavailable",
     "RenderFailed",
     "Rendered",
     "TaskBrowser",
-    "browser_pool",
     "chromium_problem",
-    "configure",
     "find_chromium",
 ]
