@@ -86,7 +86,8 @@ async def embedded(tmp_path: Path, **extra: str) -> AsyncIterator[dict[str, str]
 
 
 async def test_start_on_the_embedded_default_runs_the_task_to_done_with_no_other_command(tmp_path, workspace):
-    steps = [tool("shell", command="echo hi"), tool("message", type="result", text="noted")]
+    steps = [tool("shell", command="echo hi"), tool("message", type="result", text="noted"),
+             tool("message", type="result", text="noted")]  # the second after the reminder to verify
     with ScriptedModelServer(steps) as model:
         async with embedded(tmp_path, AGENT_MODEL="scripted-model", OPENAI_BASE_URL=model.url,
                             OPENAI_API_KEY="test-key") as env:
