@@ -18,6 +18,10 @@ from contracts.channels import Delivered, InboundMessage, OutboundMessage
 
 Deliver = Callable[[InboundMessage], Awaitable[None]]
 
+# A file or image a person posts travels in the message (``Attachment.data_b64``) up to this
+# size, well under Temporal's 2 MB payload limit; a larger one goes by name and size only.
+ATTACHMENT_BYTES = 1_000_000
+
 
 class RateLimited(Exception):
     """The platform answered 429; ``retry_after_s`` is what it asked for."""

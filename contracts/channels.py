@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.task import Interjection
+
 
 class ChatRef(BaseModel):
     channel: str  # the table name in channels.toml: "matrix", "slack", "telegram", "webhook"
@@ -48,6 +50,9 @@ class InboundMessage(BaseModel):
     reply_to: str | None = None  # the platform message id this answers or reacts to
     reaction: str | None = None  # an approval button or reaction: "approve", "deny", "stop"
     received_at: datetime | None = None
+    # Set by the gateway from the channel's ``approvers`` as it hands the message over (the
+    # adapters leave it): whether the author may decide approvals, recorded with the message.
+    approver: bool = False
 
 
 class Button(BaseModel):
@@ -71,3 +76,70 @@ class OutboundMessage(BaseModel):
 
 class Delivered(BaseModel):
     message_ids: list[str]  # the platform's ids of what was posted (several when split at the limit)
+
+
+# ---- the conversation workflow (workflows/conversation.py) ------------------------------
+
+CONVERSATION_WORKFLOW = "Conversation"
+INBOUND_SIGNAL = "inbound"  # an InboundMessage, from the gateway (signal-with-start)
+TASK_REPORT_SIGNAL = "task_report"  # a TaskReport, from a task the conversation started
+DELIVER_ACTIVITY = "deliver"  # an OutboundMessage to its channel: Delivered
+GATEWAY_TASK_QUEUE = "agent-gateway"  # conversations and deliveries: served by the gateway
+
+
+def conversation_id(chat: ChatRef | str) -> str:
+    """The conversation's workflow id, from the chat or its key (``matrix:!room:example.org``):
+    derived from the chat, so every gateway (and a schedule naming the chat) finds the same."""
+    return f"conversation-{chat.key if isinstance(chat, ChatRef) else chat}"
+
+
+class ApprovalShown(BaseModel):
+    """The approval message in the chat, and the exact call it shows."""
+
+    message_id: str
+    task_id: str
+    call_id: str
+    digest: str
+    text: str
+
+
+class ConversationState(BaseModel):
+    """What a conversation knows; continue-as-new carries it on."""
+
+    seen: list[str] = Field(default_factory=list)  # the latest event ids handled (bounded)
+    pending: list[InboundMessage] = Field(default_factory=list)  # messages not handled yet
+    tasks: int = 0  # tasks started so far
+    running: str | None = None  # the workflow id of the task running now
+    progress_id: str | None = None  # the running task's progress message, edited in place
+    approval: ApprovalShown | None = None  # the approval message waiting for a reaction
+
+
+class ConversationInput(BaseModel):
+    """How a conversation starts its tasks: the gateway's settings when it was first
+    signalled. ``state`` is what continue-as-new carries."""
+
+    chat: ChatRef
+    session: str  # the session its tasks share: their history
+    workspace: str
+    model: str
+    provider: str = "openai"
+    task_queue: str  # where the tasks run (the workers')
+    context_window: int = 128_000
+    search_attributes: bool = False  # the tasks upsert AgentState & co. (registered on the server)
+    state: ConversationState = Field(default_factory=ConversationState)
+
+
+class TaskReport(BaseModel):
+    """What a task tells the conversation that started it: progress, a call waiting for
+    approval (``call_id``, ``digest``: the call the approval message shows), a question,
+    its end."""
+
+    task_id: str
+    kind: Literal["progress", "approval", "question", "ended"]
+    text: str
+    call_id: str | None = None
+    digest: str | None = None
+    failed: bool = False
+    # With "ended": messages the task was sent but never read (they came as it finished); the
+    # conversation takes them as new messages.
+    unread: list[Interjection] = Field(default_factory=list)

@@ -190,6 +190,9 @@ class TaskInput(BaseModel):
     context_window: int = 128_000  # the model's window in tokens, for compaction
     continue_as_new_after: int = 500  # turns per run, unless Temporal suggests earlier
     session: str | None = None  # start from the compacted history of this session's tasks
+    # The conversation workflow that started this task (a chat, workflows/conversation.py): the
+    # task reports its progress, approvals, questions and end to it. None: no chat.
+    conversation: str | None = None
     context_id: str | None = None  # set by the workflow; stable across continue-as-new
     carry: LoopState | None = None  # set on continue-as-new: the loop's state, carried over
     deny_tools: list[str] = Field(default_factory=list)  # never offered to the model (names or globs)

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from core.loop_detect import LoopDetector
     from core.messages import ToolCallRequest
     from workflows import policy
+    from workflows.chat_report import ChatReporter
     from workflows.search_attributes import current_values, searchable_values, state_updates, upsert_due
     from workflows.sync import ContextSync
 
@@ -39,6 +40,7 @@ class LoopBase:
     state: LoopState
     transcript: Transcript
     sync: ContextSync
+    reporter: ChatReporter
     loops: LoopDetector
     chain: list[ModelRef]
     tool_names: list[str]
@@ -55,6 +57,7 @@ class LoopBase:
         self.transcript = Transcript(self.state.entries, base=self.state.base)
         self.sync = ContextSync(self.state)
         self.loops = LoopDetector(self.state.loop_recent)
+        self.reporter = ChatReporter(task)
         self.chain = [ModelRef(provider=task.provider, model=task.model), *task.fallbacks]
         self.tool_names = task.offered_tools([t.name for t in self.state.mcp_tools])
 
@@ -82,6 +85,7 @@ class LoopBase:
         if activity is not None:
             self.state.last_activity = activity
         workflow.set_current_details(policy.current_details(phase, self.state.last_activity, call))
+        self.reporter.phase(self.state, call)
         if self.task.search_attributes:
             self._upsert_paced(phase)
 

@@ -96,6 +96,7 @@ class LifecycleMixin(McpMixin):
         self.state.outcome = outcome
         self._set_state(outcome.status)
         metrics.task_ended(outcome.status.value)
+        await self.reporter.ended(outcome, self.state)
         await self._close_browser()
         if self.task.session:
             await self._record_session(outcome)

@@ -11,6 +11,7 @@ from cli.commands import (
     approve,
     evals,
     fork,
+    gateway,
     interject,
     listing,
     mcp_serve,
@@ -27,4 +28,4 @@ from cli.commands import (
 )
 
 COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve,
-            worker, server)
+            worker, gateway, server)

@@ -27,6 +27,7 @@ from cli.task_schedules import (
     trigger_task_schedule,
 )
 from cli.tasks import UserError, configured_model, task_input
+from contracts.channels import conversation_id
 from temporal.client import ensure_search_attributes, is_embedded
 from worker import task_queue
 
@@ -45,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--overlap", choices=list(OVERLAP_POLICIES), default="skip",
                    help="when a tick comes while the last run is still going (default: skip it)")
     s.add_argument("--note", default="", help="a note shown with the schedule in Temporal")
+    s.add_argument("--report-to", metavar="CHAT",
+                   help="post each run's approvals and result to this chat conversation, by its key "
+                        "(channel:conversation, e.g. matrix:!room:example.org); the gateway must have seen it")
 
     s = sub.add_parser("list", help="list schedules: cron, next run, last run")
     s.add_argument("--json", action="store_true", help="the schedules as one JSON array")
@@ -69,6 +73,8 @@ async def _create(args: argparse.Namespace) -> int:
     schedule_id(args.name)  # a bad name fails before anything is written or sent
     every = parse_interval(args.every) if args.every else None
     inp = task_input(args, configured_model(args))
+    if args.report_to:
+        inp.conversation = conversation_id(args.report_to)
     client = await connect(args.settings)
     inp.search_attributes = await ensure_search_attributes(client, register=is_embedded(args.settings.temporal))
     await create_task_schedule(

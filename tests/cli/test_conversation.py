@@ -184,7 +184,8 @@ async def test_slash_commands_show_the_diff_and_set_the_approval_of_the_next_tas
              tool("message", type="result", text="written"),
              tool("message", type="result", text="ok")]
     async with scripted_worker(client, task_queue, steps) as model:
-        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "Write notes")
+        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "--verify", "off",
+                               "Write notes")
         try:
             await expect(term, PROMPT)
             term.type("/diff")
@@ -215,7 +216,8 @@ async def test_rewind_at_the_prompt_takes_the_last_task_back_and_follows_it_agai
              tool("message", type="result", text="both written"),
              tool("message", type="result", text="only a now")]  # turn 2 again, after the rewind
     async with scripted_worker(client, task_queue, steps) as model:
-        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "Write files")
+        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "--verify", "off",
+                               "Write files")
         try:
             await expect(term, PROMPT)
             assert (workspace / "b.txt").exists()

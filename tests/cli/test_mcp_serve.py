@@ -49,7 +49,8 @@ async def test_an_mcp_client_starts_a_task_approves_its_dangerous_call_and_reads
     client, task_queue, workspace
 ):
     (workspace / "build").mkdir()
-    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text="build removed")]
+    done = tool("message", type="result", text="build removed")
+    steps = [tool("shell", command="rm -rf build"), done, done]  # the second after the verification reminder
     with ScriptedModelServer(steps) as model:
         params = StdioServerParameters(
             command=sys.executable, cwd=str(ROOT), env=serve_env(client, task_queue, model.url),

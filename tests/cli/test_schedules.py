@@ -186,7 +186,7 @@ async def test_cli_schedule_create_list_trigger_and_delete(client, task_queue, w
     async with scripted_worker(client, task_queue, steps):
         code, out, err = await cli(
             client, "schedule", "create", name, "--cron", "0 9 * * 1-5", "summarise the inbox",
-            "--workspace", str(workspace), "--overlap", "buffer_one", queue=task_queue,
+            "--workspace", str(workspace), "--overlap", "buffer_one", "--verify", "off", queue=task_queue,
         )
         assert code == 0, err
         assert out.strip().startswith(f"created schedule {name}: 0 9 * * 1-5, next run ")

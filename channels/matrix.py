@@ -1,0 +1,207 @@
+"""Matrix over matrix-nio: the agent is a bot account in rooms; each room is a conversation.
+
+Inbound: the sync loop, from the sync token saved in the state directory; the token is saved
+only after every event of a batch went to ``deliver`` (Temporal has it), so a gateway killed
+mid-batch gets the batch again and the conversation drops what it already has. A first start
+begins from now (the rooms' earlier messages are not replayed). Invites from allowed users are
+joined. Text messages and reactions (✅ ❌ 🛑 on the approval message) of allowed users become
+``InboundMessage``; the bot's own events and anyone else's are dropped (logged). Notices
+(``m.notice``, what bots send) are never answered.
+
+Outbound: ``m.notice`` messages sent with the message key as the transaction id, so Synapse
+posts a retried send once; progress edits its message in place (``m.replace``); the approval
+message gets the ✅ and ❌ reactions to tap. The login's access token is kept in the state
+directory, so a restarted gateway is the same device and its transaction ids still count.
+
+End-to-end encrypted rooms are out of scope: the bot reads and writes unencrypted rooms only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import structlog
+from aiohttp import ClientError
+from nio import (
+    AsyncClient,
+    AsyncClientConfig,
+    InviteMemberEvent,
+    LoginResponse,
+    ReactionEvent,
+    RoomMessageText,
+    RoomSendResponse,
+    SyncResponse,
+)
+
+from channels.base import Deliver, RateLimited, split_text
+from channels.config import ChannelConfig
+from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
+
+LIMIT = 30_000  # characters per message: well under Synapse's 64 KiB event
+SYNC_WAIT_MS = 10_000
+SYNC_PAUSE_S = 2.0  # between failed syncs
+REACTIONS = {"✅": "approve", "✔️": "approve", "👍": "approve", "❌": "deny", "👎": "deny", "🛑": "stop"}
+BUTTON_KEYS = {"approve": "✅", "deny": "❌", "stop": "🛑"}
+
+_log = structlog.get_logger(__name__)
+
+
+class MatrixAdapter:
+    def __init__(self, config: ChannelConfig, state_dir: Path) -> None:
+        self.name = config.name
+        self.config = config
+        self.user_id: str = config.need("user_id")
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{config.name}-{self.user_id}")
+        self.token_file = state_dir / f"{safe}.sync"
+        self.login_file = state_dir / f"{safe}.login"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.client = AsyncClient(
+            config.need("homeserver"), self.user_id, device_id=config.get("device_id"),
+            # Temporal retries a send (waiting out a 429); nio's own retries would stack on it.
+            config=AsyncClientConfig(max_limit_exceeded=0, max_timeouts=2, encryption_enabled=False),
+        )
+        self._logged_in = False
+
+    # ---- inbound ------------------------------------------------------------------
+
+    async def receive(self, deliver: Deliver) -> None:
+        await self._login()
+        token = self._saved_token()
+        if token is None:  # a first start: from now on
+            first = await self._sync(None, timeout=0)
+            await self._join_invites(first)
+            token = self._save_token(first.next_batch)
+        while True:
+            batch = await self._sync(token, timeout=SYNC_WAIT_MS)
+            await self._join_invites(batch)
+            for room_id, room in batch.rooms.join.items():
+                for event in room.timeline.events:
+                    message = self.normalize(room_id, event)
+                    if message is not None:
+                        await deliver(message)
+            token = self._save_token(batch.next_batch)  # only now: Temporal has every message
+
+    def normalize(self, room_id: str, event: Any) -> InboundMessage | None:
+        sender = getattr(event, "sender", "")
+        if sender == self.user_id:
+            return None  # the bot never answers itself
+        content = (getattr(event, "source", None) or {}).get("content", {})
+        if isinstance(event, ReactionEvent):
+            action = REACTIONS.get(event.key) or REACTIONS.get(event.key.replace("\ufe0f", ""))
+            text, reply_to = "", event.reacts_to
+            if action is None:
+                return None
+        elif isinstance(event, RoomMessageText):
+            relates = content.get("m.relates_to") or {}
+            if content.get("msgtype") != "m.text" or relates.get("rel_type") == "m.replace":
+                return None  # notices (bots) and edits are not messages to answer
+            action, text = None, event.body
+            reply_to = (relates.get("m.in_reply_to") or {}).get("event_id")
+        else:
+            return None
+        if not self.config.allows(sender):
+            _log.warning("ignored a message from a user who is not allowed", channel=self.name, user=sender,
+                         room=room_id)
+            return None
+        return InboundMessage(event_id=event.event_id, chat=ChatRef(channel=self.name, conversation=room_id),
+                              author=sender, text=text, reply_to=reply_to, reaction=action)
+
+    async def _sync(self, token: str | None, timeout: int) -> SyncResponse:
+        """The next batch; a homeserver that fails or cannot be reached is tried again."""
+        while True:
+            try:
+                response = await self.client.sync(timeout=timeout, since=token, full_state=token is None)
+            except (ClientError, TimeoutError) as err:
+                response = err
+            if isinstance(response, SyncResponse):
+                return response
+            _log.warning("matrix sync failed; trying again", channel=self.name, error=str(response))
+            await asyncio.sleep(SYNC_PAUSE_S)
+
+    async def _join_invites(self, batch: SyncResponse) -> None:
+        for room_id, info in batch.rooms.invite.items():
+            inviter = next((e.sender for e in info.invite_state
+                            if isinstance(e, InviteMemberEvent) and e.state_key == self.user_id), None)
+            if inviter is not None and self.config.allows(inviter):
+                await self.client.join(room_id)
+            else:
+                _log.warning("ignored an invite from a user who is not allowed", channel=self.name, user=inviter,
+                             room=room_id)
+
+    async def _login(self) -> None:
+        if self._logged_in:
+            return
+        saved = json.loads(self.login_file.read_text()) if self.login_file.exists() else {}
+        token = self.config.get("access_token") or saved.get("access_token")
+        if token:  # the table's, or the one a password login left here
+            self.client.access_token = token
+            self.client.user_id = self.user_id
+            self.client.device_id = self.config.get("device_id") or saved.get("device_id", "")
+        else:
+            response = await self.client.login(self.config.need("password"), device_name="durable-agent gateway")
+            if not isinstance(response, LoginResponse):
+                raise ValueError(f"matrix login as {self.user_id} failed: {response}")
+            _write_private(self.login_file, json.dumps(
+                {"access_token": response.access_token, "device_id": response.device_id}))
+        self._logged_in = True
+
+    def _saved_token(self) -> str | None:
+        return self.token_file.read_text().strip() or None if self.token_file.exists() else None
+
+    def _save_token(self, token: str) -> str:
+        _write_private(self.token_file, token)
+        return token
+
+    # ---- outbound -----------------------------------------------------------------
+
+    async def send(self, message: OutboundMessage) -> Delivered:
+        await self._login()
+        room = message.chat.conversation
+        if message.edit_of is not None:  # progress: the same message, edited in place
+            body = split_text(message.text, LIMIT)[0]
+            new = {"msgtype": "m.notice", "body": body}
+            content = {**new, "body": f"* {body}", "m.new_content": new,
+                       "m.relates_to": {"rel_type": "m.replace", "event_id": message.edit_of}}
+            await self._send(room, "m.room.message", content, message.key)
+            return Delivered(message_ids=[message.edit_of])
+        ids = []
+        for n, piece in enumerate(split_text(message.text, LIMIT)):
+            content: dict[str, Any] = {"msgtype": "m.notice", "body": piece}
+            if message.reply_to and n == 0:
+                content["m.relates_to"] = {"m.in_reply_to": {"event_id": message.reply_to}}
+            ids.append(await self._send(room, "m.room.message", content, message.key if n == 0 else f"{message.key}.{n}"))
+        for button in message.buttons:  # the reactions to tap, on the (first) message
+            key = BUTTON_KEYS[button.action]
+            relates = {"rel_type": "m.annotation", "event_id": ids[0], "key": key}
+            await self._send(room, "m.reaction", {"m.relates_to": relates}, f"{message.key}.{button.action}")
+        return Delivered(message_ids=ids)
+
+    async def _send(self, room: str, kind: str, content: dict, tx_id: str) -> str:
+        response = await self.client.room_send(room, kind, content, tx_id=tx_id)
+        if isinstance(response, RoomSendResponse):
+            return response.event_id
+        if response.status_code == "M_LIMIT_EXCEEDED" or getattr(response, "retry_after_ms", None):
+            raise RateLimited((response.retry_after_ms or 1000) / 1000)
+        raise RuntimeError(f"matrix send to {room} failed: {response}")
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole (a crash leaves the old file or the new one), owner-only."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def adapter(config: ChannelConfig, state_dir: Path) -> MatrixAdapter:
+    """The gateway's way in (every channel module has one)."""
+    return MatrixAdapter(config, state_dir)

@@ -1,0 +1,55 @@
+"""``gateway --config channels.toml``: talk to the agent from chat (Matrix, webhooks, ...).
+
+Runs the adapters of the file's tables and the worker of their conversations (cli/gateway.py);
+a channel whose library is missing is skipped with one line saying what to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from channels.config import load_channels
+from cli.gateway import Defaults, Gateway, build_adapter
+from cli.tasks import UserError, configured_model, model_window, provider_mode
+from contracts.channels import GATEWAY_TASK_QUEUE
+from runtime.logs import configure_logging
+from runtime.paths import data_dir
+from runtime.secrets import SecretStore
+from temporal.client import connect, is_embedded
+from worker import load_settings, task_queue
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    s = subparsers.add_parser("gateway", help="connect chat channels (channels.toml) to the agent")
+    s.add_argument("--config", required=True, type=Path, help="the channels file: one table per channel")
+    s.add_argument("--queue", default=GATEWAY_TASK_QUEUE, help="the gateway's own task queue")
+    s.set_defaults(run=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    secrets = SecretStore.from_settings(settings.secrets)
+    configure_logging(secrets=secrets)
+    try:
+        channels = load_channels(args.config, secrets)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    state_dir = data_dir(settings.paths) / "gateway"
+    adapters = []
+    for config in channels:
+        adapter = build_adapter(config, state_dir)
+        if isinstance(adapter, str):
+            print(adapter, file=sys.stderr)
+        else:
+            adapters.append((config, adapter))
+    if not adapters:
+        raise UserError("no channel can run: see above")
+    model = configured_model(args)
+    defaults = Defaults(model=model, provider=provider_mode(args), task_queue=task_queue(settings.temporal),
+                        data_dir=data_dir(settings.paths), context_window=model_window(model, settings.models), secrets=secrets)
+    client = await connect(settings)
+    print(f"gateway: {', '.join(c.name for c, _ in adapters)}; tasks on {defaults.task_queue}", file=sys.stderr)
+    await Gateway(client, adapters, defaults, queue=args.queue, register=is_embedded(settings.temporal)).run()
+    return 0

@@ -1,0 +1,142 @@
+"""The gateway as people run it (``starter.py gateway``), on a real Synapse: SIGKILLed between a
+message and its answer and started again, or run twice at once, each message starts one task
+and gets one answer (issue 31's second "done when")."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.channels.synapse import PASSWORDS, Synapse, require_synapse
+
+require_synapse()
+pytest.importorskip("nio", reason="matrix-nio is not installed: pip install 'durable-agent[channels]'")
+
+from contracts.channels import ChatRef, ConversationState, conversation_id  # noqa: E402
+from fakes.scripted import Step  # noqa: E402
+from tests.channels.matrix_users import ChatUser  # noqa: E402
+from tests.workflows.harness import scripted_worker, wait_until  # noqa: E402
+from workflows.conversation import ConversationWorkflow  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+AGENT = "@agent:localhost"
+SETTLE_S = 3.0  # after the answer: long enough for a duplicate to show, were there one
+
+
+def answer(text: str, **kw) -> Step:
+    return Step(tool_calls=[("message", {"type": "result", "text": text})], **kw)
+
+
+def channels_file(path: Path, synapse: Synapse) -> Path:
+    path.write_text(f"""
+[matrix]
+homeserver = "{synapse.url}"
+user_id = "{AGENT}"
+access_token = "{{{{secret:MATRIX_TOKEN}}}}"
+allowed_users = ["@alice:localhost"]
+approvers = ["@alice:localhost"]
+""")
+    return path
+
+
+def spawn_gateway(client, task_queue: str, config: Path, data: Path, token: str) -> subprocess.Popen:
+    env = dict(os.environ, TEMPORAL_ADDRESS=client.service_client.config.target_host, TEMPORAL_NAMESPACE="default",
+               AGENT_TASK_QUEUE=task_queue, AGENT_MODEL="scripted-model", AGENT_DATA_DIR=str(data),
+               AGENT_SECRET_MATRIX_TOKEN=token)
+    return subprocess.Popen([sys.executable, "starter.py", "gateway", "--config", str(config), "--queue",
+                             f"{task_queue}-gw"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=open(data.parent / f"{data.name}.stderr", "wb"))
+
+
+def token_file(data: Path) -> Path:
+    return data / "gateway" / "matrix-_agent_localhost.sync"
+
+
+def kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+
+async def agent_token(synapse: Synapse) -> str:
+    bot = await ChatUser(synapse.url, AGENT).login(PASSWORDS["agent"])
+    token = bot.client.access_token
+    await bot.close()
+    return token
+
+
+async def started(proc: subprocess.Popen, data: Path) -> None:
+    await wait_until(lambda: token_file(data).exists() or proc.poll() is not None, 60)
+    assert proc.poll() is None, (data.parent / f"{data.name}.stderr").read_text()[-3000:]
+
+
+async def tasks_of(client, room: str) -> ConversationState:
+    handle = client.get_workflow_handle(conversation_id(ChatRef(channel="matrix", conversation=room)))
+    return await handle.query(ConversationWorkflow.conversation, result_type=ConversationState)
+
+
+async def test_a_gateway_killed_before_it_committed_its_position_answers_once(client, task_queue, tmp_path, synapse):
+    config, data = channels_file(tmp_path / "channels.toml", synapse), tmp_path / "data"
+    token = await agent_token(synapse)
+    alice = await ChatUser(synapse.url, "@alice:localhost").login(PASSWORDS["alice"])
+    procs = []
+    try:
+        async with scripted_worker(client, task_queue, [answer("the one answer", hold=True)]) as model:
+            procs.append(spawn_gateway(client, task_queue, config, data, token))
+            await started(procs[0], data)
+            room = await alice.create_room(invite=[AGENT])
+            await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
+            await asyncio.sleep(1)  # the join's own sync batch committed
+            before = token_file(data).read_text()
+            await alice.say(room, "answer once")
+            await wait_until(lambda: len(model.requests) == 1, 60)  # Temporal has it: the task asked the model
+            kill(procs[0])
+            token_file(data).write_text(before)  # as if killed before it committed the batch
+            procs.append(spawn_gateway(client, task_queue, config, data, token))
+            await started(procs[1], data)
+            await asyncio.sleep(2)  # the restarted gateway read the batch again
+            model.release()
+            await alice.until(lambda: "the one answer" in alice.bodies(room, AGENT), "the answer")
+            await asyncio.sleep(SETTLE_S)
+            await alice.sync()
+            assert alice.bodies(room, AGENT).count("the one answer") == 1
+            assert len(model.requests) == 1
+            state = await tasks_of(client, room)
+            assert state.tasks == 1 and state.running is None
+    finally:
+        for proc in procs:
+            kill(proc)
+        await alice.close()
+
+
+async def test_two_gateways_at_once_answer_once(client, task_queue, tmp_path, synapse):
+    config = channels_file(tmp_path / "channels.toml", synapse)
+    token = await agent_token(synapse)
+    alice = await ChatUser(synapse.url, "@alice:localhost").login(PASSWORDS["alice"])
+    procs = []
+    try:
+        async with scripted_worker(client, task_queue, [answer("only once")]) as model:
+            for n in (1, 2):
+                data = tmp_path / f"data{n}"
+                procs.append(spawn_gateway(client, task_queue, config, data, token))
+                await started(procs[-1], data)
+            room = await alice.create_room(invite=[AGENT])
+            await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
+            await alice.say(room, "answer once")
+            await alice.until(lambda: "only once" in alice.bodies(room, AGENT), "the answer")
+            await asyncio.sleep(SETTLE_S)
+            await alice.sync()
+            assert alice.bodies(room, AGENT).count("only once") == 1
+            assert len(model.requests) == 1
+            assert (await tasks_of(client, room)).tasks == 1
+            model.assert_consumed()
+    finally:
+        for proc in procs:
+            kill(proc)
+        await alice.close()

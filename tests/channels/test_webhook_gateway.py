@@ -1,0 +1,199 @@
+"""The webhook channel through the gateway: signed calls in, signed callbacks out, a replayed or
+unsigned call refused, the same event id twice handled once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from channels.config import ChannelConfig
+from channels.webhook import WebhookAdapter, signature_problem, signed_headers
+from cli.gateway import Defaults, Gateway
+from cli.task_schedules import create_task_schedule, delete_task_schedule, trigger_task_schedule
+from contracts.channels import conversation_id
+from fakes.scripted import Step, tool
+from runtime.secrets import SecretStore
+from tests.workflows.harness import make_input, scripted_worker, wait_until
+from workflows.conversation import ConversationWorkflow
+from workflows.task import AgentTaskWorkflow
+
+SECRET = "webhook-secret-1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Callbacks:
+    """A local HTTP server that records the agent's signed callbacks."""
+
+    def __init__(self, busy_first: bool = False) -> None:
+        self.received: list[tuple[dict, dict]] = []
+        self.busy = busy_first  # answer the first call 429, Retry-After: 1
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.received.append((dict(self.headers), json.loads(body)))
+                assert signature_problem(SECRET, dict(self.headers.items()), body) is None
+                if outer.busy:
+                    outer.busy = False
+                    self.send_response(429)
+                    self.send_header("Retry-After", "1")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps({"id": f"msg-{len(outer.received)}"}).encode())
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@asynccontextmanager
+async def webhook_gateway(client, task_queue: str, workspace: Path, data: Path,
+                          callbacks: Callbacks) -> AsyncIterator[str]:
+    """The gateway with one webhook channel, ``hooks`` (``lead`` approves); yields its inbound URL."""
+    port = free_port()
+    table = ChannelConfig.model_validate(dict(
+        name="hooks", type="webhook", secret=SECRET, port=port, callback_url=callbacks.url, allowed_users=["ci-bot"],
+        approvers=["lead"], workspace=str(workspace)))
+    adapter = WebhookAdapter(table)
+    defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=data,
+                        secrets=SecretStore({"DEPLOY_TOKEN": "tok-5e3c7a9b"}))
+    running = asyncio.create_task(Gateway(client, [(table, adapter)], defaults, queue=f"{task_queue}-gw").run())
+    try:
+        await wait_until(lambda: adapter.server is not None and adapter.server.started, 30)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        callbacks.server.shutdown()
+
+
+def answers(callbacks: Callbacks) -> list[tuple[dict, dict]]:
+    return [(headers, body) for headers, body in callbacks.received if body["kind"] == "answer"]
+
+
+def post(url: str, event: dict, *, secret: str = SECRET, now: float | None = None) -> httpx.Response:
+    body = json.dumps(event).encode()
+    return httpx.post(url, content=body, headers=signed_headers(secret, body, now))
+
+
+async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_refused(
+    client, task_queue, workspace, tmp_path
+):
+    """Also: the callback's first answer is 429 (waited out by Temporal's retry), and a secret
+    in the message never reaches the model."""
+    callbacks = Callbacks(busy_first=True)
+    event = {"id": "evt-1", "conversation": "build-42", "author": "ci-bot",
+             "text": "summarize the build (deploy token tok-5e3c7a9b)"}
+    async with scripted_worker(client, task_queue, [tool("message", type="result", text="all green")]) as model, \
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
+        refused = await asyncio.to_thread(post, url, event, secret="wrong")
+        stale = await asyncio.to_thread(post, url, event, now=time.time() - 3600)
+        stranger = await asyncio.to_thread(post, url, {**event, "id": "evt-0", "author": "someone"})
+        assert (refused.status_code, stale.status_code, stranger.status_code) == (401, 401, 403)
+        first = await asyncio.to_thread(post, url, event)
+        again = await asyncio.to_thread(post, url, event)  # the caller retried: the same event
+        assert first.status_code == again.status_code == 202
+        await wait_until(lambda: answers(callbacks), 60)
+        await asyncio.sleep(2)
+        conversation = conversation_id("hooks:build-42")
+        for workflow_id in (conversation, f"{conversation}-task-1"):  # both replay as recorded
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+            replayed = await Replayer(workflows=[ConversationWorkflow, AgentTaskWorkflow],
+                                      data_converter=pydantic_data_converter).replay_workflow(history)
+            assert replayed.replay_failure is None, workflow_id
+    (headers, answer), = answers(callbacks)
+    assert answer["text"] == "all green" and answer["chat"]["conversation"] == "build-42"
+    assert headers["Idempotency-Key"] == answer["key"]
+    assert len(model.requests) == 1
+    sent = json.dumps(model.requests[0])
+    assert "tok-5e3c7a9b" not in sent and "{{secret:DEPLOY_TOKEN}}" in sent
+    keys = [body["key"] for _, body in callbacks.received]
+    assert keys[0] == keys[1] and len(keys) == len(set(keys)) + 1  # the 429'd message, sent again once
+    model.assert_consumed()
+
+
+async def test_a_scheduled_task_that_names_the_chat_posts_its_result_there(client, task_queue, workspace, tmp_path):
+    callbacks = Callbacks()
+    steps = [tool("message", type="result", text="hello"), tool("message", type="result", text="nightly: all green")]
+    event = {"id": "evt-7", "conversation": "nightly", "author": "ci-bot", "text": "hello"}
+    async with scripted_worker(client, task_queue, steps) as model, \
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
+        assert (await asyncio.to_thread(post, url, event)).status_code == 202
+        await wait_until(lambda: answers(callbacks), 60)
+        name = f"nightly-{task_queue}"
+        task = make_input(workspace, "report on the build", conversation=conversation_id("hooks:nightly"))
+        await create_task_schedule(client, name, "0 3 * * *", task, task_queue=task_queue)
+        try:
+            started = await trigger_task_schedule(client, name)
+            await wait_until(lambda: len(answers(callbacks)) == 2, 60)
+        finally:
+            await delete_task_schedule(client, name)
+    body = answers(callbacks)[1][1]
+    assert body["chat"]["conversation"] == "nightly"
+    assert body["text"] == f"Task {started}:\nnightly: all green"
+    model.assert_consumed()
+
+
+async def test_a_message_for_a_task_that_is_gone_starts_the_next_task(client, task_queue, workspace, tmp_path):
+    callbacks = Callbacks()
+    steps = [Step(tool_calls=[("message", {"type": "result", "text": "never said"})], hold=True),
+             tool("message", type="result", text="here again")]
+    first = {"id": "evt-a", "conversation": "ops", "author": "ci-bot", "text": "a long job"}
+    async with scripted_worker(client, task_queue, steps) as model, \
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
+        assert (await asyncio.to_thread(post, url, first)).status_code == 202
+        await wait_until(lambda: len(model.requests) == 1, 60)
+        task_id = f"{conversation_id('hooks:ops')}-task-1"
+        await client.get_workflow_handle(task_id).terminate("an operator ended it")
+        assert (await asyncio.to_thread(post, url, {**first, "id": "evt-b", "text": "are you there?"})).status_code == 202
+        await wait_until(lambda: answers(callbacks), 60)
+        model.release()
+    texts = [body["text"] for _, body in callbacks.received]
+    assert f"Task {task_id} is no longer running." in texts
+    assert [body["text"] for _, body in answers(callbacks)] == ["here again"]
+    assert "are you there?" in json.dumps(model.requests[1])
+
+
+async def test_an_approver_refuses_a_call_by_replying_to_the_approval_message(client, task_queue, workspace, tmp_path):
+    callbacks = Callbacks()
+    (workspace / "build").mkdir()
+    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text="kept it")]
+    event = {"id": "evt-x", "conversation": "cleanup", "author": "ci-bot", "text": "clean up"}
+    async with scripted_worker(client, task_queue, steps) as model, \
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
+        assert (await asyncio.to_thread(post, url, event)).status_code == 202
+        await wait_until(lambda: any(body["kind"] == "approval" for _, body in callbacks.received), 60)
+        number = next(n for n, (_, body) in enumerate(callbacks.received, 1) if body["kind"] == "approval")
+        assert [b["action"] for b in callbacks.received[number - 1][1]["buttons"]] == ["approve", "deny"]
+        decision = {"id": "evt-y", "conversation": "cleanup", "author": "lead", "reaction": "deny",
+                    "reply_to": f"msg-{number}"}  # the id the callback gave the approval message
+        assert (await asyncio.to_thread(post, url, decision)).status_code == 202
+        await wait_until(lambda: answers(callbacks), 60)
+    texts = [body["text"] for _, body in callbacks.received]
+    assert "Refused by lead: shell: rm -rf build" in texts
+    assert (workspace / "build").exists()
+    assert "[denied]" in json.dumps(model.requests[1]) and "lead (hooks)" in json.dumps(model.requests[1])
+    assert [body["text"] for _, body in answers(callbacks)] == ["kept it"]
