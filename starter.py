@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from runtime.secrets import SecretStore
 from runtime.settings import load_settings
 from runtime.store import StoreUnavailable
 from temporal.client import TemporalUnavailable
+from temporal.connection import add_options, given, resolve
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 
@@ -37,14 +39,25 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)
+    _with_connection_options(p)
     return p
+
+
+def _with_connection_options(p: argparse.ArgumentParser) -> None:
+    """--address, --namespace and --profile on ``p`` and on every command under it."""
+    add_options(p)
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # an alias lists its parser twice
+                _with_connection_options(child)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = load_settings()  # read once, here
-    except ValueError as err:  # a variable with a bad value, named
+        settings = dataclasses.replace(settings, temporal=resolve(settings.temporal, given(args)))
+    except ValueError as err:  # a variable with a bad value, or a profile that cannot be read, named
         print(f"error: {err}", file=sys.stderr)
         return 2
     args.settings = settings  # every command takes what it needs from here

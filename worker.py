@@ -11,12 +11,14 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import dataclasses
 import os
 import signal
 import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
@@ -43,6 +45,8 @@ from runtime.secrets import SecretStore
 from runtime.settings import Settings, load_settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
 from temporal.client import TemporalUnavailable, connect
+from temporal.connection import add_options as add_connection_options
+from temporal.connection import given, resolve
 from temporal.metrics import approvals_waiting, metrics_runtime
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
@@ -53,6 +57,13 @@ from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
 STICKY_WAIT = timedelta(seconds=5)
+
+
+def connected_settings(connection: Mapping[str, str] | None = None) -> Settings:
+    """This process's settings, the ``connection`` options (--address, --namespace, --profile)
+    over them: read once, here (ValueError naming a bad variable or profile)."""
+    settings = load_settings()
+    return dataclasses.replace(settings, temporal=resolve(settings.temporal, dict(connection or {})))
 
 
 def task_queue(settings: TemporalSettings) -> str:
@@ -228,11 +239,11 @@ async def _start(config: Settings, runtime: Runtime | None = None) -> tuple[sand
         raise
 
 
-async def preflight() -> int:
+async def preflight(connection: Mapping[str, str] | None = None) -> int:
     """The checks every worker process makes at start, made once by a supervisor before it
     starts its processes: a bad configuration is one line, not one per process."""
     try:
-        _box, store, _client = await _start(load_settings())
+        _box, store, _client = await _start(connected_settings(connection))
         await store.close()
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -240,12 +251,13 @@ async def preflight() -> int:
     return 0
 
 
-async def main(stop_requested: list[int] | None = None, index: int = 0) -> int:
+async def main(stop_requested: list[int] | None = None, index: int = 0,
+               connection: Mapping[str, str] | None = None) -> int:
     """One worker process. ``stop_requested``: signals that arrived before the worker could
     handle them (a supervised child starting up), acted on as soon as it can. ``index``: its
     place among a supervisor's processes (its metrics port is ``AGENT_METRICS_PORT + index``)."""
     try:
-        config = load_settings()
+        config = connected_settings(connection)
         port = config.worker.metrics_port
         runtime = metrics_runtime(port + index) if port else None
         box, store, client = await _start(config, runtime)
@@ -296,6 +308,7 @@ async def main(stop_requested: list[int] | None = None, index: int = 0) -> int:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="worker.py", description="A worker for the agent's task queue.")
     add_options(parser)
+    add_connection_options(parser)  # `durable-agent worker` has them from starter.py, as every command
     return parser.parse_args(argv)
 
 
@@ -305,8 +318,8 @@ async def serve(options: argparse.Namespace) -> int:
     if options.metrics_port is not None:  # for this process and the ones it supervises
         os.environ["AGENT_METRICS_PORT"] = str(options.metrics_port)
     if options.processes > 1:
-        return await preflight() or supervise(options.processes)
-    return await main()
+        return await preflight(given(options)) or supervise(options.processes, given(options))
+    return await main(connection=given(options))
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -318,11 +331,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              "(default: $AGENT_METRICS_PORT, else none)")
 
 
-def supervise(processes: int) -> int:
+def supervise(processes: int, connection: Mapping[str, str]) -> int:
     """Run ``processes`` worker processes; SIGTERM/SIGINT go to each, which drains and exits.
     Each child dies with this process (a parent-death signal), so none outlives it."""
     children = [
-        subprocess.Popen([sys.executable, "-c", _CHILD, str(index)], cwd=os.path.dirname(os.path.abspath(__file__)),
+        subprocess.Popen([sys.executable, "-c", _CHILD, str(index), *_arguments(connection)],
+                         cwd=os.path.dirname(os.path.abspath(__file__)),
                          preexec_fn=_die_with_parent)
         for index in range(processes)
     ]
@@ -351,11 +365,15 @@ _CHILD = (
 
 def run_child(stop_requested: list[int], index: int) -> None:
     try:
-        code = asyncio.run(main(stop_requested, index))
+        code = asyncio.run(main(stop_requested, index, given(parse_args(sys.argv[2:]))))
     except KeyboardInterrupt:
         code = 130
     _flush_quietly()
     os._exit(code)
+
+
+def _arguments(options: Mapping[str, str]) -> list[str]:
+    return [arg for name, value in options.items() for arg in (f"--{name}", value)]
 
 
 def _flush_quietly() -> None:

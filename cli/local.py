@@ -1,5 +1,6 @@
-"""What a command runs in its own process: a worker (``run``, ``watch`` and ``mcp-serve`` on the
-embedded dev server, ``run --demo``) and a follower that shows a task on this terminal."""
+"""What a command runs in its own process: a worker (``run --demo``, ``mcp-serve`` on the
+embedded dev server or with ``--worker``) and a follower that shows a task on this terminal.
+Other commands leave the running to the background worker (cli/background.py)."""
 
 from __future__ import annotations
 

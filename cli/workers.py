@@ -23,7 +23,9 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ResetSti
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from contracts.task import TaskStatus
+from contracts.task import DEFAULT_TASK_QUEUE, TaskStatus
+from core.settings import TemporalSettings
+from temporal.connection import as_arguments
 from workflows.task import AgentTaskWorkflow
 
 RPC_TIMEOUT = timedelta(seconds=5)
@@ -53,6 +55,16 @@ async def queue_polled(client: Client, queue: str) -> bool:
         return True
     now = time.time()
     return any(now - poller.last_access_time.ToMicroseconds() / 1e6 < POLLED_WITHIN_S for poller in pollers)
+
+
+async def unpolled_notice(client: Client, queue: str, settings: TemporalSettings) -> str | None:
+    """One line saying what to run when no worker polls ``queue`` lately; None when one does
+    (or it cannot be told)."""
+    if await queue_polled(client, queue):
+        return None
+    env = f"AGENT_TASK_QUEUE={queue} " if queue != (settings.task_queue or DEFAULT_TASK_QUEUE) else ""
+    command = " ".join([f"{env}python worker.py", *as_arguments(settings)])
+    return f"no worker polls task queue {queue}: the task waits until one does; start one with: {command}"
 
 
 async def unpin(client: Client, workflow_id: str) -> None:

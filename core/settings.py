@@ -145,12 +145,17 @@ class CodecSettings(Group):
 class TemporalSettings(Group):
     """What we read ourselves; the SDK's envconfig reads the rest of TEMPORAL_* (and the address again)."""
 
-    address: str | None = var("TEMPORAL_ADDRESS")  # None: the embedded dev server
+    address: str | None = var("TEMPORAL_ADDRESS")  # None: the profile's, else the embedded dev server
+    namespace: str | None = var("TEMPORAL_NAMESPACE")  # None: the profile's, else default
+    profile: str | None = var("TEMPORAL_PROFILE")  # None: envconfig's "default"
+    config_file: Path | None = var("TEMPORAL_CONFIG_FILE")  # None: envconfig's own place
     ui_url: str | None = var("TEMPORAL_UI_URL")
     task_queue: str | None = var("AGENT_TASK_QUEUE")  # None: contracts.task.DEFAULT_TASK_QUEUE
+    embedded_port: int = var("AGENT_EMBEDDED_PORT", 7233)  # the embedded server's; its UI is 1000 above
 
     @property
     def embedded(self) -> bool:
+        """No address from the options, TEMPORAL_ADDRESS or the profile (``temporal.connection.resolve``)."""
         return not self.address
 
 

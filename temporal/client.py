@@ -1,17 +1,16 @@
 """Connecting to Temporal: the embedded dev server by default, a real cluster when configured.
 
-A real cluster is configured the way Temporal's own tools are: ``TEMPORAL_ADDRESS``,
-``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*`` and profiles
-(``TEMPORAL_PROFILE``, ``TEMPORAL_CONFIG_FILE``), read by the SDK's envconfig. We read
-only ``TEMPORAL_ADDRESS`` (set or not: a cluster or the embedded server) and
-``TEMPORAL_UI_URL``, through ``Settings.temporal``.
+A real cluster is configured the way Temporal's own tools are: ``--address``,
+``--namespace``, ``--profile``, ``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
+``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*`` and profiles (``TEMPORAL_PROFILE``,
+``TEMPORAL_CONFIG_FILE``), read by the SDK's envconfig (temporal/connection.py). No address
+from any of them: the embedded server.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import IndexedValueType
@@ -21,19 +20,13 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client
-from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.settings import Settings, TemporalSettings
 from temporal.codec import codec_for, data_converter
-from temporal.server import (
-    EMBEDDED_HOST,
-    EMBEDDED_PORT,
-    EMBEDDED_UI_PORT,
-    SEARCH_ATTRIBUTES,
-    ensure_embedded_server,
-)
+from temporal.connection import connect_config
+from temporal.server import EMBEDDED_HOST, EMBEDDED_PORT, SEARCH_ATTRIBUTES, ensure_embedded_server, ui_port
 from temporal.tracing import configure_tracing, interceptors
 
 
@@ -42,7 +35,7 @@ class TemporalUnavailable(RuntimeError):
 
 
 def is_embedded(settings: TemporalSettings) -> bool:
-    """No ``TEMPORAL_ADDRESS``: the embedded dev server."""
+    """No address (``temporal.connection.resolve``): the embedded dev server."""
     return settings.embedded
 
 
@@ -58,7 +51,7 @@ def ui_base_url(settings: TemporalSettings) -> str:
     if settings.ui_url:
         return settings.ui_url.rstrip("/")
     if settings.embedded:
-        return f"http://{EMBEDDED_HOST}:{EMBEDDED_UI_PORT}"
+        return f"http://{EMBEDDED_HOST}:{ui_port(settings.embedded_port)}"
     host, port = host_and_port(settings.address or "")
     if host.startswith(LOCAL_HOSTS):
         return f"http://{host}:{port + DEV_UI_OFFSET}"
@@ -78,13 +71,10 @@ def host_and_port(address: str) -> tuple[str, int]:
 async def connect(settings: Settings, *, start_embedded: bool = True, runtime: Runtime | None = None) -> Client:
     """A client of the cluster ``settings.temporal`` names (or the embedded server, its files in
     ``settings.paths``), with the codec and tracing they configure."""
-    config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())  # the SDK reads TEMPORAL_*
+    config = connect_config(settings.temporal)  # the profile's, under the options and TEMPORAL_*
     embedded = settings.temporal.embedded
-    if embedded:
-        if start_embedded:
-            await ensure_embedded_server(settings.paths)
-        config["target_host"] = f"{EMBEDDED_HOST}:{EMBEDDED_PORT}"
-        config.setdefault("namespace", "default")
+    if embedded and start_embedded:
+        await ensure_embedded_server(settings.paths, port=settings.temporal.embedded_port)
     config["data_converter"] = data_converter(codec_for(settings.codec))
     configure_tracing(settings.tracing)  # off (and free) unless an OTLP endpoint or AGENT_TRACE_FILE is set
     config["interceptors"] = interceptors()

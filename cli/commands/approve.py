@@ -16,6 +16,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
+from cli.background import connect
 from cli.prompt import read_line
 from cli.render import approval_text, safe
 from cli.subagents import approval_holder, subagent_call
@@ -24,7 +25,6 @@ from cli.workers import RESTART_WAIT, ask_status, unpin
 from contracts.activities import LLM_ACTIVITY
 from contracts.task import ApprovalDecision, PendingApproval
 from core.messages import TurnResult
-from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
 
 CONFIRM_WAIT_S = 5.0  # how long `approve` waits for a worker to confirm a decision

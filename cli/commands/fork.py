@@ -12,13 +12,13 @@ import uuid
 from datetime import date
 from pathlib import Path
 
+from cli.background import connect
 from cli.tasks import QUERY_TIMEOUT, UserError, describe
 from cli.turn_points import left_out_line, turn_point
 from cli.workers import RESTART_WAIT, ask
 from contracts.activities import ContextPage
 from contracts.task import LoopState
 from runtime.checkpoints import CheckpointError, Checkpoints
-from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from cli.background import connect
 from cli.tasks import MAX_INTERJECTION, UserError, running, who
 from cli.workers import worker_absence
 from contracts.task import Interjection
 from runtime.secrets import SecretStore
-from temporal.client import connect
 from workflows.task import AgentTaskWorkflow
 
 

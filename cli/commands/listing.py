@@ -18,6 +18,7 @@ from datetime import UTC, timedelta
 
 from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
 
+from cli.background import connect
 from cli.render import approval_text, make_console, safe, shorten
 from cli.task_listing import (
     STATES,
@@ -33,7 +34,6 @@ from cli.task_listing import (
     since_now,
 )
 from cli.workers import ask_status, queue_polled
-from temporal.client import connect
 
 PENDING_WAIT = timedelta(seconds=2)  # per waiting task: the list is worth more than one line of it
 DEFAULT_LIMIT = 20

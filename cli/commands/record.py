@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from cli.background import connect
 from cli.tasks import UserError
 from evals.record import record_task
 from evals.run import EvalError
 from evals.suite import SuiteError
 from runtime.checkpoints import Checkpoints
-from temporal.client import connect
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

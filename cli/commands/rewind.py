@@ -18,11 +18,11 @@ from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from cli.background import connect
 from cli.tasks import UserError, describe, who
 from cli.turn_points import left_out_line, turn_point
 from runtime.checkpoints import CheckpointError, Checkpoints
 from runtime.settings import Settings
-from temporal.client import connect
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

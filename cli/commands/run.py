@@ -1,30 +1,47 @@
 """``run TASK``: start a task and follow it; at a terminal, stay in its conversation
-(cli/conversation.py). Without a terminal: exit 0 on DONE, 1 otherwise."""
+(cli/conversation.py). Without a terminal: exit 0 on DONE, 1 otherwise.
+
+On the embedded default the background worker runs the tasks (cli/background.py), so a task
+left goes on. ``--demo`` is the exception: its scripted model and worker live in this
+process, so the demo's tasks end with it (terminated, with the reason), however it ends:
+leaving, Ctrl-C, SIGTERM or a closed terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import signal
 import sys
 import uuid
 from contextlib import AsyncExitStack
 
+from temporalio.service import RPCError
+
 from activities.llm import ProviderSettings
+from cli.background import connect
 from cli.commands import start
 from cli.conversation import Conversation, converse
 from cli.local import local_worker
 from cli.options import add_task_options
+from cli.render import safe
 from cli.resume import picked_up
 from cli.tasks import UserError, configured_model, task_input, workspace_of
+from cli.workers import unpolled_notice
 from contracts.task import ApprovalMode, TaskInput
-from temporal.client import connect, is_embedded
 from worker import task_queue
+
+DEMO_ENDED = "the demo ended with its terminal: its scripted model ran in the `run --demo` process"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("run", help="start a task and follow it; at a terminal, stay in its conversation")
     s.add_argument("task", nargs="?", help="the instruction (with --continue or --resume: the next one, optional)")
     add_task_options(s)
-    s.add_argument("--demo", action="store_true", help="use the offline scripted demo model")
+    s.add_argument("--demo", action="store_true",
+                   help="use the offline scripted demo model; it runs in this process, so the demo's tasks end "
+                   "with it (leaving, Ctrl-C or a closed terminal terminates them)")
     s.add_argument("--detach", action="store_true", help="start the task and print its id, as `start` does")
     s.add_argument("--continue", dest="continue_", action="store_true",
                    help="continue the conversation of the newest task in this workspace")
@@ -51,7 +68,7 @@ async def run(args: argparse.Namespace) -> int:
         next_input(args.task)  # a mistake in the options is one line before anything starts
     client = await connect(args.settings)
     async with AsyncExitStack() as stack:
-        queue, settings = task_queue(args.settings.temporal), None
+        queue = task_queue(args.settings.temporal)
         if args.demo:
             from fakes.scripted import ScriptedModelServer, demo_steps
 
@@ -63,11 +80,43 @@ async def run(args: argparse.Namespace) -> int:
             def next_input(text: str) -> TaskInput:  # the demo model speaks the OpenAI wire, no failover
                 server.add(*demo_steps(text))
                 return plain(text).model_copy(update={"provider": "openai", "fallbacks": []})
-        if args.demo or is_embedded(args.settings.temporal):
+
             await local_worker(stack, client, queue, settings, args.settings)
+        elif notice := await unpolled_notice(client, queue, args.settings.temporal):
+            print(notice, file=sys.stderr)
         workspace = str(workspace_of(args))
         session, latest = await picked_up(client, args, workspace)
         talk = Conversation(client, queue, next_input, args.settings, workspace=workspace, session=session,
                             approval=ApprovalMode(args.approval))
         talk.tasks += [latest] if latest else []
-        return await converse(talk, args.task)
+        return await (_demo(talk, args.task) if args.demo else converse(talk, args.task))
+
+
+async def _demo(talk: Conversation, text: str | None) -> int:
+    """The demo's conversation; whatever ends it ends its tasks that still run."""
+    ended_by: list[signal.Signals] = []
+    task, loop = asyncio.current_task(), asyncio.get_running_loop()
+    assert task is not None
+
+    def end(signum: signal.Signals) -> None:  # a closed terminal (SIGHUP) or SIGTERM, as Ctrl-C
+        ended_by.append(signum)
+        task.cancel()
+
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        loop.add_signal_handler(signum, end, signum)
+    try:
+        return await converse(talk, text)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if ended_by:
+            return 128 + ended_by[0]
+        raise
+    finally:
+        await asyncio.shield(_end_demo(talk))
+
+
+async def _end_demo(talk: Conversation) -> None:
+    for workflow_id in talk.tasks:
+        with contextlib.suppress(RPCError):  # it ended already
+            await talk.client.get_workflow_handle(workflow_id).terminate(reason=DEMO_ENDED)
+            with contextlib.suppress(OSError):  # the terminal may be gone
+                talk.console.print(safe(f"task {workflow_id} ended: {DEMO_ENDED}"))

@@ -10,6 +10,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from cli.background import connect
 from cli.options import add_task_options
 from cli.render import safe, shorten
 from cli.task_listing import Listed, age_text, cost_text, rows_of
@@ -27,7 +28,7 @@ from cli.task_schedules import (
 )
 from cli.tasks import UserError, configured_model, task_input
 from contracts.channels import conversation_id
-from temporal.client import connect, ensure_search_attributes, is_embedded
+from temporal.client import ensure_search_attributes, is_embedded
 from worker import task_queue
 
 

@@ -1,13 +1,18 @@
-"""``start TASK``: start a task and print its workflow id as the last line."""
+"""``start TASK``: start a task and print its workflow id as the last line.
+
+On the embedded default a background worker runs it (cli/background.py); on a cluster where
+no worker polls the task queue, one line says what to run, instead of the task waiting unseen.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from cli.background import connect
 from cli.options import add_task_options
 from cli.tasks import configured_model, start_task, task_input
-from temporal.client import connect
+from cli.workers import unpolled_notice
 from worker import task_queue
 
 
@@ -21,8 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 async def run(args: argparse.Namespace) -> int:
     inp = task_input(args, configured_model(args))
     client = await connect(args.settings)
-    workflow_id = await start_task(client, inp, task_queue(args.settings.temporal), args.settings.temporal,
-                                   conversation=True)
+    queue = task_queue(args.settings.temporal)
+    workflow_id = await start_task(client, inp, queue, args.settings.temporal, conversation=True)
     print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
+    if notice := await unpolled_notice(client, queue, args.settings.temporal):
+        print(notice, file=sys.stderr)
     print(workflow_id)
     return 0

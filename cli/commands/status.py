@@ -7,11 +7,11 @@ import json
 
 from temporalio.client import WorkflowExecutionStatus
 
+from cli.background import connect
 from cli.permissions import permission_lines
 from cli.render import status_lines
 from cli.tasks import QUERY_TIMEOUT, UserError, closed_outcome, describe, finished_status, ui_link
 from cli.workers import RESTART_WAIT, ask_status
-from temporal.client import connect
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from contextlib import AsyncExitStack
 
-from cli.local import local_worker, make_follower
+from cli.background import connect
+from cli.local import make_follower
 from cli.tasks import closed_outcome, describe
 from contracts.task import TaskState
-from temporal.client import connect, is_embedded
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,12 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
+    # On the embedded default the background worker runs a running task on, and answers the
+    # events query of a finished one by replaying it.
     client = await connect(args.settings)
-    desc = await describe(client, args.id)
-    async with AsyncExitStack() as stack:
-        if is_embedded(args.settings.temporal):
-            # Runs a running task on; answers the events query of a finished one by replaying it.
-            await local_worker(stack, client, desc.task_queue, None, args.settings)
-        follower = make_follower(client, args.id, args.settings, json_mode=args.json)
-        outcome = await follower.run(lambda: closed_outcome(client, args.id))
+    await describe(client, args.id)
+    outcome = await make_follower(client, args.id, args.settings, json_mode=args.json).run(lambda: closed_outcome(client, args.id))
     return 0 if outcome.status == TaskState.DONE else 1

@@ -18,7 +18,7 @@ from starter import parser
 
 COMMAND_NAMES = [
     "run", "start", "status", "watch", "stop", "approve", "interject", "reply", "list",
-    "rewind", "fork", "schedule", "eval", "record", "mcp-serve", "worker", "gateway",
+    "rewind", "fork", "schedule", "eval", "record", "mcp-serve", "worker", "gateway", "server",
 ]  # fmt: skip
 
 
