@@ -1,27 +1,11 @@
 """Telegram, on ``python-telegram-bot`` (issue 31): private chats and groups in, answers and
 inline-keyboard approvals out.
 
-Inbound comes by long polling (getUpdates) or by webhook (setWebhook with a secret token;
-every POST's ``X-Telegram-Bot-Api-Secret-Token`` is checked). Polling moves its offset past an
-update only after ``deliver`` returns, and Telegram forgets an update only when a later
-getUpdates names a higher offset, so a deliver that fails (or a gateway killed mid-way) means
-the update comes again; a webhook POST is answered 200 only after ``deliver`` returns, and
-Telegram retries it otherwise. The conversation drops repeats by ``event_id`` (the update id).
-We drive ``Bot`` ourselves rather than ``Application``, whose updater confirms updates as it
-queues them.
-
-A chat is a conversation (``conversation`` = chat id); a forum topic is a thread of its own
-(``thread`` = ``message_thread_id``). Bots are ignored (``from.is_bot``), strangers logged
-and ignored, a non-approver's button answered with an alert; ``/start`` (a person opening the
-bot) starts nothing, and a group's ``/stop@agent_bot`` reads as ``/stop``. Photos and documents
-come as attachments with their bytes (getFile; up to ``ATTACHMENT_BYTES``, larger ones by name
-and size).
-
-Outbound: plain text (no parse mode, so nothing the agent says can fail to parse), split at
-4,096 characters; buttons as an inline keyboard on the last piece; progress edited in place
-(editMessageText; "message is not modified" from a retried edit counts as done). What was posted
-is recorded by message key (channels/posted.py), so a retried delivery posts only what is missing. A 429's
-``retry_after`` is raised as ``RateLimited``.
+Long polling moves its offset past an update only after ``deliver`` returns, and a webhook
+POST (its secret token checked) is answered 200 only then, so a failed delivery comes again.
+We drive ``Bot`` ourselves: ``Application``'s updater confirms updates as it queues them.
+A chat is a conversation, a forum topic a thread; answers are plain text split at 4,096
+characters, progress is edited in place, a 429 is ``RateLimited``. The rest: docs/channels.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """A conversation you stay in: at a terminal, ``run`` keeps a prompt after the task's answer.
 
-A conversation is a session (``--session``; by default one named after its first task,
-``cli.tasks.start_task``): a line typed at the prompt starts the session's next task, which
-begins with the history of the earlier ones (activities/session.py), or reaches the task
-still running as an interjection. ``--continue`` and ``--resume ID`` pick a conversation up
-later (cli/resume.py); slash commands act on it (cli/slash.py).
-
-Ctrl-C is read by the event loop (a signal handler, and stdin read when the loop sees it
-readable, never by a thread blocked in ``input``), so it is seen wherever the conversation
-is. The first while a task runs cuts off the current step with an interjection (the task
-cancels the model call or tool that runs and the model is told, as ``interject`` does) and
-returns the prompt once the task has taken it; a second before that, or one at the prompt,
-leaves, saying how to come back. Without a terminal, ``run`` follows its one task as before.
+A conversation is a session: a line typed at the prompt starts its next task (with the
+history of the earlier ones), or reaches the task still running as an interjection;
+``--continue``/``--resume`` pick it up later (cli/resume.py), slash commands act on it
+(cli/slash.py). Ctrl-C is read by the event loop, never by a thread blocked in ``input``:
+the first while a task runs cuts off the current step with an interjection and returns the
+prompt once the task has taken it; a second leaves, saying how to come back. README,
+Conversations.
 """
 
 from __future__ import annotations

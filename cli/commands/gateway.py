@@ -14,11 +14,10 @@ from channels.config import load_channels
 from cli.gateway import Defaults, Gateway, build_adapter
 from cli.tasks import UserError, configured_model, model_window, provider_mode
 from contracts.channels import GATEWAY_TASK_QUEUE
-from runtime.logs import configure_logging
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from temporal.client import connect, is_embedded
-from worker import load_settings, task_queue
+from worker import task_queue
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,9 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = args.settings  # starter.py's (its log lines go to the data directory's worker.log)
     secrets = SecretStore.from_settings(settings.secrets)
-    configure_logging(secrets=secrets)
     try:
         channels = load_channels(args.config, secrets)
     except ValueError as err:
