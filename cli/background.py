@@ -37,8 +37,12 @@ from cli.workers import RPC_TIMEOUT
 from core.settings import Settings, TaskDefaults
 from runtime.paths import data_dir
 from temporal import client as temporal_client
+from temporal.codec import codec_for
 from temporal.connection import as_arguments
 from temporal.server import (
+    CODEC_LOG,
+    CODEC_MARKER,
+    CODEC_PID,
     EMBEDDED_HOST,
     SERVER_LOG,
     SERVER_PID,
@@ -70,7 +74,8 @@ async def connect(settings: Settings) -> Client:
         return await temporal_client.connect(settings)
     directory = data_dir(settings.paths)
     with _locked(directory / LOCK):  # two commands at once start one pair, not two
-        server = await ensure_embedded_server(settings.paths, port=settings.temporal.embedded_port)
+        server = await ensure_embedded_server(settings.paths, port=settings.temporal.embedded_port,
+                                           codec=codec_for(settings.codec) is not None)
         client = await temporal_client.connect(settings, start_embedded=False)
         started = await ensure_worker(client, settings, directory)
     if server:
@@ -157,6 +162,7 @@ class Part:
 
 
 PARTS = (Part("Temporal dev server", SERVER_PID, SERVER_LOG, SERVER_MARKER),
+         Part("codec server", CODEC_PID, CODEC_LOG, CODEC_MARKER),
          Part("worker", WORKER_PID, WORKER_LOG, WORKER_MARKER))
 
 
@@ -179,7 +185,7 @@ def stop(settings: Settings) -> list[str]:
     """Stop the worker (it drains its running activities first), then the server; tasks
     stay in the server's database and go on when they start again."""
     directory = data_dir(settings.paths)
-    waits = {WORKER_PID: settings.worker.shutdown_grace_s + STOP_WAIT_S, SERVER_PID: STOP_WAIT_S}
+    waits = {WORKER_PID: settings.worker.shutdown_grace_s + STOP_WAIT_S, SERVER_PID: STOP_WAIT_S, CODEC_PID: STOP_WAIT_S}
     lines = []
     for part in PARTS[::-1]:
         pid = running_pid(directory / part.pid_file, part.marker)

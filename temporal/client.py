@@ -74,7 +74,8 @@ async def connect(settings: Settings, *, start_embedded: bool = True, runtime: R
     config = connect_config(settings.temporal)  # the profile's, under the options and TEMPORAL_*
     embedded = settings.temporal.embedded
     if embedded and start_embedded:
-        await ensure_embedded_server(settings.paths, port=settings.temporal.embedded_port)
+        await ensure_embedded_server(settings.paths, port=settings.temporal.embedded_port,
+                                           codec=codec_for(settings.codec) is not None)
     config["data_converter"] = data_converter(codec_for(settings.codec))
     configure_tracing(settings.tracing)  # off (and free) unless an OTLP endpoint or AGENT_TRACE_FILE is set
     config["interceptors"] = interceptors()

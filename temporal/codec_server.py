@@ -28,6 +28,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
@@ -132,8 +133,9 @@ def main(argv: Sequence[str] | None = None, settings: CodecSettings | None = Non
         default=",".join(settings.cors_origins or DEFAULT_ORIGINS),
         help=f"comma-separated UI origins allowed by CORS (env {ORIGINS_ENV})",
     )
+    parser.add_argument("--token-file", type=Path, help=f"read the token from this file (instead of {TOKEN_ENV})")
     args = parser.parse_args(argv)
-    token = settings.token
+    token = args.token_file.read_text().strip() if args.token_file else settings.token
     if not token:
         parser.error(f"set {TOKEN_ENV}: the codec server refuses to run without a token")
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -64,7 +65,8 @@ def port_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
         return False
 
 
-def start_dev_command(db_file: Path, *, port: int = EMBEDDED_PORT, ui_port: int = EMBEDDED_UI_PORT) -> list[str]:
+def start_dev_command(db_file: Path, *, port: int = EMBEDDED_PORT, ui_port: int = EMBEDDED_UI_PORT,
+                      codec_endpoint: str | None = None) -> list[str]:
     command = [
         temporal_cli(), "server", "start-dev",
         "--ip", EMBEDDED_HOST,
@@ -73,6 +75,8 @@ def start_dev_command(db_file: Path, *, port: int = EMBEDDED_PORT, ui_port: int 
         "--db-filename", str(db_file),
         "--log-level", "warn",
     ]
+    if codec_endpoint:  # the UI decodes compressed (and encrypted) payloads through it
+        command += ["--ui-codec-endpoint", codec_endpoint]
     for name, kind in SEARCH_ATTRIBUTES.items():
         command += ["--search-attribute", f"{name}={kind}"]
     return command
@@ -85,6 +89,29 @@ def ui_port(port: int) -> int:
 
 SERVER_LOG = "temporal-server.log"
 SERVER_PID = "temporal-server.pid"
+CODEC_LOG = "codec-server.log"
+CODEC_PID = "codec-server.pid"
+CODEC_TOKEN = "codec-token"  # the codec server's token, the UI's codec endpoint's first path segment
+CODEC_MARKER = "temporal.codec_server"
+
+
+def codec_port(port: int) -> int:
+    """The embedded UI's codec server: the port after the UI's."""
+    return ui_port(port) + 1
+
+
+def start_codec_server(directory: Path, port: int) -> str:
+    """Start the codec server for the embedded server on ``port`` (detached, its token in the
+    data directory, readable by this user only); the UI's codec endpoint for it."""
+    token_file = directory / CODEC_TOKEN
+    if not token_file.exists():
+        token_file.touch(mode=0o600)
+        token_file.write_text(secrets.token_urlsafe(24))
+    ui = ui_port(port)
+    origins = f"http://{EMBEDDED_HOST}:{ui},http://localhost:{ui}"
+    spawn_detached([sys.executable, "-m", CODEC_MARKER, "--port", str(codec_port(port)), "--origins", origins,
+                    "--token-file", str(token_file)], directory / CODEC_LOG, directory / CODEC_PID)
+    return f"http://{EMBEDDED_HOST}:{codec_port(port)}/{token_file.read_text().strip()}"
 
 
 def spawn_detached(command: list[str], log: Path, pid_file: Path, **popen: Any) -> subprocess.Popen:
@@ -114,13 +141,18 @@ def running_pid(pid_file: Path, marker: str) -> int | None:
     return pid
 
 
-async def ensure_embedded_server(paths: PathSettings, timeout_s: float = 60.0, *, port: int = EMBEDDED_PORT) -> bool:
+async def ensure_embedded_server(paths: PathSettings, timeout_s: float = 60.0, *, port: int = EMBEDDED_PORT,
+                                 codec: bool = False) -> bool:
     """Start the embedded dev server unless something answers on ``port``, keeping its files
-    (database, log, pid) in the data directory (``paths``). True if started."""
+    (database, log, pid) in the data directory (``paths``); with ``codec`` (payloads are
+    compressed or encrypted), its UI decodes them through a codec server started beside it.
+    True if started."""
     if port_open(EMBEDDED_HOST, port):
         return False
     directory = data_dir(paths)
-    spawn_detached(start_dev_command(directory / "temporal.db", port=port, ui_port=ui_port(port)),
+    endpoint = start_codec_server(directory, port) if codec else None
+    spawn_detached(start_dev_command(directory / "temporal.db", port=port, ui_port=ui_port(port),
+                                     codec_endpoint=endpoint),
                    directory / SERVER_LOG, directory / SERVER_PID)
     deadline = asyncio.get_running_loop().time() + timeout_s
     while asyncio.get_running_loop().time() < deadline:

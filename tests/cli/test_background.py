@@ -109,14 +109,16 @@ async def test_start_on_the_embedded_default_runs_the_task_to_done_with_no_other
             code, out, _ = await starter(env, "server", "status")
             assert code == 0 and f"running (pid {pids['worker']})" in out
             assert f"running (pid {pids['Temporal dev server']})" in out
+            assert f"codec server: running (pid {pids['codec server']})" in out  # the UI reads compressed payloads
             code, out, _ = await starter(env, "server", "logs", "-n", "50")
             assert code == 0 and "temporal-server.log <==" in out and "worker started" in out
 
             code, out, _ = await starter(env, "server", "stop", timeout_s=60)
             assert code == 0 and "worker: stopped" in out and "Temporal dev server: stopped" in out
-            assert background_pids(env) == {"Temporal dev server": None, "worker": None}
+            assert "codec server: stopped" in out
+            assert background_pids(env) == {"Temporal dev server": None, "codec server": None, "worker": None}
             code, out, _ = await starter(env, "server", "status")
-            assert out.count("not running") == 2
+            assert out.count("not running") == 3
 
 
 async def test_the_background_worker_is_replaced_when_the_settings_change(tmp_path, workspace):

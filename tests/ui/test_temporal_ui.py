@@ -19,6 +19,7 @@ import importlib.util
 import os
 import shutil
 import socket
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from cli.tasks import start_task
 from contracts.task import TaskInput, TaskState
+from core.settings import CodecSettings
 from fakes.scripted import tool
+from temporal.codec import codec_for, data_converter
+from temporal.codec_server import make_server
 from temporal.server import SEARCH_ATTRIBUTES, port_open, temporal_cli
 from tests import configured
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, wait_for_state
@@ -62,6 +66,7 @@ TIMEOUT_MS = 20_000  # the UI is a single-page app: first loads on 2 busy cores 
 # Markdown would read it as ``rm -rf logs/**old** && git push –force origin main``.
 PENDING = "rm -rf logs/__old__ && git push --force origin main"
 INSTRUCTION = "Clean logs/__old__, then push --force *now*"
+CODEC_TOKEN = "ui-test-token"
 ARTIFACTS = Path(os.environ.get("AGENT_TEST_ARTIFACTS") or Path(__file__).resolve().parents[2] / "data/test-artifacts")
 
 
@@ -99,12 +104,17 @@ def module_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 async def ui_server() -> AsyncIterator[tuple[WorkflowEnvironment, str]]:
-    """An in-memory dev server from the pinned CLI with its UI on; (env, UI base URL)."""
+    """An in-memory dev server from the pinned CLI with its UI on, the UI's codec endpoint the
+    project's codec server (as the embedded default has it); (env, UI base URL)."""
     ui_port = free_port()
+    codec = make_server(codec_for(CodecSettings()), CODEC_TOKEN, port=0, origins=[f"http://127.0.0.1:{ui_port}"])
+    threading.Thread(target=codec.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{codec.server_address[1]}/{CODEC_TOKEN}"
     extra = [arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(), data_converter=pydantic_data_converter,
-        dev_server_extra_args=[*extra, "--ui-disable-news-fetch"], ui=True, ui_port=ui_port,
+        dev_server_extra_args=[*extra, "--ui-disable-news-fetch", "--ui-codec-endpoint", endpoint],
+        ui=True, ui_port=ui_port,
     )
     try:
         deadline = asyncio.get_running_loop().time() + 30
@@ -114,6 +124,8 @@ async def ui_server() -> AsyncIterator[tuple[WorkflowEnvironment, str]]:
         yield env, f"http://127.0.0.1:{ui_port}"
     finally:
         await env.shutdown()
+        codec.shutdown()
+        codec.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +246,28 @@ async def test_a_task_waiting_for_approval_shows_running_and_the_pending_call(
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+async def test_a_compressed_result_reads_as_text_through_the_codec_endpoint(
+    ui_server, module_data_dir, workspace, page: Page, screenshots
+):
+    """The worker and client compress large payloads (the default); the history stores them
+    as binary/zlib, and the UI shows them decoded through the codec server."""
+    env, base = ui_server
+    compressing = Client(**{**env.client.config(), "data_converter": data_converter(codec_for(CodecSettings()))})
+    queue = f"ui-{uuid.uuid4().hex[:8]}"
+    answer = "COMPRESSED-MARKER " + " ".join(f"line {i} of a long answer" for i in range(200))
+    async with scripted_worker(compressing, queue, [tool("message", type="result", text=answer)]):
+        handle = await started(compressing, queue, make_input(workspace, "Answer at length"))
+        await outcome_of(handle)
+    history = await env.client.get_workflow_handle(handle.id).fetch_history()
+    (result,) = [e.workflow_execution_completed_event_attributes.result.payloads[0] for e in history.events
+                 if e.HasField("workflow_execution_completed_event_attributes")]
+    assert result.metadata["encoding"] == b"binary/zlib" and b"COMPRESSED-MARKER" not in result.data  # stored so
+    await open_history(page, base, handle)
+    await expect(event_row(page, "Workflow Execution Completed")).to_contain_text("COMPRESSED-MARKER",
+                                                                                 timeout=TIMEOUT_MS)
+    await page.screenshot(path=screenshots / "compressed-result.png")
 
 
 def free_port() -> int:
