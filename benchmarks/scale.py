@@ -114,7 +114,11 @@ class Setup:
         self.dir.cleanup()
 
     def task(self, i: int) -> TaskInput:
-        return TaskInput(instruction=f"task {i}", workspace=self.dir.name, model="bench", stream=False,
+        """Task ``i``, in a workspace of its own (as each person's project is: tasks sharing one
+        would queue on its checkpoints)."""
+        workspace = Path(self.dir.name) / f"ws-{i}"
+        workspace.mkdir(exist_ok=True)
+        return TaskInput(instruction=f"task {i}", workspace=str(workspace), model="bench", stream=False,
                          search_attributes=True)
 
     async def start(self, count: int) -> list[str]:
