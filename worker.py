@@ -293,7 +293,7 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
     for signum in stop_requested or ():
         stop(signal.Signals(signum).name)
     log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
-    gauge = asyncio.ensure_future(approvals_waiting(client, runtime)) if runtime is not None else None
+    gauge = asyncio.ensure_future(approvals_waiting(client, runtime, task_queue(config.temporal))) if runtime is not None else None
     await worker.run()
     if gauge is not None:
         gauge.cancel()

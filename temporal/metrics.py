@@ -5,8 +5,8 @@
 latency, schedule-to-start, sticky cache) and whatever workflows and activities record
 through their meters (``workflows/metrics.py``, ``activities/metrics.py``). A client
 connected with this runtime hands it to its worker. ``approvals_waiting`` keeps one gauge
-that no task can keep itself: how many tasks wait for a person now, counted through
-Temporal's visibility (the same query as ``list --pending``). Names: docs/metrics.md.
+that no task can keep itself: how many tasks of the worker's queue wait for a person now,
+counted through Temporal's visibility (as ``list --pending`` counts them). Names: docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ from temporalio.service import RPCError
 from contracts.task import TaskState
 
 WAITING_QUERY = f"AgentState = '{TaskState.WAITING_APPROVAL.value}' AND ExecutionStatus = 'Running'"
+
+
+def waiting_query(queue: str) -> str:
+    """The tasks of ``queue`` waiting for an approval now."""
+    return f"{WAITING_QUERY} AND TaskQueue = '{queue}'"
 GAUGE_EVERY_S = 10.0
 
 
@@ -31,12 +36,12 @@ def metrics_runtime(port: int, host: str = "0.0.0.0") -> Runtime:
     )))
 
 
-async def approvals_waiting(client: Client, runtime: Runtime, every_s: float = GAUGE_EVERY_S) -> None:
-    """Set ``agent_approvals_waiting`` from the namespace's visibility until cancelled. A
-    namespace without the search attributes, or a visibility call that fails, leaves the
-    last value (one failed count is not zero tasks waiting)."""
+async def approvals_waiting(client: Client, runtime: Runtime, queue: str, every_s: float = GAUGE_EVERY_S) -> None:
+    """Set ``agent_approvals_waiting`` (labelled with the task queue) from visibility until
+    cancelled. A namespace without the search attributes, or a visibility call that fails,
+    leaves the last value (one failed count is not zero tasks waiting)."""
     gauge = runtime.metric_meter.create_gauge("agent_approvals_waiting", "tasks waiting for an approval now")
     while True:
         with contextlib.suppress(RPCError):
-            gauge.set((await client.count_workflows(WAITING_QUERY)).count)
+            gauge.set((await client.count_workflows(waiting_query(queue))).count, {"task_queue": queue})
         await asyncio.sleep(every_s)

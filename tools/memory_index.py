@@ -104,17 +104,26 @@ def _opened(workspace: Path, index_dir: Path | None) -> sqlite3.Connection:
         index_dir.mkdir(parents=True, exist_ok=True)
     try:
         db = _connect(path)
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as err:
+        _unless_damaged(err)
         db = _connect(_moved_aside(Path(path)))
     try:
         _refresh(db, workspace)
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as err:
         db.close()
         if path == ":memory:":
             raise
+        _unless_damaged(err)
         db = _connect(_moved_aside(Path(path)))
         _refresh(db, workspace)
     return db
+
+
+def _unless_damaged(err: sqlite3.DatabaseError) -> None:
+    """Raise ``err`` again unless it says the file is damaged: a busy or locked index (another
+    search at the same moment) is not moved aside under the searches that hold it open."""
+    if isinstance(err, sqlite3.OperationalError):
+        raise err
 
 
 def _connect(path: str | Path) -> sqlite3.Connection:

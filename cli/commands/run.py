@@ -17,6 +17,7 @@ import sys
 import uuid
 from contextlib import AsyncExitStack
 
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
@@ -29,9 +30,12 @@ from cli.render import safe
 from cli.resume import picked_up
 from cli.tasks import UserError, configured_model, task_input, workspace_of
 from cli.workers import unpolled_notice
-from contracts.task import ApprovalMode, TaskInput
+from contracts.task import ApprovalMode, TaskInput, TaskState
 from worker import task_queue
+from workflows.task import AgentTaskWorkflow
 
+FINAL = (TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED)
+FINISHING_S = 10.0
 DEMO_ENDED = "the demo ended with its terminal: its scripted model ran in the `run --demo` process"
 
 
@@ -116,7 +120,14 @@ async def _demo(talk: Conversation, text: str | None) -> int:
 
 async def _end_demo(talk: Conversation) -> None:
     for workflow_id in talk.tasks:
+        handle = talk.client.get_workflow_handle(workflow_id)
+        with contextlib.suppress(RPCError, WorkflowQueryFailedError):
+            if (await handle.query(AgentTaskWorkflow.status)).state in FINAL:
+                # Its outcome is shown; it is closing (recording its session): let it.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(handle.result(), FINISHING_S)
+                continue
         with contextlib.suppress(RPCError):  # it ended already
-            await talk.client.get_workflow_handle(workflow_id).terminate(reason=DEMO_ENDED)
+            await handle.terminate(reason=DEMO_ENDED)
             with contextlib.suppress(OSError):  # the terminal may be gone
                 talk.console.print(safe(f"task {workflow_id} ended: {DEMO_ENDED}"))
