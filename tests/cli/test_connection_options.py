@@ -49,7 +49,7 @@ async def test_a_profile_sends_list_start_and_the_worker_to_its_server(tmp_path,
 
     # Nothing went to the embedded default: no server on its port, nothing in the background.
     assert not port_open("127.0.0.1", int(env["AGENT_EMBEDDED_PORT"]))
-    assert background_pids(env) == {"Temporal dev server": None, "worker": None}
+    assert background_pids(env) == {"Temporal dev server": None, "codec server": None, "worker": None}
 
     steps = [tool("message", type="result", text="done over there")]
     with ScriptedModelServer(steps) as model:
