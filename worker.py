@@ -28,6 +28,7 @@ from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
+from activities.attachments import AttachmentActivities
 from activities.llm import ContextSource, LlmActivities, ProviderSettings
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
 from activities.mcp_sessions import McpSessions, load_worker_config
@@ -149,7 +150,8 @@ def build_worker(
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets, config)
     activities = [llm.call_llm, tools.run_tool, tools.redact_text, tools.close_browser, sessions.load_session,
-                  sessions.record_session, prompt.prompt_context, mcp_listing.list_tools]
+                  sessions.record_session, prompt.prompt_context, mcp_listing.list_tools,
+                  AttachmentActivities(store).save_attachments]
     options: dict[str, Any] = dict(
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities, and the

@@ -21,10 +21,10 @@ import tools
 from contracts.activities import ContextPage, LlmCallInput
 from core.cache import BoundedCache
 from core.compaction import CompactionPolicy, compact
-from core.entries import AiMessage, Entry, ToolCall, ToolResult, entry_digest, to_chat_messages
+from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage, entry_digest, to_chat_messages
 from core.images import sniff_image_type
 from core.messages import ChatMessage, ContextReport, ImagePart, TurnResult
-from core.tool_outcome import MAX_IMAGE_BYTES
+from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
 from providers.models import MODELS_FILE_ENV
 from providers.usage import IMAGE_TOKENS
 from runtime.logs import get_logger
@@ -67,7 +67,7 @@ class ModelView:
         """The view for one call; ``vision``: the model is sent images, which the window must
         leave room for beside the text and the ``system_tokens`` of prompt and tools."""
         entries = await self.entries(inp, run_id)
-        shown = sum(1 for e in entries if isinstance(e, ToolResult) and e.image is not None) if vision else 0
+        shown = sum(len(_images(e)) for e in entries) if vision else 0
         image_tokens = min(shown, MAX_IMAGES_SENT) * IMAGE_TOKENS
         view = compact(entries, CompactionPolicy(
             context_window=inp.context_window, system_tokens=system_tokens + image_tokens,
@@ -152,43 +152,56 @@ class ModelView:
 
     async def messages(self, view: list[Entry], model: str, vision: bool) -> list[ChatMessage]:
         """The entries as the model's messages, redacted (entries were redacted where they
-        entered; this is the last line of defence), with the images of the latest
-        ``MAX_IMAGES_SENT`` tool results attached after the redaction (base64 holds no text a
-        secret could be read in, and rewriting it would break the image)."""
-        with_image = [i for i, e in enumerate(view) if isinstance(e, ToolResult) and e.image is not None]
-        latest = set(with_image[-MAX_IMAGES_SENT:])
+        entered; this is the last line of defence), with the latest ``MAX_IMAGES_SENT`` images
+        (of tool results, or sent by a person with a message) attached after the redaction
+        (base64 holds no text a secret could be read in, and rewriting it would break the image)."""
+        placed = [(i, n) for i, e in enumerate(view) for n in range(len(_images(e)))]
+        latest = set(placed[-MAX_IMAGES_SENT:])
         messages: list[ChatMessage] = []
         for index, entry in enumerate(view):
-            converted = self.secrets.redact_obj(to_chat_messages([entry]))  # a ToolResult: one message
-            if isinstance(entry, ToolResult) and entry.image is not None and converted:
-                converted[0] = await self._with_image(converted[0], entry, model, vision, index in latest)
+            converted = self.secrets.redact_obj(to_chat_messages([entry]))  # one message, or none
+            images = _images(entry)
+            if images and converted:
+                shown = [(image, (index, n) in latest) for n, image in enumerate(images)]
+                converted[0] = await self._with_images(converted[0], shown, model, vision)
             messages += converted
         return messages
 
-    async def _with_image(
-        self, message: ChatMessage, entry: ToolResult, model: str, vision: bool, latest: bool
+    async def _with_images(
+        self, message: ChatMessage, images: list[tuple[ImageRef, bool]], model: str, vision: bool
     ) -> ChatMessage:
-        """The tool message of a result with an image: the image attached, or the note that says
-        why it is not."""
-        image = entry.image
-        assert image is not None
-        if not vision:
-            note = (f'[image not shown: the model {model} does not take images; mark it "vision": true '
-                    f"in {MODELS_FILE_ENV} if it does]")
-        elif not latest:
-            note = IMAGE_OMITTED_NOTE
-        else:
-            data = await self.store.get_blob(image.digest) if image.digest else None
-            if data is None:
-                note = IMAGE_MISSING_NOTE
-            elif len(data) > _base64_length(MAX_IMAGE_BYTES):
-                note = "[image not shown: it is over the size limit]"
-            elif (media_type := _image_type(data)) is None:
-                note = "[image not shown: its stored data is not a PNG, JPEG, GIF or WebP image]"
+        """A message with images (a tool result's, a person's): each attached, or the note that
+        says why it is not. ``images``: each with whether it is among the latest sent."""
+        parts: list[ImagePart] = []
+        notes: list[str] = []
+        for image, latest in images:
+            if not vision:
+                note = (f'[image not shown: the model {model} does not take images; mark it "vision": true '
+                        f"in {MODELS_FILE_ENV} if it does]")
+            elif not latest:
+                note = IMAGE_OMITTED_NOTE
             else:
-                return message.model_copy(update={"images": [ImagePart(media_type=media_type, data=data)]})
-        content = f"{message.content}\n{note}" if message.content else note
-        return message.model_copy(update={"content": content})
+                data = await self.store.get_blob(image.digest) if image.digest else None
+                if data is None:
+                    note = IMAGE_MISSING_NOTE
+                elif len(data) > _base64_length(MAX_IMAGE_BYTES):
+                    note = "[image not shown: it is over the size limit]"
+                elif (media_type := _image_type(data)) is None:
+                    note = "[image not shown: its stored data is not a PNG, JPEG, GIF or WebP image]"
+                else:
+                    parts.append(ImagePart(media_type=media_type, data=data))
+                    continue
+            if note not in notes:
+                notes.append(note)
+        content = "\n".join([message.content, *notes]) if message.content else "\n".join(notes)
+        return message.model_copy(update={"images": parts, "content": content})
+
+
+def _images(entry: Entry) -> list[ImageRef]:
+    """The images an entry brings: a tool result's, or those a person sent with a message."""
+    if isinstance(entry, ToolResult):
+        return [entry.image] if entry.image is not None else []
+    return entry.images if isinstance(entry, UserMessage) else []
 
 
 def _image_type(data: str) -> str | None:

@@ -48,7 +48,8 @@ from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
 from channels.listen import Endpoint
 from channels.posted import PostedRecord, record_path
-from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
+from contracts.attachments import Attachment
+from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
 SECTION_LIMIT = 3000  # characters in a section block's text; a message's text stops at 40,000
 _KEPT_SUBTYPES = {None, "file_share", "thread_broadcast"}  # a person's own words; edits, joins etc. are not

@@ -39,7 +39,8 @@ from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
 from channels.listen import Endpoint
 from channels.posted import PostedRecord, record_path
-from contracts.channels import Attachment, ChatRef, Delivered, InboundMessage, OutboundMessage
+from contracts.attachments import Attachment
+from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
 TEXT_LIMIT = 4096
 _UPDATES = ["message", "callback_query"]

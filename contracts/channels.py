@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.attachments import Attachment
 from contracts.task import Interjection
 
 
@@ -25,15 +26,6 @@ class ChatRef(BaseModel):
     @property
     def key(self) -> str:
         return f"{self.channel}:{self.conversation}" + (f":{self.thread}" if self.thread else "")
-
-
-class Attachment(BaseModel):
-    kind: Literal["image", "file"]
-    name: str
-    media_type: str = "application/octet-stream"
-    size: int = 0
-    url: str | None = None  # where the gateway fetched it from (platform URL), for the record
-    data_b64: str | None = Field(default=None, repr=False)  # the bytes, when small enough to carry
 
 
 class InboundMessage(BaseModel):

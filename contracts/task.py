@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.attachments import Attachment
 from contracts.mcp import McpServerConfig, McpTool
 from contracts.toolset import offered_names
 from core.entries import Entry
@@ -97,6 +98,8 @@ class ApprovalDecision(BaseModel):
 class Interjection(BaseModel):
     text: str
     sent_by: str = "user"
+    # Files and images sent with it (a chat's): saved to the workspace as it is delivered.
+    attachments: list[Attachment] = omitted_empty(list)
 
 
 class ModelRef(BaseModel):
@@ -193,6 +196,9 @@ class TaskInput(BaseModel):
     # The conversation workflow that started this task (a chat, workflows/conversation.py): the
     # task reports its progress, approvals, questions and end to it. None: no chat.
     conversation: str | None = None
+    # Files and images that came with the instruction (a chat's); saved to the workspace at
+    # the start and not carried past the first run.
+    attachments: list[Attachment] = omitted_empty(list)
     context_id: str | None = None  # set by the workflow; stable across continue-as-new
     carry: LoopState | None = None  # set on continue-as-new: the loop's state, carried over
     deny_tools: list[str] = Field(default_factory=list)  # never offered to the model (names or globs)

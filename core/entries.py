@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from core.lean import omitted
+from core.lean import omitted, omitted_empty
 from core.messages import ChatMessage, Thinking, ToolCallRequest
 from core.tool_outcome import ImageRef, ToolOutcome
 
@@ -29,6 +29,9 @@ class _Entry(BaseModel):
 class UserMessage(_Entry):
     kind: Literal["user_message"] = "user_message"
     text: str
+    # Images the person sent with it (a chat attachment): references, never the bytes. Left
+    # out of the JSON when empty, so the digests of entries stored before it are unchanged.
+    images: list[ImageRef] = omitted_empty(list)
 
 
 class AiMessage(_Entry):

@@ -131,7 +131,7 @@ def messages_to_wire(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 def _message_blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     match message.role:
-        case "user":  # images here are tool results' (the XML path): after the text
+        case "user":  # images here are a person's, or tool results' (the XML path): after the text
             return "user", _text_blocks(message.content) + [image_block(i) for i in message.images]
         case "tool":
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}

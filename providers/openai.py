@@ -239,7 +239,7 @@ def _image_part(image: ImagePart) -> dict[str, Any]:
 def _message_to_wire(message: ChatMessage) -> dict[str, Any]:
     match message.role:
         case "user":
-            if message.images:  # tool results as text (XML path): the text, then the images
+            if message.images:  # a person's images, or tool results as text (XML path): text, then images
                 text = [{"type": "text", "text": message.content}] if message.content else []
                 return {"role": "user", "content": text + [_image_part(i) for i in message.images]}
             return {"role": "user", "content": message.content}

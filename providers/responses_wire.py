@@ -110,7 +110,7 @@ def _input_items(message: ChatMessage) -> list[dict[str, Any]]:
     """One message as input items; a tool message's images are ``input_list``'s business."""
     match message.role:
         case "user":
-            if message.images:  # tool results as text (XML path): the text, then the images
+            if message.images:  # a person's images, or tool results as text (XML path): text, then images
                 text = [{"type": "input_text", "text": message.content}] if message.content else []
                 return [{"type": "message", "role": "user",
                          "content": text + [_input_image(i) for i in message.images]}]

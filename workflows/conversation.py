@@ -97,10 +97,10 @@ class ConversationWorkflow:
                 return
             if await self._tell(state.running, "stop", f"stopped by {message.author} in the chat"):
                 await self._say(f"Stopping (asked by {message.author}).")
-        elif state.running is not None and await self._tell(
-                state.running, "interject", Interjection(text=message.text, sent_by=message.author)):
+        elif state.running is not None and await self._tell(state.running, "interject", Interjection(
+                text=message.text, sent_by=message.author, attachments=message.attachments)):
             return
-        elif message.text.strip():
+        elif message.text.strip() or message.attachments:
             await self._start_task(message)
 
     async def _decide(self, message: InboundMessage) -> None:
@@ -138,7 +138,8 @@ class ConversationWorkflow:
         state.tasks += 1
         task_id = f"{workflow.info().workflow_id}-task-{state.tasks}"
         task = TaskInput(
-            instruction=message.text, workspace=inp.workspace, model=inp.model, provider=inp.provider,
+            instruction=message.text, attachments=message.attachments, workspace=inp.workspace, model=inp.model,
+            provider=inp.provider,
             session=inp.session, conversation=workflow.info().workflow_id, approval=ApprovalMode.DANGEROUS,
             context_window=inp.context_window, search_attributes=inp.search_attributes,
         )
@@ -175,7 +176,8 @@ class ConversationWorkflow:
             await self._say(report.text or "(done, with no answer)", kind="answer")
             for n, message in enumerate(report.unread):  # came as it finished: the next task's
                 state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
-                                                    author=message.sent_by, text=message.text))
+                                                    author=message.sent_by, text=message.text,
+                                                    attachments=message.attachments))
 
     async def _on_other_task(self, report: TaskReport) -> None:
         """A task this conversation did not start (a schedule's, which names the chat) or no

@@ -15,8 +15,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.attachments import SAVE_ATTACHMENTS_ACTIVITY, Attachment, SaveAttachments, Saved, attachments_note
     from contracts.task import FailureKind, LoopState, ModelRef, TaskInput, TaskOutcome, TaskState
-    from core.entries import Entry, StatusNotice, Transcript
+    from core.entries import Entry, StatusNotice, Transcript, UserMessage
     from core.loop_detect import LoopDetector
     from core.messages import ToolCallRequest
     from workflows import policy
@@ -77,6 +78,20 @@ class LoopBase:
     def _append(self, entry: Entry) -> Entry:
         entry.turn = self.state.turn
         return self.transcript.append(entry)
+
+    async def _person_says(self, text: str, attachments: list[Attachment]) -> UserMessage:
+        """A person's message as the model gets it: what they attached saved to the workspace
+        first (one activity, only when something is attached), named in the text, and its
+        images shown."""
+        if not attachments:
+            return UserMessage(text=text)
+        saved: list[Saved] = await workflow.execute_activity(
+            SAVE_ATTACHMENTS_ACTIVITY, SaveAttachments(workspace=self.task.workspace, attachments=attachments),
+            result_type=list[Saved], start_to_close_timeout=policy.STORE_TIMEOUT,
+            summary=f"attachments · save {len(attachments)}",
+        )
+        note = attachments_note(saved)
+        return UserMessage(text=f"{text}\n{note}" if text else note, images=[s.image for s in saved if s.image])
 
     def _set_state(self, phase: TaskState, activity: str | None = None, call: ToolCallRequest | None = None) -> None:
         """Enter ``phase``; ``call`` is the tool call it runs or waits on, shown in full in the

@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.task import TaskInput, TaskOutcome, TaskState
     from core.compaction import CompactionPolicy, compact
-    from core.entries import Entry, StatusNotice, UserMessage
+    from core.entries import Entry, StatusNotice
     from core.tool_outcome import BrowserState
     from workflows import metrics, policy
     from workflows.search_attributes import session_update
@@ -61,7 +61,7 @@ class LifecycleMixin(McpMixin):
             )
             for entry in earlier:
                 self._append(entry)
-        self._append(UserMessage(text=task.instruction))
+        self._append(await self._person_says(task.instruction, task.attachments))
 
     def _should_continue_as_new(self) -> bool:
         state = self.state
@@ -79,7 +79,8 @@ class LifecycleMixin(McpMixin):
         carried = [e for e in self.transcript.entries if e.seq < base]
         view = compact(state.prefix + carried, CompactionPolicy(context_window=self.task.context_window))
         carry = state.model_copy(update={"base": base, "entries": unsynced, "prefix": view.entries})
-        workflow.continue_as_new(self.task.model_copy(update={"carry": carry, "context_id": state.context_id}))
+        workflow.continue_as_new(self.task.model_copy(
+            update={"carry": carry, "context_id": state.context_id, "attachments": []}))  # saved in the first run
 
     def _cancelled(self) -> None:
         """Cancelled from outside (the UI, `temporal workflow cancel`): what ran is cancelled by

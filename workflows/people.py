@@ -15,7 +15,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import REDACT_ACTIVITY
     from contracts.task import ApprovalDecision, PendingApproval, TaskState
-    from core.entries import StatusNotice, UserMessage
+    from core.entries import StatusNotice
     from core.messages import ToolCallRequest
     from core.permissions import allowing, remembered
     from core.tool_outcome import ToolOutcome
@@ -129,4 +129,4 @@ class PeopleMixin(LoopBase):
                 REDACT_ACTIVITY, message.text, result_type=str, start_to_close_timeout=policy.REDACT_TIMEOUT,
                 summary="redact · a person's message",
             )
-            self._append(UserMessage(text=text))
+            self._append(await self._person_says(text, message.attachments))
