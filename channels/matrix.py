@@ -4,9 +4,12 @@ Inbound: the sync loop, from the sync token saved in the state directory; the to
 only after every event of a batch went to ``deliver`` (Temporal has it), so a gateway killed
 mid-batch gets the batch again and the conversation drops what it already has. A first start
 begins from now (the rooms' earlier messages are not replayed). Invites from allowed users are
-joined. Text messages and reactions (✅ ❌ 🛑 on the approval message) of allowed users become
+joined. Text messages, images and files (fetched from the media repository, up to
+``ATTACHMENT_BYTES``) and reactions (✅ ❌ 🛑 on the approval message) of allowed users become
 ``InboundMessage``; the bot's own events and anyone else's are dropped (logged). Notices
-(``m.notice``, what bots send) are never answered.
+(``m.notice``, what bots send) are never answered. A thread (``m.thread``) is a conversation of
+its own, as in Slack: the agent answers in it, and a reaction counts for the thread its
+message is in.
 
 Outbound: ``m.notice`` messages sent with the message key as the transaction id, so Synapse
 posts a retried send once; progress edits its message in place (``m.replace``); the approval
@@ -19,6 +22,7 @@ End-to-end encrypted rooms are out of scope: the bot reads and writes unencrypte
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -30,16 +34,21 @@ from aiohttp import ClientError
 from nio import (
     AsyncClient,
     AsyncClientConfig,
+    DownloadError,
     InviteMemberEvent,
     LoginResponse,
     ReactionEvent,
+    RoomGetEventResponse,
+    RoomMessageImage,
+    RoomMessageMedia,
     RoomMessageText,
     RoomSendResponse,
     SyncResponse,
 )
 
-from channels.base import Deliver, RateLimited, split_text
+from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
+from contracts.attachments import Attachment
 from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
 LIMIT = 30_000  # characters per message: well under Synapse's 64 KiB event
@@ -83,7 +92,7 @@ class MatrixAdapter:
                 for event in room.timeline.events:
                     message = self.normalize(room_id, event)
                     if message is not None:
-                        await deliver(message)
+                        await deliver(await self._completed(message))
             token = self._save_token(batch.next_batch)  # only now: Temporal has every message
 
     def normalize(self, room_id: str, event: Any) -> InboundMessage | None:
@@ -91,25 +100,60 @@ class MatrixAdapter:
         if sender == self.user_id:
             return None  # the bot never answers itself
         content = (getattr(event, "source", None) or {}).get("content", {})
+        thread: str | None = None
+        attachments: list[Attachment] = []
         if isinstance(event, ReactionEvent):
             action = REACTIONS.get(event.key) or REACTIONS.get(event.key.replace("\ufe0f", ""))
             text, reply_to = "", event.reacts_to
             if action is None:
                 return None
-        elif isinstance(event, RoomMessageText):
+        elif isinstance(event, RoomMessageText | RoomMessageMedia):
             relates = content.get("m.relates_to") or {}
-            if content.get("msgtype") != "m.text" or relates.get("rel_type") == "m.replace":
+            if content.get("msgtype") in ("m.notice", None) or relates.get("rel_type") == "m.replace":
                 return None  # notices (bots) and edits are not messages to answer
-            action, text = None, event.body
-            reply_to = (relates.get("m.in_reply_to") or {}).get("event_id")
+            action, text, attachments = None, event.body, _attachments(event, content)
+            if attachments and content.get("filename", event.body) == event.body:
+                text = ""  # a file's body is its name, unless a caption was given
+            if relates.get("rel_type") == "m.thread":
+                thread = relates.get("event_id")
+            reply_to = None if relates.get("is_falling_back") else (relates.get("m.in_reply_to") or {}).get("event_id")
         else:
             return None
         if not self.config.allows(sender):
             _log.warning("ignored a message from a user who is not allowed", channel=self.name, user=sender,
                          room=room_id)
             return None
-        return InboundMessage(event_id=event.event_id, chat=ChatRef(channel=self.name, conversation=room_id),
-                              author=sender, text=text, reply_to=reply_to, reaction=action)
+        return InboundMessage(event_id=event.event_id,
+                              chat=ChatRef(channel=self.name, conversation=room_id, thread=thread),
+                              author=sender, text=text, reply_to=reply_to, reaction=action, attachments=attachments)
+
+    async def _completed(self, message: InboundMessage) -> InboundMessage:
+        """What ``normalize`` cannot know from the event alone: the thread of the message a
+        reaction is on, and the bytes of what was attached."""
+        if message.reaction is not None and message.reply_to is not None:
+            found = await self.client.room_get_event(message.chat.conversation, message.reply_to)
+            relates = found.event.source.get("content", {}).get("m.relates_to") or {} \
+                if isinstance(found, RoomGetEventResponse) else {}
+            if relates.get("rel_type") == "m.thread":
+                chat = message.chat.model_copy(update={"thread": relates.get("event_id")})
+                message = message.model_copy(update={"chat": chat})
+        if message.attachments:
+            message = message.model_copy(update={"attachments": [await self._fetched(a) for a in message.attachments]})
+        return message
+
+    async def _fetched(self, attachment: Attachment) -> Attachment:
+        """The attachment with its bytes from the media repository, when small enough; a
+        failed download is logged and the attachment goes by name and size."""
+        if not attachment.url or attachment.size > ATTACHMENT_BYTES:
+            return attachment
+        response = await self.client.download(attachment.url)
+        if isinstance(response, DownloadError) or not isinstance(response.body, bytes):
+            _log.warning("matrix file not fetched", channel=self.name, name=attachment.name, error=str(response))
+            return attachment
+        data = response.body[: ATTACHMENT_BYTES + 1]
+        if len(data) > ATTACHMENT_BYTES:
+            return attachment.model_copy(update={"size": len(response.body)})
+        return attachment.model_copy(update={"data_b64": base64.b64encode(data).decode(), "size": len(data)})
 
     async def _sync(self, token: str | None, timeout: int) -> SyncResponse:
         """The next batch; a homeserver that fails or cannot be reached is tried again."""
@@ -170,10 +214,15 @@ class MatrixAdapter:
             await self._send(room, "m.room.message", content, message.key)
             return Delivered(message_ids=[message.edit_of])
         ids = []
+        thread = message.chat.thread
         for n, piece in enumerate(split_text(message.text, LIMIT)):
             content: dict[str, Any] = {"msgtype": "m.notice", "body": piece}
-            if message.reply_to and n == 0:
-                content["m.relates_to"] = {"m.in_reply_to": {"event_id": message.reply_to}}
+            reply_to = message.reply_to if n == 0 else None
+            if thread:  # in the thread; a reply there quotes its message, else falls back to the thread
+                content["m.relates_to"] = {"rel_type": "m.thread", "event_id": thread, "is_falling_back": not reply_to,
+                                           "m.in_reply_to": {"event_id": reply_to or thread}}
+            elif reply_to:
+                content["m.relates_to"] = {"m.in_reply_to": {"event_id": reply_to}}
             ids.append(await self._send(room, "m.room.message", content, message.key if n == 0 else f"{message.key}.{n}"))
         for button in message.buttons:  # the reactions to tap, on the (first) message
             key = BUTTON_KEYS[button.action]
@@ -191,6 +240,17 @@ class MatrixAdapter:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _attachments(event: Any, content: dict[str, Any]) -> list[Attachment]:
+    """What an image or file message carries, by reference (``_fetched`` brings the bytes)."""
+    if not isinstance(event, RoomMessageMedia):
+        return []
+    info = content.get("info") or {}
+    name = content.get("filename") or event.body or "file"
+    return [Attachment(kind="image" if isinstance(event, RoomMessageImage) else "file", name=name,
+                       media_type=info.get("mimetype") or "application/octet-stream",
+                       size=int(info.get("size") or 0), url=event.url)]
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -104,6 +104,7 @@ class ConversationState(BaseModel):
     running: str | None = None  # the workflow id of the task running now
     progress_id: str | None = None  # the running task's progress message, edited in place
     approval: ApprovalShown | None = None  # the approval message waiting for a reaction
+    asking: str | None = None  # a task not started here (a schedule's) waiting for an answer from this chat
 
 
 class ConversationInput(BaseModel):

@@ -43,7 +43,11 @@ DELIVER_TIMEOUT = timedelta(minutes=1)
 # Rate limits are waited out by these retries (the activity raises with the delay asked for).
 DELIVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=20)
 STOP_WORDS = ("stop", "/stop", "!stop")
-APPROVE_HINT = "React ✅ to run it or ❌ to refuse it"
+APPROVE_HINT = "Tap ✅ to run it or ❌ to refuse it"  # buttons (Slack, Telegram), reactions (Matrix)
+# Runs that reach a changed command record this marker (docs/patches.md, "The conversation"):
+# a decided approval message is edited to its decision, without its buttons; a question from
+# a task this conversation did not start is posted, and the next message answers it.
+DECISIONS_PATCH = "conversation-2026-11-27"
 
 
 @workflow.defn(name=CONVERSATION_WORKFLOW)
@@ -93,12 +97,14 @@ class ConversationWorkflow:
             await self._decide(message)
         elif message.reaction == "stop" or message.text.strip().lower() in STOP_WORDS:
             if state.running is None:
-                await self._say("Nothing is running.", reply_to=message.event_id)
+                await self._say("Nothing is running.")
                 return
             if await self._tell(state.running, "stop", f"stopped by {message.author} in the chat"):
                 await self._say(f"Stopping (asked by {message.author}).")
-        elif state.running is not None and await self._tell(state.running, "interject", Interjection(
+        elif (asked := state.running or self._asking()) is not None and await self._tell(asked, "interject", Interjection(
                 text=message.text, sent_by=message.author, attachments=message.attachments)):
+            if asked == state.asking:
+                state.asking = None  # answered
             return
         elif message.text.strip() or message.attachments:
             await self._start_task(message)
@@ -119,6 +125,8 @@ class ConversationWorkflow:
         if not await self._tell(shown.task_id, "approve", decision):
             return
         verdict = "Approved" if approved else "Refused"
+        if workflow.patched(DECISIONS_PATCH):  # the buttons go: the message now says what was decided
+            await self._say(f"{verdict} by {message.author}:\n{shown.text}", kind="approval", edit_of=shown.message_id)
         await self._say(f"{verdict} by {message.author}: {shown.text.splitlines()[0]}", reply_to=shown.message_id)
 
     async def _tell(self, task_id: str, signal: str, arg: object) -> bool:
@@ -130,6 +138,8 @@ class ConversationWorkflow:
         except FailureError:
             if task_id == self.state.running:
                 self.state.running = self.state.progress_id = None
+            if task_id == self.state.asking:
+                self.state.asking = None
             await self._say(f"Task {task_id} is no longer running.")
             return False
 
@@ -181,11 +191,22 @@ class ConversationWorkflow:
 
     async def _on_other_task(self, report: TaskReport) -> None:
         """A task this conversation did not start (a schedule's, which names the chat) or no
-        longer follows: its approvals and its end are posted; its progress is not."""
+        longer follows: its approvals, its questions and its end are posted; its progress is
+        not. A question is answered by the next message while none of this chat's tasks runs."""
         if report.kind == "approval":
             await self._ask_approval(report, f" (task {report.task_id})")
+        elif report.kind == "question" and workflow.patched(DECISIONS_PATCH):
+            self.state.asking = report.task_id
+            await self._say(f"Task {report.task_id} asks:\n{report.text}\n(Your next message here answers it.)",
+                            kind="question")
         elif report.kind == "ended" and not report.task_id.startswith(f"{workflow.info().workflow_id}-task-"):
+            if self.state.asking == report.task_id:
+                self.state.asking = None
             await self._say(f"Task {report.task_id}:\n{report.text}", kind="answer")
+
+    def _asking(self) -> str | None:
+        """The task of another (a schedule's) whose question waits for this chat's answer."""
+        return self.state.asking if self.state.asking is not None and workflow.patched(DECISIONS_PATCH) else None
 
     async def _ask_approval(self, report: TaskReport, whose: str = "") -> None:
         assert report.call_id is not None and report.digest is not None

@@ -94,7 +94,10 @@ async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_a
     assert " ".join(m.text for m in answer).split() == ANSWER.split()
     assert all(m.thread_ts == thread for m in slack.messages)  # the thread is the conversation
     assert any(m.text.startswith("Approved by UALICE") for m in slack.messages)
-    [progress] = [m for m in slack.messages if m.edits]  # one progress message, updated in place
+    # The approval message now says what was decided, and its buttons are gone.
+    assert approval.text.startswith("Approved by UALICE:\nshell: rm -rf build")
+    assert all(b["type"] != "actions" for b in approval.blocks)
+    [progress] = [m for m in slack.messages if m.edits and m is not approval]  # one, updated in place
     assert progress.text == "✔️ finished"
     assert len(model.requests) == 3
     model.assert_consumed()
@@ -133,7 +136,9 @@ async def test_telegram_a_chat_runs_a_task_approved_by_button_and_gets_its_long_
     assert len(answer) == 3 and all(len(s.text) <= 4096 for s in answer)
     assert " ".join(s.text for s in answer).split() == ANSWER.split()
     assert any(s.text.startswith("Approved by 11") for s in telegram.sent)
-    [progress] = [s for s in telegram.sent if s.edits]  # one progress message, edited in place
+    # The approval message now says what was decided, and its keyboard is gone.
+    assert approval.text.startswith("Approved by 11:\nshell: rm -rf build") and approval.reply_markup is None
+    [progress] = [s for s in telegram.sent if s.edits and s is not approval]  # one, edited in place
     assert progress.text == "✔️ finished"
     model.assert_consumed()
 

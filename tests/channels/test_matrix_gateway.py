@@ -34,9 +34,10 @@ def matrix_table(synapse: Synapse, **extra) -> ChannelConfig:
 
 
 @asynccontextmanager
-async def gateway(client, task_queue: str, table: ChannelConfig, data: Path) -> AsyncIterator[MatrixAdapter]:
+async def gateway(client, task_queue: str, table: ChannelConfig, data: Path,
+                  model: str = "scripted-model") -> AsyncIterator[MatrixAdapter]:
     adapter = MatrixAdapter(table, data / "gateway")
-    defaults = Defaults(model="scripted-model", provider="openai", task_queue=task_queue, data_dir=data)
+    defaults = Defaults(model=model, provider="openai", task_queue=task_queue, data_dir=data)
     running = asyncio.create_task(Gateway(client, [(table, adapter)], defaults, queue=f"{task_queue}-gw").run())
     try:
         while not adapter.token_file.exists():  # its first sync: from now on
@@ -92,6 +93,7 @@ async def test_a_room_talks_to_the_agent_approves_by_reaction_and_keeps_its_hist
             assert not (workspace / "build").exists()
             bodies = alice.bodies(room, agent)
             assert any(b.startswith("Approved by @alice:localhost") for b in bodies)
+            assert any(e.startswith("Approved by @alice:localhost:\nshell: rm -rf build") for e in alice.edits(room, agent))
             progress = [b for b in bodies if b.startswith("⏳")]
             assert len(progress) == 1, bodies  # one progress message, edited in place
             assert any("rm -rf build" in b for b in progress + alice.edits(room, agent))
