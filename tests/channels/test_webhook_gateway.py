@@ -157,6 +157,37 @@ async def test_a_scheduled_task_that_names_the_chat_posts_its_result_there(clien
     model.assert_consumed()
 
 
+async def test_a_scheduled_tasks_question_is_posted_and_the_next_message_answers_it(
+        client, task_queue, workspace, tmp_path):
+    callbacks = Callbacks()
+    steps = [tool("message", type="result", text="hello"), tool("message", type="ask", text="Which branch?"),
+             tool("message", type="result", text="nightly on main: green")]
+    event = {"id": "evt-q1", "conversation": "asked", "author": "ci-bot", "text": "hello"}
+    async with scripted_worker(client, task_queue, steps) as model, \
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
+        assert (await asyncio.to_thread(post, url, event)).status_code == 202
+        await wait_until(lambda: answers(callbacks), 60)
+        name = f"asked-{task_queue}"
+        task = make_input(workspace, "report on the build", conversation=conversation_id("hooks:asked"))
+        await create_task_schedule(client, name, "0 3 * * *", task, task_queue=task_queue)
+        try:
+            started = await trigger_task_schedule(client, name)
+            await wait_until(lambda: any(body["kind"] == "question" for _, body in callbacks.received), 60)
+            reply = {"id": "evt-q2", "conversation": "asked", "author": "ci-bot", "text": "main"}
+            assert (await asyncio.to_thread(post, url, reply)).status_code == 202
+            await wait_until(lambda: len(answers(callbacks)) == 2, 60)
+        finally:
+            await delete_task_schedule(client, name)
+        state = await client.get_workflow_handle(conversation_id("hooks:asked")).query(
+            ConversationWorkflow.conversation)
+    question = next(body["text"] for _, body in callbacks.received if body["kind"] == "question")
+    assert question.startswith(f"Task {started} asks:\nWhich branch?")
+    assert answers(callbacks)[1][1]["text"] == f"Task {started}:\nnightly on main: green"
+    assert model.requests[2]["messages"][-1]["content"] == "main"  # the answer, to that task
+    assert state.tasks == 1 and state.asking is None  # no task of its own was started for the answer
+    model.assert_consumed()
+
+
 async def test_a_message_for_a_task_that_is_gone_starts_the_next_task(client, task_queue, workspace, tmp_path):
     callbacks = Callbacks()
     steps = [Step(tool_calls=[("message", {"type": "result", "text": "never said"})], hold=True),
