@@ -11,6 +11,8 @@ that Temporal's retry waits it out.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -65,3 +67,31 @@ def split_text(text: str, limit: int) -> list[str]:
     if rest or not pieces:
         pieces.append(rest)
     return pieces
+
+
+_FENCE = re.compile(r"```([\w+.-]*)\n?(.*?)```", re.S)
+_INLINE = re.compile(r"`([^`\n]+)`")
+
+
+def code_html(text: str, *, line_breaks: bool = False) -> str:
+    """``text`` in the HTML both Telegram and Matrix take, so code shows as code: a fenced
+    block as ``<pre><code>`` (its language as the class), inline code as ``<code>``, the rest
+    escaped; ``line_breaks``: newlines outside code as ``<br/>`` (Matrix's HTML ignores them)."""
+    out, at = [], 0
+    for fence in _FENCE.finditer(text):
+        out.append(_inline_html(text[at:fence.start()], line_breaks))
+        language = f' class="language-{fence.group(1)}"' if fence.group(1) else ""
+        out.append(f"<pre><code{language}>{html.escape(fence.group(2).rstrip(chr(10)), quote=False)}</code></pre>")
+        at = fence.end()
+    out.append(_inline_html(text[at:], line_breaks))
+    return "".join(out)
+
+
+def _inline_html(text: str, line_breaks: bool) -> str:
+    out, at = [], 0
+    for code in _INLINE.finditer(text):
+        out += [html.escape(text[at:code.start()], quote=False), f"<code>{html.escape(code.group(1), quote=False)}</code>"]
+        at = code.end()
+    out.append(html.escape(text[at:], quote=False))
+    joined = "".join(out)
+    return joined.replace("\n", "<br/>") if line_breaks else joined

@@ -46,7 +46,7 @@ from nio import (
     SyncResponse,
 )
 
-from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
+from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, code_html, split_text
 from channels.config import ChannelConfig
 from contracts.attachments import Attachment
 from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
@@ -208,7 +208,7 @@ class MatrixAdapter:
         room = message.chat.conversation
         if message.edit_of is not None:  # progress: the same message, edited in place
             body = split_text(message.text, LIMIT)[0]
-            new = {"msgtype": "m.notice", "body": body}
+            new = _notice(body)
             content = {**new, "body": f"* {body}", "m.new_content": new,
                        "m.relates_to": {"rel_type": "m.replace", "event_id": message.edit_of}}
             await self._send(room, "m.room.message", content, message.key)
@@ -216,7 +216,7 @@ class MatrixAdapter:
         ids = []
         thread = message.chat.thread
         for n, piece in enumerate(split_text(message.text, LIMIT)):
-            content: dict[str, Any] = {"msgtype": "m.notice", "body": piece}
+            content = _notice(piece)
             reply_to = message.reply_to if n == 0 else None
             if thread:  # in the thread; a reply there quotes its message, else falls back to the thread
                 content["m.relates_to"] = {"rel_type": "m.thread", "event_id": thread, "is_falling_back": not reply_to,
@@ -240,6 +240,14 @@ class MatrixAdapter:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _notice(text: str) -> dict[str, Any]:
+    """A notice (what bots send); with code in it, also as HTML, so code shows as code."""
+    content: dict[str, Any] = {"msgtype": "m.notice", "body": text}
+    if "`" in text:
+        content |= {"format": "org.matrix.custom.html", "formatted_body": code_html(text, line_breaks=True)}
+    return content
 
 
 def _attachments(event: Any, content: dict[str, Any]) -> list[Attachment]:

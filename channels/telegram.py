@@ -4,8 +4,8 @@ inline-keyboard approvals out.
 Long polling moves its offset past an update only after ``deliver`` returns, and a webhook
 POST (its secret token checked) is answered 200 only then, so a failed delivery comes again.
 We drive ``Bot`` ourselves: ``Application``'s updater confirms updates as it queues them.
-A chat is a conversation, a forum topic a thread; answers are plain text split at 4,096
-characters, progress is edited in place, a 429 is ``RateLimited``. The rest: docs/channels.md.
+A chat is a conversation, a forum topic a thread; answers are split at 4,096 characters and
+sent as HTML so code shows as code (``code_html``), progress is edited in place, a 429 is ``RateLimited``. The rest: docs/channels.md.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from telegram import (
     ReplyParameters,
     Update,
 )
+from telegram.constants import ParseMode
 from telegram.error import BadRequest, Conflict, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
-from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
+from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, code_html, split_text
 from channels.config import ChannelConfig
 from channels.listen import Endpoint
 from channels.posted import PostedRecord, record_path
@@ -217,7 +218,8 @@ class TelegramAdapter:
                     replying = ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True) \
                         if at == 0 and reply_to else None
                     sent = await self.bot.send_message(
-                        chat_id, piece, reply_markup=markup, reply_parameters=replying,
+                        chat_id, code_html(piece), parse_mode=ParseMode.HTML, reply_markup=markup,
+                        reply_parameters=replying,
                         message_thread_id=int(message.chat.thread) if message.chat.thread else None)
                     ids.append(str(sent.message_id))
                 self.posted.add(message.key, ids[-1])
@@ -227,7 +229,8 @@ class TelegramAdapter:
 
     async def _edit(self, chat_id: int, message_id: int, text: str, markup: InlineKeyboardMarkup | None) -> str:
         try:
-            await self.bot.edit_message_text(text, chat_id=chat_id, message_id=message_id, reply_markup=markup)
+            await self.bot.edit_message_text(code_html(text), chat_id=chat_id, message_id=message_id,
+                                             parse_mode=ParseMode.HTML, reply_markup=markup)
         except BadRequest as error:
             if "message is not modified" not in str(error).lower():  # a retried edit that already landed
                 raise

@@ -40,6 +40,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from typing import Any
 
 import aiohttp
@@ -57,6 +58,7 @@ class Sent:
     reply_markup: dict[str, Any] | None = None
     message_thread_id: int | None = None
     edits: int = 0
+    entities: list[dict[str, Any]] = field(default_factory=list)  # with parse_mode HTML: its pre/code
 
 
 @dataclass
@@ -235,8 +237,17 @@ class TelegramServer:
         return _ok(updates)
 
     def _text_error(self, args: dict[str, Any]) -> web.Response | None:
+        """A refusal as Telegram words it; with ``parse_mode`` HTML, ``args`` is rewritten to the
+        parsed text and its entities, which is what the limits count and the chat shows."""
         if int(args.get("chat_id", 0)) not in self.chats:
             return _fail(400, "Bad Request: chat not found")
+        if args.get("parse_mode") not in (None, "HTML"):
+            return _fail(400, f"Bad Request: unsupported parse_mode {args['parse_mode']}")
+        if args.get("parse_mode") == "HTML":
+            parsed = parse_html(str(args.get("text") or ""))
+            if isinstance(parsed, str):
+                return _fail(400, f"Bad Request: can't parse entities: {parsed}")
+            args["text"], args["entities"] = parsed
         text = str(args.get("text") or "")
         if not text.strip():
             return _fail(400, "Bad Request: message text is empty")
@@ -252,7 +263,7 @@ class TelegramServer:
             return error
         thread = args.get("message_thread_id")
         sent = Sent(int(args["chat_id"]), next(self._ids), str(args["text"]), args.get("reply_markup"),
-                    int(thread) if thread else None)
+                    int(thread) if thread else None, entities=args.get("entities", []))
         self.sent.append(sent)
         return _ok(self._message(sent))
 
@@ -267,6 +278,7 @@ class TelegramServer:
             return _fail(400, "Bad Request: message is not modified: specified new message content and reply "
                               "markup are exactly the same as a current content and reply markup of the message")
         found.text, found.reply_markup, found.edits = str(args["text"]), args.get("reply_markup"), found.edits + 1
+        found.entities = args.get("entities", [])
         return _ok(self._message(found))
 
     async def _answer(self, args: dict[str, Any]) -> web.Response:
@@ -295,6 +307,59 @@ class TelegramServer:
         if sent.message_thread_id is not None:
             message |= {"message_thread_id": sent.message_thread_id, "is_topic_message": True}
         return message
+
+
+_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "blockquote", "tg-spoiler",
+         "span", "tg-emoji"}
+
+
+def parse_html(text: str) -> tuple[str, list[dict[str, Any]]] | str:
+    """Telegram's HTML parse mode: the text and its ``pre``/``code`` entities, or why it is
+    refused. As strict as the Bot API's rules: only its tags, each closed in order, and every
+    ``<``, ``>``, ``&`` not part of a tag or an entity escaped."""
+    if (bare := re.search(r"<(?!/?[a-zA-Z])|&(?!(?:lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);)", text)) is not None:
+        return f"Unexpected character at byte offset {len(text[:bare.start()].encode())}"
+    parser = _Entities()
+    parser.feed(text)
+    parser.close()
+    if parser.problem is None and parser.open:
+        parser.problem = f'Can\'t find end tag corresponding to start tag "{parser.open[-1][0]}"'
+    return parser.problem if parser.problem is not None else ("".join(parser.text), parser.entities)
+
+
+class _Entities(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text: list[str] = []
+        self.open: list[tuple[str, int, dict[str, str | None]]] = []  # tag, offset, attributes
+        self.entities: list[dict[str, Any]] = []
+        self.problem: str | None = None
+
+    def _offset(self) -> int:  # in UTF-16 code units, as the Bot API counts
+        return len("".join(self.text).encode("utf-16-le")) // 2
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _TAGS:
+            self.problem = self.problem or f'Unsupported start tag "{tag}"'
+        self.open.append((tag, self._offset(), dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open[-1][0] != tag:
+            self.problem = self.problem or f'Unmatched end tag "{tag}"'
+            return
+        _, offset, attrs = self.open.pop()
+        language = str(attrs.get("class") or "")
+        if tag == "code" and self.open and self.open[-1][0] == "pre":  # <pre><code class=...>: one pre entity
+            if language.startswith("language-"):
+                self.open[-1][2]["language"] = language.removeprefix("language-")
+        elif tag in ("pre", "code"):
+            entity: dict[str, Any] = {"type": tag, "offset": offset, "length": self._offset() - offset}
+            if attrs.get("language"):
+                entity["language"] = attrs["language"]
+            self.entities.append(entity)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
 
 
 def _user(user_id: int, is_bot: bool) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import json
 import httpx
 import pytest
 
-from tests.channels.synapse import PASSWORDS, require_synapse
+from tests.channels.synapse import require_synapse
 
 require_synapse()
 pytest.importorskip("nio", reason="matrix-nio is not installed: pip install 'durable-agent[channels]'")
@@ -37,7 +37,7 @@ async def test_a_thread_is_its_own_conversation_and_an_image_posted_there_reache
     client, task_queue, workspace, tmp_path, synapse
 ):
     steps = [tool("message", type="result", text="hello in the room"),
-             tool("message", type="result", text="a grey plot, 6 by 4")]
+             tool("message", type="result", text="a grey plot, `6x4`")]
     alice = await person(synapse, "alice")
     table = matrix_table(synapse, workspace=str(workspace))
     try:
@@ -58,11 +58,12 @@ async def test_a_thread_is_its_own_conversation_and_an_image_posted_there_reache
                                  "m.in_reply_to": {"event_id": root}}})
             assert isinstance(sent, RoomSendResponse), sent
             answer = await alice.until(lambda: next((e for e in alice.notices(room, AGENT)
-                                                     if e["content"]["body"] == "a grey plot, 6 by 4"), None),
+                                                     if e["content"]["body"] == "a grey plot, `6x4`"), None),
                                        "the thread's answer")
     finally:
         await alice.close()
     assert in_thread(answer, root)  # answered in the thread, not the room
+    assert answer["content"]["formatted_body"] == "a grey plot, <code>6x4</code>"  # code shows as code
     room_answer = next(e for e in alice.notices(room, AGENT) if e["content"]["body"] == "hello in the room")
     assert not in_thread(room_answer, root)
     thread_request = model.requests[1]

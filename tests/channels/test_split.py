@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from channels.base import split_text
+from channels.base import code_html, split_text
+from fakes.telegram_api import parse_html
 
 
 def test_a_10000_character_answer_splits_under_telegrams_limit_at_paragraphs():
@@ -31,3 +34,21 @@ def test_every_piece_fits_and_nothing_is_lost(text, limit):
     assert all(len(p) <= limit for p in pieces)
     kept = lambda t: "".join(t.replace("`", "").split())  # every character but the cut's spaces and fences
     assert kept("".join(pieces)) == kept(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab <>&;`\n#x1")), max_size=80))
+def test_any_text_is_html_telegram_accepts_and_reads_back_without_its_code_marks(text):
+    parsed = parse_html(code_html(text))
+    assert not isinstance(parsed, str), parsed
+    assert parsed[0] == _unmarked(text)
+
+
+def _unmarked(text: str) -> str:
+    """What the chat shows of ``text``: fences and the backticks of inline code gone (inside a
+    fence, backticks are code), the rest as written."""
+    shown, at = [], 0
+    for fence in re.finditer(r"```[\w+.-]*\n?(.*?)```", text, flags=re.S):
+        shown += [re.sub(r"`([^`\n]+)`", r"\1", text[at:fence.start()]), fence.group(1).rstrip("\n")]
+        at = fence.end()
+    return "".join([*shown, re.sub(r"`([^`\n]+)`", r"\1", text[at:])])

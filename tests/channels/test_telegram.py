@@ -159,6 +159,19 @@ async def test_a_10000_character_answer_is_split_under_the_4096_limit_and_progre
     assert len(telegram.sent) == 4 and telegram.sent[3].text == "turn 2" and telegram.sent[3].edits == 1
 
 
+async def test_code_shows_as_code_and_html_in_an_answer_is_text():
+    text = "Run:\n```sh\necho '<b>' && ls\n```\nthen `cat a&b.txt`, not <i>this</i>."
+    async with running() as (telegram, adapter, _):
+        await adapter.send(OutboundMessage(chat=ChatRef(channel="telegram", conversation="1001"), key="c1",
+                                           kind="answer", text=text))
+    [sent] = telegram.sent
+    assert sent.text == "Run:\necho '<b>' && ls\nthen cat a&b.txt, not <i>this</i>."  # as the chat shows it
+    pre = next(e for e in sent.entities if e["type"] == "pre")
+    assert pre["language"] == "sh" and sent.text[pre["offset"]:pre["offset"] + pre["length"]] == "echo '<b>' && ls"
+    code = [e for e in sent.entities if e["type"] == "code" and "language" not in e]
+    assert [sent.text[e["offset"]:e["offset"] + e["length"]] for e in code] == ["cat a&b.txt"]
+
+
 async def test_a_429_surfaces_as_rate_limited_with_telegrams_retry_after():
     async with TelegramServer() as telegram:
         adapter = TelegramAdapter(table(name="telegram", type="telegram", bot_token=telegram.token,
