@@ -135,22 +135,30 @@ async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_re
     model.assert_consumed()
 
 
+@asynccontextmanager
+async def scheduled_for(client, task_queue: str, workspace: Path, url: str, callbacks: Callbacks,
+                        chat: str) -> AsyncIterator[str]:
+    """After a first message has made chat ``chat``'s conversation, a schedule whose task
+    reports there, triggered once: yields the task's id; the schedule goes after."""
+    assert (await asyncio.to_thread(post, url, {"id": f"{chat}-1", "conversation": chat, "author": "ci-bot",
+                                                "text": "hello"})).status_code == 202
+    await wait_until(lambda: answers(callbacks), 60)
+    name = f"{chat}-{task_queue}"
+    task = make_input(workspace, "report on the build", conversation=conversation_id(f"hooks:{chat}"))
+    await create_task_schedule(client, name, "0 3 * * *", task, task_queue=task_queue)
+    try:
+        yield await trigger_task_schedule(client, name)
+    finally:
+        await delete_task_schedule(client, name)
+
+
 async def test_a_scheduled_task_that_names_the_chat_posts_its_result_there(client, task_queue, workspace, tmp_path):
     callbacks = Callbacks()
     steps = [tool("message", type="result", text="hello"), tool("message", type="result", text="nightly: all green")]
-    event = {"id": "evt-7", "conversation": "nightly", "author": "ci-bot", "text": "hello"}
     async with scripted_worker(client, task_queue, steps) as model, \
-            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
-        assert (await asyncio.to_thread(post, url, event)).status_code == 202
-        await wait_until(lambda: answers(callbacks), 60)
-        name = f"nightly-{task_queue}"
-        task = make_input(workspace, "report on the build", conversation=conversation_id("hooks:nightly"))
-        await create_task_schedule(client, name, "0 3 * * *", task, task_queue=task_queue)
-        try:
-            started = await trigger_task_schedule(client, name)
-            await wait_until(lambda: len(answers(callbacks)) == 2, 60)
-        finally:
-            await delete_task_schedule(client, name)
+            webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url, \
+            scheduled_for(client, task_queue, workspace, url, callbacks, "nightly") as started:
+        await wait_until(lambda: len(answers(callbacks)) == 2, 60)
     body = answers(callbacks)[1][1]
     assert body["chat"]["conversation"] == "nightly"
     assert body["text"] == f"Task {started}:\nnightly: all green"
@@ -162,22 +170,13 @@ async def test_a_scheduled_tasks_question_is_posted_and_the_next_message_answers
     callbacks = Callbacks()
     steps = [tool("message", type="result", text="hello"), tool("message", type="ask", text="Which branch?"),
              tool("message", type="result", text="nightly on main: green")]
-    event = {"id": "evt-q1", "conversation": "asked", "author": "ci-bot", "text": "hello"}
     async with scripted_worker(client, task_queue, steps) as model, \
             webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
-        assert (await asyncio.to_thread(post, url, event)).status_code == 202
-        await wait_until(lambda: answers(callbacks), 60)
-        name = f"asked-{task_queue}"
-        task = make_input(workspace, "report on the build", conversation=conversation_id("hooks:asked"))
-        await create_task_schedule(client, name, "0 3 * * *", task, task_queue=task_queue)
-        try:
-            started = await trigger_task_schedule(client, name)
+        async with scheduled_for(client, task_queue, workspace, url, callbacks, "asked") as started:
             await wait_until(lambda: any(body["kind"] == "question" for _, body in callbacks.received), 60)
             reply = {"id": "evt-q2", "conversation": "asked", "author": "ci-bot", "text": "main"}
             assert (await asyncio.to_thread(post, url, reply)).status_code == 202
             await wait_until(lambda: len(answers(callbacks)) == 2, 60)
-        finally:
-            await delete_task_schedule(client, name)
         state = await client.get_workflow_handle(conversation_id("hooks:asked")).query(
             ConversationWorkflow.conversation)
     question = next(body["text"] for _, body in callbacks.received if body["kind"] == "question")
