@@ -7,6 +7,8 @@ import asyncio
 import os
 import re
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
@@ -37,6 +39,20 @@ def task_id(term: Terminal) -> str:
 
 def seen(term: Terminal) -> str:
     return Screen(COLUMNS).feed(term.screen).text()
+
+
+@asynccontextmanager
+async def sleeping(client: Client, queue: str, workspace) -> AsyncIterator[tuple[Terminal, str]]:
+    """`run` at a terminal whose task is running its first call (``sleep 30``, scripted):
+    the terminal and the task's id; the terminal is closed after."""
+    term = run_in_terminal(client, queue, "--workspace", str(workspace), "--approval", "never", "Wait a while")
+    try:
+        await expect(term, "/workflows/task-")  # the line naming the task
+        workflow_id = task_id(term)
+        await tool_running(client, workflow_id)
+        yield term, workflow_id
+    finally:
+        term.close()
 
 
 async def expect(term: Terminal, text: str, times: int = 1) -> None:
@@ -88,11 +104,7 @@ async def test_a_follow_up_at_the_prompt_continues_the_conversation(client, task
 async def test_ctrl_c_once_stops_the_running_step_and_the_prompt_returns(client, task_queue, workspace):
     steps = [tool("shell", command="sleep 30"), tool("message", type="result", text="Stopped where you asked.")]
     async with scripted_worker(client, task_queue, steps) as model:
-        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "Wait a while")
-        try:
-            await expect(term, "/workflows/task-")  # the line naming the task
-            workflow_id = task_id(term)
-            await tool_running(client, workflow_id)
+        async with sleeping(client, task_queue, workspace) as (term, workflow_id):
             term.press("\x03")
             await expect(term, "interrupted: the current step is cut off")
             await expect(term, PROMPT)  # the first prompt: the task ended, or goes on without the step
@@ -104,8 +116,6 @@ async def test_ctrl_c_once_stops_the_running_step_and_the_prompt_returns(client,
             assert term.proc.poll() is None  # still in the conversation
             term.press("\x04")
             code = await asyncio.to_thread(term.wait)
-        finally:
-            term.close()
         model.assert_consumed()
     assert code == 0, seen(term)
     assert outcome.status == TaskState.DONE and outcome.final_text == "Stopped where you asked."
@@ -119,11 +129,7 @@ async def test_ctrl_c_twice_leaves_and_says_how_to_come_back(client, task_queue,
     steps = [tool("shell", command="sleep 30"),
              Step(tool_calls=[("message", {"type": "result", "text": "ok"})], hold=True)]
     async with scripted_worker(client, task_queue, steps) as model:
-        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "--approval", "never", "Wait a while")
-        try:
-            await expect(term, "/workflows/task-")  # the line naming the task
-            workflow_id = task_id(term)
-            await tool_running(client, workflow_id)
+        async with sleeping(client, task_queue, workspace) as (term, workflow_id):
             term.press("\x03")
             await expect(term, "interrupted:")
             term.press("\x03")
@@ -132,8 +138,6 @@ async def test_ctrl_c_twice_leaves_and_says_how_to_come_back(client, task_queue,
             await wait_until(lambda: model.hits() == 2)
             model.release()
             outcome = await asyncio.wait_for(outcome_of(client.get_workflow_handle(workflow_id, result_type=TaskOutcome)), 60)
-        finally:
-            term.close()
     screen = seen(term)
     assert code == 130, screen
     assert (f"task {workflow_id} goes on; follow it with: python starter.py watch {workflow_id} · "
