@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import contextlib
 import json
 import uuid
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -124,3 +127,13 @@ def answer_tool_call(handler: BaseHTTPRequestHandler, call: dict[str, Any], inde
     handler.send_header("Content-Length", str(len(reply)))
     handler.end_headers()
     handler.wfile.write(reply)
+
+
+def run_reading_benchmark(main: Callable[[int, int], Coroutine[Any, Any, None]]) -> None:
+    """The command line of a benchmark whose task reads a different file each turn:
+    ``main(turns, file_bytes)`` from ``--turns`` (150) and ``--file-bytes`` (4,096)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--file-bytes", type=int, default=4096)
+    opts = parser.parse_args()
+    asyncio.run(main(opts.turns, opts.file_bytes))

@@ -12,15 +12,13 @@ them and their ratio to what was said (messages, tool calls and results). Target
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import random
 import tempfile
 from pathlib import Path
 
 from temporalio.client import Client
 
-from benchmarks.common import context_entries, run_scripted, run_stats, said_bytes
+from benchmarks.common import context_entries, run_reading_benchmark, run_scripted, run_stats, said_bytes
 from benchmarks.history_growth import script
 from contracts.task import TaskInput
 from core.settings import CodecSettings
@@ -87,8 +85,4 @@ async def main(turns: int, file_bytes: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--turns", type=int, default=150)
-    parser.add_argument("--file-bytes", type=int, default=4096)
-    opts = parser.parse_args()
-    asyncio.run(main(opts.turns, opts.file_bytes))
+    run_reading_benchmark(main)

@@ -18,7 +18,6 @@ clusters do, so activities really spread over the workers.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import tempfile
 import uuid
@@ -27,7 +26,15 @@ from pathlib import Path
 from temporalio.client import Client
 
 from activities.llm import ProviderSettings
-from benchmarks.common import context_entries, quiet_logging, run_scripted, run_stats, said_bytes, workspace_with_files
+from benchmarks.common import (
+    context_entries,
+    quiet_logging,
+    run_reading_benchmark,
+    run_scripted,
+    run_stats,
+    said_bytes,
+    workspace_with_files,
+)
 from contracts.task import TaskInput, TaskOutcome
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.settings import load_settings
@@ -97,8 +104,4 @@ async def main(turns: int, file_bytes: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--turns", type=int, default=150)
-    parser.add_argument("--file-bytes", type=int, default=4096)
-    opts = parser.parse_args()
-    asyncio.run(main(opts.turns, opts.file_bytes))
+    run_reading_benchmark(main)
