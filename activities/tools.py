@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,11 @@ class ToolActivities:
         self.mcp = mcp  # runs calls of MCP tools (None: such calls fail)
         self.browsers = browsers
         self._checkpoints = workspace_checkpoints
+        # One save per workspace at a time in this process, waited for here rather than in a
+        # thread: tasks sharing a workspace would otherwise each hold one of the default
+        # executor's few threads blocked on the repository's lock, and every store read and
+        # write of every task (which use the same threads) would wait behind them.
+        self._saving: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDictionary()
         self.secrets = secrets
         self._audit = audit
 
@@ -249,8 +255,10 @@ class ToolActivities:
             return  # reads change nothing
         if self._checkpoints is None:
             self._checkpoints = checkpoints.Checkpoints.from_settings(self.settings.checkpoints, self.settings.paths)
+        lock = self._saving.setdefault(workspace, asyncio.Lock())
         try:
-            await asyncio.to_thread(self._checkpoints.save, workspace, inp.task_id, inp.turn)
+            async with lock:
+                await asyncio.to_thread(self._checkpoints.save, workspace, inp.task_id, inp.turn)
         except (checkpoints.CheckpointError, OSError) as err:  # a missing checkpoint never stops the work
             get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY).warning(
                 "workspace checkpoint failed: rewind cannot restore this turn", error=str(err))

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import subprocess
 import sys
+import threading
 import time
 
 from temporalio.testing import ActivityEnvironment
@@ -19,6 +20,7 @@ from activities.tools import ToolActivities
 from contracts.activities import ToolCallInput, ToolProgress
 from core.messages import ToolCallRequest, call_digest
 from runtime.audit import AuditLog
+from runtime.checkpoints import Checkpoints
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore, open_store
 from tests.configured import settings
@@ -222,3 +224,38 @@ async def test_a_locked_audit_log_delays_the_call_but_never_the_event_loop(tmp_p
     assert result.status == "ok" and "hi" in result.content
     assert len(stalls) > 50 and max(stalls) < 0.5, max(stalls)  # it waited, and the loop ran all along
     assert '"tool":"shell"' in log_path.read_text()
+
+
+class HeldSaves(Checkpoints):
+    """Checkpoints whose saves wait for ``release``, counting how many run at once."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.release, self.lock = threading.Event(), threading.Lock()
+        self.running = self.most = self.saves = 0
+
+    def save(self, workspace, task_id: str, turn: int) -> str:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        self.release.wait(30)
+        with self.lock:
+            self.running -= 1
+            self.saves += 1
+        return "held"
+
+
+async def test_tasks_sharing_a_workspace_wait_for_its_checkpoint_without_taking_the_workers_threads(
+        tmp_path, workspace):
+    saves = HeldSaves(tmp_path / "checkpoints")
+    acts = ToolActivities(ContextStore(tmp_path / "store.db"), SecretStore({}), settings(), workspace_checkpoints=saves)
+    calls = [asyncio.create_task(ActivityEnvironment().run(acts.run_tool, call_input(workspace, task_id=f"t{n}")))
+             for n in range(12)]  # more than the default executor's threads (min(32, cores + 4))
+    while saves.running == 0:
+        await asyncio.sleep(0.01)
+    # The store and every other task still get a thread while twelve saves wait on one workspace.
+    assert await asyncio.wait_for(asyncio.to_thread(lambda: "a thread was free"), 10) == "a thread was free"
+    saves.release.set()
+    results = await asyncio.gather(*calls)
+    assert all(r.status == "ok" for r in results) and saves.saves == 12
+    assert saves.most == 1  # one save of a workspace at a time, the others waiting without a thread
