@@ -101,9 +101,9 @@ class ConversationWorkflow:
                 return
             if await self._tell(state.running, "stop", f"stopped by {message.author} in the chat"):
                 await self._say(f"Stopping (asked by {message.author}).")
-        elif (asked := state.running or self._asking()) is not None and await self._tell(asked, "interject", Interjection(
+        elif (to := state.running or self._asking()) is not None and await self._tell(to, "interject", Interjection(
                 text=message.text, sent_by=message.author, attachments=message.attachments)):
-            if asked == state.asking:
+            if to == state.asking:
                 state.asking = None  # answered
             return
         elif message.text.strip() or message.attachments:
@@ -149,8 +149,8 @@ class ConversationWorkflow:
         task_id = f"{workflow.info().workflow_id}-task-{state.tasks}"
         task = TaskInput(
             instruction=message.text, attachments=message.attachments, workspace=inp.workspace, model=inp.model,
-            provider=inp.provider,
-            session=inp.session, conversation=workflow.info().workflow_id, approval=ApprovalMode.DANGEROUS,
+            provider=inp.provider, session=inp.session, conversation=workflow.info().workflow_id,
+            approval=ApprovalMode.DANGEROUS,
             context_window=inp.context_window, search_attributes=inp.search_attributes,
         )
         child = await workflow.start_child_workflow(
