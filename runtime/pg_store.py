@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 
 from core.entries import Entry, entry_digest
 from runtime.store import FINISHED, StoreUnavailable, checked_range
+from runtime.store_types import schema
 
 # Writes replace: a retried activity rewrites the same row.
 _PUT_ENTRY = (
@@ -34,40 +35,7 @@ _PUT_CALL = (
 
 _ENTRIES = TypeAdapter(list[Entry])
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS agent_entries (
-    context_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    digest TEXT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (context_id, seq)
-);
-CREATE TABLE IF NOT EXISTS agent_prefixes (
-    context_id TEXT PRIMARY KEY,
-    base INTEGER NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS agent_blobs (
-    digest TEXT PRIMARY KEY,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS agent_sessions (
-    name TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    workflow_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    final_text TEXT NOT NULL DEFAULT '',
-    total INTEGER NOT NULL,
-    finished_seq BIGSERIAL PRIMARY KEY
-);
-CREATE TABLE IF NOT EXISTS agent_tool_calls (
-    context_id TEXT NOT NULL,
-    call_key TEXT NOT NULL,
-    state TEXT NOT NULL,
-    body TEXT,
-    PRIMARY KEY (context_id, call_key)
-);
-"""
+SCHEMA = schema("agent_", "BIGSERIAL PRIMARY KEY")
 
 
 class PostgresStore:

@@ -21,44 +21,11 @@ from core.entries import Entry, entry_digest
 from core.settings import PathSettings, StoreSettings
 from runtime.logs import get_logger
 from runtime.paths import data_dir
-from runtime.store_types import FINISHED, StoreUnavailable, checked_range
+from runtime.store_types import FINISHED, StoreUnavailable, checked_range, schema
 
 _ENTRIES = TypeAdapter(list[Entry])
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    context_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    digest TEXT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (context_id, seq)
-);
-CREATE TABLE IF NOT EXISTS prefixes (
-    context_id TEXT PRIMARY KEY,
-    base INTEGER NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS blobs (
-    digest TEXT PRIMARY KEY,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    name TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    workflow_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    final_text TEXT NOT NULL DEFAULT '',
-    total INTEGER NOT NULL,
-    finished_seq INTEGER PRIMARY KEY AUTOINCREMENT
-);
-CREATE TABLE IF NOT EXISTS tool_calls (
-    context_id TEXT NOT NULL,
-    call_key TEXT NOT NULL,
-    state TEXT NOT NULL,
-    body TEXT,
-    PRIMARY KEY (context_id, call_key)
-);
-"""
+SCHEMA = schema("", "INTEGER PRIMARY KEY AUTOINCREMENT")
 
 
 def default_store_path(store: StoreSettings, paths: PathSettings) -> Path:

@@ -25,7 +25,6 @@ import asyncio
 
 from core.entries import Entry
 from core.settings import PathSettings, StoreSettings
-from runtime.sqlite_store import SCHEMA as SCHEMA
 from runtime.sqlite_store import ContextStore as ContextStore
 from runtime.sqlite_store import default_store_path as default_store_path
 from runtime.store_types import FINISHED as FINISHED

@@ -9,13 +9,53 @@ and none of them should import another's internals.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import LiteralString, Protocol
 
 from pydantic import TypeAdapter
 
 from core.entries import Entry
 
 _ENTRY = TypeAdapter(Entry)
+
+
+def schema(prefix: LiteralString, serial: LiteralString) -> LiteralString:
+    """The store's tables, one definition for both databases: SQLite's own file names them
+    plainly; a PostgreSQL database, shared with other applications, with ``prefix``
+    (``agent_``). ``serial``: the finished-order key, as each database says it."""
+    return f"""
+CREATE TABLE IF NOT EXISTS {prefix}entries (
+    context_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (context_id, seq)
+);
+CREATE TABLE IF NOT EXISTS {prefix}prefixes (
+    context_id TEXT PRIMARY KEY,
+    base INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {prefix}blobs (
+    digest TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {prefix}sessions (
+    name TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    workflow_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    final_text TEXT NOT NULL DEFAULT '',
+    total INTEGER NOT NULL,
+    finished_seq {serial}
+);
+CREATE TABLE IF NOT EXISTS {prefix}tool_calls (
+    context_id TEXT NOT NULL,
+    call_key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT,
+    PRIMARY KEY (context_id, call_key)
+);
+"""
 # A tool call's record (table tool_calls): started, or finished with its result.
 STARTED, FINISHED = "started", "finished"
 
