@@ -15,29 +15,9 @@ import pytest
 
 from channels.base import RateLimited
 from channels.slack import SlackAdapter
-from contracts.channels import Button, ChatRef, InboundMessage, OutboundMessage
+from contracts.channels import Button, ChatRef, OutboundMessage
 from fakes.slack_api import BOT_ID, BOT_USER, SlackServer
-from tests.channels.tables import table
-
-
-class Inbox:
-    """A deliver that records, and fails on purpose the first ``fail`` times."""
-
-    def __init__(self, fail: int = 0) -> None:
-        self.fail, self.attempts, self.messages = fail, 0, []
-
-    async def __call__(self, message: InboundMessage) -> None:
-        self.attempts += 1
-        if self.fail:
-            self.fail -= 1
-            raise RuntimeError("Temporal is away")
-        self.messages.append(message)
-
-
-async def until(condition) -> None:
-    async with asyncio.timeout(10):
-        while not condition():
-            await asyncio.sleep(0.02)
+from tests.channels.tables import Inbox, table, until
 
 
 @contextlib.asynccontextmanager

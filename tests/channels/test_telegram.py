@@ -14,38 +14,11 @@ from telegram.error import InvalidToken
 
 from channels.base import RateLimited
 from channels.telegram import TelegramAdapter
-from contracts.channels import Button, ChatRef, InboundMessage, OutboundMessage
+from contracts.channels import Button, ChatRef, OutboundMessage
 from fakes.telegram_api import TelegramServer
-from tests.channels.tables import table
+from tests.channels.tables import Inbox, table, until
 
 ALICE, BOB, MALLORY = 11, 12, 13
-
-
-class Inbox:
-    """A deliver that records, and fails on purpose the first ``fail`` times."""
-
-    def __init__(self, fail: int = 0) -> None:
-        self.fail, self.attempts, self.messages = fail, 0, []
-        self.arrived = asyncio.Event()
-
-    async def __call__(self, message: InboundMessage) -> None:
-        self.attempts += 1
-        if self.fail:
-            self.fail -= 1
-            raise RuntimeError("Temporal is away")
-        self.messages.append(message)
-        self.arrived.set()
-
-    async def next(self) -> InboundMessage:
-        await asyncio.wait_for(self.arrived.wait(), 10)
-        self.arrived.clear()
-        return self.messages[-1]
-
-
-async def until(condition) -> None:
-    async with asyncio.timeout(10):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 @contextlib.asynccontextmanager
