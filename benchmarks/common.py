@@ -41,6 +41,7 @@ class RunStats:
     run_id: str
     history_bytes: int
     events: int
+    seconds: float  # from the run's start to its close (0 while it runs)
 
 
 async def run_scripted(
@@ -49,7 +50,7 @@ async def run_scripted(
     """Run one scripted task on a worker per store (several: as if on several hosts, each
     with its own disk, all polling the task's queue)."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    with ScriptedModelServer(steps) as model:
+    with ScriptedModelServer(steps, record=False) as model:  # thousands of turns: no bodies kept
         settings = ProviderSettings(openai_base_url=model.url)
         async with contextlib.AsyncExitStack() as workers:
             for index, each in enumerate((store, *more_stores)):
@@ -68,11 +69,14 @@ async def run_scripted(
 
 
 async def run_stats(client: Client, workflow_id: str) -> list[RunStats]:
+    """Each run of the task, first to last."""
     stats = []
-    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+    executions = [e async for e in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+    for execution in sorted(executions, key=lambda e: e.start_time):
         desc = await client.get_workflow_handle(workflow_id, run_id=execution.run_id).describe()
         info = desc.raw_description.workflow_execution_info
-        stats.append(RunStats(execution.run_id, info.history_size_bytes, info.history_length))
+        seconds = (execution.close_time - execution.start_time).total_seconds() if execution.close_time else 0.0
+        stats.append(RunStats(execution.run_id, info.history_size_bytes, info.history_length, seconds))
     return stats
 
 
