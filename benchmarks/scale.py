@@ -183,7 +183,8 @@ async def workers(tasks: int, turns: int, latency_s: float, processes: list[int]
             load = os.getloadavg()[0]
             cpu_before, started = cpu_s(proc.pid), time.perf_counter()
             ids = await s.start(tasks)
-            outcomes = await asyncio.gather(*(s.client.get_workflow_handle(i).result() for i in ids))
+            outcomes = await asyncio.gather(*(s.client.get_workflow_handle_for(AgentTaskWorkflow.run, i).result()
+                                              for i in ids))
             wall, cpu = time.perf_counter() - started, cpu_s(proc.pid) - cpu_before
             assert all(o.turns == turns for o in outcomes), [o for o in outcomes if o.turns != turns][:1]
             rows.append((n, wall, cpu, load))
