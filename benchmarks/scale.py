@@ -193,7 +193,7 @@ async def workers(tasks: int, turns: int, latency_s: float, processes: list[int]
     for n, wall, cpu, load in rows:
         print(f"{n:>9} {wall:>7.1f} {tasks * turns / wall:>8.1f} {cpu / (tasks * turns) * 1000:>12.1f} {load:>12.2f}")
     print("CPU: the worker processes' and their supervisor's, user + system; load: the machine's "
-          "1-minute load average as the tasks started (2 cores)")
+          "1-minute load average as the tasks started (2 cores; the rounds before count in it)")
 
 
 async def _pollers(client: Client, queue: str, processes: int) -> bool:
