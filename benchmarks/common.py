@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmarks: an in-memory dev server, a scripted run, per-run history stats."""
+"""Shared pieces of the benchmarks: an in-memory dev server, a scripted run, per-run history
+stats, and a model of their own in a process of its own."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import argparse
 import asyncio
 import contextlib
 import json
+import multiprocessing
+import time
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,7 @@ class RunStats:
     run_id: str
     history_bytes: int
     events: int
+    seconds: float  # from the run's start to its close (0 while it runs)
 
 
 async def run_scripted(
@@ -52,7 +57,7 @@ async def run_scripted(
     """Run one scripted task on a worker per store (several: as if on several hosts, each
     with its own disk, all polling the task's queue)."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    with ScriptedModelServer(steps) as model:
+    with ScriptedModelServer(steps, record=False) as model:  # thousands of turns: no bodies kept
         settings = ProviderSettings(openai_base_url=model.url)
         async with contextlib.AsyncExitStack() as workers:
             for index, each in enumerate((store, *more_stores)):
@@ -71,11 +76,14 @@ async def run_scripted(
 
 
 async def run_stats(client: Client, workflow_id: str) -> list[RunStats]:
+    """Each run of the task, first to last."""
     stats = []
-    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+    executions = [e async for e in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+    for execution in sorted(executions, key=lambda e: e.start_time):
         desc = await client.get_workflow_handle(workflow_id, run_id=execution.run_id).describe()
         info = desc.raw_description.workflow_execution_info
-        stats.append(RunStats(execution.run_id, info.history_size_bytes, info.history_length))
+        seconds = (execution.close_time - execution.start_time).total_seconds() if execution.close_time else 0.0
+        stats.append(RunStats(execution.run_id, info.history_size_bytes, info.history_length, seconds))
     return stats
 
 
@@ -112,9 +120,72 @@ def workspace_with_files(root: Path, count: int, size: int) -> None:
         (root / f"f{i}.txt").write_text((line * (size // len(line) + 1))[:size])
 
 
+Answer = Callable[[dict[str, Any]], dict[str, Any]]  # a request body -> the tool call to answer
+
+
+async def start_model(answer: Answer, latency_s: float = 0.0) -> tuple[BaseProcess, str]:
+    """A local OpenAI-compatible model in a process of its own (forked, so ``answer`` may hold
+    state; the worker's interpreter is not slowed by it): each chat completion is answered,
+    after ``latency_s``, with the one tool call ``answer`` picks. Returns the process (for
+    ``terminate()``) and the base URL."""
+    port = multiprocessing.Value("i", 0)
+    process = multiprocessing.get_context("fork").Process(target=_serve_model, args=(answer, latency_s, port),
+                                                          daemon=True)
+    process.start()
+    while not port.value:
+        await asyncio.sleep(0.05)
+    return process, f"http://127.0.0.1:{port.value}/v1"
+
+
+def _serve_model(answer: Answer, latency_s: float, port: Any) -> None:  # port: a multiprocessing.Value('i')
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if not self.path.endswith("/chat/completions"):  # e.g. a worker asking an unknown model's window
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            time.sleep(latency_s)
+            answer_tool_call(self, answer(body), len(body["messages"]))
+
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 256  # hundreds of tasks may connect at once (the default backlog is 5)
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
+    port.value = server.server_address[1]
+    server.serve_forever()
+
+
+def tool_results(body: dict[str, Any]) -> int:
+    """The tool results in a request's conversation: the turns a task has taken so far."""
+    return sum(1 for m in body["messages"] if m["role"] == "tool")
+
+
+@dataclass(frozen=True)
+class ListThenFinish:
+    """An ``Answer``: ``file list`` until the conversation holds ``turns - 1`` tool results,
+    then ``message result``: a task of ``turns`` turns."""
+
+    turns: int
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        if tool_results(body) < self.turns - 1:
+            return {"name": "file", "arguments": json.dumps({"action": "list", "path": "."})}
+        return FINISH
+
+
+FINISH = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
+
+
 def answer_tool_call(handler: BaseHTTPRequestHandler, call: dict[str, Any], index: int) -> None:
-    """Answer a chat-completions request with one tool call (``{"name", "arguments"}``), as the
-    benchmarks' own model servers do."""
+    """Answer a chat-completions request with one tool call (``{"name", "arguments"}``)."""
     reply = json.dumps({
         "id": "x", "object": "chat.completion", "model": "bench",
         "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {

@@ -13,19 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import multiprocessing
 import statistics
 import tempfile
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 from activities.llm import ProviderSettings
-from benchmarks.common import answer_tool_call, start_env
+from benchmarks.common import ListThenFinish, start_env, start_model
 from contracts.task import TaskInput
 from runtime.settings import load_settings
 from runtime.store import ContextStore
@@ -33,48 +28,14 @@ from worker import build_worker
 from workflows.task import AgentTaskWorkflow
 
 
-def serve_model(turns: int, latency_s: float, port: Any) -> None:  # a multiprocessing.Value('i')
-    """The model, in a process of its own so it does not share the worker's interpreter."""
-    server = model_server(turns, latency_s)
-    port.value = server.server_address[1]
-    threading.Event().wait()
-
-
-def model_server(turns: int, latency_s: float) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args) -> None:
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            done = sum(1 for m in body["messages"] if m["role"] == "tool")
-            time.sleep(latency_s)
-            if done < turns - 1:
-                call = {"name": "file", "arguments": json.dumps({"action": "list", "path": "."})}
-            else:
-                call = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
-            answer_tool_call(self, call, done)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 async def main(tasks: int, turns: int, latency_s: float) -> None:
     env = await start_env()
-    port = multiprocessing.Value("i", 0)
-    model = multiprocessing.Process(target=serve_model, args=(turns, latency_s, port), daemon=True)
-    model.start()
-    while not port.value:
-        await asyncio.sleep(0.05)
+    model, url = await start_model(ListThenFinish(turns), latency_s)
     latencies: list[float] = []
     try:
         with tempfile.TemporaryDirectory() as ws:
             store = ContextStore(Path(ws) / ".store" / "context.db")
-            settings = ProviderSettings(openai_base_url=f"http://127.0.0.1:{port.value}/v1")
+            settings = ProviderSettings(openai_base_url=url)
             queue = f"bench-{uuid.uuid4().hex[:8]}"
             async with build_worker(env.client, queue=queue, settings=settings, store=store, config=load_settings(),
                                     max_concurrent_activities=max(200, tasks * 2)):

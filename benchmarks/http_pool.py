@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import time
 
 import httpx
 
-from benchmarks.lean_turns import serve_model
+from benchmarks.common import start_model
+from benchmarks.lean_turns import ReadsPerTask
 from core.messages import ChatMessage, LlmRequest, SystemPrompt
 from providers.http import POOL_SHARDS, SHARD_CONNECTIONS
 from providers.openai import OpenAIProvider
@@ -51,13 +51,8 @@ async def _measure(provider: OpenAIProvider, in_flight: int, calls: int) -> floa
 
 
 async def main(in_flight: int, calls: int) -> None:
-    port = multiprocessing.Value("i", 0)
-    server = multiprocessing.Process(target=serve_model, args=(1, port), daemon=True)
-    server.start()
+    server, url = await start_model(ReadsPerTask(1))
     try:
-        while not port.value:
-            await asyncio.sleep(0.05)
-        url = f"http://127.0.0.1:{port.value}/v1"
         one = httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=100, max_keepalive_connections=100))
         single = OpenAIProvider(url, "bench", client=one)
         anyio_pools = OpenAIProvider(url, "bench")

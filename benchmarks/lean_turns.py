@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import re
 import signal
@@ -48,7 +47,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import TypeAdapter
 
     from activities.llm import ProviderSettings
-    from benchmarks.common import answer_tool_call, quiet_logging, run_stats, said_bytes, workspace_with_files
+    from benchmarks.common import FINISH, quiet_logging, run_stats, said_bytes, start_model, workspace_with_files
     from contracts.task import TaskInput
     from core.entries import Entry, ToolResult
     from runtime.settings import load_settings
@@ -117,49 +115,29 @@ class LeanFloorWorkflow:
 TASK_RE = re.compile(r"turns=(\d+) task=(\w+)")
 
 
-def serve_model(files: int, port: Any) -> None:  # port: a multiprocessing.Value('i')
-    """The model, in a process of its own so it does not share the worker's interpreter.
+class ReadsPerTask:
+    """The project's model (an ``Answer`` for ``benchmarks.common.start_model``).
 
     The task's turn count and a tag are in its instruction ("... turns=N task=T"); it
     counts each task's calls (the prompt it is sent may be compacted, so the conversation
     cannot be counted) and answers ``file read`` of the next file N - 1 times, then
     ``message result``."""
-    calls: dict[str, int] = {}
-    lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def __init__(self, files: int) -> None:
+        self.files = files
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if not self.path.endswith("/chat/completions"):  # e.g. the worker asking for the window
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            messages = body["messages"]
-            asked = next(m for m in messages if m["role"] == "user")
-            found = TASK_RE.search(json.dumps(asked.get("content")))
-            turns, tag = (int(found.group(1)), found.group(2)) if found else (1, "")
-            with lock:
-                done = calls.get(tag, 0)
-                calls[tag] = done + 1
-            if done < turns - 1:
-                call = {"name": "file", "arguments": json.dumps({"action": "read", "path": f"f{done % files}.txt"})}
-            else:
-                call = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
-            answer_tool_call(self, call, done)
-
-    class Server(ThreadingHTTPServer):
-        request_queue_size = 256  # 50 tasks may connect at once (the default backlog is 5)
-        daemon_threads = True
-
-    server = Server(("127.0.0.1", 0), Handler)
-    port.value = server.server_address[1]
-    server.serve_forever()
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        asked = next(m for m in body["messages"] if m["role"] == "user")
+        found = TASK_RE.search(json.dumps(asked.get("content")))
+        turns, tag = (int(found.group(1)), found.group(2)) if found else (1, "")
+        with self.lock:
+            done = self.calls.get(tag, 0)
+            self.calls[tag] = done + 1
+        if done < turns - 1:
+            return {"name": "file", "arguments": json.dumps({"action": "read", "path": f"f{done % self.files}.txt"})}
+        return FINISH
 
 
 # --- the measurements ---------------------------------------------------------------------
@@ -298,21 +276,16 @@ async def main(tasks: int, turns: int, long_turns: int, repeat: int, file_bytes:
                rounds: int = 5) -> None:
     quiet_logging()
     files = max(turns, long_turns)
-    port = multiprocessing.Value("i", 0)
-    model = multiprocessing.Process(target=serve_model, args=(files, port), daemon=True)
-    model.start()
+    model, url = await start_model(ReadsPerTask(files))
     env = await start_local_env(extra_args=NO_EAGER_ACTIVITIES)
     wall = time.perf_counter()
     rates: dict[str, list[float]] = {"floor": [], "project": [], "activities": [], "processes": []}
     try:
-        while not port.value:
-            await asyncio.sleep(0.05)
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             workspace = root / "ws"
             workspace.mkdir()
             workspace_with_files(workspace, files, file_bytes)
-            url = f"http://127.0.0.1:{port.value}/v1"
             store = ContextStore(root / ".store" / "context.db")
             systems = {"floor": floor(env.client, str(workspace), files),
                        "project": project(env.client, str(workspace), store, url)}

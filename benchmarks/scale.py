@@ -11,7 +11,8 @@ process of its own. ``approvals``: every task's first call is a dangerous shell 
 all of them wait; it prints the worker's resident memory with all of them waiting, the time
 ``starter.py list --pending`` takes, and the time to approve all and see every task finish.
 ``workers``: every task lists files until it has ``turns - 1`` results, then finishes; it
-prints turns/s and the worker processes' CPU seconds per turn.
+starts them all once every worker process polls, and prints turns/s and the CPU time the
+worker processes (and their supervisor) spent per turn.
 """
 
 from __future__ import annotations
@@ -19,20 +20,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
 
-from benchmarks.common import answer_tool_call, start_env
+from benchmarks.common import FINISH, Answer, ListThenFinish, start_env, start_model, tool_results
 from contracts.task import ApprovalDecision, TaskInput, TaskState
 from workflows.task import AgentTaskWorkflow
 
@@ -40,44 +39,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DANGEROUS = {"name": "shell", "arguments": json.dumps({"command": "rm -rf build"})}
 
 
-def serve_model(mode: str, turns: int, latency_s: float, port: Any) -> None:
-    """The model, in a process of its own: ``approvals`` asks for a dangerous command then
-    finishes; ``workers`` lists files ``turns - 1`` times then finishes."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if not self.path.endswith("/chat/completions"):  # the worker's window probe of an unknown model
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            done = sum(1 for m in body["messages"] if m["role"] == "tool")
-            time.sleep(latency_s)
-            if mode == "approvals" and done == 0:
-                call = DANGEROUS
-            elif mode == "workers" and done < turns - 1:
-                call = {"name": "file", "arguments": json.dumps({"action": "list", "path": "."})}
-            else:
-                call = {"name": "message", "arguments": json.dumps({"type": "result", "text": "done"})}
-            answer_tool_call(self, call, done)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    port.value = server.server_address[1]
-    server.serve_forever()
+def approvals_model(body: dict[str, Any]) -> dict[str, Any]:
+    """``approvals``' model: a dangerous command first (the task waits for a person), then finish."""
+    return DANGEROUS if tool_results(body) == 0 else FINISH
 
 
 class Setup:
     """A dev server, the model process and worker processes (started by ``workers``)."""
 
-    def __init__(self, mode: str, turns: int = 1, latency_s: float = 0.0) -> None:
-        self.mode, self.turns, self.latency_s = mode, turns, latency_s
+    def __init__(self, answer: Answer, latency_s: float = 0.0) -> None:
+        self.answer, self.latency_s = answer, latency_s
         self.queue = f"scale-{uuid.uuid4().hex[:8]}"
         self.dir = tempfile.TemporaryDirectory()
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -85,17 +56,12 @@ class Setup:
     async def __aenter__(self) -> Setup:
         self.env = await start_env()
         self.client: Client = self.env.client
-        port = multiprocessing.Value("i", 0)
-        self.model = multiprocessing.Process(target=serve_model, args=(self.mode, self.turns, self.latency_s, port),
-                                             daemon=True)
-        self.model.start()
-        while not port.value:
-            await asyncio.sleep(0.05)
+        self.model, url = await start_model(self.answer, self.latency_s)
         self.environ = {
             **os.environ, "TEMPORAL_ADDRESS": self.client.service_client.config.target_host,
             "TEMPORAL_NAMESPACE": self.client.namespace, "AGENT_TASK_QUEUE": self.queue,
             "AGENT_DATA_DIR": str(Path(self.dir.name) / "data"), "AGENT_MODEL": "bench",
-            "OPENAI_BASE_URL": f"http://127.0.0.1:{port.value}/v1",
+            "OPENAI_BASE_URL": url,
         }
         return self
 
@@ -165,7 +131,7 @@ async def until(check: Any, every_s: float = 1.0) -> None:
 
 
 async def approvals(tasks: int) -> None:
-    async with Setup("approvals") as s:
+    async with Setup(approvals_model) as s:
         worker = s.workers(1)
         started = time.perf_counter()
         ids = await s.start(tasks)
@@ -211,28 +177,33 @@ async def _approve_all(client: Client, ids: list[str]) -> None:
 async def workers(tasks: int, turns: int, latency_s: float, processes: list[int]) -> None:
     rows = []
     for n in processes:
-        async with Setup("workers", turns, latency_s) as s:
+        async with Setup(ListThenFinish(turns), latency_s) as s:
             proc = s.workers(n)
-            await until(lambda: _polled(s.client, s.queue), 0.2)
-            await asyncio.sleep(2)  # every process polling
+            await until(lambda s=s, n=n: _pollers(s.client, s.queue, n), 0.2)  # every process polling
+            load = os.getloadavg()[0]
             cpu_before, started = cpu_s(proc.pid), time.perf_counter()
             ids = await s.start(tasks)
-            await asyncio.gather(*(s.client.get_workflow_handle(i).result() for i in ids))
+            outcomes = await asyncio.gather(*(s.client.get_workflow_handle_for(AgentTaskWorkflow.run, i).result()
+                                              for i in ids))
             wall, cpu = time.perf_counter() - started, cpu_s(proc.pid) - cpu_before
-            rows.append((n, wall, cpu))
+            assert all(o.turns == turns for o in outcomes), [o for o in outcomes if o.turns != turns][:1]
+            rows.append((n, wall, cpu, load))
     print(f"{tasks} tasks at once, {turns} turns each, model latency {latency_s:.1f} s (ideal {turns * latency_s:.0f} s)")
-    print(f"{'processes':>9} {'wall s':>7} {'turns/s':>8} {'CPU ms/turn':>12}")
-    for n, wall, cpu in rows:
-        print(f"{n:>9} {wall:>7.1f} {tasks * turns / wall:>8.1f} {cpu / (tasks * turns) * 1000:>12.1f}")
+    print(f"{'processes':>9} {'wall s':>7} {'turns/s':>8} {'CPU ms/turn':>12} {'load before':>12}")
+    for n, wall, cpu, load in rows:
+        print(f"{n:>9} {wall:>7.1f} {tasks * turns / wall:>8.1f} {cpu / (tasks * turns) * 1000:>12.1f} {load:>12.2f}")
+    print("CPU: the worker processes' and their supervisor's, user + system; load: the machine's "
+          "1-minute load average as the tasks started (2 cores; the rounds before count in it)")
 
 
-async def _polled(client: Client, queue: str) -> bool:
+async def _pollers(client: Client, queue: str, processes: int) -> bool:
+    """Whether ``processes`` workers poll ``queue`` (each process's identity is its own)."""
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
     described = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=queue)))
-    return bool(described.pollers)
+    return len({p.identity for p in described.pollers}) >= processes
 
 
 if __name__ == "__main__":

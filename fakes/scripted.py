@@ -24,7 +24,8 @@ source, the media type against the bytes); ``multimodal=False`` makes the chat w
 llama.cpp server without a multimodal projector, which refuses every image.
 
 ``requests`` holds every request body received, in order (refused ones too), for tests to
-read what was sent.
+read what was sent; ``record=False`` keeps none of them (nor their headers and times): a
+benchmark of thousands of turns, each body carrying the conversation, would hold gigabytes.
 
 A step can also answer with an exact body (``raw``): recorded fixtures, an empty or
 truncated 200 answer.
@@ -134,9 +135,10 @@ def demo_steps(instruction: str) -> list[Step]:
 class ScriptedModelServer:
     def __init__(
         self, steps: Sequence[Step] = (), *, name: str = "scripted", strict: bool = True, multimodal: bool = True,
-        streams_tools: bool = True, window: int | None = None,
+        streams_tools: bool = True, window: int | None = None, record: bool = True,
     ) -> None:
         self.name = name
+        self.record = record
         self.strict = strict
         self.multimodal = multimodal  # False: the chat wire refuses images as llama.cpp without --mmproj does
         # False: a streamed chat call with tools gets a 200 event stream with no event, as
@@ -243,10 +245,11 @@ class ScriptedModelServer:
         with self._cond:
             self._calls += 1
             number = self._calls
-            self.request_times.append(time.monotonic())
-            self.request_headers.append(dict(headers or {}))
-            if body is not None:
-                self.requests.append(body)
+            if self.record:
+                self.request_times.append(time.monotonic())
+                self.request_headers.append(dict(headers or {}))
+                if body is not None:
+                    self.requests.append(body)
             if problem is None and not self._steps:
                 problem = f"{self.name} model: unexpected call #{number}"
             if problem is not None:
@@ -271,9 +274,10 @@ class ScriptedModelServer:
         a streamed call with tools answered with an empty stream (no rule)."""
         with self._cond:
             self._calls += 1
-            self.request_times.append(time.monotonic())
-            self.request_headers.append(dict(headers))
-            self.requests.append(body)
+            if self.record:
+                self.request_times.append(time.monotonic())
+                self.request_headers.append(dict(headers))
+                self.requests.append(body)
             if rule:
                 self.rejected.append(rule)
             else:

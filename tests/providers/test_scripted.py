@@ -65,6 +65,17 @@ def test_server_answers_script_steps_in_order_and_records_requests():
     assert server.hits() == 2
 
 
+def test_server_that_does_not_record_keeps_no_request_but_still_checks_them():
+    with ScriptedModelServer([text("first"), text("second")], record=False) as server:
+        assert post(server).json()["choices"][0]["message"]["content"] == "first"
+        refused = post(server, {"model": "m", "messages": []})  # strict mode still refuses it
+        assert post(server).json()["choices"][0]["message"]["content"] == "second"
+    assert refused.status_code == 400
+    assert server.hits() == 3
+    assert (server.requests, server.request_headers, server.request_times) == ([], [], [])
+    assert len(server.rejected) == 1
+
+
 def test_server_records_unexpected_call_and_answers_400():
     with ScriptedModelServer([text("only")]) as server:
         post(server)
