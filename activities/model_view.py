@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import tools
 from contracts.activities import ContextPage, LlmCallInput
 from core.cache import BoundedCache
-from core.compaction import CompactionPolicy, compact
+from core.compaction import CompactionMemo, CompactionPolicy, compact
 from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage, entry_digest, to_chat_messages
 from core.images import sniff_image_type
 from core.messages import ChatMessage, ContextReport, ImagePart, TurnResult
@@ -62,6 +62,9 @@ class ModelView:
         # so nothing is added to the history). None: such a gap asks the workflow for a resend.
         self.history = history
         self._cache: BoundedCache[str, list[Entry]] = BoundedCache(keep)  # the most recent tasks
+        # Their compaction's costs, turns and summary lines, so a long task's call works out
+        # only what is new (core/compaction.py, CompactionMemo).
+        self._memos: BoundedCache[str, CompactionMemo] = BoundedCache(keep)
 
     async def build(self, inp: LlmCallInput, run_id: str | None, system_tokens: int, vision: bool) -> View:
         """The view for one call; ``vision``: the model is sent images, which the window must
@@ -69,10 +72,11 @@ class ModelView:
         entries = await self.entries(inp, run_id)
         shown = sum(len(_images(e)) for e in entries) if vision else 0
         image_tokens = min(shown, MAX_IMAGES_SENT) * IMAGE_TOKENS
+        memo = self._memos.put(inp.context_id, self._memos.get(inp.context_id) or CompactionMemo())
         view = compact(entries, CompactionPolicy(
             context_window=inp.context_window, system_tokens=system_tokens + image_tokens,
             compact_keys=tools.COMPACT_KEYS,
-        ))
+        ), memo)
         report = ContextReport(
             entries=len(entries), compacted_turns=view.compacted_turns, dropped_turns=view.dropped_turns,
             truncated_results=view.truncated_results, tokens_before=view.tokens_before,

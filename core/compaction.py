@@ -28,11 +28,17 @@ Above it:
 The lines and the block are ``core/turn_summary.py``'s; this module picks the turns.
 The block is rebuilt from the transcript on every call; nothing the model
 sees comes from a summary written by a model. Pure and deterministic.
+
+A long task's worker compacts the same old turns on every call: a ``CompactionMemo``
+passed in keeps each entry's cost and each summarized turn's line between one task's
+calls (the same view, far less work: a 10,000-turn transcript's costs and lines are most
+of a call's time).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
@@ -44,7 +50,7 @@ from core.turn_summary import TEXT_PREVIEW_CHARS as TEXT_PREVIEW_CHARS
 from core.turn_summary import SummaryBlock, turn_summary
 from core.turn_summary import _cached_tool_line as _cached_tool_line
 from core.turn_summary import compact_line as compact_line
-from core.turns import CHARS_PER_TOKEN, Turn, estimate_tokens, group_turns
+from core.turns import CHARS_PER_TOKEN, Turn, estimate_tokens, group_turns, grouped
 
 COMPACTED_REASON = "compacted_history"
 TRUNCATION_NOTE = (
@@ -98,35 +104,99 @@ class CompactionResult(BaseModel):
     first_kept_seq: int | None = None  # seq of the first entry after the block
 
 
-def compact(entries: Sequence[Entry], policy: CompactionPolicy | None = None) -> CompactionResult:
-    """The model's view of ``entries`` under ``policy``; see the module docstring."""
+class CompactionMemo:
+    """What ``compact`` worked out for one task's entries, kept between its calls: each entry's
+    token cost and each summarized turn's line. Known by the entry objects themselves (an
+    entry is never changed once in a transcript; a changed view of one is a copy), so a
+    transcript read again, as new objects, only misses; what calls no longer pass is dropped."""
+
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []  # the last call's, with their costs and turns
+        self._costs: list[int] = []
+        self._turns: list[Turn] = []
+        self._settled = 0  # of those turns, how many entries appended since cannot change
+        self._lines: dict[tuple[int, int, int], tuple[Entry, Entry, str]] = {}
+        self._keys: Mapping[str, tuple[str, ...]] | None = None
+        self._used: set[tuple[int, int, int]] = set()
+
+    def costs(self, entries: Sequence[Entry]) -> list[int]:
+        """Each entry's cost; those of the last call's entries again (a call's entries are the
+        last call's and what came since), the rest estimated."""
+        known = self._known(entries)
+        self._costs = self._costs[:known] + [estimate_tokens(e) for e in entries[known:]]
+        if known < len(self._entries):
+            self._turns, self._settled = [], 0
+        self._entries = list(entries)
+        return self._costs
+
+    def turns(self) -> list[Turn]:
+        """The turns of the entries ``costs`` was last given: the settled ones of the call
+        before kept, the rest grouped again."""
+        start = sum(len(t.entries) for t in self._turns[:self._settled])
+        more, settled = grouped(self._entries[start:])
+        self._turns, self._settled = self._turns[:self._settled] + more, self._settled + settled
+        return self._turns
+
+    def _known(self, entries: Sequence[Entry]) -> int:
+        """How many of the first ``entries`` are the last call's own objects."""
+        old = self._entries
+        if len(entries) >= len(old) and all(map(operator.is_, old, entries)):
+            return len(old)
+        return next((i for i, (a, b) in enumerate(zip(old, entries, strict=False)) if a is not b),
+                    min(len(old), len(entries)))
+
+    def line(self, turn: Turn, keys: Mapping[str, tuple[str, ...]]) -> str:
+        if keys != self._keys:  # the tools' keys (a copy of the same each call, as the policy validates them)
+            self._lines, self._keys = {}, keys
+        first, last = turn.entries[0], turn.entries[-1]
+        key = (id(first), id(last), len(turn.entries))
+        self._used.add(key)
+        hit = self._lines.get(key)
+        if hit is None or hit[0] is not first or hit[1] is not last:
+            hit = self._lines[key] = (first, last, turn_summary(turn, keys))
+        return hit[2]
+
+    def settle(self) -> None:
+        """After a call: drop the lines of turns that call did not summarize, once they pile up."""
+        if len(self._lines) > 2 * len(self._used) + 64:
+            self._lines = {k: v for k, v in self._lines.items() if k in self._used}
+        self._used = set()
+
+
+def compact(entries: Sequence[Entry], policy: CompactionPolicy | None = None,
+            memo: CompactionMemo | None = None) -> CompactionResult:
+    """The model's view of ``entries`` under ``policy``; see the module docstring. ``memo``:
+    this task's, from its earlier calls (the same result, computed with less work)."""
     policy = policy or CompactionPolicy()
-    costs = [estimate_tokens(entry) for entry in entries]  # once: everything below sums these
+    costs = memo.costs(entries) if memo is not None else [estimate_tokens(entry) for entry in entries]
     before = policy.system_tokens + sum(costs)
     if before < policy.trigger_tokens:
         return CompactionResult.model_construct(  # the other fields keep their defaults
             entries=list(entries), tokens_before=before, tokens_after=before
         )
 
-    turns = group_turns(entries)
+    turns = memo.turns() if memo is not None else group_turns(entries)
     views, sizes, cuts = _fit_results(entries, turns, costs, policy.result_limit)
     first_user = next((i for i, turn in enumerate(turns) if _has_user_message(turn)), -1)
     tail_from = _tail_start(sizes, first_user + 1, policy.tail_tokens)
     summarized = [i for i in range(tail_from) if i != first_user]
+    summary = memo.line if memo is not None else turn_summary
     block = SummaryBlock()
     for i in summarized:
-        block.add(turn_summary(turns[i], policy.compact_keys))
+        block.add(summary(turns[i], policy.compact_keys))
     compacted = len(summarized)
 
     # Window guard: fold the oldest kept turns into the block, then shed the block's oldest lines.
     kept_size = policy.system_tokens + sum(sizes[tail_from:])
     kept_size += sizes[first_user] if first_user >= 0 else 0
     while kept_size + block.tokens() > policy.guard_tokens and tail_from < len(turns) - 1:
-        block.add(turn_summary(turns[tail_from], policy.compact_keys))
+        block.add(summary(turns[tail_from], policy.compact_keys))
         summarized.append(tail_from)
         kept_size -= sizes[tail_from]
         tail_from += 1
     block.shed(policy.guard_tokens - kept_size)
+    if memo is not None:
+        memo.settle()
 
     kept = ([first_user] if first_user >= 0 else []) + list(range(tail_from, len(turns)))
     out: list[Entry] = list(views[first_user]) if first_user >= 0 else []

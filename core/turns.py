@@ -64,7 +64,15 @@ class Turn:
 
 def group_turns(entries: Sequence[Entry]) -> list[Turn]:
     """Cut ``entries`` into turns; see the module docstring for the rules."""
-    last_result = _last_results(entries)
+    return grouped(entries)[0]
+
+
+def grouped(entries: Sequence[Entry]) -> tuple[list[Turn], int]:
+    """The turns, and how many of the first ones entries appended later cannot change: those
+    before the turn of the oldest call still waiting for a result, and never the last one
+    (what comes next may join it). Grouping the entries from the end of those on gives the
+    same turns as grouping them all: no result still due reaches back past them."""
+    last_result, waiting = _last_results(entries)
     turns: list[Turn] = []
     open_until = -1  # index of the last result the open tool turn still waits for
     for index, entry in enumerate(entries):
@@ -77,7 +85,14 @@ def group_turns(entries: Sequence[Entry]) -> list[Turn]:
             turns.append(Turn([entry], kind))
         if isinstance(entry, ToolCall):
             open_until = max(open_until, last_result.get(index, index))
-    return turns
+    oldest_waiting = min((owner for owner, _ in waiting.values()), default=len(entries))
+    settled, start = 0, 0
+    for turn in turns[:-1]:
+        start += len(turn.entries)
+        if start > oldest_waiting:
+            break
+        settled += 1
+    return turns, settled
 
 
 def _opens(entry: Entry, current: Turn | None) -> TurnKind | None:
@@ -99,8 +114,9 @@ def _opens(entry: Entry, current: Turn | None) -> TurnKind | None:
             assert_never(entry)
 
 
-def _last_results(entries: Sequence[Entry]) -> dict[int, int]:
-    """For each ToolCall's index, the index of the last ToolResult answering one of its calls."""
+def _last_results(entries: Sequence[Entry]) -> tuple[dict[int, int], dict[str, tuple[int, int]]]:
+    """For each ToolCall's index, the index of the last ToolResult answering one of its calls;
+    and the calls still waiting at the end (call id -> its ToolCall's index, results due)."""
     waiting: dict[str, tuple[int, int]] = {}  # call id -> (ToolCall index, results still due)
     last: dict[int, int] = {}
     for index, entry in enumerate(entries):
@@ -118,7 +134,7 @@ def _last_results(entries: Sequence[Entry]) -> dict[int, int]:
                 del waiting[entry.call_id]
             else:
                 waiting[entry.call_id] = (owner, due - 1)
-    return last
+    return last, waiting
 
 
 # --- token estimates ----------------------------------------------------------

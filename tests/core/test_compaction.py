@@ -8,7 +8,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.compaction import COMPACTED_REASON, CompactionPolicy, CompactionResult, compact
+from core.compaction import COMPACTED_REASON, CompactionMemo, CompactionPolicy, CompactionResult, compact
 from core.entries import (
     AiMessage,
     Entry,
@@ -379,3 +379,50 @@ def test_every_call_of_a_reply_that_ran_is_in_the_summary_line():
     assert '<tool name="file" action="read" path="a.py" status="ok"/>' in text
     assert '<tool name="file" action="read" path="b.py" status="ok"/>' in text
     assert "make" in text and "rm -rf" not in text
+
+
+# --- a task's memo: the same view from far less work ---------------------------------------
+
+
+@st.composite
+def unruly(draw: st.DrawFn) -> list[Entry]:
+    """Entries in any order the engine could ever write, and some it should not: results late,
+    missing, twice or for no call, ids reused across replies, reminders and notices anywhere."""
+    entries: list[Entry] = [UserMessage(text=REQUEST * draw(st.integers(1, 5)))]
+    ids: list[str] = []
+    for _ in range(draw(st.integers(0, 60))):
+        kind = draw(st.sampled_from(["call", "call", "result", "result", "result", "user", "ai", "reminder", "notice"]))
+        text = draw(st.text(alphabet="ab <&\n", max_size=200))
+        if kind == "call":
+            new = [f"c{draw(st.integers(0, 12))}" for _ in range(draw(st.integers(1, 3)))]
+            ids += new
+            entries.append(ToolCall(text=text[:20], calls=[call(i) for i in new]))
+        elif kind == "result":
+            call_id = draw(st.sampled_from(ids)) if ids and draw(st.booleans()) else f"c{draw(st.integers(0, 12))}"
+            entries.append(ToolResult(call_id=call_id, name="file", content=text * draw(st.integers(1, 20)),
+                                      status=draw(st.sampled_from(["ok", "error", "deferred"]))))
+        elif kind == "user":
+            entries.append(UserMessage(text=text))
+        elif kind == "ai":
+            entries.append(AiMessage(text=text))
+        elif kind == "reminder":
+            entries.append(SystemReminder(text=text, reason="loop"))
+        else:
+            entries.append(StatusNotice(text=text))
+    transcript = Transcript()
+    for entry in entries:
+        transcript.append(entry)
+    return transcript.entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(unruly(), policies, st.integers(1, 6))
+def test_a_memo_gives_every_call_of_a_growing_transcript_the_same_view_as_without_it(entries, policy, step):
+    memo = CompactionMemo()
+    for end in [*range(1, len(entries), step), len(entries)]:
+        now = entries[:end] if end % 5 else [e.model_copy() for e in entries[:end]]  # now and then: read again
+        with_memo = compact(now, policy, memo)
+        assert with_memo.model_dump() == compact(now, policy).model_dump()
+        assert [(t.kind, t.entries) for t in memo.turns()] == [(t.kind, t.entries) for t in group_turns(now)]
+    shorter = entries[: len(entries) // 2]  # a rewind: the transcript ends earlier
+    assert compact(shorter, policy, memo).model_dump() == compact(shorter, policy).model_dump()
