@@ -19,11 +19,13 @@ Above it:
    the text, ``<reminder reason=".."/>`` for a reminder on its own. Status
    notices give no line. Turns before the first user message (only notices
    or reminders in practice) are summarized in the same block.
-4. Window guard: while the view is over ``guard_fraction`` of the window,
-   the oldest kept turns after the request are removed (never the request,
-   never the newest turn) and their line is appended to the block; if it is
-   still over, the block's oldest lines go (counted in its ``omitted``
-   attribute), and last the block itself.
+4. Window guard: the request and the kept turns come first. While they alone
+   are over ``guard_fraction`` of the window, the oldest kept turns after the
+   request are removed (never the request, never the newest turn) and their
+   line is appended to the block; then the block's oldest lines go (counted in
+   its ``omitted`` attribute) until it fits in what is left, and last the block
+   itself. So a task of thousands of turns still shows its recent turns in full,
+   and as many of the older lines as there is room for.
 
 The lines and the block are ``core/turn_summary.py``'s; this module picks the turns.
 The block is rebuilt from the transcript on every call; nothing the model
@@ -186,10 +188,11 @@ def compact(entries: Sequence[Entry], policy: CompactionPolicy | None = None,
         block.add(summary(turns[i], policy.compact_keys))
     compacted = len(summarized)
 
-    # Window guard: fold the oldest kept turns into the block, then shed the block's oldest lines.
+    # Window guard: the kept turns over it fold into the block, oldest first; then the block's
+    # oldest lines go until it fits in the room they leave.
     kept_size = policy.system_tokens + sum(sizes[tail_from:])
     kept_size += sizes[first_user] if first_user >= 0 else 0
-    while kept_size + block.tokens() > policy.guard_tokens and tail_from < len(turns) - 1:
+    while kept_size > policy.guard_tokens and tail_from < len(turns) - 1:
         block.add(summary(turns[tail_from], policy.compact_keys))
         summarized.append(tail_from)
         kept_size -= sizes[tail_from]

@@ -341,6 +341,21 @@ def test_window_guard_leaves_out_the_oldest_summary_lines_when_the_block_is_too_
     assert result.entries[-2:] == entries[-2:]
 
 
+def test_thousands_of_turns_keep_their_recent_turns_in_full_and_the_newest_lines_that_fit():
+    turns = [read(f"t{i}", f"src/module_{i}.py", 400) for i in range(3000)]
+    entries = record(UserMessage(text=REQUEST), *turns)
+    policy = CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=20_000, system_tokens=0)
+    result = compact(entries, policy)
+
+    assert result.tokens_after <= policy.guard_tokens
+    kept = result.entries[2:]  # after the request and the block
+    assert len(kept) >= 2 * 10 and kept == entries[-len(kept):]  # at least ten recent turns, in full
+    lines = result.entries[1].text.splitlines()
+    assert 'omitted="' in lines[0]  # the oldest lines made room
+    newest_compacted = (len(entries) - len(kept)) // 2 - 1
+    assert lines[-2] == f'<tool name="file" action="read" path="src/module_{newest_compacted}.py" status="ok"/>'
+
+
 def test_the_compaction_boundary_holds_still_while_turns_come_in_so_the_prompt_cache_holds():
     """Each call's view is a prefix of the next one's until the boundary takes its next step."""
     policy = CompactionPolicy(compact_keys=COMPACT_KEYS, context_window=40_000, system_tokens=0)
