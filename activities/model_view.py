@@ -25,6 +25,7 @@ from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage, en
 from core.images import sniff_image_type
 from core.messages import ChatMessage, ContextReport, ImagePart, TurnResult
 from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
+from core.turns import CHARS_PER_TOKEN, estimate_tokens
 from providers.models import MODELS_FILE_ENV
 from providers.usage import IMAGE_TOKENS
 from runtime.logs import get_logger
@@ -33,6 +34,10 @@ from runtime.store import ContextGap, Store
 
 # (workflow id, run id, first seq wanted) -> the workflow's entries from there on.
 ContextSource = Callable[[str, str | None, int], Awaitable[ContextPage]]
+
+# The characters of entries this worker keeps in memory for all its tasks (their large
+# outputs expanded): past it the least recent task's go, to be read again from the store.
+KEEP_CHARS = 200_000_000
 
 # Images sent in one request: those of the latest tool results with one; older ones are
 # described by their text (a browsing task takes hundreds of screenshots, each up to
@@ -56,12 +61,12 @@ class ModelView:
     new), and the ways to fill a gap."""
 
     def __init__(self, store: Store, secrets: SecretStore, history: ContextSource | None = None,
-                 keep: int = 256) -> None:
+                 keep: int = 256, keep_chars: int = KEEP_CHARS) -> None:
         self.store, self.secrets = store, secrets
         # Where entries this worker's store lacks are read from: the task's workflow (a query,
         # so nothing is added to the history). None: such a gap asks the workflow for a resend.
         self.history = history
-        self._cache: BoundedCache[str, list[Entry]] = BoundedCache(keep)  # the most recent tasks
+        self._cache: BoundedCache[str, list[Entry]] = BoundedCache(keep, keep_chars)  # the most recent tasks
         # Their compaction's costs, turns and summary lines, so a long task's call works out
         # only what is new (core/compaction.py, CompactionMemo).
         self._memos: BoundedCache[str, CompactionMemo] = BoundedCache(keep)
@@ -133,7 +138,9 @@ class ModelView:
             base, prefix = stand_in
             run = await self.store.load_range(inp.context_id, base, inp.total, inp.expect)
             return prefix + [await self._expand(e) for _, e in run]  # not cached: seqs no longer index it
-        return self._cache.put(inp.context_id, cached[:first_new] + [await self._expand(e) for _, e in fresh])
+        expanded = [await self._expand(e) for _, e in fresh]
+        chars = (self._cache.weight(inp.context_id) if first_new == len(cached) else _chars(cached[:first_new]))
+        return self._cache.put(inp.context_id, cached[:first_new] + expanded, chars + _chars(expanded))
 
     async def _expand(self, entry: Entry) -> Entry:
         if isinstance(entry, ToolResult) and entry.blob:
@@ -199,6 +206,11 @@ class ModelView:
                 notes.append(note)
         content = "\n".join([message.content, *notes]) if message.content else "\n".join(notes)
         return message.model_copy(update={"images": parts, "content": content})
+
+
+def _chars(entries: list[Entry]) -> int:
+    """About the characters ``entries`` hold (what the cache of them weighs)."""
+    return sum(estimate_tokens(e) for e in entries) * CHARS_PER_TOKEN
 
 
 def _images(entry: Entry) -> list[ImageRef]:

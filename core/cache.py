@@ -3,7 +3,9 @@
 Each cache of the kind (a task's verified entries, its built prompt, a tool spec's size, the
 validated arguments of the latest calls) holds what one process can rebuild, so it needs no
 expiry, only a bound: a put makes its key the newest, and past ``size`` keys the oldest put
-is dropped. Not thread-safe; each user lives on one event loop.
+is dropped. A cache whose values differ much in size (one task's entries: ten of them, or a
+10,000-turn task's with its large outputs expanded) also bounds their total ``weight``, as
+each put states it. Not thread-safe; each user lives on one event loop.
 """
 
 from __future__ import annotations
@@ -15,25 +17,35 @@ V = TypeVar("V")
 
 
 class BoundedCache(Generic[K, V]):
-    """At most ``size`` keys; the oldest put goes first."""
+    """At most ``size`` keys, and at most ``max_weight`` in all (but for the newest key, kept
+    whatever it weighs); the oldest put goes first."""
 
-    __slots__ = ("size", "_items")
+    __slots__ = ("size", "max_weight", "_items", "_weights", "_total")
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, size: int, max_weight: int | None = None) -> None:
+        self.size, self.max_weight = size, max_weight
         self._items: dict[K, V] = {}
+        self._weights: dict[K, int] = {}
+        self._total = 0
 
     def get(self, key: K) -> V | None:
         return self._items.get(key)
 
-    def put(self, key: K, value: V) -> V:
+    def weight(self, key: K) -> int:
+        """What ``key``'s value weighed when put (0 when it is not here)."""
+        return self._weights.get(key, 0)
+
+    def put(self, key: K, value: V, weight: int = 0) -> V:
         """Keep ``value`` under ``key`` as the newest; returns it."""
         items = self._items
-        items.pop(key, None)
-        items[key] = value
-        if len(items) > self.size:
-            del items[next(iter(items))]
+        self.pop(key)
+        items[key], self._weights[key] = value, weight
+        self._total += weight
+        while len(items) > self.size or (self.max_weight is not None and self._total > self.max_weight
+                                         and len(items) > 1):
+            self.pop(next(iter(items)))
         return value
 
     def pop(self, key: K) -> V | None:
+        self._total -= self._weights.pop(key, 0)
         return self._items.pop(key, None)

@@ -58,6 +58,18 @@ async def test_each_call_reads_only_the_entries_that_are_new(tmp_path):
     assert [e.seq for e in entries] == [0, 1, 2, 3, 4] and store.reads == [0, 3]
 
 
+async def test_past_its_characters_the_least_recent_tasks_entries_are_let_go_and_read_again(tmp_path):
+    store = CountingStore(ContextStore(tmp_path / "c.db"))
+    view = view_of(store, keep_chars=30_000)
+    big = [UserMessage(seq=0, text="hello"), *turn(1, "x" * 20_000)]
+    await view.entries(call(big, context_id="a"), "run")
+    await view.entries(call(big, context_id="b"), "run")  # 40,000 characters with a's: a goes
+    await view.entries(call(turn(3, "more"), total=5, context_id="b"), "run")
+    assert store.reads == [0, 0, 3]
+    again = await view.entries(call([], total=3, context_id="a"), "run")  # a: read in full again
+    assert [e.seq for e in again] == [0, 1, 2] and store.reads[-1] == 0
+
+
 async def test_a_gap_is_filled_once_from_the_workflow_with_the_run_id(tmp_path):
     asked: list[tuple[str, str | None, int]] = []
     known = [UserMessage(seq=0, text="the request"), *turn(1, "out")]

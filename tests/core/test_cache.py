@@ -26,3 +26,16 @@ def test_pop_removes_a_key_and_gives_none_for_a_missing_one():
     cache: BoundedCache[str, int] = BoundedCache(4)
     cache.put("a", 1)
     assert cache.pop("a") == 1 and cache.pop("a") is None and cache.get("a") is None
+
+
+def test_past_its_weight_the_oldest_puts_go_but_never_the_newest():
+    cache: BoundedCache[str, str] = BoundedCache(10, max_weight=100)
+    cache.put("a", "x", 40)
+    cache.put("b", "y", 40)
+    cache.put("a", "x2", 50)  # a again, heavier: b is the oldest now
+    assert (cache.get("a"), cache.get("b")) == ("x2", "y") and cache.weight("a") == 50
+    cache.put("c", "z", 30)  # 120: b goes
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == ("x2", None, "z")
+    cache.put("d", "w", 500)  # heavier than it all: kept alone
+    assert (cache.get("a"), cache.get("c"), cache.get("d")) == (None, None, "w")
+    assert cache.pop("d") == "w" and cache.weight("d") == 0
