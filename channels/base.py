@@ -16,12 +16,14 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from contracts.attachments import Attachment
 from contracts.channels import Delivered, InboundMessage, OutboundMessage
 
 Deliver = Callable[[InboundMessage], Awaitable[None]]
 
 # A file or image a person posts travels in the message (``Attachment.data_b64``) up to this
-# size, well under Temporal's 2 MB payload limit; a larger one goes by name and size only.
+# size, and a message's attachments up to this much together: the message is one Temporal
+# payload (2 MB at most, and base64 takes a third more). The rest go by name and size only.
 ATTACHMENT_BYTES = 1_000_000
 
 
@@ -47,6 +49,20 @@ class Adapter(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+def within_limit(attachments: list[Attachment]) -> list[Attachment]:
+    """The attachments with their bytes while they fit in ``ATTACHMENT_BYTES`` together, in
+    order; those after go by name and size (the task is told they did not arrive)."""
+    room, out = ATTACHMENT_BYTES, []
+    for attachment in attachments:
+        data = attachment.data_b64 or ""
+        size = len(data) * 3 // 4 - data[-2:].count("=")  # the bytes the base64 holds
+        if attachment.data_b64 is not None and size > room:
+            attachment = attachment.model_copy(update={"data_b64": None, "size": max(attachment.size, size)})
+        room -= size if attachment.data_b64 is not None else 0
+        out.append(attachment)
+    return out
 
 
 def split_text(text: str, limit: int) -> list[str]:

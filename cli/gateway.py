@@ -23,7 +23,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.deliver import DeliverActivities
-from channels.base import Adapter
+from channels.base import Adapter, within_limit
 from channels.config import ChannelConfig
 from contracts.channels import (
     GATEWAY_TASK_QUEUE,
@@ -96,7 +96,8 @@ class Gateway:
         """Hand ``message`` to its conversation; returns once Temporal has it."""
         config = self.configs[message.chat.channel]
         message = message.model_copy(update={"text": self.defaults.secrets.redact(message.text),
-                                              "approver": message.author in config.approvers})
+                                              "approver": message.author in config.approvers,
+                                              "attachments": within_limit(message.attachments)})
         await self.client.start_workflow(
             ConversationWorkflow.run, self.conversation_input(message.chat), id=conversation_id(message.chat),
             task_queue=self.queue, start_signal=INBOUND_SIGNAL, start_signal_args=[message],

@@ -3,13 +3,18 @@ is wrong or missing."""
 
 from __future__ import annotations
 
+import base64
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from channels.config import load_channels
-from cli.gateway import build_adapter
+from channels.config import ChannelConfig, load_channels
+from channels.webhook import WebhookAdapter
+from cli.gateway import Defaults, Gateway, build_adapter
+from contracts.attachments import Attachment
+from contracts.channels import ChatRef, InboundMessage, conversation_id
 from runtime.secrets import SecretStore
 
 TABLE = """
@@ -67,3 +72,22 @@ def test_a_channel_of_an_unknown_type_says_so(tmp_path):
     path.write_text('[irc]\nallowed_users = ["x"]\n')
     (irc,) = load_channels(path, SecretStore())
     assert build_adapter(irc, tmp_path) == "channel [irc]: no adapter for type 'irc'"
+
+
+async def test_a_message_with_more_attachments_than_one_payload_holds_is_handed_over_with_what_fits(
+        client, task_queue, tmp_path: Path):
+    """Three images of 900 KB would make a 3.6 MB signal, which Temporal refuses (and the gateway
+    would offer the message again forever): the first goes with its bytes, the others by name."""
+    config = ChannelConfig.model_validate(dict(name="hooks", type="webhook", secret="s" * 16, allowed_users=["ci"]))
+    data = base64.b64encode(b"\x89PNG" + b"\0" * 900_000).decode()
+    message = InboundMessage(event_id="big-1", chat=ChatRef(channel="hooks", conversation=f"big-{task_queue}"),
+                             author="ci", text="look", attachments=[
+                                 Attachment(kind="image", name=f"shot{n}.png", data_b64=data) for n in range(3)])
+    defaults = Defaults(model="m", provider="openai", task_queue=task_queue, data_dir=tmp_path)
+    await Gateway(client, [(config, WebhookAdapter(config))], defaults, queue=f"{task_queue}-gw").inbound(message)
+    history = await client.get_workflow_handle(conversation_id(message.chat)).fetch_history()
+    [signalled] = [e.workflow_execution_signaled_event_attributes for e in history.events
+                   if e.HasField("workflow_execution_signaled_event_attributes")]
+    arrived = json.loads(signalled.input.payloads[0].data)["attachments"]
+    assert [a["data_b64"] is not None for a in arrived] == [True, False, False]
+    assert [a["size"] for a in arrived[1:]] == [900_004, 900_004]
