@@ -153,6 +153,10 @@ def _die_with_worker() -> None:
 
 def command_env(box: sandbox.SandboxStatus, settings: ShellSettings) -> dict[str, str]:
     found = dict(settings.inherited)
+    # Python keys its bytecode cache by the source's mtime in whole seconds and its size: a
+    # module edited in the second it was last imported, to the same size (a `-` made a `+`),
+    # would run as it was. An agent edits and reruns that fast, so its commands write none.
+    found.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     if box.active:  # home directories are hidden in the sandbox: HOME and caches in its private /tmp
         found.update(HOME="/tmp", TMPDIR="/tmp", XDG_CACHE_HOME="/tmp/.cache")
     return found

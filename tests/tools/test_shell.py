@@ -1,4 +1,5 @@
 import asyncio
+import os
 import resource
 import time
 from pathlib import Path
@@ -34,6 +35,20 @@ async def test_shell_runs_in_the_workspace_and_writes_a_file(ctx, tmp_path):
     assert (tmp_path / "out.txt").read_text() == "hello\n"
     assert result.status == "ok" and result.exit_code == 0
     assert result.content == f"{tmp_path.resolve()}\n[exit code: 0]"
+
+
+async def test_a_module_edited_in_the_second_it_was_imported_runs_as_edited(ctx, tmp_path):
+    """The eval's flaky case: run the failing test, fix `-` to `+` (same size) within the second,
+    run it again. Python's bytecode cache (source mtime in seconds, and size) would run it stale."""
+    source = tmp_path / "calc.py"
+    source.write_text("def add(a, b):\n    return a - b\n")
+    (tmp_path / "check.py").write_text("from calc import add\nprint('add', add(2, 3))\n")
+    assert "add -1" in (await _run(ctx, "python3 check.py")).content
+    stamp = source.stat().st_mtime_ns
+    source.write_text("def add(a, b):\n    return a + b\n")
+    os.utime(source, ns=(stamp, stamp))  # the same second (and size) as when it was imported
+    assert "add 5" in (await _run(ctx, "python3 check.py")).content
+    assert not (tmp_path / "__pycache__").exists()
 
 
 async def test_shell_reports_a_nonzero_exit_code_as_ok_with_merged_output(ctx):
