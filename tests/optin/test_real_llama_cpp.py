@@ -27,6 +27,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from contracts.task import TaskState
 from core.entries import StatusNotice, ToolCall, ToolResult
 from tests.ports import free_port
 from workflows.task import AgentTaskWorkflow
@@ -91,12 +92,21 @@ async def test_a_real_llama_cpp_server_on_the_defaults_makes_a_tool_call_and_get
         assert started.returncode == 0, started.stderr
         handle = client.get_workflow_handle(started.stdout.strip().splitlines()[-1])
         entries: list = []
+        denied = False
         for _ in range(600):  # until a tool call has run and its result is in the history
             entries = (await handle.query(AgentTaskWorkflow.events, 0)).entries
             if any(isinstance(e, ToolResult) for e in entries):
                 break
             if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
                 break  # it ended without one: the assertions below say how
+            if not denied and (await handle.query(AgentTaskWorkflow.status)).state == TaskState.WAITING_APPROVAL:
+                # The call is the model's, its arguments sampled: a 135M model may well ask for a
+                # command the gate holds. A person decides; a refusal is the call's result too.
+                refused = subprocess.run(
+                    [sys.executable, str(ROOT / "starter.py"), "approve", handle.id, "--deny", "--yes"],
+                    env=env, cwd=workspace, capture_output=True, text=True, timeout=60, check=False)
+                assert refused.returncode == 0, refused.stderr
+                denied = True
             assert worker.poll() is None, "the worker exited"
             await asyncio.sleep(1)
         with contextlib.suppress(RPCError):  # unless it ended by itself (the model finished)
