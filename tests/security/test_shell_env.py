@@ -45,8 +45,9 @@ BASE = {
     "TERM": "xterm",
     "TZ": "UTC",
 }
-# What bash itself and the sandbox add to a command's environment.
-ADDED = {"PWD", "SHLVL", "_", "OLDPWD", "TMPDIR", "XDG_CACHE_HOME"}
+# What bash itself, the sandbox and the shell tool add to a command's environment (the tool:
+# no Python bytecode, tools/shell.py's command_env).
+ADDED = {"PWD", "SHLVL", "_", "OLDPWD", "TMPDIR", "XDG_CACHE_HOME", "PYTHONDONTWRITEBYTECODE"}
 
 
 def test_allowed_env_keeps_only_the_base_names():
@@ -97,7 +98,7 @@ async def test_shell_command_sees_only_the_base_environment(tmp_path, credential
     assert not set(env) - set(BASE) - ADDED - {n for n in env if n.startswith("LC_")}
     for value in CREDENTIALS.values():
         assert value not in "\n".join(env.values())
-    assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+    assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin" and env["PYTHONDONTWRITEBYTECODE"] == "1"
     if credentials == "sandboxed":
         assert env["HOME"] == "/tmp"  # the real one is hidden
 
