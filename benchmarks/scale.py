@@ -1,6 +1,6 @@
 """Scale, measured: many tasks waiting on people, and many tasks at once on 1, 2, 4 processes.
 
-    python -m benchmarks.scale approvals [--tasks 1000]
+    python -m benchmarks.scale approvals [--tasks 1000] [--shared-workspace]
     python -m benchmarks.scale workers [--tasks 200] [--turns 3] [--latency 2.0] [--processes 1,2,4]
 
 (the third figure, a 10,000-turn task: ``python -m benchmarks.long_task --turns 10000``).
@@ -47,8 +47,8 @@ def approvals_model(body: dict[str, Any]) -> dict[str, Any]:
 class Setup:
     """A dev server, the model process and worker processes (started by ``workers``)."""
 
-    def __init__(self, answer: Answer, latency_s: float = 0.0) -> None:
-        self.answer, self.latency_s = answer, latency_s
+    def __init__(self, answer: Answer, latency_s: float = 0.0, shared_workspace: bool = False) -> None:
+        self.answer, self.latency_s, self.shared_workspace = answer, latency_s, shared_workspace
         self.queue = f"scale-{uuid.uuid4().hex[:8]}"
         self.dir = tempfile.TemporaryDirectory()
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -80,9 +80,9 @@ class Setup:
         self.dir.cleanup()
 
     def task(self, i: int) -> TaskInput:
-        """Task ``i``, in a workspace of its own (as each person's project is: tasks sharing one
-        would queue on its checkpoints)."""
-        workspace = Path(self.dir.name) / f"ws-{i}"
+        """Task ``i``, in a workspace of its own (as each person's project is), or all in one
+        (``--shared-workspace``: their checkpoints queue on its repository)."""
+        workspace = Path(self.dir.name) / ("ws" if self.shared_workspace else f"ws-{i}")
         workspace.mkdir(exist_ok=True)
         return TaskInput(instruction=f"task {i}", workspace=str(workspace), model="bench", stream=False,
                          search_attributes=True)
@@ -130,8 +130,8 @@ async def until(check: Any, every_s: float = 1.0) -> None:
         await asyncio.sleep(every_s)
 
 
-async def approvals(tasks: int) -> None:
-    async with Setup(approvals_model) as s:
+async def approvals(tasks: int, shared_workspace: bool) -> None:
+    async with Setup(approvals_model, shared_workspace=shared_workspace) as s:
         worker = s.workers(1)
         started = time.perf_counter()
         ids = await s.start(tasks)
@@ -149,7 +149,8 @@ async def approvals(tasks: int) -> None:
         finished = f"ExecutionStatus = 'Completed' AND TaskQueue = '{s.queue}'"
         await until(lambda: _equal(s.count(finished), tasks))
         drain_s = time.perf_counter() - approving
-    print(f"tasks waiting for approval:   {tasks} on one worker process (all waiting after {all_waiting:.0f} s)")
+    where = "one workspace for all" if shared_workspace else "a workspace each"
+    print(f"tasks waiting for approval:   {tasks} on one worker process, {where} (all waiting after {all_waiting:.0f} s)")
     print(f"worker resident memory:       {memory:.0f} MB ({memory * 1024 / tasks:.0f} KB a waiting task)")
     print(f"list --pending:               {list_s:.1f} s (exit {listing.returncode}, {len(listing.stdout.splitlines())} lines)")
     print(f"approve all, every task done: {drain_s:.1f} s ({tasks / drain_s:.1f} tasks/s)")
@@ -211,6 +212,7 @@ if __name__ == "__main__":
     sub = parser.add_subparsers(dest="what", required=True)
     a = sub.add_parser("approvals")
     a.add_argument("--tasks", type=int, default=1000)
+    a.add_argument("--shared-workspace", action="store_true", help="every task in one workspace")
     w = sub.add_parser("workers")
     w.add_argument("--tasks", type=int, default=200)
     w.add_argument("--turns", type=int, default=3)
@@ -218,6 +220,6 @@ if __name__ == "__main__":
     w.add_argument("--processes", default="1,2,4")
     opts = parser.parse_args()
     if opts.what == "approvals":
-        asyncio.run(approvals(opts.tasks))
+        asyncio.run(approvals(opts.tasks, opts.shared_workspace))
     else:
         asyncio.run(workers(opts.tasks, opts.turns, opts.latency, [int(n) for n in opts.processes.split(",")]))
