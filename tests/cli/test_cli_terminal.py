@@ -56,7 +56,8 @@ class Terminal:
         os.write(self.master, keys.encode())
 
     def wait(self, timeout_s: float = 30) -> int:
-        """The program's exit status, reading what it writes until it ends."""
+        """The program's exit status, reading what it writes until it ends, and then what it
+        wrote last (still in the terminal's buffer when it exited)."""
         deadline = time.monotonic() + timeout_s
         while self.proc.poll() is None:
             assert time.monotonic() < deadline, f"still running; screen:\n{self.screen[-2000:]}"
@@ -66,6 +67,14 @@ class Terminal:
                     self.screen += os.read(self.master, 4096).decode(errors="replace")
                 except OSError:
                     break
+        while select.select([self.master], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # EIO: every writer has closed the terminal
+                break
+            if not chunk:
+                break
+            self.screen += chunk.decode(errors="replace")
         return self.proc.wait(10)
 
     def close(self) -> None:
