@@ -66,10 +66,12 @@ class ModelView:
         # Where entries this worker's store lacks are read from: the task's workflow (a query,
         # so nothing is added to the history). None: such a gap asks the workflow for a resend.
         self.history = history
-        self._cache: BoundedCache[str, list[Entry]] = BoundedCache(keep, keep_chars)  # the most recent tasks
         # Their compaction's costs, turns and summary lines, so a long task's call works out
-        # only what is new (core/compaction.py, CompactionMemo).
-        self._memos: BoundedCache[str, CompactionMemo] = BoundedCache(keep)
+        # only what is new (core/compaction.py, CompactionMemo). A memo holds its task's
+        # entries, so it goes when they do.
+        self._memos: dict[str, CompactionMemo] = {}
+        self._cache: BoundedCache[str, list[Entry]] = BoundedCache(  # the most recent tasks
+            keep, keep_chars, on_evict=lambda task: self._memos.pop(task, None))
 
     async def build(self, inp: LlmCallInput, run_id: str | None, system_tokens: int, vision: bool) -> View:
         """The view for one call; ``vision``: the model is sent images, which the window must
@@ -77,7 +79,7 @@ class ModelView:
         entries = await self.entries(inp, run_id)
         shown = sum(len(_images(e)) for e in entries) if vision else 0
         image_tokens = min(shown, MAX_IMAGES_SENT) * IMAGE_TOKENS
-        memo = self._memos.put(inp.context_id, self._memos.get(inp.context_id) or CompactionMemo())
+        memo = self._memos.setdefault(inp.context_id, CompactionMemo())
         view = compact(entries, CompactionPolicy(
             context_window=inp.context_window, system_tokens=system_tokens + image_tokens,
             compact_keys=tools.COMPACT_KEYS,

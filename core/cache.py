@@ -5,11 +5,13 @@ validated arguments of the latest calls) holds what one process can rebuild, so 
 expiry, only a bound: a put makes its key the newest, and past ``size`` keys the oldest put
 is dropped. A cache whose values differ much in size (one task's entries: ten of them, or a
 10,000-turn task's with its large outputs expanded) also bounds their total ``weight``, as
-each put states it. Not thread-safe; each user lives on one event loop.
+each put states it; what is kept beside a value (its compaction memo) goes with it through
+``on_evict``. Not thread-safe; each user lives on one event loop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -18,12 +20,13 @@ V = TypeVar("V")
 
 class BoundedCache(Generic[K, V]):
     """At most ``size`` keys, and at most ``max_weight`` in all (but for the newest key, kept
-    whatever it weighs); the oldest put goes first."""
+    whatever it weighs); the oldest put goes first, and ``on_evict`` is told its key."""
 
-    __slots__ = ("size", "max_weight", "_items", "_weights", "_total")
+    __slots__ = ("size", "max_weight", "on_evict", "_items", "_weights", "_total")
 
-    def __init__(self, size: int, max_weight: int | None = None) -> None:
-        self.size, self.max_weight = size, max_weight
+    def __init__(self, size: int, max_weight: int | None = None,
+                 on_evict: Callable[[K], object] | None = None) -> None:
+        self.size, self.max_weight, self.on_evict = size, max_weight, on_evict
         self._items: dict[K, V] = {}
         self._weights: dict[K, int] = {}
         self._total = 0
@@ -43,7 +46,10 @@ class BoundedCache(Generic[K, V]):
         self._total += weight
         while len(items) > self.size or (self.max_weight is not None and self._total > self.max_weight
                                          and len(items) > 1):
-            self.pop(next(iter(items)))
+            oldest = next(iter(items))
+            self.pop(oldest)
+            if self.on_evict is not None:
+                self.on_evict(oldest)
         return value
 
     def pop(self, key: K) -> V | None:

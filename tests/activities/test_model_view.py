@@ -3,6 +3,8 @@ what fills a gap, how the view is cut to the window, and the reply written for t
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -68,6 +70,16 @@ async def test_past_its_characters_the_least_recent_tasks_entries_are_let_go_and
     assert store.reads == [0, 0, 3]
     again = await view.entries(call([], total=3, context_id="a"), "run")  # a: read in full again
     assert [e.seq for e in again] == [0, 1, 2] and store.reads[-1] == 0
+
+
+async def test_a_task_let_go_for_its_characters_takes_its_compaction_memo_along(tmp_path):
+    view = view_of(as_store(ContextStore(tmp_path / "c.db")), keep_chars=30_000)
+    first = [UserMessage(seq=0, text="hello"), *turn(1, "x" * 20_000)]
+    await view.build(call(first, context_id="a"), None, 0, vision=False)
+    held = weakref.ref((await view.entries(call([], total=3, context_id="a"), "run"))[2])
+    await view.build(call(first, context_id="b"), None, 0, vision=False)  # a goes, memo and all
+    gc.collect()
+    assert held() is None  # nothing on the worker keeps a's 20,000 characters
 
 
 async def test_a_gap_is_filled_once_from_the_workflow_with_the_run_id(tmp_path):

@@ -41,12 +41,8 @@ class Terminal:
         deadline = time.monotonic() + timeout_s
         while self.screen.count(text) < times:
             assert time.monotonic() < deadline, f"never saw {text!r}; screen:\n{self.screen[-2000:]}"
-            ready, _, _ = select.select([self.master], [], [], 0.1)
-            if ready:
-                try:
-                    self.screen += os.read(self.master, 4096).decode(errors="replace")
-                except OSError:
-                    break
+            if self._read(0.1) is None:
+                break
 
     def type(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
@@ -61,21 +57,23 @@ class Terminal:
         deadline = time.monotonic() + timeout_s
         while self.proc.poll() is None:
             assert time.monotonic() < deadline, f"still running; screen:\n{self.screen[-2000:]}"
-            ready, _, _ = select.select([self.master], [], [], 0.1)
-            if ready:
-                try:
-                    self.screen += os.read(self.master, 4096).decode(errors="replace")
-                except OSError:
-                    break
-        while select.select([self.master], [], [], 0.2)[0]:
-            try:
-                chunk = os.read(self.master, 4096)
-            except OSError:  # EIO: every writer has closed the terminal
+            if self._read(0.1) is None:
                 break
-            if not chunk:
-                break
-            self.screen += chunk.decode(errors="replace")
+        while self._read(0.2) and time.monotonic() < deadline:
+            pass
         return self.proc.wait(10)
+
+    def _read(self, timeout_s: float) -> bool | None:
+        """Adds to the screen what the program wrote within the time: whether it wrote, or
+        None once the terminal is closed on its side (EIO) and nothing more will come."""
+        if not select.select([self.master], [], [], timeout_s)[0]:
+            return False
+        try:
+            chunk = os.read(self.master, 4096)
+        except OSError:
+            return None
+        self.screen += chunk.decode(errors="replace")
+        return bool(chunk) or None
 
     def close(self) -> None:
         if self.proc.poll() is None:

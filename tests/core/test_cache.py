@@ -39,3 +39,15 @@ def test_past_its_weight_the_oldest_puts_go_but_never_the_newest():
     cache.put("d", "w", 500)  # heavier than it all: kept alone
     assert (cache.get("a"), cache.get("c"), cache.get("d")) == (None, None, "w")
     assert cache.pop("d") == "w" and cache.weight("d") == 0
+
+
+def test_on_evict_is_told_each_key_dropped_for_room_and_no_other():
+    evicted: list[str] = []
+    cache: BoundedCache[str, int] = BoundedCache(2, on_evict=evicted.append)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    cache.put("a", 3)  # put again: not dropped
+    cache.pop("b")  # taken out on purpose: not an eviction
+    cache.put("c", 4)
+    cache.put("d", 5)
+    assert evicted == ["a"] and cache.get("c") == 4 and cache.get("d") == 5
