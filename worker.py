@@ -10,17 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import dataclasses
 import os
 import signal
 import socket
-import subprocess
 import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
@@ -42,6 +41,7 @@ from core.settings import BrowserSettings, EgressSettings, SandboxSettings, Temp
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
+from runtime.processes import flush_quietly, supervise
 from runtime.secrets import SecretStore
 from runtime.settings import Settings, load_settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
@@ -283,7 +283,7 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
             with contextlib.suppress(Exception):
                 log.warning("second signal: exiting now; cut-off tool calls are reported as interrupted",
                             signal=signame)
-            _flush_quietly()
+            flush_quietly()
             os._exit(130)
         stopping.append(asyncio.ensure_future(worker.shutdown()))
         with contextlib.suppress(Exception):
@@ -320,7 +320,8 @@ async def serve(options: argparse.Namespace) -> int:
     if options.metrics_port is not None:  # for this process and the ones it supervises
         os.environ["AGENT_METRICS_PORT"] = str(options.metrics_port)
     if options.processes > 1:
-        return await preflight(given(options)) or supervise(options.processes, given(options))
+        return await preflight(given(options)) or supervise(
+            options.processes, given(options), module="worker", cwd=Path(__file__).resolve().parent)
     return await main(connection=given(options))
 
 
@@ -333,63 +334,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              "(default: $AGENT_METRICS_PORT, else none)")
 
 
-def supervise(processes: int, connection: Mapping[str, str]) -> int:
-    """Run ``processes`` worker processes; SIGTERM/SIGINT go to each, which drains and exits.
-    Each child dies with this process (a parent-death signal), so none outlives it."""
-    children = [
-        subprocess.Popen([sys.executable, "-c", _CHILD, str(index), *_arguments(connection)],
-                         cwd=os.path.dirname(os.path.abspath(__file__)),
-                         preexec_fn=_die_with_parent)
-        for index in range(processes)
-    ]
-
-    def forward(signum: int, _frame: Any) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, forward)
-    codes = [child.wait() for child in children]
-    return max(codes, key=abs)
-
-
-# A supervised child notes SIGTERM/SIGINT from its first instant (before the imports, which
-# take a while), and its worker acts on them as soon as it runs: a stop is never lost.
-_CHILD = (
-    "import signal, sys\n"
-    "stop = []\n"
-    "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, lambda n, f: stop.append(n))\n"
-    "import worker\n"
-    "worker.run_child(stop, int(sys.argv[1]))\n"
-)
-
-
 def run_child(stop_requested: list[int], index: int) -> None:
+    """A supervised worker process (``supervise`` starts it), the ``index``-th."""
     try:
         code = asyncio.run(main(stop_requested, index, given(parse_args(sys.argv[2:]))))
     except KeyboardInterrupt:
         code = 130
-    _flush_quietly()
+    flush_quietly()
     os._exit(code)
-
-
-def _arguments(options: Mapping[str, str]) -> list[str]:
-    return [arg for name, value in options.items() for arg in (f"--{name}", value)]
-
-
-def _flush_quietly() -> None:
-    """Flush what is buffered for stdout and stderr; a reader that is gone loses it."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux
-        pass
 
 
 if __name__ == "__main__":
@@ -397,7 +349,7 @@ if __name__ == "__main__":
         code = asyncio.run(serve(parse_args(sys.argv[1:])))
     except KeyboardInterrupt:
         code = 130
-    _flush_quietly()
+    flush_quietly()
     # Skip interpreter finalization: the SDK's native runtime threads can race it and abort
     # ("Fatal Python error: PyGILState_Release"); everything is flushed and closed by now.
     os._exit(code)
