@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from fakes import scripted_anthropic, scripted_responses, scripted_strict
+from fakes import scripted_anthropic, scripted_chat, scripted_responses, scripted_strict
 
 CHAT_PATH = "/v1/chat/completions"
 MESSAGES_PATH = scripted_anthropic.MESSAGES_PATH
@@ -95,7 +95,7 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> S
         kind = "rate_limit_error"
     elif status >= 500:
         kind = "server_error"
-    return Step(status=status, error_body=_error_body(message, kind), headers=headers or {})
+    return Step(status=status, error_body=scripted_chat.error_body(message, kind), headers=headers or {})
 
 
 def demo_steps(instruction: str) -> list[Step]:
@@ -345,13 +345,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/props" and window is not None:
             self._send_json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
             return
-        self._send_json(404, _error_body(f"no route for GET {self.path}", "not_found"))
+        self._send_json(404, scripted_chat.error_body(f"no route for GET {self.path}", "not_found"))
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = self.path.split("?", 1)[0]
         if path not in STRICT:
-            self._send_json(404, _error_body(f"no route for POST {self.path}", "not_found"))
+            self._send_json(404, scripted_chat.error_body(f"no route for POST {self.path}", "not_found"))
             return
         anthropic = path == MESSAGES_PATH
         owner = self.server.owner
@@ -368,7 +368,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         number, step, ticket, problem = owner._take(body, problem, headers)
         if step is None:
-            error = _error_body(problem, "invalid_request_error")
+            error = scripted_chat.error_body(problem, "invalid_request_error")
             self._send_json(400, scripted_anthropic.error_body(400, error) if anthropic else error)
             return
         if not owner._wait(step, ticket):
@@ -391,17 +391,16 @@ class _Handler(BaseHTTPRequestHandler):
             elif body and body.get("stream"):
                 options = body.get("stream_options")
                 include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-                chunks = _chunks(step, number, owner.name, include_usage, time.time())
-                self._send_events(_frames(chunks, step), step)
+                self._send_events(scripted_chat.frames(step, number, owner.name, include_usage, time.time()), step)
             else:
-                self._send_json(200, _completion(step, number, owner.name, time.time()), step.headers)
+                self._send_json(200, scripted_chat.completion(step, number, owner.name, time.time()), step.headers)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
     def _send_error_step(self, step: Step, anthropic: bool) -> None:
         body = step.error_body
         if body is None:
-            body = _error_body(f"scripted error {step.status}", "server_error")
+            body = scripted_chat.error_body(f"scripted error {step.status}", "server_error")
         if isinstance(body, str):
             kind = "text/html" if body.lstrip().startswith("<") else "text/plain"
             self._send(step.status, body.encode(), f"{kind}; charset=utf-8", step.headers)
@@ -445,25 +444,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(event.encode())
             self.wfile.flush()
-            piece = _content_piece(event)
+            piece = scripted_chat.content_piece(event)
             if piece:
                 owner.text_sent.append((time.monotonic(), piece))
             if step.frame_delay_s:
                 time.sleep(step.frame_delay_s)
-
-
-def _frames(chunks: list[dict[str, Any]], step: Step) -> list[str]:
-    """The SSE frames of a chat completion stream, cut or broken off as the step says."""
-    if step.cut_stream or step.stream_error:  # the opening half, without finish_reason, usage or [DONE]
-        chunks = [c for c in chunks if c["choices"] and not c["choices"][0]["finish_reason"]]
-        chunks = chunks[: max(1, len(chunks) // 2)]
-    events = [f"data: {json.dumps(c)}\n\n" for c in chunks]
-    if step.stream_error:
-        error = _error_body(scripted_anthropic.error_text(step.stream_error), step.stream_error)
-        events.append(f"data: {json.dumps(error)}\n\n")
-    elif not step.cut_stream:
-        events.append("data: [DONE]\n\n")
-    return events
 
 
 def _decode(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -474,98 +459,3 @@ def _decode(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(body, dict):
         return None, "request body is not a JSON object"
     return body, None
-
-
-def _error_body(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-def _calls(step: Step, number: int) -> list[tuple[str, str, str]]:
-    """(id, name, arguments text) for each scripted tool call."""
-    return [
-        (f"call_{number}_{i}", name, args if isinstance(args, str) else json.dumps(args))
-        for i, (name, args) in enumerate(step.tool_calls)
-    ]
-
-
-def _usage(step: Step) -> dict[str, Any] | None:
-    if not step.report_usage:
-        return None
-    prompt, completion = step.usage
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": step.cache[0]},
-    }
-
-
-def _finish(step: Step) -> str:
-    return "tool_calls" if step.tool_calls else "stop"
-
-
-def _completion(step: Step, number: int, model: str, created: float) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": step.text or (None if step.tool_calls else "")}
-    if step.reasoning is not None:
-        message["reasoning_content"] = step.reasoning
-    if step.tool_calls:
-        message["tool_calls"] = [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-            for cid, name, args in _calls(step, number)
-        ]
-    completion = {
-        "id": f"chatcmpl-scripted-{number}",
-        "object": "chat.completion",
-        "created": int(created),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(step)}],
-        "usage": _usage(step),
-        "system_fingerprint": None,
-    }
-    if not step.report_usage:
-        del completion["usage"]
-    return completion
-
-
-def _chunks(step: Step, number: int, model: str, include_usage: bool, created: float) -> list[dict[str, Any]]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": f"chatcmpl-scripted-{number}",
-            "object": "chat.completion.chunk",
-            "created": int(created),
-            "model": model,
-            "system_fingerprint": None,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-        }
-        if include_usage and step.report_usage:
-            out["usage"] = None
-        return out
-
-    chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
-    chunks += [chunk({"reasoning_content": piece}) for piece in _pieces(step.reasoning or "")]
-    chunks += [chunk({"content": piece}) for piece in _pieces(step.text, step.text_pieces)]
-    for i, (cid, name, args) in enumerate(_calls(step, number)):
-        opening = {"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
-        chunks.append(chunk({"tool_calls": [opening]}))
-        chunks += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in _pieces(args)]
-    chunks.append(chunk({}, _finish(step)))
-    if include_usage and step.report_usage:
-        chunks.append({**chunk({}), "choices": [], "usage": _usage(step)})
-    return chunks
-
-
-def _pieces(value: str, parts: int = 3) -> list[str]:
-    """Split text into up to ``parts`` consecutive non-empty pieces."""
-    if not value:
-        return []
-    size = -(-len(value) // parts)
-    return [value[i : i + size] for i in range(0, len(value), size)]
-
-
-def _content_piece(event: str) -> str | None:
-    """The text of an OpenAI content chunk event, if it is one."""
-    if not event.startswith("data: {") or "chat.completion.chunk" not in event:
-        return None
-    choices = json.loads(event.removeprefix("data: ")).get("choices") or [{}]
-    content = choices[0].get("delta", {}).get("content")
-    return content if isinstance(content, str) else None

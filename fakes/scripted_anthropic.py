@@ -40,6 +40,7 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
+from fakes.deltas import pieces
 from fakes.scripted_strict import IMAGE_FORMATS, Rejection, image_format
 
 if TYPE_CHECKING:
@@ -311,15 +312,15 @@ def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     match block["type"]:
         case "thinking":
             opening = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [delta({"type": "thinking_delta", "thinking": p}) for p in _pieces(block["thinking"])]
+            deltas = [delta({"type": "thinking_delta", "thinking": p}) for p in pieces(block["thinking"])]
             deltas.append(delta({"type": "signature_delta", "signature": block["signature"]}))
         case "text":
             opening = {"type": "text", "text": ""}
-            deltas = [delta({"type": "text_delta", "text": p}) for p in _pieces(block["text"])]
+            deltas = [delta({"type": "text_delta", "text": p}) for p in pieces(block["text"])]
         case _:
             opening = {**block, "input": {}}
             raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
-            deltas = [delta({"type": "input_json_delta", "partial_json": p}) for p in _pieces(raw)]
+            deltas = [delta({"type": "input_json_delta", "partial_json": p}) for p in pieces(raw)]
     start = {"type": "content_block_start", "index": index, "content_block": opening}
     return [start, *deltas, {"type": "content_block_stop", "index": index}]
 
@@ -337,11 +338,3 @@ def _usage(step: Step) -> dict[str, Any]:
         "cache_creation_input_tokens": write,
         "cache_read_input_tokens": read,
     }
-
-
-def _pieces(value: str, parts: int = 3) -> list[str]:
-    """Split text into up to ``parts`` consecutive non-empty pieces."""
-    if not value:
-        return []
-    size = -(-len(value) // parts)
-    return [value[i : i + size] for i in range(0, len(value), size)]

@@ -39,6 +39,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from fakes.deltas import pieces
 from fakes.scripted_strict import IMAGE_FORMATS, Rejection, image_format
 
 if TYPE_CHECKING:
@@ -240,20 +241,20 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
             opening = {**item, "summary": [], "encrypted_content": None}
             texts = [s["text"] for s in item["summary"]]
             deltas = [{"type": "response.reasoning_summary_text.delta", **at, "summary_index": 0, "delta": p}
-                      for p in _pieces("".join(texts))]
+                      for p in pieces("".join(texts))]
         case "message":
             opening = {**item, "status": "in_progress", "content": []}
             text = item["content"][0]["text"]
             part = {"type": "output_text", "text": "", "annotations": []}
             deltas = [{"type": "response.content_part.added", **at, "content_index": 0, "part": part}]
             deltas += [{"type": "response.output_text.delta", **at, "content_index": 0, "delta": p, "logprobs": []}
-                       for p in _pieces(text)]
+                       for p in pieces(text)]
             deltas.append({"type": "response.output_text.done", **at, "content_index": 0, "text": text,
                            "logprobs": []})
         case _:
             opening = {**item, "status": "in_progress", "arguments": ""}
             deltas = [{"type": "response.function_call_arguments.delta", **at, "delta": p}
-                      for p in _pieces(item["arguments"])]
+                      for p in pieces(item["arguments"])]
             deltas.append({"type": "response.function_call_arguments.done", **at, "arguments": item["arguments"]})
     return [
         {"type": "response.output_item.added", "output_index": index, "item": opening},
@@ -272,11 +273,3 @@ def _usage(step: Step) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": prompt + completion,
     }
-
-
-def _pieces(value: str, parts: int = 3) -> list[str]:
-    """Split text into up to ``parts`` consecutive non-empty pieces."""
-    if not value:
-        return []
-    size = -(-len(value) // parts)
-    return [value[i : i + size] for i in range(0, len(value), size)]

@@ -29,8 +29,8 @@ from openai.types.chat.completion_create_params import (
 from pydantic import BaseModel, TypeAdapter
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
-from fakes import scripted_anthropic
-from fakes.scripted import ScriptedModelServer, Step, _chunks, _completion
+from fakes import scripted_anthropic, scripted_chat
+from fakes.scripted import ScriptedModelServer, Step
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
 from providers.xml_tools import XmlToolsProvider
@@ -250,14 +250,14 @@ OPENAI_VENDOR_FIELDS = {"reasoning_content"}  # DeepSeek-style reasoning, read b
 
 @pytest.mark.parametrize("name", STEPS)
 def test_scripted_openai_completion_parses_as_an_sdk_chat_completion(name: str):
-    completion = ChatCompletion.model_validate(_completion(STEPS[name], 1, "m", time.time()))
+    completion = ChatCompletion.model_validate(scripted_chat.completion(STEPS[name], 1, "m", time.time()))
     assert {e.rsplit(".", 1)[-1] for e in extras(completion)} <= OPENAI_VENDOR_FIELDS
 
 
 @pytest.mark.parametrize("name", STEPS)
 @pytest.mark.parametrize("include_usage", [False, True])
 def test_scripted_openai_chunks_parse_as_sdk_chunks(name: str, include_usage: bool):
-    for chunk in _chunks(STEPS[name], 1, "m", include_usage, time.time()):
+    for chunk in scripted_chat.chunks(STEPS[name], 1, "m", include_usage, time.time()):
         parsed = ChatCompletionChunk.model_validate(chunk)
         assert {e.rsplit(".", 1)[-1] for e in extras(parsed)} <= OPENAI_VENDOR_FIELDS
 
