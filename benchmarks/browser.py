@@ -33,7 +33,8 @@ from typing import Any
 from core.settings import Settings
 from runtime.settings import load_settings
 from tools.base import ToolContext
-from tools.browser import actions, chromium_problem
+from tools.browser import chromium_problem
+from tools.browser.navigate import ViewArgs, VisitArgs, view, visit
 from tools.browser.pool import BrowserPool
 
 PAGE = b"""<!DOCTYPE html><html><head><title>Bench article</title></head><body>
@@ -79,9 +80,9 @@ def p95(values: list[float]) -> float:
 async def visit_and_view(url: str, ctx: ToolContext) -> tuple[float, float]:
     """(visit ms, view ms) of one run."""
     started = time.perf_counter()
-    visited = await actions.visit(actions.VisitArgs(url=url), ctx)
+    visited = await visit(VisitArgs(url=url), ctx)
     middle = time.perf_counter()
-    viewed = await actions.view(actions.ViewArgs(), ctx)
+    viewed = await view(ViewArgs(), ctx)
     ended = time.perf_counter()
     for result in (visited, viewed):
         if result.status != "ok":

@@ -53,8 +53,9 @@ from core.heartbeat import with_heartbeats
 from core.untrusted import wrap_untrusted
 from tools import web
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
+from tools.browser.chromium import BrowserUnavailable, chromium_problem
 from tools.browser.policy import Policy
-from tools.browser.pool import BrowserUnavailable, RenderFailed, chromium_problem
+from tools.browser.pool import RenderFailed
 from tools.egress import NO_NETWORK, Egress, Refused, Unreachable
 from tools.web import html_to_markdown, new_client
 

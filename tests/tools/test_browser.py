@@ -16,15 +16,16 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from core.tool_outcome import BrowserState, ToolOutcome
+from core.tool_outcome import MAX_IMAGE_BYTES, BrowserState, ToolOutcome
 from tests import configured
 from tests.tools.browsing import require_browser, shared_pool
 from tests.tools.web_fixtures import LocalWebServer, Reply, Route, Seen
 from tools import REGISTRY, compact_line, execute
 from tools.base import Danger, ToolContext
-from tools.browser import actions
+from tools.browser import screenshot
+from tools.browser.chromium import chromium_problem
 from tools.browser.page import PNG_SIGNATURE, image_size
-from tools.browser.pool import BrowserPool, chromium_problem
+from tools.browser.pool import BrowserPool
 
 # --- pages ------------------------------------------------------------------------------------
 
@@ -277,7 +278,7 @@ async def test_screenshot_is_a_png_of_the_view_under_the_cap(task, server):
     data = base64.b64decode(image.data)
     assert data.startswith(PNG_SIGNATURE) and image_size(data) == (1280, 800)
     assert (image.width, image.height, image.size) == (1280, 800, len(data))
-    assert len(data) <= actions.MAX_IMAGE_BYTES
+    assert len(data) <= MAX_IMAGE_BYTES
     assert result.content.startswith(f"Screenshot of {server.url('/links')} (Links), 1280x800 PNG, ")
     assert "data" not in image.model_dump()  # the bytes never reach a serialization
 
@@ -290,13 +291,13 @@ async def test_a_big_full_page_screenshot_falls_back_to_jpeg(task, server):
     assert image is not None and image.media_type == "image/jpeg"
     data = base64.b64decode(image.data or "")
     assert data.startswith(b"\xff\xd8") and image_size(data) == (1280, 1800)
-    assert len(data) <= actions.MAX_IMAGE_BYTES
+    assert len(data) <= MAX_IMAGE_BYTES
     assert "JPEG at quality" in result.content and "(the PNG was" in result.content
 
 
 async def test_a_screenshot_too_big_even_as_jpeg_is_an_error(task, server, monkeypatch):
     await task.call("visit", url=server.url("/links"))
-    monkeypatch.setattr(actions, "MAX_IMAGE_BYTES", 2_000)
+    monkeypatch.setattr(screenshot, "MAX_IMAGE_BYTES", 2_000)
     result = await task.call("screenshot")
     assert result.status == "error" and result.image is None
     assert "The screenshot is too large to send" in result.content

@@ -79,7 +79,7 @@ async def refs_of(url: str) -> dict[str, str]:
     ``view`` shows them): the scripted model needs them before the task runs."""
     from playwright.async_api import async_playwright
 
-    from tools.browser.pool import find_chromium
+    from tools.browser.chromium import find_chromium
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=find_chromium(configured.settings().browser)[0])

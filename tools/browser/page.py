@@ -35,7 +35,7 @@ from core.images import image_dimensions, sniff_image_type
 if TYPE_CHECKING:
     from playwright.async_api import Frame, Page, Request
 
-    from tools.browser.pool import TaskBrowser
+    from tools.browser.tabs import TaskBrowser
 
 ACTION_TIMEOUT_MS = 5_000  # clicks, typing, reading the page
 NAV_TIMEOUT_MS = 20_000  # loading a page

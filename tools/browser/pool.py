@@ -5,17 +5,14 @@ rebuild per call (what was typed, where it scrolled, the cookies of a login), so
 in the worker process between calls, in a ``BrowserPool`` (worker.py makes it from
 ``Settings.browser``; each tool call finds it in its ``ToolContext``):
 
-- **One Chromium**, launched on first use with playwright (Debian's ``chromium``, never a
-  browser playwright downloads: ``AGENT_CHROMIUM``, else ``chromium``, ``chromium-browser``
-  or ``google-chrome`` on PATH). When it crashes, the contexts it held are forgotten and the
-  next call launches a new one; the tools then reopen the task's pages from what the
-  workflow recorded (see ``actions``).
-- **One context per task** (``ctx.task_id``): its own cookies and storage, downloads off,
-  service workers blocked (their requests would bypass the route), a fixed 1280x800
-  viewport, a route that checks every request against the task's ``Policy``, and its own
-  ``PolicyProxy`` that checks every connection (redirect hops and WebSockets, which the
-  route does not see). Its tabs, the active one, and what the model has not yet been told
-  (refused requests, dialogs, downloads) live in a ``TaskBrowser``.
+- **One Chromium**, launched on first use with playwright (the one ``chromium`` finds,
+  never a browser playwright downloads). When it crashes, the contexts it held are
+  forgotten and the next call launches a new one; the tools then reopen the task's pages
+  from what the workflow recorded (see ``calls``).
+- **One context per task** (``ctx.task_id``): its own cookies and storage, every request
+  and connection checked against the task's ``Policy`` (see ``guard``). Its tabs, the
+  active one, and what the model has not yet been told (refused requests, dialogs,
+  downloads) live in a ``TaskBrowser`` (see ``tabs``).
 - **Calls of one task are serialized** by a lock per task (a model that sends two clicks
   at once gets them one after the other); different tasks run in parallel.
 - **An idle reaper** closes a context unused for ``AGENT_BROWSER_IDLE_S`` seconds (600):
@@ -26,8 +23,7 @@ in the worker process between calls, in a ``BrowserPool`` (worker.py makes it fr
   ``fetch_url``'s fallback for pages that only JavaScript fills.
 
 playwright is imported only when a browser is first needed: it is an optional dependency,
-and a worker that never browses does not pay its import. ``chromium_problem`` says, in one
-line, why the browser tools cannot run here (or None).
+and a worker that never browses does not pay its import.
 
 Chromium's own sandbox is used when it can be: as root Chromium refuses it, and in a
 container without user namespaces it fails to start; then it runs without, and says so in
@@ -38,41 +34,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import logging
 import os
-import shutil
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.settings import BrowserSettings
-from core.tool_outcome import BrowserState
-from tools.browser.page import ACTION_TIMEOUT_MS, NAV_TIMEOUT_MS, Watch
+from tools.browser.chromium import BrowserUnavailable, chromium_problem, find_chromium
+from tools.browser.errors import first_line
+from tools.browser.guard import guarded_context
+from tools.browser.page import NAV_TIMEOUT_MS, Watch
 from tools.browser.policy import Policy
-from tools.browser.proxy import Owner, PolicyProxy
+from tools.browser.tabs import TaskBrowser
 
 if TYPE_CHECKING:
-    from playwright.async_api import (
-        Browser,
-        BrowserContext,
-        Dialog,
-        Download,
-        Page,
-        Playwright,
-        Request,
-        Route,
-    )
+    from playwright.async_api import Browser, Playwright
 
 log = logging.getLogger(__name__)
 
-CHROMIUM_ENV = "AGENT_CHROMIUM"
-CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
-INSTALL_HINT = "install it with `apt-get install chromium`, or set AGENT_CHROMIUM to a Chromium executable"
-VIEWPORT = {"width": 1280, "height": 800}
 LAUNCH_TIMEOUT_MS = 30_000
-NOTES_KEPT = 20  # refused requests, dialogs and downloads kept for the next result
 # No background traffic of Chromium's own (updates, sync, safe browsing, QUIC probes, DNS
 # prefetching), WebRTC only through the context's proxy (which carries no UDP: nothing goes
 # around it), a small /dev/shm in containers tolerated.
@@ -84,177 +66,6 @@ LAUNCH_ARGS = [
     # Chromium's own calls home (autofill, translation, hints) would show as refused requests.
     "--disable-features=AutofillServerCommunication,Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions",
 ]  # fmt: skip
-
-
-class BrowserUnavailable(Exception):
-    """No browser can run here; the message is one line for the model and the log."""
-
-
-def find_chromium(settings: BrowserSettings) -> tuple[str | None, str | None]:
-    """(the Chromium executable, None) or (None, one line saying what is wrong)."""
-    if configured := settings.chromium:
-        found = shutil.which(configured)
-        if found and os.access(found, os.X_OK):
-            return found, None
-        return None, f"the browser tools cannot run: {CHROMIUM_ENV}={configured} is not an executable ({INSTALL_HINT})"
-    for name in CANDIDATES:
-        if found := shutil.which(name):
-            return found, None
-    return None, f"the browser tools cannot run: Chromium was not found on PATH ({INSTALL_HINT})"
-
-
-def chromium_problem(settings: BrowserSettings) -> str | None:
-    """None when a usable Chromium (and playwright) is found; else one line saying how to
-    install it. Cheap (a PATH lookup): call it before every use."""
-    if importlib.util.find_spec("playwright") is None:
-        return "the browser tools cannot run: the playwright package is missing (pip install playwright==1.65.2)"
-    return find_chromium(settings)[1]
-
-
-def _brief(exc: BaseException) -> str:
-    """An exception's message, first line only (playwright appends a call log)."""
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-class TaskBrowser:
-    """One task's context and tabs, kept by the pool between calls.
-
-    ``pages`` are the tabs in the order they opened (popups included: the context's
-    ``page`` event adopts them); ``active`` indexes the one the tools act on.
-    ``last_state`` is what the last call reported to the workflow: when the workflow's
-    record differs, another worker acted on this task since, and these pages are stale.
-    """
-
-    def __init__(self, task_id: str, context: BrowserContext, policy: Policy) -> None:
-        self.task_id = task_id
-        self.context = context
-        self.policy = policy
-        self.proxy: PolicyProxy | None = None  # set by the pool; closed with the context
-        self.pages: list[Page] = []
-        self.active = 0
-        self.fresh = True  # created by this call: nothing of the task's was open here
-        self.last_state: BrowserState | None = None
-        self.last_used = time.monotonic()
-        self.closed = False
-        self._notes: list[str] = []
-        context.on("page", self._adopt)
-
-    @property
-    def page(self) -> Page | None:
-        """The active tab, or None when no tab is open."""
-        if not self.pages:
-            return None
-        self.active = min(max(self.active, 0), len(self.pages) - 1)
-        return self.pages[self.active]
-
-    def state(self) -> BrowserState:
-        """The tabs' URLs and the active one: what the workflow records after each call."""
-        current = self.page
-        return BrowserState(
-            tabs=[page.url for page in self.pages], active=self.pages.index(current) if current else 0
-        )
-
-    async def new_tab(self) -> Page:
-        """A new blank tab, made the active one."""
-        page = await self.context.new_page()
-        self._adopt(page)
-        self.active = self.pages.index(page)
-        return page
-
-    async def close_pages(self) -> None:
-        """Close every tab (the context, its cookies and routes stay)."""
-        for page in list(self.pages):
-            with contextlib.suppress(Exception):
-                await page.close()
-        self.pages.clear()
-        self.active = 0
-
-    def note(self, text: str) -> None:
-        """Keep ``text`` for the next result (once: Chromium retries a failed connection)."""
-        if text in self._notes:
-            return
-        if len(self._notes) < NOTES_KEPT:
-            self._notes.append(text)
-        elif len(self._notes) == NOTES_KEPT:
-            self._notes.append("(more not shown)")
-
-    def take_notes(self) -> list[str]:
-        """What happened since the last result (refused requests, dialogs, downloads)."""
-        notes, self._notes = self._notes, []
-        return notes
-
-    def _adopt(self, page: Page) -> None:
-        if page in self.pages:
-            return
-        page.set_default_timeout(ACTION_TIMEOUT_MS)
-        page.set_default_navigation_timeout(NAV_TIMEOUT_MS)
-        page.on("close", self.forget)
-        page.on("dialog", self._dialog)
-        page.on("download", self._download)
-        self.pages.append(page)
-
-    def forget(self, page: Page) -> None:
-        """Drop ``page`` from the tabs (it closed, or it was abandoned)."""
-        if page not in self.pages:
-            return
-        index = self.pages.index(page)
-        self.pages.remove(page)
-        if index < self.active or self.active >= len(self.pages):
-            self.active = max(0, self.active - 1)
-
-    async def _dialog(self, dialog: Dialog) -> None:
-        # Nobody is there to answer: alerts and confirms are dismissed (and reported), a
-        # "leave this page?" is accepted so that navigation goes on.
-        message = dialog.message.strip().replace("\n", " ")[:200]
-        self.note(f"the page showed a {dialog.type} dialog ({message!r}); it was dismissed")
-        with contextlib.suppress(Exception):
-            await (dialog.accept() if dialog.type == "beforeunload" else dialog.dismiss())
-
-    def _download(self, download: Download) -> None:
-        self.note(
-            f"the page started a download of {download.url[:200]} ({download.suggested_filename!r}); "
-            "the browser does not download files: use fetch_url or the shell (curl) for it"
-        )
-
-
-async def install_routes(context: BrowserContext, owner: Owner) -> None:
-    """Check every request of ``context`` against ``owner.policy``: a refused one is aborted
-    (the page sees a network error) and noted for the model. The hops of a redirect and
-    WebSockets bypass routes: the context's ``PolicyProxy`` checks those."""
-
-    async def check(route: Route, request: Request) -> None:
-        try:
-            reason = owner.policy.refusal(request.url)
-            if reason is None:
-                await route.continue_()
-                return
-            owner.note(f"refused {request.url[:200]}: {reason}")
-            await route.abort("blockedbyclient")
-        except Exception as exc:  # the page closed meanwhile: nothing to answer
-            log.debug("browser route: %s", _brief(exc))
-
-    await context.route("**/*", check)
-
-
-async def guarded_context(
-    browser: Browser, make_owner: Callable[[BrowserContext], Owner]
-) -> tuple[BrowserContext, Owner, PolicyProxy]:
-    """A new context whose traffic all goes through a ``PolicyProxy`` and a checking route:
-    (the context, its owner made by ``make_owner``, the proxy to close after the context)."""
-    proxy = PolicyProxy()
-    server = await proxy.start()
-    try:
-        context = await browser.new_context(
-            viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]}, accept_downloads=False,
-            service_workers="block", proxy={"server": server},
-        )  # fmt: skip
-    except BaseException:
-        proxy.close()
-        raise
-    owner = proxy.owner = make_owner(context)
-    await install_routes(context, owner)
-    return context, owner, proxy
 
 
 @dataclass
@@ -331,7 +142,7 @@ class BrowserPool:
         except Exception as exc:
             if not self._sandbox:
                 await self._stop_playwright()
-                raise BrowserUnavailable(f"the browser tools cannot run: Chromium ({path}) did not start: {_brief(exc)}") from None
+                raise BrowserUnavailable(f"the browser tools cannot run: Chromium ({path}) did not start: {first_line(exc)}") from None
         log.warning("Chromium did not start with its sandbox (no user namespaces here?): running it without")
         self._sandbox = False
         return await self._launch(playwright, path)
@@ -440,7 +251,7 @@ class BrowserPool:
                     response = await page.goto(url, wait_until="load", timeout=timeout_ms)
                 except Exception as exc:
                     refused = f" ({owner.notes[0]})" if owner.notes else ""
-                    raise RenderFailed(f"{_brief(exc)}{refused}") from None
+                    raise RenderFailed(f"{first_line(exc)}{refused}") from None
                 await watch.quiet()  # the data its scripts fetch after "load"
             return Rendered(url=page.url, html=await page.content(), status=response.status if response else None)
         finally:
@@ -453,12 +264,4 @@ class RenderFailed(Exception):
     """The page could not be rendered; the message says why, in one line."""
 
 
-__all__ = [
-    "BrowserPool",
-    "BrowserUnavailable",
-    "RenderFailed",
-    "Rendered",
-    "TaskBrowser",
-    "chromium_problem",
-    "find_chromium",
-]
+__all__ = ["BrowserPool", "RenderFailed", "Rendered"]

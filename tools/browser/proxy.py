@@ -1,6 +1,6 @@
 """The policy proxy: every connection a task's browser opens goes through it and is checked.
 
-playwright's route (``pool.install_routes``) sees the first request of everything a page
+playwright's route (``guard.install_routes``) sees the first request of everything a page
 loads, but not the hops of a redirect: playwright lets Chromium follow those by itself, so
 a page on an allowed host that answers ``302 Location: http://169.254.169.254/`` would
 reach the metadata endpoint. Nor does the route see WebSocket connections. So each
