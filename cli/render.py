@@ -27,7 +27,7 @@ RESULT_PREVIEW_LINES = 6
 # The lines of the untrusted-content wrapper (core/untrusted.py), which only the model needs: a
 # look-alike inside the content has its "<" escaped, so only the wrapper's own lines match.
 _WRAPPER_LINE = re.compile(rf"<{TAG}(?: [^>]*)?>|</{TAG}>|{re.escape(UNTRUSTED_NOTE)}")
-# A tool's own line saying it cut its output (tools/shell_output.py, tools/file.py, the browser).
+# A tool's own line saying it cut its output (tools/shell_output.py, tools/file_actions.py, the browser).
 _CUT_NOTE = re.compile(r"\[.*\b(?:truncated|capped|cut|not shown|stopped at)\b.*\]")
 
 

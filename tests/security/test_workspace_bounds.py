@@ -5,6 +5,8 @@ import pytest
 
 from tests import configured
 from tools import file as file_tool
+from tools import file_actions
+from tools.beneath import refuse_symlink, resolve_beneath
 from tools.file import FileArgs
 
 
@@ -87,7 +89,7 @@ async def test_reading_through_a_symlink_inside_the_workspace_still_works(ws):
     assert (await _file(ws, action="read", path="link.txt")).content == "real\n"
 
 
-CHECK = file_tool._resolve
+CHECK = resolve_beneath
 
 
 def _swap_after_check(monkeypatch, swap):
@@ -99,7 +101,7 @@ def _swap_after_check(monkeypatch, swap):
         swap()
         return path
 
-    monkeypatch.setattr(file_tool, "_resolve", check_then_swap)
+    monkeypatch.setattr(file_tool, "resolve_beneath", check_then_swap)
 
 
 async def test_a_file_swapped_for_a_symlink_after_the_check_is_refused(ws, outside, monkeypatch):
@@ -126,14 +128,13 @@ async def test_a_file_swapped_for_a_symlink_before_a_write_is_not_written_throug
     target = ws / "a.txt"
     target.write_text("harmless\n")
     # The final symlink check passes on the real file; the swap comes right after it.
-    refuse_symlink = file_tool._refuse_symlink
 
     def check_then_swap(root: Path, raw: str) -> None:
         refuse_symlink(root, raw)
         target.unlink()
         target.symlink_to(outside / "secret.txt")
 
-    monkeypatch.setattr(file_tool, "_refuse_symlink", check_then_swap)
+    monkeypatch.setattr(file_actions, "refuse_symlink", check_then_swap)
     result = await _file(ws, action="write", path="a.txt", content="pwned")
     assert _refused(result, "symlink")
     assert (outside / "secret.txt").read_text() == "SECRET token\n"

@@ -9,7 +9,7 @@ from core.untrusted import wrap_untrusted
 from tests import configured
 from tests.tools.browsing import shared_pool
 from tests.tools.web_fixtures import LocalWebServer, Reply, fetch_routes
-from tools import REGISTRY, compact_line, execute, fetch, web
+from tools import REGISTRY, compact_line, execute, fetch, fetch_download, web
 from tools.base import Danger
 from tools.browser.pool import BrowserPool
 from tools.fetch import FetchArgs
@@ -138,7 +138,7 @@ async def test_fetch_at_the_largest_max_chars_says_the_rest_is_unreadable(server
 
 
 async def test_fetch_stops_reading_at_the_byte_cap_and_says_so(server, ctx, monkeypatch):
-    monkeypatch.setattr(fetch, "MAX_BODY_BYTES", 64 * 1024)
+    monkeypatch.setattr(fetch_download, "MAX_BODY_BYTES", 64 * 1024)
     result = await _fetch(ctx, server.url("/huge.txt"), max_chars=fetch.MAX_CHARS_LIMIT)
     assert result.status == "ok" and result.truncated
     assert len(_inside(result.content)) == 64 * 1024
@@ -280,7 +280,7 @@ async def test_fetch_refuses_credentials_in_the_url(server, ctx):
 
 
 async def test_fetch_times_out_on_a_slow_server(server, ctx, monkeypatch):
-    monkeypatch.setattr(fetch, "FETCH_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(fetch_download, "FETCH_TIMEOUT_S", 0.3)
     started = time.monotonic()
     result = await _fetch(ctx, server.url("/slow"))
     assert result.status == "error" and "timed out after 0.3 s" in result.content
@@ -288,7 +288,7 @@ async def test_fetch_times_out_on_a_slow_server(server, ctx, monkeypatch):
 
 
 async def test_fetch_heartbeats_while_waiting_for_a_slow_server(server, tmp_path, monkeypatch):
-    monkeypatch.setattr(fetch, "FETCH_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(fetch_download, "FETCH_TIMEOUT_S", 0.5)
     monkeypatch.setattr(web, "HEARTBEAT_EVERY_S", 0.05)
     beats: list[str] = []
     ctx = configured.tool_context(workspace=tmp_path, heartbeat=beats.append, network=True)

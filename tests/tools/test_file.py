@@ -5,6 +5,7 @@ import pytest
 from tests import configured
 from tests.providers.images import gif, jpeg, png, webp_extended, webp_lossless, webp_lossy
 from tools import file as file_tool
+from tools import file_actions
 from tools.base import Danger
 from tools.file import FileArgs
 from tools.registry import execute
@@ -317,7 +318,7 @@ async def test_an_image_is_known_by_its_bytes_not_its_name(ws):
 
 
 async def test_an_image_over_the_limit_is_described_not_sent(ws, monkeypatch):
-    monkeypatch.setattr(file_tool, "MAX_IMAGE_BYTES", 1000)
+    monkeypatch.setattr(file_actions, "MAX_IMAGE_BYTES", 1000)
     (ws / "huge.jpg").write_bytes(jpeg(4000, 3000) + b"\0" * 3000)
     result = await _file(ws, action="read", path="huge.jpg")
     assert result.status == "ok" and result.image is None

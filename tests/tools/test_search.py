@@ -14,16 +14,8 @@ from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from tools import REGISTRY, compact_line, execute, search, web
 from tools.base import Danger, ToolContext
 from tools.egress import NO_NETWORK
-from tools.search import (
-    FETCH_NOTE,
-    QUERY_SUFFIX,
-    SearchArgs,
-    SearchError,
-    SearchHit,
-    SearchType,
-    TavilyBackend,
-    make_backend,
-)
+from tools.search import FETCH_NOTE, QUERY_SUFFIX, SearchArgs, SearchType, make_backend
+from tools.search_backends import SearchError, SearchHit, TavilyBackend
 from tools.web import USER_AGENT
 
 KEY = "tvly-test-key-123"

@@ -18,17 +18,8 @@ from tests.tools.web_fixtures import (
 )
 from tools import search
 from tools.base import ToolContext
-from tools.search import (
-    FETCH_NOTE,
-    BraveBackend,
-    SearchArgs,
-    SearchError,
-    SearxngBackend,
-    TavilyBackend,
-    backend_name,
-    make_backend,
-    search_configured,
-)
+from tools.search import FETCH_NOTE, SearchArgs, backend_name, make_backend, search_configured
+from tools.search_backends import BraveBackend, SearchError, SearxngBackend, TavilyBackend
 from tools.web import USER_AGENT
 
 BRAVE_KEY = "BSA-test-key-456"
