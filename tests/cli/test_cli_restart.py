@@ -16,8 +16,8 @@ from temporalio.client import WorkflowHandle
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import ScriptedModelServer, tool
 from tests.cli.test_cli import cli
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import outcome_of, wait_for_state
-from tests.workflows.test_crash_resume import spawn_worker
 
 
 def kill(proc: subprocess.Popen) -> None:

@@ -19,8 +19,8 @@ from fakes.scripted import ScriptedModelServer, Step, tool
 from providers.settings import ProviderSettings
 from tests import configured
 from tests.cli.test_cli import cli
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, wait_for_state
-from tests.workflows.test_crash_resume import spawn_worker
 from workflows.task import AgentTaskWorkflow
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -32,6 +32,7 @@ from fakes.scripted import ScriptedModelServer, Step, tool
 from tests import configured
 from tests.browsing import require_browser
 from tests.tools.web_fixtures import LocalWebServer, Reply, Seen
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import (
     make_input,
     outcome_of,
@@ -41,7 +42,7 @@ from tests.workflows.harness import (
     tool_messages,
     wait_for_state,
 )
-from tests.workflows.test_crash_resume import spawn_worker, wait_for
+from tests.workflows.test_crash_resume import wait_for
 from workflows.task import AgentTaskWorkflow
 
 pytestmark = pytest.mark.usefixtures("_browser")

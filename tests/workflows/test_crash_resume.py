@@ -3,39 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import make_input, outcome_of
 from workflows.task import AgentTaskWorkflow
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def spawn_worker(
-    target: str, task_queue: str, model_url: str, *, module: str = "worker", **env_overrides: str
-) -> subprocess.Popen:
-    env = dict(os.environ)
-    env.update(
-        TEMPORAL_ADDRESS=target,
-        TEMPORAL_NAMESPACE="default",
-        AGENT_TASK_QUEUE=task_queue,
-        OPENAI_BASE_URL=model_url,
-        OPENAI_API_KEY="test-key",
-    )
-    env.update(env_overrides)
-    # One process per worker here (worker.py's default is one per core): a "host" is one process.
-    args = ["--processes", "1"] if module == "worker" else []
-    return subprocess.Popen(
-        [sys.executable, "-m", module, *args], cwd=ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
 
 
 async def wait_for(predicate, timeout_s: float) -> None:

@@ -10,8 +10,8 @@ import uuid
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.pg_store import PostgresStore
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import make_input, outcome_of, tool_messages, user_texts, wait_until
-from tests.workflows.test_crash_resume import spawn_worker
 from tests.workflows.test_task_loop import assert_every_tool_call_answered
 from workflows.task import AgentTaskWorkflow
 

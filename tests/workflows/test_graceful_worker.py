@@ -16,8 +16,8 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, tool
+from tests.worker_processes import ROOT, spawn_worker
 from tests.workflows.harness import make_input, outcome_of, start, tool_messages, wait_for_state
-from tests.workflows.test_crash_resume import ROOT, spawn_worker
 
 
 def worker_process(target: str, task_queue: str, model_url: str) -> subprocess.Popen:

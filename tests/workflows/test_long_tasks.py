@@ -10,6 +10,7 @@ from contracts.task import Interjection, TaskOutcome, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.store import ContextStore
 from tests import configured
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import (
     make_input,
     outcome_of,
@@ -20,7 +21,6 @@ from tests.workflows.harness import (
     user_texts,
     wait_until,
 )
-from tests.workflows.test_crash_resume import spawn_worker
 from tests.workflows.test_task_loop import assert_every_tool_call_answered
 from workflows.task import AgentTaskWorkflow
 

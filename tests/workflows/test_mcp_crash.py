@@ -10,8 +10,9 @@ import uuid
 from contracts.task import TaskState
 from fakes.scripted import ScriptedModelServer, tool
 from tests.mcp_support import alive, kit_stdio, marks, pids
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import make_input, outcome_of, tool_messages
-from tests.workflows.test_crash_resume import spawn_worker, wait_for
+from tests.workflows.test_crash_resume import wait_for
 from workflows.task import AgentTaskWorkflow
 
 

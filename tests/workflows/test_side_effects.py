@@ -17,6 +17,7 @@ from core.messages import call_digest
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.store import ContextStore
 from tests import configured, sandboxing
+from tests.worker_processes import spawn_worker
 from tests.workflows.harness import (
     make_input,
     outcome_of,
@@ -27,7 +28,6 @@ from tests.workflows.harness import (
     wait_for_state,
     wait_until,
 )
-from tests.workflows.test_crash_resume import spawn_worker
 from tests.workflows.test_server_restart import connect, free_port, start_server
 from workflows.task import AgentTaskWorkflow
 
