@@ -157,7 +157,7 @@ class ImagePart(BaseModel):
     blob of a tool result's image (``core.tool_outcome.ImageRef``), and only for a model that
     takes images; they live as long as one request and never enter the workflow history."""
 
-    media_type: str  # image/png, image/jpeg, image/gif or image/webp (core.tool_outcome.IMAGE_TYPES)
+    media_type: str  # image/png, image/jpeg, image/gif or image/webp (core.images.sniff_image_type)
     data: str  # base64, no ``data:`` prefix
 
 

@@ -26,7 +26,6 @@ class Danger(str, Enum):
 # The largest image a tool hands to the model (bytes, before base64): a screenshot over it is
 # taken again as a smaller JPEG; an image file over it is described, not sent.
 MAX_IMAGE_BYTES = 1_500_000
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 class ImageRef(BaseModel):

@@ -11,8 +11,6 @@ from __future__ import annotations
 from core.tool_args import SpawnArgs
 from tools.base import Danger, ToolContext, ToolDefinition, ToolOutcome
 
-DEFAULT_MAX_DEPTH = 2
-
 DESCRIPTION = """\
 Delegate a self-contained sub-task to a sub-agent that starts with an empty context in the
 same workspace and reports back only its final summary.
