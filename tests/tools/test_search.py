@@ -1,7 +1,6 @@
 import json
 import re
 import socket
-from dataclasses import replace
 from typing import get_args
 
 import httpx
@@ -10,9 +9,10 @@ import pytest
 from contracts.toolset import DEFAULT_TOOLS
 from core.settings import SearchSettings
 from tests import configured
+from tests.tools import searching
 from tests.tools.web_fixtures import LocalWebServer, Reply, tavily_results
 from tools import REGISTRY, compact_line, execute, search, web
-from tools.base import Danger, ToolContext
+from tools.base import Danger
 from tools.egress import NO_NETWORK
 from tools.search import FETCH_NOTE, QUERY_SUFFIX, SearchArgs, SearchType, make_backend
 from tools.search_backends import SearchError, SearchHit, TavilyBackend
@@ -25,31 +25,13 @@ KEY = "tvly-test-key-123"
 def tavily():
     """A fake Tavily API; set ``tavily.routes["/search"]`` to change its answer."""
     with LocalWebServer({"/search": _json_reply(tavily_results())}) as server:
-        _use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=server.base_url)
+        searching.use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=server.base_url)
         yield server
-
-
-_SEARCH: list[SearchSettings] = []  # what ``_use`` set for the running test (none: no backend)
 
 
 @pytest.fixture(autouse=True)
 def _no_search_yet():
-    _SEARCH.clear()
-
-
-def _use(**env: str) -> None:
-    """Search as a worker started with ``env`` (and no other search variable) has it: the
-    tool calls ``_searching`` makes from now on."""
-    _SEARCH[:] = [SearchSettings.from_env(env)]
-
-
-def _settings() -> SearchSettings:
-    return _SEARCH[-1] if _SEARCH else SearchSettings()
-
-
-def _searching(ctx: ToolContext) -> ToolContext:
-    """``ctx`` on a worker with the search settings ``_use`` set."""
-    return replace(ctx, settings=replace(ctx.settings, search=_settings()))
+    searching.forget()
 
 
 @pytest.fixture
@@ -62,7 +44,7 @@ def _json_reply(payload, status=200, **kwargs) -> Reply:
 
 
 async def _search(ctx, query="temporal durable execution", **kwargs):
-    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), _searching(ctx))
+    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), searching.searching(ctx))
 
 
 # --- the request ------------------------------------------------------------------
@@ -117,7 +99,7 @@ async def test_search_uses_the_default_base_url_when_none_is_set():
 
 
 async def test_search_accepts_a_base_url_with_a_trailing_slash(tavily, ctx):
-    _use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=tavily.base_url + "/")
+    searching.use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=tavily.base_url + "/")
     result = await _search(ctx)
     assert result.status == "ok" and tavily.requests[-1].path == "/search"
 
@@ -194,14 +176,14 @@ async def test_search_skips_hits_without_a_url(tavily, ctx):
 
 
 async def test_search_without_a_key_says_how_to_configure_it(tavily, ctx):
-    _use(TAVILY_BASE_URL=tavily.base_url)
+    searching.use(TAVILY_BASE_URL=tavily.base_url)
     result = await _search(ctx)
     assert result.status == "error" and "set TAVILY_API_KEY" in result.content
     assert tavily.requests == []
 
 
 async def test_search_with_an_unknown_backend_names_the_choices(tavily, ctx):
-    _use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=tavily.base_url, AGENT_SEARCH_BACKEND="bing")
+    searching.use(TAVILY_API_KEY=KEY, TAVILY_BASE_URL=tavily.base_url, AGENT_SEARCH_BACKEND="bing")
     result = await _search(ctx)
     assert result.status == "error"
     assert "Unknown search backend 'bing'" in result.content and "tavily" in result.content
@@ -237,7 +219,7 @@ async def test_search_says_a_busy_or_failing_service_may_be_retried(tavily, ctx,
 async def test_search_reports_another_client_error_as_not_retryable(tavily, ctx):
     tavily.routes["/search"] = _json_reply({"detail": {"error": "Query is too long."}}, 400)
     with pytest.raises(SearchError) as caught:
-        await make_backend(_settings()).search("q", 5, topic="general")
+        await make_backend(searching.settings()).search("q", 5, topic="general")
     assert (
         str(caught.value)
         == "The search service rejected the request (HTTP 400: Query is too long.)."
@@ -313,13 +295,13 @@ async def test_search_without_network_refuses_and_sends_nothing(tavily, tmp_path
 async def test_search_is_registered_but_not_a_default_tool(tavily, ctx):
     assert REGISTRY["search"] is search.TOOL and "search" not in DEFAULT_TOOLS
     assert search.TOOL.danger is Danger.SAFE
-    result = await execute("search", {"query": "temporal", "type": "News", "max_results": "2"}, _searching(ctx))
+    result = await execute("search", {"query": "temporal", "type": "News", "max_results": "2"}, searching.searching(ctx))
     assert result.status == "ok"
     assert tavily.requests[-1].json()["query"] == "temporal latest news"
 
 
 async def test_search_refuses_max_results_over_ten_through_the_registry(ctx):
-    result = await execute("search", {"query": "q", "max_results": 11}, _searching(ctx))
+    result = await execute("search", {"query": "q", "max_results": 11}, searching.searching(ctx))
     assert result.status == "retry" and "max_results" in result.content
 
 

@@ -1,13 +1,13 @@
 """The Brave and SearXNG search backends, against local servers speaking their APIs."""
 
 import json
-from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from core.settings import SearchSettings
 from tests import configured
+from tests.tools import searching
 from tests.tools.web_fixtures import (
     SEARXNG_FORBIDDEN_HTML,
     LocalWebServer,
@@ -17,7 +17,6 @@ from tests.tools.web_fixtures import (
     searxng_results,
 )
 from tools import search
-from tools.base import ToolContext
 from tools.search import FETCH_NOTE, SearchArgs, backend_name, make_backend, search_configured
 from tools.search_backends import BraveBackend, SearchError, SearxngBackend, TavilyBackend
 from tools.web import USER_AGENT
@@ -40,34 +39,16 @@ def clean_env(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-_SEARCH: list[SearchSettings] = []  # what ``_use`` set for the running test (none: no backend)
-
-
 @pytest.fixture(autouse=True)
 def _no_search_yet():
-    _SEARCH.clear()
-
-
-def _use(**env: str) -> None:
-    """Search as a worker started with ``env`` (and no other search variable) has it: the
-    tool calls ``_searching`` makes from now on."""
-    _SEARCH[:] = [SearchSettings.from_env(env)]
-
-
-def _settings() -> SearchSettings:
-    return _SEARCH[-1] if _SEARCH else SearchSettings()
-
-
-def _searching(ctx: ToolContext) -> ToolContext:
-    """``ctx`` on a worker with the search settings ``_use`` set."""
-    return replace(ctx, settings=replace(ctx.settings, search=_settings()))
+    searching.forget()
 
 
 @pytest.fixture
 def brave():
     """A fake Brave Search API; set ``brave.routes[BRAVE_PATH]`` to change its answer."""
     with LocalWebServer({BRAVE_PATH: _json_reply(brave_results())}) as server:
-        _use(AGENT_SEARCH_BACKEND="brave", BRAVE_API_KEY=BRAVE_KEY, BRAVE_BASE_URL=server.base_url)
+        searching.use(AGENT_SEARCH_BACKEND="brave", BRAVE_API_KEY=BRAVE_KEY, BRAVE_BASE_URL=server.base_url)
         yield server
 
 
@@ -75,7 +56,7 @@ def brave():
 def searxng():
     """A fake SearXNG instance with ``json`` in ``search.formats``."""
     with LocalWebServer({"/search": _json_reply(searxng_results())}) as server:
-        _use(AGENT_SEARCH_BACKEND="searxng", SEARXNG_URL=server.base_url + "/")
+        searching.use(AGENT_SEARCH_BACKEND="searxng", SEARXNG_URL=server.base_url + "/")
         yield server
 
 
@@ -93,7 +74,7 @@ def _query(path: str) -> dict[str, list[str]]:
 
 
 async def _search(ctx, query="temporal durable execution", **kwargs):
-    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), _searching(ctx))
+    return await search.TOOL.handler(SearchArgs(query=query, **kwargs), searching.searching(ctx))
 
 
 EXPECTED_HITS = (
@@ -152,7 +133,7 @@ def test_search_brave_uses_the_default_base_url_when_none_is_set():
     "name, says", [("brave", "set BRAVE_API_KEY"), ("searxng", "set SEARXNG_URL")]
 )
 async def test_search_named_backend_without_its_variable_says_how_to_configure_it(ctx, name, says):
-    _use(AGENT_SEARCH_BACKEND=name, TAVILY_API_KEY="k")  # the key is not used: the named backend wins
+    searching.use(AGENT_SEARCH_BACKEND=name, TAVILY_API_KEY="k")  # the key is not used: the named backend wins
     result = await _search(ctx)
     assert result.status == "error" and says in result.content
 
@@ -209,7 +190,7 @@ async def test_search_brave_rate_limit_says_to_retry_later(brave, ctx):
     body = brave_error(429, "RATE_LIMITED", "Request rate limit exceeded for plan.")
     brave.routes[BRAVE_PATH] = _json_reply(body, 429, headers={"X-RateLimit-Reset": "1, 1419704"})
     with pytest.raises(SearchError) as caught:
-        await make_backend(_settings()).search("q", 5, topic="general")
+        await make_backend(searching.settings()).search("q", 5, topic="general")
     assert caught.value.retryable
     assert str(caught.value) == (
         "The search service is rate limiting (HTTP 429: Request rate limit exceeded for plan.); "
@@ -221,7 +202,7 @@ async def test_search_brave_validation_error_is_not_retryable(brave):
     body = brave_error(422, "VALIDATION", "Unable to validate request parameter(s)")
     brave.routes[BRAVE_PATH] = _json_reply(body, 422)
     with pytest.raises(SearchError) as caught:
-        await make_backend(_settings()).search("q", 5, topic="general")
+        await make_backend(searching.settings()).search("q", 5, topic="general")
     assert not caught.value.retryable
     assert "rejected the request (HTTP 422: Unable to validate request parameter(s))" in str(caught.value)
 
@@ -266,7 +247,7 @@ async def test_search_renders_searxng_hits_like_tavilys(searxng, ctx):
 
 async def test_search_searxng_keeps_at_most_max_results_hits(searxng):
     searxng.routes["/search"] = _json_reply(searxng_results(9))
-    hits = await make_backend(_settings()).search("q", 4, topic="general")
+    hits = await make_backend(searching.settings()).search("q", 4, topic="general")
     assert len(hits) == 4
 
 
@@ -281,7 +262,7 @@ async def test_search_searxng_with_json_disabled_says_to_enable_it(searxng, ctx)
 async def test_search_searxng_limiter_is_a_retryable_error(searxng):
     searxng.routes["/search"] = Reply(429, b"Too Many Requests", "text/plain")
     with pytest.raises(SearchError) as caught:
-        await make_backend(_settings()).search("q", 5, topic="general")
+        await make_backend(searching.settings()).search("q", 5, topic="general")
     assert caught.value.retryable and "rate limiting (HTTP 429)" in str(caught.value)
 
 
