@@ -37,7 +37,7 @@ from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
-from core.settings import BrowserSettings, EgressSettings, SandboxSettings, TemporalSettings
+from core.settings import EgressSettings, TemporalSettings
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
@@ -214,22 +214,10 @@ class AgentWorker:
             await self._stop_mcp()
 
 
-def check_browser(settings: BrowserSettings) -> str | None:
-    """One line saying how to install Chromium when the browser tools cannot run; None when
-    they can. Never a refusal to start: only the browser tools are missing."""
-    return chromium_problem(settings)
-
-
-def check_sandbox(settings: SandboxSettings) -> sandbox.SandboxStatus:
-    """What shell commands will run in, probed once at start; raises SandboxUnavailable
-    under AGENT_SANDBOX=required when bubblewrap cannot run."""
-    return sandbox.status(settings)
-
-
 async def _start(config: Settings, runtime: Runtime | None = None) -> tuple[sandbox.SandboxStatus, Store, Client]:
     """What every worker process checks at start, each failure one line (see ``preflight``)."""
     configure_logging("INFO", secrets=SecretStore.from_settings(config.secrets))
-    box = check_sandbox(config.sandbox)
+    box = sandbox.status(config.sandbox)  # AGENT_SANDBOX=required without bubblewrap refuses to start
     check_egress(config.egress)
     worker_mcp_servers(config)  # a bad AGENT_MCP_CONFIG refuses to start, in one line
     store = open_store(config.store, config.paths)  # checked before anything else: a bad store refuses to start
@@ -269,7 +257,7 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
     log = get_logger(component="worker")
     if not box.active:
         print(box.notice(), file=sys.stderr)
-    if problem := check_browser(config.browser):
+    if problem := chromium_problem(config.browser):  # only the browser tools are missing
         print(problem, file=sys.stderr)
     grace = timedelta(seconds=config.worker.shutdown_grace_s)
     worker = build_worker(client, store=store, shutdown_grace=grace, config=config)

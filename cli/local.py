@@ -22,7 +22,8 @@ from core.settings import Settings
 from runtime.secrets import SecretStore
 from runtime.store import open_store
 from tools import sandbox
-from worker import build_worker, check_browser, check_sandbox, worker_mcp_servers
+from tools.browser import chromium_problem
+from worker import build_worker, worker_mcp_servers
 
 
 def make_follower(client: Client, workflow_id: str, settings: Settings, *, json_mode: bool = False) -> Follower:
@@ -43,13 +44,13 @@ def make_follower(client: Client, workflow_id: str, settings: Settings, *, json_
 async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None,
                        config: Settings):
     try:
-        box = check_sandbox(config.sandbox)
+        box = sandbox.status(config.sandbox)
         worker_mcp_servers(config)  # a bad AGENT_MCP_CONFIG is one line, not a traceback
     except (sandbox.SandboxUnavailable, ValueError) as err:
         raise UserError(str(err)) from None
     if not box.active:
         print(box.notice(), file=sys.stderr)
-    if browser := check_browser(config.browser):
+    if browser := chromium_problem(config.browser):
         print(browser, file=sys.stderr)
     store = open_store(config.store, config.paths)
     await store.check()  # a store that cannot work is one line now, not a failed task later

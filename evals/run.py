@@ -47,7 +47,7 @@ from runtime.secrets import SecretStore
 from runtime.store import open_store
 from temporal.client import ensure_search_attributes, is_embedded
 from tools import sandbox
-from worker import build_worker, check_sandbox, task_queue
+from worker import build_worker, task_queue
 from workflows.policy import failed_outcome
 from workflows.task import AgentTaskWorkflow
 
@@ -160,7 +160,7 @@ async def start_worker(stack: AsyncExitStack, client: Client, queue: str, settin
                        config: Settings) -> None:
     """A worker in this process for the trials' task queue, until the stack closes."""
     try:
-        box = check_sandbox(config.sandbox)
+        box = sandbox.status(config.sandbox)
     except (sandbox.SandboxUnavailable, ValueError) as err:
         raise EvalError(str(err)) from None
     if not box.active:
