@@ -139,7 +139,7 @@ async def test_ctrl_c_at_the_approval_prompt_ends_watch_at_once_and_the_task_wai
         try:
             await asyncio.to_thread(term.expect, "approve? [y/N/a]")
             os.write(term.master, b"\x03")  # Ctrl-C, through the terminal's line discipline
-            code = await asyncio.to_thread(term.proc.wait, 20)  # a bound, not a timing: it used to hang
+            code = await asyncio.to_thread(term.wait, 20)  # a bound, not a timing: it used to hang
         finally:
             term.close()
         assert code == 130
