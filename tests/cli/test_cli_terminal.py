@@ -8,6 +8,7 @@ import asyncio
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -33,7 +34,8 @@ class Terminal:
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.master, slave = pty.openpty()
         self.proc = subprocess.Popen([sys.executable, "-c", CONTROLLING, *args], stdin=slave, stdout=slave,
-                                     stderr=slave, env=env, cwd=ROOT, close_fds=True, start_new_session=True)
+                                     stderr=slave, env=dict(env, PYTHONFAULTHANDLER="1"), cwd=ROOT,
+                                     close_fds=True, start_new_session=True)
         os.close(slave)
         self.screen = ""
 
@@ -56,12 +58,22 @@ class Terminal:
         wrote last (still in the terminal's buffer when it exited)."""
         deadline = time.monotonic() + timeout_s
         while self.proc.poll() is None:
-            assert time.monotonic() < deadline, f"still running; screen:\n{self.screen[-2000:]}"
+            if time.monotonic() >= deadline:
+                self._dump_stacks()
+                raise AssertionError(f"still running; screen:\n{self.screen[-6000:]}")
             if self._read(0.1) is None:
                 break
         while self._read(0.2) and time.monotonic() < deadline:
             pass
         return self.proc.wait(10)
+
+    def _dump_stacks(self) -> None:
+        """Where a program that should have ended is stuck: its threads' stacks, written to
+        the terminal by faulthandler (PYTHONFAULTHANDLER) on SIGABRT."""
+        self.proc.send_signal(signal.SIGABRT)
+        stop = time.monotonic() + 3
+        while time.monotonic() < stop and self._read(0.2) is not None:
+            pass
 
     def _read(self, timeout_s: float) -> bool | None:
         """Adds to the screen what the program wrote within the time: whether it wrote, or
