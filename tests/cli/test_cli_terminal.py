@@ -25,8 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # Runs the command with the terminal as its controlling terminal (a new session that opens
-# it), so Ctrl-C typed there is a SIGINT to it, as in a person's terminal.
-CONTROLLING = ("import os, sys; os.close(os.open(os.ttyname(0), os.O_RDWR)); "
+# it), so Ctrl-C typed there is a SIGINT to it, as in a person's terminal. As a shell does for
+# the job in its foreground, SIGINT and SIGQUIT are set back to their defaults: tests run in
+# the background of a script inherit them ignored (bash ignores both for `cmd &` without job
+# control), and a `watch` started so never saw its Ctrl-C.
+CONTROLLING = ("import os, signal, sys; os.close(os.open(os.ttyname(0), os.O_RDWR)); "
+               "signal.signal(signal.SIGINT, signal.SIG_DFL); signal.signal(signal.SIGQUIT, signal.SIG_DFL); "
                "os.execv(sys.argv[1], sys.argv[1:])")
 
 
