@@ -91,6 +91,11 @@ class ModelView:
         )
         return View(await self.messages(view.entries, inp.model, vision), report, image_tokens)
 
+    def _forget(self, task: str) -> None:
+        """Drop a task's entries and its memo: they no longer match what the task has."""
+        self._cache.pop(task)
+        self._memos.pop(task, None)
+
     async def entries(self, inp: LlmCallInput, run_id: str | None) -> list[Entry]:
         """Entries 0..total-1 after writing what the input brings (its new entries, the
         prefix of a resend); a gap is filled from the workflow once, else raised."""
@@ -102,12 +107,12 @@ class ModelView:
             try:
                 return await self._read(inp)
             except ContextGap as gap:
-                self._cache.pop(inp.context_id)
+                self._forget(inp.context_id)
                 if not await self._repair(inp, run_id, gap):
                     raise
                 return await self._read(inp)
         except ContextGap:
-            self._cache.pop(inp.context_id)
+            self._forget(inp.context_id)
             raise
 
     async def _repair(self, inp: LlmCallInput, run_id: str | None, gap: ContextGap) -> bool:

@@ -105,6 +105,16 @@ async def test_without_the_workflow_a_gap_is_raised_and_the_cache_dropped(tmp_pa
     assert len(await view.entries(call([UserMessage(seq=0, text="again")]), None)) == 1  # read afresh
 
 
+async def test_a_task_whose_entries_are_dropped_for_a_gap_keeps_no_memo_of_them(tmp_path):
+    view = view_of(as_store(ContextStore(tmp_path / "c.db")))
+    await view.build(call([UserMessage(seq=0, text="hi " * 1000)]), None, 0, vision=False)
+    held = weakref.ref((await view.entries(call([], total=1), None))[0])
+    with pytest.raises(ContextGap):
+        await view.entries(call([], total=3, expect={2: "0" * 64}), None)
+    gc.collect()
+    assert held() is None  # neither the cache nor the task's compaction memo keeps them
+
+
 async def test_the_prefix_stands_in_for_entries_of_earlier_runs(tmp_path):
     prefix = [UserMessage(seq=0, text="the original request")]
     run: list[Entry] = [UserMessage(seq=2, text="this run")]
