@@ -11,7 +11,6 @@ import os
 import pty
 import select
 import signal
-import socket
 import subprocess
 import sys
 import termios
@@ -28,22 +27,10 @@ from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
 from temporal.server import port_open, running_pid
 from tests.cli.test_cli import cli
+from tests.ports import free_embedded_port
 from tests.workflows.harness import scripted_worker, wait_for_state
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port_pair() -> int:
-    """A port free on 127.0.0.1 whose UI port (1000 above) is free too."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + 1000 < 65536:
-            with socket.socket() as s, contextlib.suppress(OSError):
-                s.bind(("127.0.0.1", port + 1000))
-                return port
-    raise AssertionError("no free pair of ports")
 
 
 def embedded_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -51,7 +38,7 @@ def embedded_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     empty = tmp_path / "temporal.toml"
     empty.write_text("")  # so a profile in the home directory cannot point elsewhere
-    env.update(AGENT_DATA_DIR=str(tmp_path / "data"), AGENT_EMBEDDED_PORT=str(free_port_pair()),
+    env.update(AGENT_DATA_DIR=str(tmp_path / "data"), AGENT_EMBEDDED_PORT=str(free_embedded_port()),
                TEMPORAL_CONFIG_FILE=str(empty), AGENT_SHUTDOWN_GRACE_S="2", **extra)
     return env
 

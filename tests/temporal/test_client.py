@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import time
 import urllib.request
@@ -14,6 +13,7 @@ import pytest
 from core.settings import TemporalSettings
 from temporal.client import is_embedded, ui_base_url
 from temporal.server import start_dev_command, temporal_cli
+from tests.ports import free_embedded_port
 
 
 @pytest.mark.parametrize(
@@ -45,24 +45,8 @@ def test_the_embedded_servers_link_is_the_ui_port_it_is_started_with():
     assert command[command.index("--ui-port") + 1] == port
 
 
-def free_port_pair() -> int:
-    """A port whose port + 1000 is free too (a dev server's gRPC and UI ports)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + 1000 < 65536:
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port + 1000))
-                except OSError:
-                    continue
-            return port
-    raise RuntimeError("no free pair of ports")
-
-
 async def test_a_link_to_a_local_dev_server_on_another_port_opens_its_ui():
-    port = free_port_pair()
+    port = free_embedded_port()
     server = subprocess.Popen(
         [temporal_cli(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--log-level", "error"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
