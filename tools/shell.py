@@ -24,6 +24,10 @@ After each command, setuid/setgid bits made in the workspace are taken off and t
 says which files. Secrets are redacted from the output before it is cut, so a secret
 straddling the cut does not leak in part.
 
+Without bubblewrap (``AGENT_SANDBOX=auto`` on a worker that has none) no shell runs: a plain
+read, or a pipeline of them, is started by ``execve`` of system programs (``tools/shell_direct.py``)
+and anything else is refused with the line that says how to install it.
+
 ``classify_command`` (rules in ``tools/shell_policy/``, on a real bash parser) decides which
 commands wait for approval.
 """
@@ -41,6 +45,7 @@ from tools import sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
 from tools.sandbox_setuid import strip_setuid
+from tools.shell_direct import direct_argvs
 from tools.shell_output import HEAD_BYTES as HEAD_BYTES  # the capture's sizes, importable here too
 from tools.shell_output import OUTPUT_CAP_CHARS, _Capture
 from tools.shell_output import TAIL_BYTES as TAIL_BYTES
@@ -74,11 +79,15 @@ class ShellArgs(StrictArgs):
     timeout_s: int = Field(120, ge=1, le=3600, description="Seconds before the command is killed.")
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _kill_groups(procs: list[asyncio.subprocess.Process]) -> None:
+    """Kills each process's group (each leads its own) with every child in it."""
+    for proc in procs:
+        if proc.returncode is not None and len(procs) > 1:
+            continue  # reaped: its group id may be reused (a lone command's children may live on)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
@@ -87,9 +96,11 @@ async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
 
 
 async def _wait(
-    proc: asyncio.subprocess.Process, timeout_s: int, ctx: ToolContext, capture: _Capture | None = None
+    procs: list[asyncio.subprocess.Process], timeout_s: int, ctx: ToolContext, capture: _Capture | None = None
 ) -> int | None:
-    """The exit code, heartbeating meanwhile; None if the group was killed at the timeout."""
+    """The last process's exit code, heartbeating meanwhile; None if the groups were killed at
+    the timeout."""
+    proc = procs[-1]
     loop = asyncio.get_running_loop()
     started = loop.time()
     exited = asyncio.ensure_future(proc.wait())
@@ -97,7 +108,7 @@ async def _wait(
         while True:
             remaining = started + timeout_s - loop.time()
             if remaining <= 0:
-                _kill_group(proc)
+                _kill_groups(procs)
                 await exited
                 return None
             await asyncio.wait({exited}, timeout=min(HEARTBEAT_INTERVAL_S, remaining))
@@ -111,7 +122,7 @@ async def _wait(
 
 
 async def _supervise(
-    proc: asyncio.subprocess.Process, read_fd: int, timeout_s: int, ctx: ToolContext
+    procs: list[asyncio.subprocess.Process], read_fd: int, timeout_s: int, ctx: ToolContext
 ) -> tuple[int | None, str, bool]:
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader()
@@ -120,7 +131,7 @@ async def _supervise(
     capture = _Capture()
     reader = asyncio.create_task(_drain(stream, capture))
     try:
-        code = await _wait(proc, timeout_s, ctx, capture)
+        code = await _wait(procs, timeout_s, ctx, capture)
         # Background children may still hold the pipe: read what is there, then stop.
         await asyncio.wait({reader}, timeout=DRAIN_GRACE_S)
     finally:
@@ -164,15 +175,19 @@ def command_env(box: sandbox.SandboxStatus, settings: ShellSettings) -> dict[str
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     box = sandbox.status(ctx.settings.sandbox)
-    if box.refuses_unsafe and not shell_policy.runs_no_code(args.command):
-        return ToolOutcome(status="error", content=box.refusal())
+    if box.refuses_unsafe:  # no sandbox: a plain read runs without a shell, or nothing does
+        pipeline = direct_argvs(args.command)
+        if pipeline is None:
+            return ToolOutcome(status="error", content=box.refusal())
+    else:
+        pipeline = [command_argv(args.command, ctx, box)]
     try:
         fence = Confinement(box.limits, box.pids_cgroup)
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
         return ToolOutcome(status="error", content=f"[not run] the command's limits could not be set up: {err}")
     since = time.time() - CLOCK_SLACK_S
     try:
-        code, output, truncated = await _run(args, ctx, box, fence)
+        code, output, truncated = await _run(pipeline, args, ctx, box, fence)
     except BaseException:
         strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)
         raise
@@ -190,8 +205,12 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 async def _run(
-    args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement
+    pipeline: list[list[str]], args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement
 ) -> tuple[int | None, str, bool]:
+    """Runs the commands of ``pipeline`` (one, unless a read runs without a shell), each one's
+    output piped into the next, each in a session and process group of its own (a pipeline's
+    first reader may be gone before the next starts, so they cannot share one); the last one's
+    exit code is the result."""
     def in_child() -> None:
         fence.enter()
         if not box.active:
@@ -199,26 +218,36 @@ async def _run(
 
     # Our own pipe, so we can close the read end even if a background child keeps it open.
     read_fd, write_fd = os.pipe()
+    procs: list[asyncio.subprocess.Process] = []
+    stdin: int = asyncio.subprocess.DEVNULL
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *command_argv(args.command, ctx, box),
-            cwd=ctx.workspace,
-            env=command_env(box, ctx.settings.shell),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=in_child,
-        )
+        for i, argv in enumerate(pipeline):
+            last = i == len(pipeline) - 1
+            next_in, pipe_out = (-1, write_fd) if last else os.pipe()
+            try:
+                procs.append(await asyncio.create_subprocess_exec(
+                    *argv, cwd=ctx.workspace, env=command_env(box, ctx.settings.shell), stdin=stdin,
+                    stdout=pipe_out, stderr=write_fd, preexec_fn=in_child, start_new_session=True,
+                ))
+            except BaseException:
+                if not last:
+                    os.close(next_in)
+                raise
+            finally:  # the children hold their ends now
+                for fd in (stdin, -1 if last else pipe_out):
+                    if fd >= 0:
+                        os.close(fd)
+            stdin = next_in
     except BaseException:
         os.close(read_fd)
+        _kill_groups(procs)
         raise
     finally:
         os.close(write_fd)
     try:
-        return await _supervise(proc, read_fd, args.timeout_s, ctx)
-    except BaseException:  # cancelled (or a heartbeat failed): take the whole group down
-        _kill_group(proc)
+        return await _supervise(procs, read_fd, args.timeout_s, ctx)
+    except BaseException:  # cancelled (or a heartbeat failed): take every group down
+        _kill_groups(procs)
         raise
 
 

@@ -42,6 +42,31 @@ def command_shape(command: str) -> tuple[list[list[str]], str | None]:
     return [[w.text if w.text is not None else DYNAMIC for w in ws] for ws in words], _rule_key(root, words, command)
 
 
+def plain_pipeline(command: str) -> list[list[str]] | None:
+    """The argv of each command of a line that is one simple command or a pipeline of them,
+    every word literal and unglobbed, with no redirection, assignment, substitution or list;
+    None for anything else. What runs without a shell when there is no sandbox: a program
+    started by ``execve`` with these words cannot be redirected by ``hash``, an alias, a
+    function or a ``PATH=`` prefix, because nothing interprets the line but this parser."""
+    if len(command) > MAX_CHARS or "\x00" in command:
+        return None
+    root = _parse(command.encode("utf-8", "replace")).root_node
+    if root.has_error or root.named_child_count != 1 or _has(root, _NOT_PLAIN):
+        return None
+    top = root.named_children[0]
+    parts = top.named_children if top.type == "pipeline" else [top]
+    if any(part.type != "command" for part in parts) or (top.type == "pipeline" and b"|&" in (top.text or b"")):
+        return None
+    found: list[list[str]] = []
+    for part, words in zip(parts, [_commands(part) for part in parts]):
+        if len(words) != 1 or part.named_child_count != len(words[0]):
+            return None  # a nested command or something beside the words
+        if any(w.text is None or w.glob or w.procsub for w in words[0]):
+            return None
+        found.append([w.text or "" for w in words[0]])
+    return found
+
+
 def _commands(root: tree_sitter.Node) -> list[list[_Word]]:
     found, stack = [], [root]
     while stack:
