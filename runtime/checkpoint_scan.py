@@ -42,7 +42,7 @@ from typing import Literal
 from runtime.shadow_git import ShadowGit
 
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
-RACY_NS = 2_000_000_000
+RACY_NS = 100_000_000  # well over a clock tick: the coarse clock file times come from
 ESCAPED = (".git", ".gitmodules")  # names git's index refuses (silently), in any case
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from core.settings import CheckpointSettings, PathSettings
 from runtime.checkpoint_restore import FILES, MANIFEST, read_snapshot, write_snapshot
-from runtime.checkpoint_scan import LeftOut, Limits, Scanner, Snapshot, escape
+from runtime.checkpoint_scan import LeftOut, Limits, Scanner, Snapshot, escape, write_blob
 from runtime.paths import data_dir
 from runtime.shadow_git import CheckpointError, ShadowGit
 
@@ -45,6 +45,13 @@ def limits(settings: CheckpointSettings) -> Limits:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _parse_left_out(message: str) -> list[LeftOut]:
+    _, header, listed = message.partition(f"\n{LEFT_OUT_HEADER}\n")
+    if not header:
+        return []
+    return [LeftOut(*json.loads(line)) for line in listed.splitlines() if line.strip()]
 
 
 class Checkpoints:
@@ -84,25 +91,31 @@ class Checkpoints:
             if snap.left_out:
                 message += f"\n\n{LEFT_OUT_HEADER}\n" + "\n".join(
                     json.dumps([f.path, f.size, f.sparse, f.reason]) for f in snap.left_out)
-            try:
-                head = git.run("rev-parse", "-q", "--verify", "HEAD").decode().strip()
-            except CheckpointError:
-                head = None  # no commit yet
-            if head and git.run("rev-parse", f"{head}^{{tree}}").decode().strip() == tree \
-                    and self._left_out(git, head) == snap.left_out:
+            head, head_tree, left_then = self._head(git)
+            if head is not None and head_tree == tree and left_then == snap.left_out:
                 commit = head  # nothing changed since the last save
             else:
                 parent = ("-p", head) if head else ()
                 commit = git.run("commit-tree", tree, *parent, "-m", message).decode().strip()
-                git.run("update-ref", "HEAD", commit)
-            git.run("update-ref", self._ref(task_id, turn), commit)
+            refs = f"update HEAD {commit}\nupdate {self._ref(task_id, turn)} {commit}\n"
+            git.run("update-ref", "--stdin", stdin=refs.encode())
             return commit
+
+    def _head(self, git: ShadowGit) -> tuple[str | None, str | None, list[LeftOut]]:
+        """The last checkpoint's commit, tree and left-out files (one git call: a save's
+        cost is mostly processes)."""
+        try:
+            commit, tree, message = git.run("log", "-1", "--format=%H%x00%T%x00%B", "HEAD").decode(
+                "utf-8", "surrogateescape").split("\0", 2)
+        except CheckpointError:
+            return None, None, []  # no commit yet
+        return commit, tree, _parse_left_out(message)
 
     def _tree(self, git: ShadowGit, snap: Snapshot) -> str:
         """The tree of ``snap``: its blobs under ``files/``, the manifest beside them."""
         index = git.repo / "checkpoint-index"
         index.unlink(missing_ok=True)
-        manifest = git.run("hash-object", "-w", "--stdin", stdin=snap.manifest()).decode().strip()
+        manifest = write_blob(git.repo / "objects", snap.manifest())
         lines = [f"100644 {manifest}\t{MANIFEST}".encode()]
         lines += [b"%o %s\t%s" % (mode, sha.encode(), os.fsencode(FILES + escape(path)))
                   for path, (mode, sha) in snap.blobs.items()]
@@ -117,11 +130,7 @@ class Checkpoints:
         return self._left_out(self.git(workspace), commit)
 
     def _left_out(self, git: ShadowGit, commit: str) -> list[LeftOut]:
-        message = git.run("log", "-1", "--format=%B", commit).decode("utf-8", "surrogateescape")
-        _, header, listed = message.partition(f"\n{LEFT_OUT_HEADER}\n")
-        if not header:
-            return []
-        return [LeftOut(*json.loads(line)) for line in listed.splitlines() if line.strip()]
+        return _parse_left_out(git.run("log", "-1", "--format=%B", commit).decode("utf-8", "surrogateescape"))
 
     def turns(self, workspace: Path, task_id: str) -> dict[int, str]:
         """Turn -> commit of every checkpoint of a task in this workspace."""
