@@ -64,6 +64,14 @@ INTERRUPTED = (
 )
 
 
+def not_undoable(files: list[checkpoints.LeftOut], shown: int = 5) -> str:
+    """A note for the model under a call's result: the files the checkpoint taken before the
+    call left out, whose changes a rewind cannot undo (the first ``shown`` named)."""
+    named = ", ".join(f.describe() for f in files[:shown])
+    more = f" and {len(files) - shown} more" if len(files) > shown else ""
+    return f"\n[checkpoint] not undoable by rewind (left out of the checkpoint before this call): {named}{more}"
+
+
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     """The worker's own files a sandboxed command must not see (the host's are hidden by the
     sandbox itself): its data directory (store, audit log, checkpoints, sessions, the
@@ -198,7 +206,7 @@ class ToolActivities:
         def keep_output(output: str) -> None:
             progress.output = output
 
-        await self._checkpoint(inp, workspace)
+        left_out = await self._checkpoint(inp, workspace)
         progress.started = True
         if not idempotent:
             # Only a call that must not run twice needs its start on record: a retry of an
@@ -222,6 +230,8 @@ class ToolActivities:
             source = tool.untrusted_source(inp.call.arguments)
             if source:
                 result = result.model_copy(update={"content": wrap_untrusted(result.content, source)})
+        if left_out:
+            result = result.model_copy(update={"content": result.content + not_undoable(left_out)})
         return result
 
     async def _mcp_gate(self, inp: ToolCallInput) -> ToolOutcome | None:
@@ -245,23 +255,27 @@ class ToolActivities:
                                f"({inp.call.parse_error}). Send the arguments again as one JSON object.")
         return await self.mcp.run(inp.mcp, arguments, self.secrets.redact)
 
-    async def _checkpoint(self, inp: ToolCallInput, workspace: Path) -> None:
-        """Record the workspace before a call that may change it, so a rewind can restore it."""
+    async def _checkpoint(self, inp: ToolCallInput, workspace: Path) -> list[checkpoints.LeftOut]:
+        """Record the workspace before a call that may change it, so a rewind can restore it;
+        the files the checkpoint left out (a change to them cannot be undone)."""
         if not self.settings.checkpoints.enabled or inp.call.runs_in != "activity" or inp.call.name not in REGISTRY:
-            return
+            return []
         if inp.call.name in BROWSER_TOOLS:
-            return  # pages change, files do not
+            return []  # pages change, files do not
         if classify_call(inp.call.name, inp.call.arguments)[0].value == "safe":
-            return  # reads change nothing
+            return []  # reads change nothing
         if self._checkpoints is None:
             self._checkpoints = checkpoints.Checkpoints.from_settings(self.settings.checkpoints, self.settings.paths)
+        saved = self._checkpoints
         lock = self._saving.setdefault(workspace, asyncio.Lock())
         try:
             async with lock:
-                await asyncio.to_thread(self._checkpoints.save, workspace, inp.task_id, inp.turn)
+                commit = await asyncio.to_thread(saved.save, workspace, inp.task_id, inp.turn)
+            return await asyncio.to_thread(saved.left_out, workspace, commit)
         except (checkpoints.CheckpointError, OSError) as err:  # a missing checkpoint never stops the work
             get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY).warning(
                 "workspace checkpoint failed: rewind cannot restore this turn", error=str(err))
+            return []
 
     async def _store_image(self, result: ToolOutcome) -> ToolOutcome:
         """An image a handler produced goes to the store once, as a blob; the result keeps its

@@ -1,5 +1,5 @@
 """What ``rewind`` and ``fork`` share: where a turn ended in a task's history, and a line
-naming the files the workspace checkpoints left out (over their size limit)."""
+naming the files the workspace checkpoints left out (not undoable)."""
 
 from __future__ import annotations
 
@@ -51,9 +51,10 @@ async def turn_point(client: Client, workflow_id: str, turn: int) -> TurnPoint:
 
 
 def left_out_line(files: list[LeftOut], what: str) -> str:
-    """The files the checkpoints left out (over the size limit), once each, as a line to add."""
+    """The files the checkpoints left out (over the size budget, or not regular files), once
+    each, as a line to add."""
     named = {f.path: f for f in files}
     if not named:
         return ""
-    return f"\nover the checkpoint size limit, so {what}: " + ", ".join(
+    return f"\nleft out of the checkpoint, so {what}: " + ", ".join(
         named[p].describe() for p in sorted(named))

@@ -98,7 +98,8 @@ class StoreSettings(Group):
 @dataclass(frozen=True)
 class CheckpointSettings(Group):
     enabled: bool = var("AGENT_CHECKPOINTS", True)
-    max_file_mb: float = var("AGENT_CHECKPOINT_MAX_FILE_MB", 10.0)
+    max_file_mb: float = var("AGENT_CHECKPOINT_MAX_FILE_MB", 10.0)  # larger files: reflinked or copied, not hashed
+    max_mb: float = var("AGENT_CHECKPOINT_MAX_MB", 1024.0)  # the most one checkpoint copies
 
 
 @dataclass(frozen=True)

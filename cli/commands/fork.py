@@ -1,7 +1,7 @@
 """``fork ID --to-turn N``: leave the task alone and start a new one from the end of turn N.
 
-The new task works in a copy of the workspace as it was then (files over the checkpoint size
-limit are not copied, and named), and its first run carries the context of turns 1..N, read
+The new task works in a copy of the workspace as it was then, its ``.git`` included (files
+the checkpoint left out are not copied, and named), and its first run carries the context of turns 1..N, read
 from the task through the ``model_context`` query (as continue-as-new carries it).
 """
 

@@ -70,8 +70,7 @@ def restore_workspace(task_id: str, workspace: Path, turn: int, checkpoints: Che
             if not checkpoints.turns(workspace, task_id):
                 return "no workspace checkpoints of this task on this host: the workspace was left as it is"
             return "the workspace has not changed since that turn"
-        left = checkpoints.left_out(workspace, commit)
-        left += checkpoints.restore(workspace, commit)
+        left = checkpoints.restore(workspace, commit)
     except CheckpointError as err:
         raise UserError(f"the workspace could not be restored: {err}") from None
     said = f"workspace restored to the end of turn {turn} (checkpoint {commit[:10]})"

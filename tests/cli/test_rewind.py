@@ -61,25 +61,28 @@ async def test_fork_copies_the_workspace_of_a_turn_into_a_new_task(client, task_
     assert files(workspace) == {"one.txt": "changed\n", "three.txt": "3\n", "two.txt": "2"}  # untouched
 
 
-async def test_rewind_names_the_files_left_out_of_the_checkpoints_and_keeps_them(client, task_queue, workspace):
-    """A 4 GiB sparse image is over the checkpoint size limit (10 MB): never recorded, so a
-    rewind to before it was made leaves it where it is, and says so."""
+async def test_rewind_undoes_an_rm_and_names_the_files_left_out_of_the_checkpoints(client, task_queue, workspace):
+    """A fifo is not a file a checkpoint can hold: the call after it was made is told its
+    changes are not undoable, and a rewind leaves it where it is, and says so; the file
+    ``rm`` deleted comes back."""
     steps = [
         tool("file", action="write", path="one.txt", content="1"),
-        tool("shell", command="truncate -s 4G big.img && echo 2 > two.txt"),
-        tool("shell", command="echo 3 > three.txt"),
+        tool("shell", command="mkfifo pipe && echo 2 > two.txt"),
+        tool("shell", command="rm one.txt && echo 3 > three.txt"),
         tool("message", type="result", text="first ending"),
         tool("message", type="result", text="after the rewind"),
     ]
-    async with scripted_worker(client, task_queue, steps):
-        # `truncate` cuts files: dangerous, so it would wait for a person.
+    async with scripted_worker(client, task_queue, steps) as model:
+        # `rm` deletes files: dangerous, so it would wait for a person.
         handle = await start(client, task_queue, make_input(workspace, approval=ApprovalMode.NEVER))
         assert (await outcome_of(handle)).final_text == "first ending"
-        code, out, err = await cli(client, "rewind", handle.id, "--to-turn", "1")
+        assert "not undoable by rewind (left out of the checkpoint before this call): pipe (0.0 KB; not a " \
+               "regular file)" in str(tool_messages(model.requests[-1])[-1])
+        code, out, err = await cli(client, "rewind", handle.id, "--to-turn", "2")
         assert code == 0, err
-        assert "workspace restored to the end of turn 1" in out
-        assert "over the checkpoint size limit, so left as they are: big.img (4.0 GiB, sparse)" in out
-        assert sorted(p.name for p in workspace.iterdir()) == ["big.img", "one.txt"]
-        assert (workspace / "big.img").stat().st_size == 4 * 2**30
+        assert "workspace restored to the end of turn 2" in out
+        assert "left out of the checkpoint, so left as they are: pipe (0.0 KB; not a regular file)" in out
+        assert sorted(p.name for p in workspace.iterdir()) == ["one.txt", "pipe", "two.txt"]
+        assert files(workspace) == {"one.txt": "1", "two.txt": "2\n"}
         outcome = await outcome_of(client.get_workflow_handle(handle.id, result_type=TaskOutcome))
         assert outcome.final_text == "after the rewind"
