@@ -11,7 +11,7 @@ import pytest
 from tests import configured
 from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools.browser.policy import Policy, workspace_url
-from tools.browser.proxy import PolicyProxy
+from tools.egress_proxy import PolicyProxy
 from tools.egress import canonical_host
 
 
