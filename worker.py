@@ -54,6 +54,7 @@ from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 from tools import egress, sandbox
 from tools.browser import BrowserPool, chromium_problem
+from tools.shell_network import CommandEgress
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
@@ -78,9 +79,11 @@ def worker_mcp_servers(settings: Settings) -> dict[str, McpServerConfig]:
 
 
 def check_egress(settings: EgressSettings) -> None:
-    """ValueError naming an ``AGENT_DENY_HOSTS`` entry that is not one (tools take their
-    settings from their ``ToolContext``; this one is checked before anything runs)."""
+    """ValueError naming an ``AGENT_DENY_HOSTS`` or ``AGENT_NETWORK_ALLOW`` entry that is not
+    one (tools take their settings from their ``ToolContext``; these are checked before
+    anything runs)."""
     egress.deny_list(settings.deny_hosts)
+    egress.allow_list(settings.network_allow)
 
 
 # Our own packages are deterministic by construction (workflows/ does no I/O, reads no clock;
@@ -139,13 +142,15 @@ def build_worker(
     # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
     mcp = McpSessions(secrets, worker_mcp_servers(config), log_dir=data_dir(config.paths) / "mcp", egress=config.egress)
     browsers = BrowserPool(config.browser)  # Chromium starts on the first browser call
+    commands_out = CommandEgress(config.egress)  # shell commands' one way out: listens from the first
     catalog = McpCatalog(workflow_mcp_tools(client))
     if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
         local_tools = config.worker.local_tools
     llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
                         local_tools=local_tools, tables=config.models)
     audit = AuditLog(default_audit_path(config.paths), secrets)
-    tools = ToolActivities(store, secrets, config, audit, mcp=McpToolRunner(mcp), browsers=browsers)
+    tools = ToolActivities(store, secrets, config, audit, mcp=McpToolRunner(mcp), browsers=browsers,
+                           command_egress=commands_out)
     mcp_listing = McpActivities(mcp, catalog)
     sessions = SessionActivities(store)
     prompt = PromptActivities(store, secrets, config)
@@ -174,6 +179,7 @@ def build_worker(
         Worker(client, task_queue=own, activities=activities, **options),
         mcp,
         browsers,
+        commands_out,
     )
 
 
@@ -182,8 +188,11 @@ class AgentWorker:
     this worker's own queue (activities only), which the calls of a task it has served go to
     first: Temporal's worker-specific task queues, for a warm context cache."""
 
-    def __init__(self, shared: Worker, own: Worker, mcp: McpSessions, browsers: BrowserPool) -> None:
+    def __init__(
+        self, shared: Worker, own: Worker, mcp: McpSessions, browsers: BrowserPool, commands_out: CommandEgress
+    ) -> None:
         self.shared, self.own, self.mcp, self.browsers = shared, own, mcp, browsers
+        self.commands_out = commands_out
 
     async def run(self) -> None:
         try:
@@ -192,10 +201,12 @@ class AgentWorker:
             await self._stop_mcp()
 
     async def _stop_mcp(self) -> None:
-        """Stop this worker's MCP servers and its browser, once nothing runs that could use them."""
+        """Stop this worker's MCP servers, its browser and its commands' proxy, once nothing runs
+        that could use them."""
         try:
             await self.mcp.close()
         finally:
+            self.commands_out.close()
             await self.browsers.close_all()
 
     async def shutdown(self) -> None:

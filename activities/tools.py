@@ -54,6 +54,7 @@ from tools.base import ToolContext, ToolOutcome
 from tools.browser import BrowserPool
 from tools.egress import NO_NETWORK
 from tools.registry import REGISTRY, classify_call, is_idempotent
+from tools.shell_network import CommandEgress
 
 PREVIEW_CHARS = 1500
 
@@ -94,6 +95,7 @@ class ToolActivities:
         workspace_checkpoints: checkpoints.Checkpoints | None = None,
         mcp: McpToolRunner | None = None,
         browsers: BrowserPool | None = None,
+        command_egress: CommandEgress | None = None,
     ) -> None:
         """``settings``: the worker's (the blob cap, checkpoints, what commands must not see,
         where the audit log and checkpoints go unless given, each tool's group); ``browsers``:
@@ -104,6 +106,7 @@ class ToolActivities:
         self.hidden = hidden_paths(settings)
         self.mcp = mcp  # runs calls of MCP tools (None: such calls fail)
         self.browsers = browsers
+        self.command_egress = command_egress  # networked shell commands' proxy (None: they have no way out)
         self._checkpoints = workspace_checkpoints
         # One save per workspace at a time in this process, waited for here rather than in a
         # thread: tasks sharing a workspace would otherwise each hold one of the default
@@ -219,6 +222,7 @@ class ToolActivities:
             workspace=workspace, settings=self.settings, task_id=inp.task_id, heartbeat=beat, progress=keep_output,
             redact=self.secrets.redact, network=inp.network, hidden=self.hidden, browser=inp.browser,
             browsers=self.browsers, index_dir=data_dir(self.settings.paths) / "memory-index",
+            command_egress=self.command_egress,
         )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)

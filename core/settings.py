@@ -204,6 +204,9 @@ def allowed_env(environ: Mapping[str, str], allow: Sequence[str] = ()) -> dict[s
 @dataclass(frozen=True)
 class EgressSettings(Group):
     deny_hosts: tuple[str, ...] = var("AGENT_DENY_HOSTS", (), also=("AGENT_BROWSER_DENY_HOSTS",))
+    # Where a networked shell command may connect (through the worker's proxy): ``public`` is
+    # any public address, so loopback and private ranges are listed to be reached.
+    network_allow: tuple[str, ...] = var("AGENT_NETWORK_ALLOW", ("public",))
 
 
 @dataclass(frozen=True)

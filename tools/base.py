@@ -22,6 +22,7 @@ from core.tool_outcome import BrowserState, Danger, ToolOutcome
 
 if TYPE_CHECKING:
     from tools.browser.pool import BrowserPool
+    from tools.shell_network import CommandEgress
 
 
 @dataclass
@@ -51,6 +52,9 @@ class ToolContext:
     # Where tools keep indexes they can rebuild from the workspace (the memory search index,
     # under the worker's data directory); None: an index in memory for each call.
     index_dir: Path | None = None
+    # The worker's egress point for shell commands of tasks with the network; None: a
+    # sandboxed command gets no way out even then.
+    command_egress: CommandEgress | None = None
 
 
 BULKY_KEYS = frozenset({"content", "new", "old"})  # file contents: never in a summary line

@@ -12,7 +12,10 @@ browser and everything its pages load, a task's own MCP servers over HTTP):
   ``AGENT_DENY_HOSTS`` (and ``AGENT_BROWSER_DENY_HOSTS``, its older name, also read):
   comma-separated host names, globs (``*.internal``), addresses and CIDR ranges
   (``Settings.egress``, in each tool call's ``ToolContext``; ``Egress.of`` builds the
-  call's fence from it).
+  call's fence from it);
+- for shell commands (through their proxy, ``tools/shell_network.py``), also only to what
+  ``AGENT_NETWORK_ALLOW`` lists (``AllowList``; default ``public``: any public address),
+  the host by name or else every address it resolves to (``Egress.commands``).
 
 Hosts are compared in canonical form (``canonical_host``): lower case, no brackets,
 trailing dot or IPv6 zone, addresses as Chromium writes them (``0xA9FEA9FE`` and
@@ -35,7 +38,7 @@ import re
 import socket
 import ssl
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cache
 
@@ -44,6 +47,7 @@ import httpx
 from core.settings import EgressSettings
 
 DENY_ENV = "AGENT_DENY_HOSTS"
+ALLOW_ENV = "AGENT_NETWORK_ALLOW"
 # Cloud metadata endpoints (AWS, Azure, GCP and Oracle's 169.254.169.254, AWS's IPv6 one, ECS
 # task metadata, Alibaba, GCP's names), then every link-local address. Named before the
 # ranges so that a refusal names the endpoint.
@@ -120,16 +124,52 @@ class DenyList:
 def deny_list(extra: Sequence[str] = ()) -> DenyList:
     """``DEFAULT_DENY`` plus ``extra`` (``EgressSettings.deny_hosts``); ValueError naming an
     entry with a ``/`` that is not a CIDR range (a fence is not silently dropped)."""
+    return DenyList(_entries((*DEFAULT_DENY, *extra), DENY_ENV))
+
+
+def _entries(raws: Sequence[str], variable: str) -> tuple[str, ...]:
     entries: list[str] = []
-    for raw in (*DEFAULT_DENY, *extra):
+    for raw in raws:
         entry = canonical_host(raw) if "/" not in raw else raw.strip().lower()
         if "/" in entry:
             try:
                 entry = ipaddress.ip_network(entry, strict=False).compressed
             except ValueError:
-                raise ValueError(f"{DENY_ENV}: {raw.strip()!r} is not an address range such as 10.0.0.0/8") from None
+                raise ValueError(f"{variable}: {raw.strip()!r} is not an address range such as 10.0.0.0/8") from None
         entries.append(entry)
-    return DenyList(tuple(dict.fromkeys(entries)))
+    return tuple(dict.fromkeys(entries))
+
+
+@dataclass(frozen=True)
+class AllowList:
+    """Where networked shell commands may connect (``AGENT_NETWORK_ALLOW``): ``public`` (any
+    public address), and host names, globs, addresses and CIDR ranges matched as the deny
+    list matches them. An allow list names what may be reached, so it is only ever narrower
+    than "anywhere": loopback and private ranges are reached only when listed."""
+
+    public: bool
+    hosts: DenyList  # the listed entries, with the deny list's matching
+
+    def allows(self, host: str) -> bool:
+        """Whether ``host`` (canonical) is listed by name, glob, address or range."""
+        return self.hosts.match(host) is not None
+
+    def allows_address(self, address: str) -> bool:
+        """Whether a resolved ``address`` (canonical) is public (when ``public`` is listed) or listed."""
+        found = _address(address)
+        mapped = found.ipv4_mapped if isinstance(found, ipaddress.IPv6Address) else None
+        return (self.public and found is not None and (mapped or found).is_global) or self.allows(address)
+
+    def refusal(self, name: str, address: str | None = None) -> str:
+        listed = ", ".join((*(("public",) if self.public else ()), *self.hosts.entries)) or "empty"
+        what = f"the host {name}" + (f" resolves to {address}, which" if address and address != name else "")
+        return f"{what} is not in {ALLOW_ENV} ({listed}): add it there to reach it"
+
+
+def allow_list(entries: Sequence[str]) -> AllowList:
+    """``EgressSettings.network_allow`` parsed; ValueError naming an entry that is not a range."""
+    public = any(entry.strip().lower() == "public" for entry in entries)
+    return AllowList(public, DenyList(_entries([e for e in entries if e.strip().lower() != "public"], ALLOW_ENV)))
 
 
 _deny_list_of = cache(deny_list)  # each tool call builds its fence: parse a list once
@@ -149,15 +189,23 @@ async def resolve(host: str, port: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Egress:
-    """One task's fence: whether it has the network, and the deny list."""
+    """One task's fence: whether it has the network, the deny list, and for shell commands
+    the allow list (None: the tools' own connections, which have none)."""
 
     network: bool
     deny: DenyList
+    allow: AllowList | None = None
 
     @classmethod
     def of(cls, network: bool, settings: EgressSettings) -> Egress:
         """A tool call's fence, with the deny list ``settings`` add to the built-in one."""
         return cls(network=network, deny=_deny_list_of(tuple(settings.deny_hosts)))
+
+    @classmethod
+    def commands(cls, settings: EgressSettings) -> Egress:
+        """The fence of networked shell commands (their proxy: ``tools/shell_network.py``):
+        the deny list, then ``AGENT_NETWORK_ALLOW``."""
+        return replace(cls.of(True, settings), allow=allow_list(settings.network_allow))
 
     def refusal(self, host: str) -> str | None:
         """Why ``host`` may not be reached, as written (no DNS), or None."""
@@ -176,6 +224,10 @@ class Egress:
         for address in found:
             if entry := self.deny.match(address):
                 raise Refused(f"the host {name} resolves to {address}, which is on the deny list ({entry})")
+        if self.allow is not None and not self.allow.allows(name):  # a listed name may resolve anywhere
+            for address in found:
+                if not self.allow.allows_address(address):
+                    raise Refused(self.allow.refusal(name, address))
         return found
 
 
@@ -214,6 +266,6 @@ class EgressTransport(httpx.AsyncBaseTransport):
 
 
 __all__ = [
-    "DEFAULT_DENY", "DENY_ENV", "NO_NETWORK", "DenyList", "Egress", "EgressTransport",
-    "Refused", "Unreachable", "canonical_host", "deny_list", "resolve",
+    "ALLOW_ENV", "DEFAULT_DENY", "DENY_ENV", "NO_NETWORK", "AllowList", "DenyList", "Egress", "EgressTransport",
+    "Refused", "Unreachable", "allow_list", "canonical_host", "deny_list", "resolve",
 ]  # fmt: skip

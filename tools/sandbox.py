@@ -5,7 +5,8 @@ workspace is writable, ``/tmp`` is a private, empty, writable temp dir (and ``HO
 what it must not read is hidden behind empty directories or ``/dev/null``: the worker's own
 files (data directory, secrets file, context store, MCP config), ``/root`` and ``/home``,
 ``/run`` and the host's root-owned secrets (``HOST_PRIVATE``). It has no network (its own
-empty loopback) unless the task was started with ``--network``; no capabilities; its own
+empty loopback); a task started with ``--network`` reaches the outside only through the
+worker's proxy, whose socket (``egress``) is bound in (``tools/shell_network.py``); no capabilities; its own
 PID namespace (it cannot see or signal the worker, nor read its environment in ``/proc``);
 per-command limits (``tools/sandbox_limits.py``); and it dies with its worker
 (``--die-with-parent``), every process it started with it.
@@ -15,7 +16,7 @@ Why it holds as root, the default in containers (each measured here, bwrap 0.8, 
 - Root without capabilities still reads and writes what root owns. Writes are stopped by the
   read-only mounts; reads of root-owned secrets only by hiding them, so they are named.
   ``/run`` goes whole: a read-only mount does not stop ``connect()`` on a Unix socket
-  (Docker, D-Bus, PostgreSQL), and ``/etc/resolv.conf`` is shown again if it lives there.
+  (Docker, D-Bus, PostgreSQL).
 - ``/proc/sys`` is bound read-only over the sandbox's ``/proc`` (with the other entries that
   write to the host's kernel): bwrap covers some of them itself but skips ``/proc/sys``,
   whose directory is not writable although its files (``core_pattern``, ``drop_caches``)
@@ -63,7 +64,6 @@ HOST_PRIVATE = (
     "/etc/ssl/private", "/etc/ssh/ssh_host_*key", "/etc/wireguard", "/etc/NetworkManager/system-connections",
     "/etc/letsencrypt", "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/docker",
 )
-RESOLV_CONF = "/etc/resolv.conf"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -139,7 +139,7 @@ def probe(settings: SandboxSettings, *, path: str | None = None) -> SandboxStatu
 
 
 def _try(base: SandboxStatus, binary: str) -> SandboxStatus:
-    argv = command_line(binary, ["/bin/true"], workspace=Path("/tmp"), network=False, hidden=())
+    argv = command_line(binary, ["/bin/true"], workspace=Path("/tmp"), hidden=())
     try:
         done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -155,12 +155,13 @@ def command_line(
     argv: list[str],
     *,
     workspace: Path,
-    network: bool,
     hidden: Iterable[Path],
     readable: Iterable[Path] = (),
+    egress: tuple[Path, str] | None = None,
 ) -> list[str]:
     """The bwrap command line that runs ``argv`` in ``workspace``, sandboxed: ``hidden`` (the
-    worker's files) are hidden with ``HOST_PRIVATE``, ``readable`` shown again inside them."""
+    worker's files) are hidden with ``HOST_PRIVATE``, ``readable`` shown again inside them;
+    ``egress`` (the proxy's socket, where the command finds it) is its only way out."""
     ws = Path(os.path.realpath(workspace))
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for entry in PROC_READ_ONLY:
@@ -172,9 +173,8 @@ def command_line(
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
+        "--unshare-net",  # with --network too: the outside is reached only through ``egress``
     ]
-    if not network:
-        args.append("--unshare-net")
     # Mounts apply in order, so a parent comes before what is inside it: the workspace may sit
     # in a hidden directory (bound after it), or a hidden file in the workspace. A hidden
     # directory is an empty tmpfs, made read-only last.
@@ -186,7 +186,7 @@ def command_line(
             continue  # never hide the workspace itself
         mounts[real] = (0, ["--tmpfs", str(real)] if real.is_dir() else ["--ro-bind", "/dev/null", str(real)])
     hides = list(mounts)
-    for path in [*readable, Path(RESOLV_CONF)] if network else readable:
+    for path in readable:
         real = Path(os.path.realpath(path))
         if real != ws and any(real.is_relative_to(h) for h in hides):
             mounts[real] = (1, ["--ro-bind-try", str(real), str(real)])
@@ -196,5 +196,7 @@ def command_line(
     for path in hides:  # read-only once what sits inside is mounted: a write fails as elsewhere
         if mounts[path][1][0] == "--tmpfs":
             args += ["--remount-ro", str(path)]
+    if egress is not None:  # into the sandbox's own /tmp, made above
+        args += ["--ro-bind", str(egress[0]), egress[1]]
     args += ["--chdir", str(ws), "--", *argv]
     return args

@@ -15,7 +15,9 @@ read ``DATABASE_URL`` or an API key with ``env``.
 
 Commands run in the sandbox of ``tools/sandbox.py`` (bubblewrap): read-only filesystem but
 the workspace and a private ``/tmp`` (also ``HOME``), home directories and the worker's files
-hidden, no network unless the task allows it, and they die with the worker. Each runs under
+hidden, no network of their own, and they die with the worker. In a task with the network,
+they reach the outside through the worker's proxy (``tools/shell_network.py``: the egress
+policy and ``AGENT_NETWORK_ALLOW``), and its refusals are appended to the result. Each runs under
 limits (``tools/sandbox_limits.py``), sandboxed or not, which the worker's operator raises
 with ``AGENT_SHELL_MAX_PROCS`` (processes and threads of the whole command, default 256),
 ``AGENT_SHELL_MAX_MEMORY_MB`` (per process, default 2048), ``AGENT_SHELL_MAX_CPU_S`` (per
@@ -39,6 +41,7 @@ import ctypes
 import os
 import signal
 import time
+from contextlib import AbstractAsyncContextManager, nullcontext
 
 from core.settings import ShellSettings
 from tools import sandbox, shell_policy
@@ -46,6 +49,7 @@ from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, T
 from tools.sandbox_limits import Confinement
 from tools.sandbox_setuid import strip_setuid
 from tools.shell_direct import direct_argvs
+from tools.shell_network import EGRESS_SOCKET, Route
 from tools.shell_output import HEAD_BYTES as HEAD_BYTES  # the capture's sizes, importable here too
 from tools.shell_output import OUTPUT_CAP_CHARS, _Capture
 from tools.shell_output import TAIL_BYTES as TAIL_BYTES
@@ -69,6 +73,9 @@ Run a bash command in the workspace (the working directory) and return its outpu
 - Commands run in a sandbox: only the workspace and /tmp (private, empty; also HOME) are
   writable, the network is off unless the task allows it, and processes started in the
   background end when the command ends (start a server and use it in the same command).
+- With the network, connections go through an HTTP proxy (HTTP_PROXY/HTTPS_PROXY are set,
+  for every host: curl, pip, git and urllib use it); a refused host is named at the end.
+  To reach a server the command itself started, bypass it (curl --noproxy '*').
 - Processes, memory, CPU time and file size are limited: a command past a limit fails
   ("Resource temporarily unavailable", MemoryError).
 """
@@ -141,15 +148,25 @@ async def _supervise(
     return code, *capture.render(ctx.redact)
 
 
-def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus) -> list[str]:
-    """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox."""
+def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None = None) -> list[str]:
+    """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox, there
+    started by the bridge to the proxy when the command has a ``route`` out."""
     argv = ["/bin/bash", "-c", command]
     if not box.active:
         return argv
     assert box.bwrap is not None
+    out = (route.socket, EGRESS_SOCKET) if route else None
     return sandbox.command_line(
-        box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden, readable=box.readable
+        box.bwrap, route.wrap(argv) if route else argv, workspace=ctx.workspace, hidden=ctx.hidden,
+        readable=(*box.readable, *(route.readable if route else ())), egress=out,
     )
+
+
+def _route(ctx: ToolContext, box: sandbox.SandboxStatus) -> AbstractAsyncContextManager[Route | None]:
+    """A sandboxed command's way out, when its task has the network (unsandboxed: the host's)."""
+    if ctx.network and box.active and ctx.command_egress is not None:
+        return ctx.command_egress.route()
+    return nullcontext()
 
 
 def _die_with_worker() -> None:
@@ -175,19 +192,21 @@ def command_env(box: sandbox.SandboxStatus, settings: ShellSettings) -> dict[str
 
 async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     box = sandbox.status(ctx.settings.sandbox)
+    direct = None
     if box.refuses_unsafe:  # no sandbox: a plain read runs without a shell, or nothing does
-        pipeline = direct_argvs(args.command)
-        if pipeline is None:
+        direct = direct_argvs(args.command)
+        if direct is None:
             return ToolOutcome(status="error", content=box.refusal())
-    else:
-        pipeline = [command_argv(args.command, ctx, box)]
     try:
         fence = Confinement(box.limits, box.pids_cgroup)
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
         return ToolOutcome(status="error", content=f"[not run] the command's limits could not be set up: {err}")
     since = time.time() - CLOCK_SLACK_S
     try:
-        code, output, truncated = await _run(pipeline, args, ctx, box, fence)
+        async with _route(ctx, box) as route:
+            pipeline = direct or [command_argv(args.command, ctx, box, route)]
+            code, output, truncated = await _run(pipeline, args, ctx, box, fence)
+            refused = ctx.redact(route.summary()) if route else ""
     except BaseException:
         strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)
         raise
@@ -199,9 +218,9 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     if code is None:
         timed_out = f"[timed out after {args.timeout_s} s: the command and its child processes were killed]"
         content = f"{output}\n{timed_out}" if output else timed_out
-        return ToolOutcome(status="error", content=content + note, truncated=truncated)
+        return ToolOutcome(status="error", content=content + refused + note, truncated=truncated)
     body = output if output.strip() else "(no output)"
-    return ToolOutcome(content=f"{body}\n[exit code: {code}]{note}", exit_code=code, truncated=truncated)
+    return ToolOutcome(content=f"{body}\n[exit code: {code}]{refused}{note}", exit_code=code, truncated=truncated)
 
 
 async def _run(

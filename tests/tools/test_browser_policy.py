@@ -11,8 +11,8 @@ import pytest
 from tests import configured
 from tests.tools.web_fixtures import LocalWebServer, Reply
 from tools.browser.policy import Policy, workspace_url
-from tools.browser.proxy import PolicyProxy
 from tools.egress import canonical_host
+from tools.egress_proxy import PolicyProxy
 
 
 def _policy(network: bool, workspace: Path, hidden: tuple[Path, ...] = ()) -> Policy:

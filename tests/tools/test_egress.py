@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import datetime
-import ssl
-from pathlib import Path
-
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from core.settings import EgressSettings
-from tests.tools.web_fixtures import LocalWebServer, Reply
+from tests.tools.web_fixtures import LocalWebServer, Reply, tls_pair
 from tools import egress as egress_module
 from tools.egress import (
+    ALLOW_ENV,
     DEFAULT_DENY,
     NO_NETWORK,
     DenyList,
     Egress,
     EgressTransport,
     Refused,
+    allow_list,
     canonical_host,
     deny_list,
 )
@@ -81,31 +75,10 @@ async def test_addresses_refuses_a_denied_literal_address_without_resolving():
 # --- the transport over TLS: the connection goes to the checked address, TLS speaks to the name
 
 
-def _tls_pair(tmp_path: Path, name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A server context with a certificate for ``name`` from a throwaway CA, and a client
-    context that trusts only that CA."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "egress test CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-            .issuer_name(ca_name).public_key(leaf_key.public_key()).serial_number(2).not_valid_before(now)
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    (tmp_path / "leaf.pem").write_bytes(leaf.public_bytes(serialization.Encoding.PEM) + leaf_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(tmp_path / "leaf.pem")
-    client = ssl.create_default_context(cadata=ca.public_bytes(serialization.Encoding.PEM).decode())
-    return server, client
 
 
 async def test_the_transport_connects_to_the_checked_address_with_the_names_tls(tmp_path, monkeypatch):
-    server_tls, client_tls = _tls_pair(tmp_path, "pinned.test")
+    server_tls, client_tls = tls_pair(tmp_path, "pinned.test")
     names: list[str | None] = []
     server_tls.sni_callback = lambda _sock, name, _ctx: names.append(name)
 
@@ -122,3 +95,41 @@ async def test_the_transport_connects_to_the_checked_address_with_the_names_tls(
     assert names == ["pinned.test"]  # SNI, and the certificate was checked against the name
     assert server.requests[0].headers["host"] == f"pinned.test:{port}"
     assert str(response.url) == f"https://pinned.test:{port}/page"
+
+
+# --- the allow list of shell commands (AGENT_NETWORK_ALLOW)
+
+
+def test_the_default_allow_list_is_any_public_address_and_nothing_else():
+    allowed = allow_list(EgressSettings.from_env({}).network_allow)
+    assert allowed.allows_address("93.184.216.34") and allowed.allows_address("2606:2800:220:1::1")
+    for private in ("127.0.0.1", "10.1.2.3", "192.168.0.1", "::1", "::ffff:127.0.0.1", "100.64.0.1", "fc00::1"):
+        assert not allowed.allows_address(canonical_host(private)), private
+
+
+def test_an_allow_list_matches_names_globs_addresses_and_ranges():
+    allowed = allow_list(["pypi.org", "*.github.com", "127.0.0.1", "10.0.0.0/8"])
+    assert allowed.allows("pypi.org") and allowed.allows("api.github.com") and not allowed.allows("github.com.evil")
+    assert allowed.allows_address("127.0.0.1") and allowed.allows_address("10.9.8.7")
+    assert not allowed.allows_address("127.0.0.2") and not allowed.allows_address("93.184.216.34")  # no "public"
+    with pytest.raises(ValueError, match=ALLOW_ENV):
+        allow_list(["10.0.0.0/33"])
+
+
+async def test_commands_reach_a_listed_name_wherever_it_resolves_and_nothing_else_unlisted(monkeypatch):
+    async def resolve(host: str, port: int) -> list[str]:
+        return {"build.internal.test": ["10.0.0.5"], "other.test": ["10.0.0.6"]}[host]
+
+    monkeypatch.setattr(egress_module, "resolve", resolve)
+    fence = Egress.commands(EgressSettings.from_env({ALLOW_ENV: "public,*.internal.test"}))
+    assert await fence.addresses("build.internal.test", 443) == ["10.0.0.5"]
+    with pytest.raises(Refused, match=f"the host other.test resolves to 10.0.0.6, which is not in {ALLOW_ENV}"):
+        await fence.addresses("other.test", 443)
+    with pytest.raises(Refused, match=f"the host 127.0.0.1 is not in {ALLOW_ENV} \\(public, \\*.internal.test\\)"):
+        await fence.addresses("127.0.0.1", 80)
+
+
+async def test_the_deny_list_wins_over_an_allow_list_that_matches_everything():
+    fence = Egress.commands(EgressSettings.from_env({ALLOW_ENV: "*,0.0.0.0/0"}))
+    with pytest.raises(Refused, match="deny list"):
+        await fence.addresses("169.254.169.254", 80)

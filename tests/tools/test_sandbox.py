@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import SandboxSettings
+from core.settings import EgressSettings, SandboxSettings
 from tests import configured, sandboxing
 from tools import sandbox, shell
+from tools.shell_network import CommandEgress
 
 
 @pytest.fixture
@@ -59,21 +60,20 @@ async def _connections(count: list[int]):
 
 
 @pytest.mark.parametrize("network", [False, True])
-async def test_the_network_is_off_unless_the_task_allows_it(box, tmp_path, network):
+async def test_a_command_opens_no_connection_of_its_own_with_or_without_the_network(box, tmp_path, network):
     count: list[int] = []
     server = await _connections(count)
     port = server.sockets[0].getsockname()[1]
-    ctx = configured.tool_context(workspace=tmp_path, network=network)
+    # With the network, the proxy would let this address through; a socket of the command's own is another matter.
+    outlet = CommandEgress(EgressSettings.from_env({"AGENT_NETWORK_ALLOW": "127.0.0.1"}))
+    ctx = configured.tool_context(workspace=tmp_path, network=network, command_egress=outlet)
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
     try:
         result = await sandboxing.run(ctx, f'python3 -c "{code}" 2>&1 | tail -1')
-        await asyncio.sleep(0.2)
     finally:
         server.close()
-    if network:
-        assert "connected" in result.content and count == [1]
-    else:
-        assert "connected" not in result.content and "refused" in result.content.lower() and count == []
+        outlet.close()
+    assert result.content == "ConnectionRefusedError: [Errno 111] Connection refused\n[exit code: 0]" and count == []
 
 
 async def test_the_worker_and_its_files_are_out_of_sight(box, tmp_path):
@@ -133,11 +133,12 @@ def test_sandbox_modes(tmp_path):
 def test_a_command_line_hides_paths_around_the_workspace_in_order(tmp_path):
     workspace = tmp_path / "data" / "ws"
     workspace.mkdir(parents=True)
-    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, network=False, hidden=(tmp_path / "data",))
+    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, hidden=(tmp_path / "data",))
     assert argv.index("--tmpfs", argv.index("--cap-drop")) < argv.index("--bind")  # parent hidden first
     assert "--unshare-net" in argv and "--die-with-parent" in argv
-    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, network=True, hidden=())
-    assert "--unshare-net" not in argv
+    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, hidden=(), egress=(tmp_path / "s", "/tmp/s"))
+    assert "--unshare-net" in argv  # with the network too: only through the proxy's socket
+    assert "--tmpfs /tmp " in " ".join(argv) and f"--ro-bind {tmp_path / 's'} /tmp/s --chdir" in " ".join(argv)
 
 
 async def test_secrets_are_redacted_before_the_output_is_cut(box, tmp_path):
@@ -158,7 +159,7 @@ def test_a_command_line_covers_proc_and_hides_the_hosts_secrets_around_the_works
     workspace.mkdir(parents=True)
     shown = tmp_path / "home" / "me" / ".pyenv"
     shown.mkdir()
-    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, network=False,
+    argv = sandbox.command_line("bwrap", ["true"], workspace=workspace,
                                 hidden=(tmp_path / "home",), readable=(shown, tmp_path / "elsewhere"))
     text = " ".join(argv)
     assert argv.index("--proc") < argv.index("--ro-bind-try") and "--ro-bind-try /proc/sys /proc/sys" in text

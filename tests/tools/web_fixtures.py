@@ -2,20 +2,27 @@
 
 ``LocalWebServer`` runs the standard library's ``ThreadingHTTPServer`` on a
 free port of 127.0.0.1 (or another loopback address, such as 127.0.0.2 on
-Linux; over TLS when given a server context) in a daemon thread. Each path maps to a ``Reply`` or to a function
+Linux; over TLS when given a server context, such as ``tls_pair``'s) in a daemon thread. Each path maps to a ``Reply`` or to a function
 of the recorded request that returns one; every request is recorded (method,
 path, headers, body) so tests can assert on what a tool sent.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 CHUNK = 64 * 1024
 
@@ -87,6 +94,29 @@ class LocalWebServer:
 
     def wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)
+
+
+def tls_pair(tmp_path: Path, name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context with a certificate for ``name`` from a throwaway CA, and a client
+    context that trusts only that CA."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "egress test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_name).public_key(leaf_key.public_key()).serial_number(2).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    (tmp_path / "leaf.pem").write_bytes(leaf.public_bytes(serialization.Encoding.PEM) + leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(tmp_path / "leaf.pem")
+    client = ssl.create_default_context(cadata=ca.public_bytes(serialization.Encoding.PEM).decode())
+    return server, client
 
 
 def _handler_for(server: LocalWebServer) -> type[BaseHTTPRequestHandler]:

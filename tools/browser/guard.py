@@ -1,7 +1,7 @@
 """A browser context under a policy: every request checked by a route, every connection by a proxy.
 
 A context gets its own ``PolicyProxy`` (for redirect hops and WebSockets, which routes do
-not see: see ``proxy``) and a route that checks every request and aborts a refused one,
+not see: see ``tools.egress_proxy``) and a route that checks every request and aborts a refused one,
 noting it for the model; downloads off, service workers blocked (their requests would
 bypass the route), a fixed 1280x800 viewport. The pool makes a task's contexts and
 ``render``'s throwaway ones this way alike.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tools.browser.errors import first_line
-from tools.browser.proxy import Owner, PolicyProxy
+from tools.egress_proxy import Owner, PolicyProxy
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Request, Route

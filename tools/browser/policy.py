@@ -4,7 +4,7 @@ The browser runs pages written by strangers, and their scripts, links, redirects
 subresources ask for URLs of their own. One rule set decides them all: ``visit`` calls
 ``Policy.check`` up front to give the model a clear refusal; the route installed on every
 context (``guard.install_routes``) calls ``Policy.refusal`` for every request a page makes;
-and the context's proxy (``proxy.PolicyProxy``) applies it again to every connection,
+and the context's proxy (``tools.egress_proxy.PolicyProxy``) applies it again to every connection,
 the hops of redirects and WebSockets included, which the route does not see. So a
 redirect, a link or a script cannot reach what ``visit`` would refuse.
 

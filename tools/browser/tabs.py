@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from core.tool_outcome import BrowserState
 from tools.browser.page import ACTION_TIMEOUT_MS, NAV_TIMEOUT_MS
 from tools.browser.policy import Policy
-from tools.browser.proxy import PolicyProxy
+from tools.egress_proxy import PolicyProxy
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Dialog, Download, Page

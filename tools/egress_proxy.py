@@ -1,4 +1,9 @@
-"""The policy proxy: every connection a task's browser opens goes through it and is checked.
+"""The policy proxy: every connection a task's browser or a networked shell command opens
+goes through it and is checked.
+
+Shell commands run with no network of their own; the worker's proxy (a listener per command
+on a Unix socket, ``tools/shell_network.py``) is their only way out, under ``HostRules``:
+the egress policy with ``AGENT_NETWORK_ALLOW``. For the browser:
 
 playwright's route (``guard.install_routes``) sees the first request of everything a page
 loads, but not the hops of a redirect: playwright lets Chromium follow those by itself, so
@@ -17,7 +22,8 @@ opens every http and https connection through it:
   request is sent on in origin form with ``Connection: close`` (one request per
   connection, so a second request on the same connection can never reach a host that was
   not checked). A refusal closes the connection without an answer: a network error for the
-  page, not a page of its own.
+  page, not a page of its own. For a shell command (``answer_refusals``) it is the same
+  ``403`` as for a tunnel, both with one line saying why, which ``curl`` shows.
 
 Refusals go to the owner's notes, so the model hears of them in the next result. Nothing is
 decrypted: https stays end to end between Chromium and the site.
@@ -27,11 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from tools.browser.policy import Policy
-from tools.egress import Refused, Unreachable
+from tools.egress import Egress, Refused, Unreachable
 
 log = logging.getLogger(__name__)
 
@@ -42,19 +49,41 @@ CHUNK = 64 * 1024
 _HOP_HEADERS = ("connection", "proxy-connection", "keep-alive", "proxy-authorization")
 
 
+class Rules(Protocol):
+    """What a URL may reach before DNS (``refusal``), and the egress policy that resolves it."""
+
+    @property
+    def egress(self) -> Egress: ...
+
+    def refusal(self, url: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class HostRules:
+    """No rules of their own on URLs: the egress policy's, on the host (shell commands)."""
+
+    egress: Egress
+
+    def refusal(self, url: str) -> str | None:
+        return self.egress.refusal(urlsplit(url).hostname or "")
+
+
 class Owner(Protocol):
     """Whose connections these are: the policy to apply and where to report refusals."""
 
-    policy: Policy
+    @property
+    def policy(self) -> Rules: ...
 
     def note(self, text: str) -> None: ...
 
 
 class PolicyProxy:
-    """One context's proxy (see the module docstring); ``start`` gives its URL."""
+    """One context's (or command's) proxy (see the module docstring); ``start`` gives its URL,
+    ``start_unix`` listens on a Unix socket instead."""
 
-    def __init__(self, owner: Owner | None = None) -> None:
+    def __init__(self, owner: Owner | None = None, *, answer_refusals: bool = False) -> None:
         self.owner = owner  # set before the context's first request
+        self.answer_refusals = answer_refusals  # a refused plain request gets a 403 too
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -62,6 +91,9 @@ class PolicyProxy:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
         port = self._server.sockets[0].getsockname()[1]
         return f"http://127.0.0.1:{port}"
+
+    async def start_unix(self, path: Path) -> None:
+        self._server = await asyncio.start_unix_server(self._serve, str(path), limit=HEAD_LIMIT)
 
     def close(self) -> None:
         """Stop listening and cut every open connection. Safe to call twice."""
@@ -105,8 +137,10 @@ class PolicyProxy:
             why = str(exc) if isinstance(exc, Refused | Unreachable) else f"could not connect ({exc or type(exc).__name__})"
             what = ("refused a connection to " if tunnel else "refused ") if isinstance(exc, Refused) else "could not reach "
             self._note(f"{what}{shown[:200]}: {why}")
-            if tunnel:
-                writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            if tunnel or self.answer_refusals:
+                line = f"{why}\n".encode()
+                writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(line), line))
                 await writer.drain()
             return
         self._writers.add(upstream)
@@ -138,7 +172,7 @@ class PolicyProxy:
             raise Refused(reason)
         return (await policy.egress.addresses(host, port))[0]
 
-    def _policy(self) -> Policy:
+    def _policy(self) -> Rules:
         if self.owner is None:
             raise Refused("the browser context is not ready")
         return self.owner.policy
@@ -194,4 +228,4 @@ async def _relay(
         await asyncio.gather(*copies, return_exceptions=True)
 
 
-__all__ = ["PolicyProxy"]
+__all__ = ["HostRules", "Owner", "PolicyProxy", "Rules"]
