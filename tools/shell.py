@@ -37,7 +37,7 @@ import signal
 import time
 
 from core.settings import ShellSettings
-from tools import sandbox, shell_policy
+from tools import control_paths, sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
 from tools.sandbox_setuid import strip_setuid
@@ -130,14 +130,18 @@ async def _supervise(
     return code, *capture.render(ctx.redact)
 
 
-def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus) -> list[str]:
-    """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox."""
+def command_argv(
+    command: str, ctx: ToolContext, box: sandbox.SandboxStatus, guard: control_paths.Guard | None = None
+) -> list[str]:
+    """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox, with
+    ``guard``'s control paths read-only."""
     argv = ["/bin/bash", "-c", command]
     if not box.active:
         return argv
     assert box.bwrap is not None
     return sandbox.command_line(
-        box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden, readable=box.readable
+        box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden, readable=box.readable,
+        control=guard.mounts if guard is not None else (),
     )
 
 
@@ -171,16 +175,23 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
         return ToolOutcome(status="error", content=f"[not run] the command's limits could not be set up: {err}")
     since = time.time() - CLOCK_SLACK_S
+    # Control files are read-only unless the person approved this call (tools/control_paths.py).
+    guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
+    removed: list[str] = []
     try:
-        code, output, truncated = await _run(args, ctx, box, fence)
+        code, output, truncated = await _run(args, ctx, box, fence, guard)
     except BaseException:
         strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)
         raise
     finally:
         await fence.release(wait=box.active)
+        if guard is not None:
+            removed = control_paths.release(guard)
     stripped = await asyncio.to_thread(strip_setuid, ctx.workspace, since)
     note = f"\n[setuid/setgid bits taken off: {', '.join(stripped)}]" if stripped else ""
-    output = output.rstrip("\n")
+    note += f"\n[removed {', '.join(removed)}: control files are written only with approval]" if removed else ""
+    hint = guard.hint(output) if guard is not None else ""
+    output = output.rstrip("\n") + (f"\n{hint}" if hint else "")
     if code is None:
         timed_out = f"[timed out after {args.timeout_s} s: the command and its child processes were killed]"
         content = f"{output}\n{timed_out}" if output else timed_out
@@ -190,7 +201,8 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 async def _run(
-    args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement
+    args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement,
+    guard: control_paths.Guard | None,
 ) -> tuple[int | None, str, bool]:
     def in_child() -> None:
         fence.enter()
@@ -201,7 +213,7 @@ async def _run(
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            *command_argv(args.command, ctx, box),
+            *command_argv(args.command, ctx, box, guard),
             cwd=ctx.workspace,
             env=command_env(box, ctx.settings.shell),
             stdin=asyncio.subprocess.DEVNULL,
