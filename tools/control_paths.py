@@ -25,7 +25,10 @@ is removed after it and the result says so.
 
 A control path reached through a symlink is bound where it resolves, when that is in the
 workspace (outside it everything is read-only already). The link itself sits in a writable
-directory, so a command could replace it; the target stays unchanged.
+directory and no mount can cover a symlink, so a command could replace it (``rm .git/hooks;
+mkdir .git/hooks``): each such link is put back after the command, what replaced it removed,
+and the result says so. Those two are undone rather than prevented: a worker that dies
+between the command's end and the undo leaves them.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import shutil
 from collections import Counter
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -114,7 +118,7 @@ class Guard:
     workspace: Path
     mounts: tuple[Mount, ...]  # parents before what is inside them
     placeholders: tuple[Path, ...]  # made for this command (or held with another): removed when empty
-    watched: tuple[Path, ...]  # absent now, must not appear
+    watched: tuple[tuple[Path, str | None], ...]  # to be as they are now: absent (None) or this symlink
 
     def hint(self, output: str) -> str:
         """A line for the model when the command failed writing a control path, else ""."""
@@ -133,9 +137,10 @@ def guard(workspace: Path) -> Guard:
     """The binds that make ``workspace``'s control paths read-only for one command; ``release``
     it when the command is over."""
     ws = Path(os.path.realpath(workspace))
-    venvs = [e.name for e in os.scandir(ws) if e.is_dir() and os.path.isfile(os.path.join(e.path, "pyvenv.cfg"))]
+    with os.scandir(ws) as entries:
+        venvs = [e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, "pyvenv.cfg"))]
     mounts: dict[Path, Mount] = {}
-    watched: list[Path] = []
+    watched: dict[Path, str | None] = {}
     for control in CONTROL_PATHS:
         for head in venvs if control.parts[0] == VENV else control.parts[:1]:
             rest = "/".join(control.parts[1:])
@@ -144,14 +149,30 @@ def guard(workspace: Path) -> Guard:
             else:
                 paths = [ws / head / rest if rest else ws / head]
             for path in paths:
+                watched.update(_links(ws, path))
                 if control.missing == "watch" and not os.path.lexists(path):
-                    watched.append(path)
+                    watched[path] = None
                 elif control.missing == "placeholder" or os.path.lexists(path):
                     _walk(ws, Path(os.path.realpath(path)), control.why, mounts)
     placeholders = tuple(p for p, m in mounts.items() if m.how == "empty" or p in _HELD)
     _HELD.update(placeholders)
     ordered = sorted(mounts.values(), key=lambda m: len(m.path.parts))
-    return Guard(ws, tuple(ordered), placeholders, tuple(watched))
+    return Guard(ws, tuple(ordered), placeholders, tuple(watched.items()))
+
+
+def _links(ws: Path, path: Path) -> dict[Path, str | None]:
+    """The symlinks on the way from ``ws`` to ``path``, with their targets."""
+    found: dict[Path, str | None] = {}
+    at = ws
+    for part in path.relative_to(ws).parts:
+        at = at / part
+        if not os.path.islink(at):
+            if not at.is_dir():
+                break
+            continue
+        found[at] = os.readlink(at)
+        break  # beyond it the path is the target's, bound where it resolves
+    return found
 
 
 def _walk(ws: Path, target: Path, why: str, mounts: dict[Path, Mount]) -> None:
@@ -175,19 +196,27 @@ def _walk(ws: Path, target: Path, why: str, mounts: dict[Path, Mount]) -> None:
 
 def release(box: Guard) -> list[str]:
     """After the command: its placeholders removed when still empty and no other command holds
-    them; a watched path it made removed. Returns the paths removed that way, for the result."""
+    them; a watched path put back as it was (absent, or the same symlink). Returns the paths put
+    back, for the result."""
     for path in box.placeholders:
         _HELD[path] -= 1
         if _HELD[path] <= 0:
             del _HELD[path]
             with contextlib.suppress(OSError):
                 os.rmdir(path)  # fails, as it should, once something is in it
-    removed = []
-    for path in box.watched:
-        if os.path.lexists(path) and not path.is_dir():
-            path.unlink()
-            removed.append(str(path.relative_to(box.workspace)))
-    return removed
+    undone = []
+    for path, link in box.watched:
+        now = os.readlink(path) if os.path.islink(path) else "" if os.path.lexists(path) else None
+        if now == link:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+        if link is not None:
+            os.symlink(link, path)
+        undone.append(str(path.relative_to(box.workspace)))
+    return undone
 
 
 def readme_lines() -> list[str]:

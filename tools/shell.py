@@ -177,7 +177,7 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     since = time.time() - CLOCK_SLACK_S
     # Control files are read-only unless the person approved this call (tools/control_paths.py).
     guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
-    removed: list[str] = []
+    undone: list[str] = []
     try:
         code, output, truncated = await _run(args, ctx, box, fence, guard)
     except BaseException:
@@ -186,10 +186,11 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     finally:
         await fence.release(wait=box.active)
         if guard is not None:
-            removed = control_paths.release(guard)
+            undone = control_paths.release(guard)
     stripped = await asyncio.to_thread(strip_setuid, ctx.workspace, since)
     note = f"\n[setuid/setgid bits taken off: {', '.join(stripped)}]" if stripped else ""
-    note += f"\n[removed {', '.join(removed)}: control files are written only with approval]" if removed else ""
+    if undone:
+        note += f"\n[put back as they were: {', '.join(undone)} (control files change only in an approved call)]"
     hint = guard.hint(output) if guard is not None else ""
     output = output.rstrip("\n") + (f"\n{hint}" if hint else "")
     if code is None:

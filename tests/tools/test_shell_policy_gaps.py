@@ -295,7 +295,6 @@ EVERYDAY = [
     "git log --oneline -n 20",
     "git status",
     "git checkout -b feature/x",
-    "git config user.email dev@example.com",
     "git config --get core.hooksPath",
     'git commit -m "$(cat msg.txt)"',
     "pytest -q tests/",
