@@ -7,7 +7,8 @@ direnv runs ``.envrc``, an editor runs the tasks in ``.vscode/``, Python runs ev
 file in a virtualenv's site-packages at each start, and ``.agent/`` holds the agent's own
 permission rules and skills. A command the gate let through as ordinary (``python3 x.py``)
 could write any of them without a parser ever seeing it, so they are listed here once, as data,
-and enforced by construction: the sandbox binds them read-only (``guard``, used by
+and enforced by construction (with the directory ``core.hooksPath`` names in ``.git/config``,
+wherever it is in the workspace): the sandbox binds them read-only (``guard``, used by
 ``tools/shell.py``), the file tool refuses them (``named``), the shell classifier asks before a
 command that names one as a write target, and README.md lists them (``readme_lines``; a test
 keeps the two equal).
@@ -36,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import re
 import shutil
 from collections import Counter
 from dataclasses import dataclass
@@ -130,6 +132,7 @@ class Guard:
         return ""
 
 
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=(.*)$", re.I | re.M)
 _HELD: Counter[Path] = Counter()  # placeholders of the commands running in this process
 
 
@@ -154,10 +157,22 @@ def guard(workspace: Path) -> Guard:
                     watched[path] = None
                 elif control.missing == "placeholder" or os.path.lexists(path):
                     _walk(ws, Path(os.path.realpath(path)), control.why, mounts)
+    for hooks in _hooks_paths(ws):  # wherever the repository's config says its hooks are
+        _walk(ws, Path(os.path.realpath(ws / hooks)), "git runs these hooks on the host (core.hooksPath)", mounts)
     placeholders = tuple(p for p, m in mounts.items() if m.how == "empty" or p in _HELD)
     _HELD.update(placeholders)
     ordered = sorted(mounts.values(), key=lambda m: len(m.path.parts))
     return Guard(ws, tuple(ordered), placeholders, tuple(watched.items()))
+
+
+def _hooks_paths(ws: Path) -> list[str]:
+    """The ``core.hooksPath`` values in the workspace's ``.git/config`` (relative to the workspace)."""
+    try:
+        text = (ws / ".git" / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    values = [value.strip().strip('"') for value in _HOOKS_PATH.findall(text)]
+    return [value for value in values if value and not value.startswith("~")]  # a home is outside
 
 
 def _links(ws: Path, path: Path) -> dict[Path, str | None]:

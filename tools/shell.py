@@ -15,7 +15,10 @@ read ``DATABASE_URL`` or an API key with ``env``.
 
 Commands run in the sandbox of ``tools/sandbox.py`` (bubblewrap): read-only filesystem but
 the workspace and a private ``/tmp`` (also ``HOME``), home directories and the worker's files
-hidden, no network unless the task allows it, and they die with the worker. Each runs under
+hidden, no network unless the task allows it, and they die with the worker. The workspace's
+control files (``tools/control_paths.py``: ``.git/hooks``, ``.git/config``, ``.agent/``...) are
+read-only unless the person approved this exact call; a command that fails writing one gets a
+line saying so, for the model to ask or explain. Each runs under
 limits (``tools/sandbox_limits.py``), sandboxed or not, which the worker's operator raises
 with ``AGENT_SHELL_MAX_PROCS`` (processes and threads of the whole command, default 256),
 ``AGENT_SHELL_MAX_MEMORY_MB`` (per process, default 2048), ``AGENT_SHELL_MAX_CPU_S`` (per

@@ -98,9 +98,9 @@ CONTROL_COMMANDS = {
     "git submodule add https://x.example/r.git lib/r": "writes .gitmodules and .git/config",
     ".venv/bin/pip install requests": "installs packages into the workspace's virtualenv",
     "venv/bin/python -m pip install -e .": "installs packages into the workspace's virtualenv",
-    "uv add httpx": "installs packages into the workspace's virtualenv (uv add)",
-    "uv pip install httpx": "installs packages into the workspace's virtualenv (uv pip install)",
-    "uv sync": "installs packages into the workspace's virtualenv (uv sync)",
+    "uv add httpx": "site-packages Python runs at every start (uv add)",
+    "uv pip install httpx": "site-packages Python runs at every start (uv pip install)",
+    "uv sync": "site-packages Python runs at every start (uv sync)",
 }
 
 

@@ -107,6 +107,13 @@ async def test_a_hook_cannot_be_added_where_the_hooks_directory_is_missing(box, 
         assert not (workspace / ".git" / "hooks").exists()  # the placeholder is gone
 
 
+async def test_the_hooks_directory_the_config_names_is_read_only(box, workspace):
+    _repo(workspace)
+    _git(workspace, "config", "core.hooksPath", "tools/hooks")
+    result = await sandboxing.run(configured.tool_context(workspace), "mkdir -p tools/hooks; echo x > tools/hooks/pre-commit")
+    assert not (workspace / "tools" / "hooks").exists(), result.content
+
+
 async def test_git_status_add_and_commit_work_unapproved(box, workspace):
     _repo(workspace)
     ctx = configured.tool_context(workspace)
@@ -114,7 +121,7 @@ async def test_git_status_add_and_commit_work_unapproved(box, workspace):
                                        "&& git log --oneline | wc -l && git show --stat --format= HEAD")
     assert "[exit code: 0]" in result.content, result.content
     assert _git(workspace, "log", "--format=%s") == "b\na\n"
-    assert _git(workspace, "show", "--name-only", "--format=", "HEAD").split() == ["b.txt"]
+    assert _git(workspace, "show", "--name-only", "--format=", "HEAD").split() == [".agent/permissions.toml", "b.txt"]
 
 
 async def test_a_fresh_workspace_keeps_no_placeholder_and_git_init_needs_approval(box, workspace):
