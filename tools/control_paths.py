@@ -64,7 +64,7 @@ class ControlPath:
 CONTROL_PATHS = (
     ControlPath(".agent", "the agent's permission rules and skills: what it may do"),
     ControlPath(".git/hooks", "git runs these hooks on the host"),
-    ControlPath(".git/config", "names commands git runs on the host (hooksPath, fsmonitor, aliases, filters)"),
+    ControlPath(".git/config", "names commands git runs on the host: hooksPath, fsmonitor, aliases, filters"),
     ControlPath(".git/info", "attributes that choose the filters and diff drivers git runs"),
     ControlPath(".git/commondir", "points git at another directory's config and hooks", "watch"),
     ControlPath(".gitmodules", "what git clones and checks out as submodules"),

@@ -116,7 +116,7 @@ def _persists(w: _Word, cwd: str | None = None) -> str | None:
     if cwd is not None and not path.startswith(("/", "~")):
         parts = cwd.split("/") + parts
     name = parts[-1] if parts else ""
-    control = named(tuple(parts)) if not path.startswith(("/", "~")) else None
+    control = named(tuple(parts)) if not path.startswith(("/", "~")) and parts != [".git"] else None
     if control is not None:  # tools/control_paths.py: read-only in the sandbox unless approved
         return f"writes {'/'.join(parts[:len(control.parts)])} ({control.why})"
     if ".git" in parts:
