@@ -43,13 +43,19 @@ def _gate(inp: ToolCallInput, verdict: tuple[Danger, str] | None = None) -> Tool
     danger, reason = verdict or classify_call(inp.call.name, inp.call.arguments)
     if not ApprovalMode(inp.approval).requires(danger.value):
         return None
-    if inp.approved == call_digest(inp.call.name, inp.call.arguments):
+    if _approved(inp):
         return None
     why = reason or f"approval mode is {inp.approval}"
     return ToolOutcome(
         status="error",
         content=f"[refused] This call was not run: it needs approval ({why}) and this exact call was not approved.",
     )
+
+
+def _approved(inp: ToolCallInput) -> bool:
+    """Whether the person approved this exact call (its digest), which also lets it write the
+    workspace's control files (``tools/control_paths.py``)."""
+    return inp.approved is not None and inp.approved == call_digest(inp.call.name, inp.call.arguments)
 
 
 def _details(details: Any) -> dict[str, Any] | None:

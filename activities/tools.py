@@ -36,7 +36,7 @@ from temporalio import activity
 import tools
 from activities import metrics
 from activities.mcp import McpToolRunner
-from activities.tool_records import _call_key, _finished, _gate, _offline, _output_so_far, _started
+from activities.tool_records import _approved, _call_key, _finished, _gate, _offline, _output_so_far, _started
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
 from contracts.toolset import BROWSER_TOOLS
 from core.entries import entry_digest, result_entry
@@ -223,6 +223,7 @@ class ToolActivities:
             redact=self.secrets.redact, network=inp.network, hidden=self.hidden, browser=inp.browser,
             browsers=self.browsers, index_dir=data_dir(self.settings.paths) / "memory-index",
             command_egress=self.command_egress,
+            approved=_approved(inp),  # the person approved this exact call: it may write control files
         )
         # Placeholders become real values only here, at execution time.
         arguments = self.secrets.restore_obj(inp.call.arguments)

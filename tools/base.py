@@ -44,6 +44,9 @@ class ToolContext:
     network: bool = False
     # Paths a sandboxed command must not see (the worker's data, secrets, store).
     hidden: tuple[Path, ...] = ()
+    # The person approved this exact call: it may write the workspace's control files
+    # (tools/control_paths.py), which are read-only to every other call.
+    approved: bool = False
     # The task's browser as the workflow recorded it (tabs, active tab); None: never opened.
     # A browser tool on a worker that does not hold this task's pages reopens these.
     browser: BrowserState | None = None

@@ -18,11 +18,13 @@ from typing import Literal, assert_never
 from pydantic import model_validator
 
 from core.permissions import RULES_FILE
+from tools import control_paths
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.beneath import Refused, resolve_beneath
 from tools.file_actions import edit_file, grep, list_dir, read_file, write_file
 from tools.shell import OUTPUT_CAP_CHARS
 
+WRITES = ("write", "edit")
 DESCRIPTION = f"""\
 Work with files in the workspace.
 Paths are relative to the workspace; paths outside it are refused.
@@ -34,6 +36,8 @@ Paths are relative to the workspace; paths outside it are refused.
   replace_all is true: include enough surrounding text to make it unique, whitespace included.
 - list: the entries of a directory (directories end with /).
 - grep: search a file or directory tree for a Python regex pattern; prints path:line:text.
+Control files (.agent/, .git/hooks, .git/config, .envrc, .vscode/, a virtualenv's activate
+scripts and site-packages...) are written only in a call the person approved.
 """
 
 
@@ -57,10 +61,13 @@ class FileArgs(StrictArgs):
         return self
 
 
-def _run(args: FileArgs, workspace: Path) -> ToolOutcome:
+def _run(args: FileArgs, workspace: Path, approved: bool = False) -> ToolOutcome:
     root = workspace.resolve()
     try:
         path = resolve_beneath(root, args.path)
+        control = control_paths.named(path.relative_to(root).parts) if args.action in WRITES else None
+        if control is not None and not approved:
+            raise Refused(control_paths.refusal(args.path, control))
         match args.action:
             case "read":
                 return read_file(root, path, args.path, args.offset, args.limit)
@@ -85,14 +92,20 @@ def _run(args: FileArgs, workspace: Path) -> ToolOutcome:
 
 
 async def file_tool(args: FileArgs, ctx: ToolContext) -> ToolOutcome:
-    return await asyncio.to_thread(_run, args, ctx.workspace)
+    return await asyncio.to_thread(_run, args, ctx.workspace, ctx.approved)
 
 
 def classify(args: FileArgs) -> Danger | tuple[Danger, str]:
-    if args.action not in ("write", "edit"):
+    """Reads are SAFE, writes MODERATE; a write to a control file asks, by its name (the handler
+    refuses it unless this exact call was approved)."""
+    if args.action not in WRITES:
         return Danger.SAFE
-    if posixpath.normpath(args.path).endswith(RULES_FILE):
+    path = posixpath.normpath(args.path)
+    if path.endswith(RULES_FILE):
         return Danger.DANGEROUS, f"changes the standing permission rules ({RULES_FILE})"
+    control = control_paths.named(tuple(p for p in path.split("/") if p not in ("", ".")))
+    if control is not None:
+        return Danger.DANGEROUS, f"writes {path} ({control.why})"
     return Danger.MODERATE
 
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.settings import SandboxSettings, ShellLimits
+from tools.control_paths import Mount
 from tools.sandbox_limits import describe, find_pids_cgroup
 
 MODE_ENV = "AGENT_SANDBOX"
@@ -158,10 +159,12 @@ def command_line(
     hidden: Iterable[Path],
     readable: Iterable[Path] = (),
     egress: tuple[Path, str] | None = None,
+    control: Iterable[Mount] = (),
 ) -> list[str]:
     """The bwrap command line that runs ``argv`` in ``workspace``, sandboxed: ``hidden`` (the
     worker's files) are hidden with ``HOST_PRIVATE``, ``readable`` shown again inside them;
-    ``egress`` (the proxy's socket, where the command finds it) is its only way out."""
+    ``egress`` (the proxy's socket, where the command finds it) is its only way out;
+    ``control`` (``tools/control_paths.py``'s guard) read-only over the workspace's bind."""
     ws = Path(os.path.realpath(workspace))
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for entry in PROC_READ_ONLY:
@@ -191,6 +194,10 @@ def command_line(
         if real != ws and any(real.is_relative_to(h) for h in hides):
             mounts[real] = (1, ["--ro-bind-try", str(real), str(real)])
     mounts[ws] = (2, ["--bind", str(ws), str(ws)])
+    for mount in control:  # after the workspace (deeper), each parent before what it holds
+        at = str(mount.path)
+        binds = {"pin": ["--bind", at, at], "ro": ["--ro-bind", at, at], "empty": ["--tmpfs", at, "--remount-ro", at]}
+        mounts.setdefault(mount.path, (3, binds[mount.how]))
     for _path, (_order, mount) in sorted(mounts.items(), key=lambda m: (len(m[0].parts), m[1][0])):
         args += mount
     for path in hides:  # read-only once what sits inside is mounted: a write fails as elsewhere

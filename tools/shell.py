@@ -17,7 +17,10 @@ Commands run in the sandbox of ``tools/sandbox.py`` (bubblewrap): read-only file
 the workspace and a private ``/tmp`` (also ``HOME``), home directories and the worker's files
 hidden, no network of their own, and they die with the worker. In a task with the network,
 they reach the outside through the worker's proxy (``tools/shell_network.py``: the egress
-policy and ``AGENT_NETWORK_ALLOW``), and its refusals are appended to the result. Each runs under
+policy and ``AGENT_NETWORK_ALLOW``), and its refusals are appended to the result. The
+workspace's control files (``tools/control_paths.py``: ``.git/hooks``, ``.git/config``,
+``.agent/``...) are read-only unless the person approved this exact call; a command that fails
+writing one gets a line saying so, for the model to ask or explain. Each runs under
 limits (``tools/sandbox_limits.py``), sandboxed or not, which the worker's operator raises
 with ``AGENT_SHELL_MAX_PROCS`` (processes and threads of the whole command, default 256),
 ``AGENT_SHELL_MAX_MEMORY_MB`` (per process, default 2048), ``AGENT_SHELL_MAX_CPU_S`` (per
@@ -44,7 +47,7 @@ import time
 from contextlib import AbstractAsyncContextManager, nullcontext
 
 from core.settings import ShellSettings
-from tools import sandbox, shell_policy
+from tools import control_paths, sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
 from tools.sandbox_setuid import strip_setuid
@@ -148,9 +151,13 @@ async def _supervise(
     return code, *capture.render(ctx.redact)
 
 
-def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None = None) -> list[str]:
+def command_argv(
+    command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None = None,
+    guard: control_paths.Guard | None = None,
+) -> list[str]:
     """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox, there
-    started by the bridge to the proxy when the command has a ``route`` out."""
+    started by the bridge to the proxy when the command has a ``route`` out, and with
+    ``guard``'s control paths read-only."""
     argv = ["/bin/bash", "-c", command]
     if not box.active:
         return argv
@@ -159,6 +166,7 @@ def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus, rou
     return sandbox.command_line(
         box.bwrap, route.wrap(argv) if route else argv, workspace=ctx.workspace, hidden=ctx.hidden,
         readable=(*box.readable, *(route.readable if route else ())), egress=out,
+        control=guard.mounts if guard is not None else (),
     )
 
 
@@ -202,9 +210,12 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
         return ToolOutcome(status="error", content=f"[not run] the command's limits could not be set up: {err}")
     since = time.time() - CLOCK_SLACK_S
+    # Control files are read-only unless the person approved this call (tools/control_paths.py).
+    guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
+    undone: list[str] = []
     try:
         async with _route(ctx, box) as route:
-            pipeline = direct or [command_argv(args.command, ctx, box, route)]
+            pipeline = direct or [command_argv(args.command, ctx, box, route, guard)]
             code, output, truncated = await _run(pipeline, args, ctx, box, fence)
             refused = ctx.redact(route.summary()) if route else ""
     except BaseException:
@@ -212,9 +223,14 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
         raise
     finally:
         await fence.release(wait=box.active)
+        if guard is not None:
+            undone = control_paths.release(guard)
     stripped = await asyncio.to_thread(strip_setuid, ctx.workspace, since)
     note = f"\n[setuid/setgid bits taken off: {', '.join(stripped)}]" if stripped else ""
-    output = output.rstrip("\n")
+    if undone:
+        note += f"\n[put back as they were: {', '.join(undone)} (control files change only in an approved call)]"
+    hint = guard.hint(output) if guard is not None else ""
+    output = output.rstrip("\n") + (f"\n{hint}" if hint else "")
     if code is None:
         timed_out = f"[timed out after {args.timeout_s} s: the command and its child processes were killed]"
         content = f"{output}\n{timed_out}" if output else timed_out

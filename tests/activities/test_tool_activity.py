@@ -23,6 +23,7 @@ from runtime.audit import AuditLog
 from runtime.checkpoints import Checkpoints
 from runtime.secrets import SecretStore
 from runtime.store import ContextStore, open_store
+from tests import sandboxing
 from tests.configured import settings
 
 APPEND = "echo ran >> runs.txt"
@@ -173,6 +174,30 @@ async def test_a_call_that_needs_approval_runs_only_with_the_digest_of_that_exac
     assert (await ActivityEnvironment().run(
         acts.run_tool, call_input(workspace, "echo hi", approval="always", result_seq=9)
     )).content.startswith("[refused]")
+
+
+async def test_only_the_approved_call_may_write_a_control_file(tmp_path, workspace, monkeypatch):
+    """Approval reaches the tool (``ToolContext.approved``): a mode that asks nothing runs the
+    call, but it may not write ``.git/config``; the call the person approved may."""
+    sandboxing.require(monkeypatch)
+    acts = activities(tmp_path)
+    (workspace / ".git").mkdir()
+    config = workspace / ".git" / "config"
+    config.write_text("[core]\n")
+    write = {"action": "write", "path": ".git/config", "content": "[core]\n\thooksPath = x\n"}
+    file_call = ToolCallRequest(id="call_1", name="file", arguments=write)
+    shell = "echo '[alias]' >> .git/config"
+    for seq, call in enumerate((file_call, call_input(workspace, shell).call), start=10):
+        ran = await ActivityEnvironment().run(
+            acts.run_tool, call_input(workspace, call=call, approval="never", result_seq=seq))
+        assert config.read_text() == "[core]\n", ran.content
+    approved = await ActivityEnvironment().run(acts.run_tool, call_input(
+        workspace, call=file_call, approval="dangerous", approved=call_digest("file", write), result_seq=20))
+    assert approved.status == "ok" and "hooksPath" in config.read_text()
+    shell_digest = call_digest("shell", {"command": shell})
+    await ActivityEnvironment().run(acts.run_tool, call_input(
+        workspace, shell, approval="dangerous", approved=shell_digest, result_seq=21))
+    assert config.read_text().endswith("[alias]\n")
 
 
 async def test_a_call_input_without_an_approval_mode_is_refused(tmp_path, workspace):

@@ -396,7 +396,6 @@ MODERATE = [
     "npm install",
     "pip install requests",
     "pip install -r requirements.txt",
-    "uv pip install httpx",
     "python3 script.py",
     "./run.sh",
     "source .venv/bin/activate",

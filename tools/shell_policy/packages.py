@@ -8,7 +8,7 @@ import re
 from tools.base import Danger
 from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad
 from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _opts
+from tools.shell_policy.words import _opts, _Word
 
 _PACKAGE_VERBS = frozenset(
     """install remove purge erase uninstall upgrade dist-upgrade full-upgrade autoremove reinstall add del
@@ -56,11 +56,30 @@ def _uv(c: _Call) -> Verdict:
     words = _opts(c.args, long=("--python", "--project", "--directory")).texts()
     if words[:1] == ["publish"]:
         return _bad("publishes a package (uv publish)")
+    if words[:1] in (["add"], ["remove"], ["sync"]) or words[:1] == ["pip"] and words[1:2] in (["install"], ["sync"]):
+        return _bad(f"{_INTO_VENV} (uv {' '.join(words[:2] if words[0] == 'pip' else words[:1])})")
     if words[:1] == ["pip"]:
         pip_args = c.args[[w.text for w in c.args].index("pip") + 1 :]
         return _pip(_Call("uv pip", pip_args, c.stdin, c.scan))
     return MODERATE
 
+
+_INTO_VENV = "installs packages into the workspace's virtualenv, whose site-packages Python runs at every start"
+# A pip or python named by a path in the workspace: its virtualenv's (``.venv/bin/pip install x``).
+_VENV_PROGRAM = re.compile(r"(?!/|~)(?:[^/]+/)*bin/(?:pip|python)[\d.]*")
+
+
+def _venv_install(c: _Call, head: _Word) -> Verdict:
+    """Every command: ``.venv/bin/pip install x`` or ``venv/bin/python -m pip install x`` writes
+    the workspace's site-packages, read-only in the sandbox unless approved."""
+    path, words = head.text or "", [w.text or "" for w in c.args]
+    if not _VENV_PROGRAM.fullmatch(path):
+        return SAFE
+    if "python" in path.rsplit("/", 1)[-1]:
+        words = words[2:] if words[:2] == ["-m", "pip"] else []
+    if words[:1] in (["install"], ["uninstall"]):
+        return _bad(f"{_INTO_VENV} ({path} {words[0]})")
+    return SAFE
 
 
 _PUBLISH = {

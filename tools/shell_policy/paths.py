@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
+from tools.control_paths import named
 from tools.shell_policy.words import _Word
 
 # Home in all its spellings; /home/<user> and /root are someone's home too.
@@ -115,6 +116,9 @@ def _persists(w: _Word, cwd: str | None = None) -> str | None:
     if cwd is not None and not path.startswith(("/", "~")):
         parts = cwd.split("/") + parts
     name = parts[-1] if parts else ""
+    control = named(tuple(parts)) if not path.startswith(("/", "~")) and parts != [".git"] else None
+    if control is not None:  # tools/control_paths.py: read-only in the sandbox unless approved
+        return f"writes {'/'.join(parts[:len(control.parts)])} ({control.why})"
     if ".git" in parts:
         return "changes .git, where hooks and config run commands"
     if name in _RC_FILES or "fish" in parts and "conf.d" in parts:
@@ -123,8 +127,6 @@ def _persists(w: _Word, cwd: str | None = None) -> str | None:
         return "changes .envrc, which direnv runs when a person enters the directory"
     if "systemd" in parts and ({"system", "user"} & set(parts) or ".config" in parts):
         return "changes a systemd unit, which runs as a service"
-    if name == "permissions.toml" and ".agent" in parts:
-        return "changes the standing permission rules (.agent/permissions.toml)"
     if ".ssh" in parts:
         return "changes SSH keys or configuration"
     if {"autostart", "LaunchAgents", "LaunchDaemons", "cron.d", "crontabs"} & set(parts):

@@ -54,7 +54,17 @@ from tools.shell_policy.machine import (
     _sysctl,
 )
 from tools.shell_policy.network import _curl, _gh, _httpie, _rclone, _remote, _rsync, _sends_runtime, _wget
-from tools.shell_policy.packages import _PUBLISH, _gradle, _mvn, _npm, _packages, _pip, _publisher, _uv
+from tools.shell_policy.packages import (
+    _PUBLISH,
+    _gradle,
+    _mvn,
+    _npm,
+    _packages,
+    _pip,
+    _publisher,
+    _uv,
+    _venv_install,
+)
 from tools.shell_policy.scripts import SHELLS, _by_path, _shell, _source
 from tools.shell_policy.secrets import _getent, _reads_secret
 from tools.shell_policy.variables import _command_variables
@@ -177,8 +187,8 @@ _RULES: dict[str, Callable[[_Call], Verdict]] = {
 }
 
 # Every command, whatever its program: secret files named, scripts run by path, run-time values in a
-# network lookup or request, variables naming a command to run.
-_CHECKS = (_reads_secret, _by_path, _sends_runtime, _command_variables)
+# network lookup or request, variables naming a command to run, installs into the workspace's venv.
+_CHECKS = (_reads_secret, _by_path, _sends_runtime, _command_variables, _venv_install)
 
 _TABLE = _Table(_RULES, _READ_ONLY, _CHECKS)
 

@@ -26,6 +26,7 @@ _GIT_COMMAND_CONFIG = re.compile(
     r"|alternaterefscommand|packobjectshook|remote\.[^=]*\.(uploadpack|receivepack)|protocol\.ext\.allow|smtpserver))",
     re.I,
 )
+_WRITES_CONFIG = "writes .git/config, which names commands git runs on the host"
 _GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
 
 
@@ -89,10 +90,17 @@ def _git(c: _Call) -> Verdict:
             return _bad("sends email (git send-email)")
         case "config":
             return _git_config(args)
+        case "remote" if words[:1] and words[0] in ("add", "set-url", "rename", "remove", "rm", "set-branches"):
+            return _bad(f"{_WRITES_CONFIG} (git remote {words[0]})")
         case "remote":
             return SAFE if not words or words[0] in ("show", "get-url", "-v") else MODERATE
         case "clone" | "init" | "submodule" if any(a.startswith("--template") for a in raw):
             return _bad(f"installs hooks from a template (git {sub} --template)")
+        case "init":
+            return _bad("creates .git, whose hooks and config git runs on the host (git init)")
+        case "submodule" if words[:1] and words[0] in ("add", "init", "deinit", "set-url", "set-branch", "sync"):
+            return _bad(f"writes .gitmodules and .git/config, which choose what git fetches and runs "
+                        f"(git submodule {words[0]})")
         case "clone":
             setting = _clone_setting(args)
             if setting is not None:
@@ -134,7 +142,10 @@ def _git_config(args: list[_Word]) -> Verdict:
         return _bad(f"sets a command git will run (git config {_show(words[0])})")
     if o.has("--global", "--system"):
         return _bad("writes outside the workspace (git config --global)")
-    return MODERATE
+    if o.has("-f", "--file", "--blob"):
+        return MODERATE
+    key = f" {_show(words[0])}" if words else ""
+    return _bad(f"{_WRITES_CONFIG} (git config{key})")
 
 
 def _hg(c: _Call) -> Verdict:

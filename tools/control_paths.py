@@ -1,0 +1,239 @@
+"""Control files: the workspace paths whose contents later run code on the host or change what
+the agent may do, read-only to a tool call unless the person approved that exact call.
+
+The workspace is writable so the agent can work, but a few of its paths are not just work:
+git runs ``.git/hooks`` and the commands ``.git/config`` names the next time a person commits,
+direnv runs ``.envrc``, an editor runs the tasks in ``.vscode/``, Python runs every ``.pth``
+file in a virtualenv's site-packages at each start, and ``.agent/`` holds the agent's own
+permission rules and skills. A command the gate let through as ordinary (``python3 x.py``)
+could write any of them without a parser ever seeing it, so they are listed here once, as data,
+and enforced by construction (with the directory ``core.hooksPath`` names in ``.git/config``,
+wherever it is in the workspace): the sandbox binds them read-only (``guard``, used by
+``tools/shell.py``), the file tool refuses them (``named``), the shell classifier asks before a
+command that names one as a write target, and README.md lists them (``readme_lines``; a test
+keeps the two equal).
+
+A missing control path cannot be bound as it is: a command could create it. The sandbox puts
+an empty read-only directory at its first missing component (``.git`` in a fresh workspace,
+``.git/hooks`` in a repository without hooks, ``.envrc``); bwrap makes the mount point in the
+workspace, and ``release`` removes it after the command if it is still empty. A directory,
+never a file: git ignores empty directories, so ``git status`` and ``git add -A`` never see
+one, where an empty ``.envrc`` file would be committed. The directories between the workspace
+and a control path are bound onto themselves (still writable) so none can be renamed away
+(``mv .git old; mkdir .git``). ``.git/commondir`` cannot be stood in for (git refuses a
+repository whose commondir it cannot read), so one that appears during an unapproved command
+is removed after it and the result says so.
+
+A control path reached through a symlink is bound where it resolves, when that is in the
+workspace (outside it everything is read-only already). The link itself sits in a writable
+directory and no mount can cover a symlink, so a command could replace it (``rm .git/hooks;
+mkdir .git/hooks``): each such link is put back after the command, what replaced it removed,
+and the result says so. Those two are undone rather than prevented: a worker that dies
+between the command's end and the undo leaves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Literal
+
+VENV = "<venv>"  # each top-level directory of the workspace that holds a pyvenv.cfg
+
+
+@dataclass(frozen=True)
+class ControlPath:
+    path: str  # relative to the workspace, "/"-separated; may hold globs and start with VENV
+    why: str  # what a write there would do, for the person asked and the model refused
+    # When it does not exist: "placeholder" (an empty read-only directory stands in),
+    # "watch" (removed after an unapproved command that made it), "none" (nothing to guard).
+    missing: Literal["placeholder", "watch", "none"] = "placeholder"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.path.split("/"))
+
+
+CONTROL_PATHS = (
+    ControlPath(".agent", "the agent's permission rules and skills: what it may do"),
+    ControlPath(".git/hooks", "git runs these hooks on the host"),
+    ControlPath(".git/config", "names commands git runs on the host: hooksPath, fsmonitor, aliases, filters"),
+    ControlPath(".git/info", "attributes that choose the filters and diff drivers git runs"),
+    ControlPath(".git/commondir", "points git at another directory's config and hooks", "watch"),
+    ControlPath(".gitmodules", "what git clones and checks out as submodules"),
+    ControlPath(".husky", "hooks git runs when core.hooksPath points here"),
+    ControlPath(".githooks", "hooks git runs when core.hooksPath points here"),
+    ControlPath(".envrc", "direnv runs it when a person enters the directory"),
+    ControlPath(".vscode", "editor tasks and settings that run commands when the project opens"),
+    ControlPath(".idea", "editor run configurations and settings that run commands"),
+    ControlPath(f"{VENV}/bin/activate*", "a person's shell runs it to activate the virtualenv", "none"),
+    ControlPath(f"{VENV}/pyvenv.cfg", "chooses the Python the virtualenv runs", "none"),
+    ControlPath(f"{VENV}/lib/python*/site-packages", "Python runs its .pth files at every start", "none"),
+)
+GIT_LINK = next(c for c in CONTROL_PATHS if c.path == ".git/commondir")
+
+
+def named(rel: tuple[str, ...]) -> ControlPath | None:
+    """The control path a workspace-relative path is or is inside, by name alone (``VENV``
+    matches any top-level name), so the verdict is the same whatever the workspace holds. A
+    file at ``.git`` is one too: it points git at another directory (a worktree's link)."""
+    if rel == (".git",):
+        return GIT_LINK
+    for control in CONTROL_PATHS:
+        pattern = control.parts
+        if len(rel) >= len(pattern) and all(p == VENV or fnmatchcase(r, p) for r, p in zip(rel, pattern, strict=False)):
+            return control
+    return None
+
+
+def refusal(raw: str, control: ControlPath) -> str:
+    """What the file tool says when it does not write a control path."""
+    return (f"{raw!r} is a control file ({control.path}: {control.why}); it is written only when the "
+            "person approves this exact call: ask them, or explain why it is needed")
+
+
+HINT = ("[{path} is read-only in the sandbox ({why}): it is written only when the person approves this exact "
+        "call. Ask them, or explain why it is needed.]")
+_FAILURES = ("Read-only file system", "Is a directory", "Device or resource busy")
+
+How = Literal["pin", "ro", "empty"]  # pin: bound onto itself, still writable; empty: a placeholder
+
+
+@dataclass(frozen=True)
+class Mount:
+    path: Path
+    how: How
+    why: str  # the control path's, for the hint
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the sandbox binds for one command, and what to tidy after it."""
+
+    workspace: Path
+    mounts: tuple[Mount, ...]  # parents before what is inside them
+    placeholders: tuple[Path, ...]  # made for this command (or held with another): removed when empty
+    watched: tuple[tuple[Path, str | None], ...]  # to be as they are now: absent (None) or this symlink
+
+    def hint(self, output: str) -> str:
+        """A line for the model when the command failed writing a control path, else ""."""
+        failed = [line for line in output.splitlines() if any(failure in line for failure in _FAILURES)]
+        for mount in sorted(self.mounts, key=lambda m: -len(m.path.parts)):  # the deepest named first
+            rel = str(mount.path.relative_to(self.workspace))
+            if mount.how != "pin" and any(rel in line for line in failed):
+                return HINT.format(path=rel, why=mount.why)
+        return ""
+
+
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=(.*)$", re.I | re.M)
+_HELD: Counter[Path] = Counter()  # placeholders of the commands running in this process
+
+
+def guard(workspace: Path) -> Guard:
+    """The binds that make ``workspace``'s control paths read-only for one command; ``release``
+    it when the command is over."""
+    ws = Path(os.path.realpath(workspace))
+    with os.scandir(ws) as entries:
+        venvs = [e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, "pyvenv.cfg"))]
+    mounts: dict[Path, Mount] = {}
+    watched: dict[Path, str | None] = {}
+    for control in CONTROL_PATHS:
+        for head in venvs if control.parts[0] == VENV else control.parts[:1]:
+            rest = "/".join(control.parts[1:])
+            if glob.has_magic(rest):
+                paths = [ws / head / found for found in glob.glob(rest, root_dir=ws / head)]
+            else:
+                paths = [ws / head / rest if rest else ws / head]
+            for path in paths:
+                watched.update(_links(ws, path))
+                if control.missing == "watch" and not os.path.lexists(path):
+                    watched[path] = None
+                elif control.missing == "placeholder" or os.path.lexists(path):
+                    _walk(ws, Path(os.path.realpath(path)), control.why, mounts)
+    for hooks in _hooks_paths(ws):  # wherever the repository's config says its hooks are
+        _walk(ws, Path(os.path.realpath(ws / hooks)), "git runs these hooks on the host (core.hooksPath)", mounts)
+    placeholders = tuple(p for p, m in mounts.items() if m.how == "empty" or p in _HELD)
+    _HELD.update(placeholders)
+    ordered = sorted(mounts.values(), key=lambda m: len(m.path.parts))
+    return Guard(ws, tuple(ordered), placeholders, tuple(watched.items()))
+
+
+def _hooks_paths(ws: Path) -> list[str]:
+    """The ``core.hooksPath`` values in the workspace's ``.git/config`` (relative to the workspace)."""
+    try:
+        text = (ws / ".git" / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    values = [value.strip().strip('"') for value in _HOOKS_PATH.findall(text)]
+    return [value for value in values if value and not value.startswith("~")]  # a home is outside
+
+
+def _links(ws: Path, path: Path) -> dict[Path, str | None]:
+    """The symlinks on the way from ``ws`` to ``path``, with their targets."""
+    found: dict[Path, str | None] = {}
+    at = ws
+    for part in path.relative_to(ws).parts:
+        at = at / part
+        if not os.path.islink(at):
+            if not at.is_dir():
+                break
+            continue
+        found[at] = os.readlink(at)
+        break  # beyond it the path is the target's, bound where it resolves
+    return found
+
+
+def _walk(ws: Path, target: Path, why: str, mounts: dict[Path, Mount]) -> None:
+    """Pin each directory from ``ws`` down to ``target``, then bind it read-only; a placeholder
+    at its first missing component; a file on the way (``.git`` pointing elsewhere) read-only."""
+    if not target.is_relative_to(ws) or target == ws:
+        return  # outside the workspace everything is read-only already
+    path = ws
+    parts = target.relative_to(ws).parts
+    for i, part in enumerate(parts):
+        path = path / part
+        if not os.path.lexists(path):
+            mounts.setdefault(path, Mount(path, "empty", why))  # the first control path's reason
+            return
+        if i == len(parts) - 1 or not path.is_dir():
+            mounts[path] = Mount(path, "ro", why)
+            return
+        if path not in mounts:
+            mounts[path] = Mount(path, "pin", why)
+
+
+def release(box: Guard) -> list[str]:
+    """After the command: its placeholders removed when still empty and no other command holds
+    them; a watched path put back as it was (absent, or the same symlink). Returns the paths put
+    back, for the result."""
+    for path in box.placeholders:
+        _HELD[path] -= 1
+        if _HELD[path] <= 0:
+            del _HELD[path]
+            with contextlib.suppress(OSError):
+                os.rmdir(path)  # fails, as it should, once something is in it
+    undone = []
+    for path, link in box.watched:
+        now = os.readlink(path) if os.path.islink(path) else "" if os.path.lexists(path) else None
+        if now == link:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+        if link is not None:
+            os.symlink(link, path)
+        undone.append(str(path.relative_to(box.workspace)))
+    return undone
+
+
+def readme_lines() -> list[str]:
+    """The list README.md shows (a test checks it is the same)."""
+    return [f"- `{c.path}`: {c.why}" for c in CONTROL_PATHS]
