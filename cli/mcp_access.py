@@ -17,7 +17,7 @@ import hmac
 import os
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 @dataclass(frozen=True)
 class ServeToken:
-    value: str
+    value: str = field(repr=False)
     file: Path | None  # None: AGENT_MCP_TOKEN's
 
     def notice(self, url: str) -> str:
@@ -71,12 +71,14 @@ class BearerGuard:
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket") and not self._authorized(scope):
+        if scope["type"] == "lifespan" or self._authorized(scope):
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})  # policy violation
+        else:
             await send({"type": "http.response.start", "status": 401, "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"), (b"www-authenticate", b'Bearer realm="mcp-serve"')]})
             await send({"type": "http.response.body", "body": b"401: send Authorization: Bearer <token>\n"})
-            return
-        await self.app(scope, receive, send)
 
     def _authorized(self, scope: Scope) -> bool:
         given = [value for name, value in scope.get("headers", ()) if name.lower() == b"authorization"]
