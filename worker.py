@@ -260,7 +260,7 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
     try:
         config = connected_settings(connection)
         port = config.worker.metrics_port
-        runtime = metrics_runtime(port + index) if port else None
+        runtime = metrics_runtime(port + index, config.worker.metrics_host) if port else None
         box, store, client = await _start(config, runtime)
     except (TemporalUnavailable, ServerError, StoreUnavailable, sandbox.SandboxUnavailable, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -34,6 +34,7 @@ from core.permissions import Permissions
 from core.settings import ModelTableSettings, SearchSettings, TaskDefaults, TemporalSettings
 from providers.factory import MODES
 from providers.models import load_models, model_spec
+from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from temporal.client import ensure_search_attributes, is_embedded, ui_base_url
 from tools.search import search_configured
@@ -111,7 +112,18 @@ def workspace_of(args: argparse.Namespace) -> Path:
     workspace = Path(args.workspace or os.getcwd()).expanduser().resolve()
     if not workspace.is_dir():
         raise UserError(f"workspace {workspace} is not a directory")
+    check_workspace(workspace, data_dir(args.settings.paths))
     return workspace
+
+
+def check_workspace(workspace: Path, data: Path) -> None:
+    """Refuse a workspace (resolved) that would put the whole host, or the agent's own data
+    (its store, audit log, checkpoints, tokens), in a task's writable reach."""
+    if workspace == Path(workspace.anchor):
+        raise UserError(f"workspace {workspace} is the root of the file system: give a project directory")
+    data = data.resolve()
+    if workspace.is_relative_to(data):
+        raise UserError(f"workspace {workspace} is inside the agent's data directory {data}: give a project directory")
 
 
 def task_input(args: argparse.Namespace, model: str) -> TaskInput:

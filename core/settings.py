@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
 
+from core.unsafe_env import unsafe_env_name
+
 FALSE = ("0", "false", "no", "off")
 SECRET_PREFIX = "AGENT_SECRET_"  # AGENT_SECRET_<NAME>=value
 # What every shell command gets of the worker's environment (with LC_* and AGENT_SHELL_ENV_ALLOW).
@@ -166,6 +168,7 @@ class WorkerSettings(Group):
     shutdown_grace_s: float = var("AGENT_SHUTDOWN_GRACE_S", 30.0)
     blob_cap_chars: int = var("AGENT_BLOB_CAP_CHARS", 8000)
     metrics_port: int | None = var("AGENT_METRICS_PORT")  # None: no Prometheus endpoint
+    metrics_host: str = var("AGENT_METRICS_HOST", "127.0.0.1")  # metrics name tasks and tools: not for the world
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,18 @@ class SandboxSettings(Group):
 @dataclass(frozen=True)
 class ShellSettings(Group):
     env_allow: tuple[str, ...] = var("AGENT_SHELL_ENV_ALLOW", ())
+    env_allow_unsafe: bool = var("AGENT_SHELL_ENV_ALLOW_UNSAFE", False)
     inherited: Mapping[str, str] = field(default_factory=dict, repr=False)  # what a command gets of the worker's
+
+    def __post_init__(self) -> None:
+        """A secret or a code-running variable handed to every command widens the sandbox for
+        every task: the operator says so twice, or the worker does not start."""
+        if self.env_allow_unsafe:
+            return
+        for name in self.env_allow:
+            if why := unsafe_env_name(name):
+                raise ValueError(f"AGENT_SHELL_ENV_ALLOW names {name}, which {why}: "
+                                 "set AGENT_SHELL_ENV_ALLOW_UNSAFE=1 to give it to every command anyway")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Self:
@@ -250,7 +264,8 @@ class BrowserSettings(Group):
 
 @dataclass(frozen=True)
 class McpSettings(Group):
-    config: Path | None = var("AGENT_MCP_CONFIG")
+    config: Path | None = var("AGENT_MCP_CONFIG")  # the worker's servers
+    token: str = var("AGENT_MCP_TOKEN", "", secret=True)  # mcp-serve --http's ("": one kept in the data dir)
 
 
 @dataclass(frozen=True)

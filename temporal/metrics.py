@@ -1,6 +1,6 @@
 """Prometheus metrics of a worker: the SDK's own and the agent's, on one endpoint.
 
-``metrics_runtime(port)`` is the SDK runtime whose Prometheus exporter serves
+``metrics_runtime(port, host)`` is the SDK runtime whose Prometheus exporter serves
 ``http://HOST:PORT/metrics``: Temporal's worker metrics (``temporal_*``: workflow-task
 latency, schedule-to-start, sticky cache) and whatever workflows and activities record
 through their meters (``workflows/metrics.py``, ``activities/metrics.py``). A client
@@ -29,10 +29,13 @@ def waiting_query(queue: str) -> str:
 GAUGE_EVERY_S = 10.0
 
 
-def metrics_runtime(port: int, host: str = "0.0.0.0") -> Runtime:
-    """A runtime exporting every metric for Prometheus on ``host:port`` (durations in seconds)."""
+def metrics_runtime(port: int, host: str) -> Runtime:
+    """A runtime exporting every metric for Prometheus on ``host:port`` (durations in seconds).
+    ``host`` is the operator's (``AGENT_METRICS_HOST``, 127.0.0.1 unless told otherwise): the
+    labels name models, tools and task queues, nothing to hand every network the host is on."""
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # an IPv6 address in brackets
     return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(
-        bind_address=f"{host}:{port}", counters_total_suffix=True, durations_as_seconds=True,
+        bind_address=address, counters_total_suffix=True, durations_as_seconds=True,
     )))
 
 

@@ -2,27 +2,33 @@
 hand off durable work and come back for it later.
 
 Tools: ``start_task``, ``task_status``, ``approve``, ``interject``, ``list_tasks``, over stdio
-(the client starts this process) or streamable HTTP at ``http://HOST:PORT/mcp``. The task
-options are the defaults of the tasks it starts. With ``--worker`` (and always on the
-embedded dev server) a worker runs in this process. Nothing but the protocol goes to stdout.
+(the client starts this process) or streamable HTTP at ``http://HOST:PORT/mcp``, where every
+request needs the bearer token (cli/mcp_access.py). The task options are the defaults of the
+tasks it starts; a client may pick a workspace under the server's, and ``approval: "never"``
+only from a server started with it. With ``--worker`` (and always on the embedded dev
+server) a worker runs in this process. Nothing but the protocol goes to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import sys
 from contextlib import AsyncExitStack
 from dataclasses import asdict
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 
 from cli import tasks
 from cli.local import local_worker
+from cli.mcp_access import BearerGuard, ServeToken, serve_token, task_request
 from cli.options import add_task_options
 from cli.task_listing import TaskFilter, find
 from contracts.task import ApprovalDecision, Interjection, TaskStatus
+from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from temporal.client import connect, is_embedded
 from worker import task_queue
@@ -46,19 +52,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
+    root = tasks.workspace_of(args)  # where its tasks may work: refused before anything starts if unfit
+    token = serve_token(args.settings.mcp.token, data_dir(args.settings.paths)) if args.http else None
     client = await connect(args.settings)
     async with AsyncExitStack() as stack:
         if args.worker or is_embedded(args.settings.temporal):
             await local_worker(stack, client, task_queue(args.settings.temporal), None, args.settings)
-        server = build_server(client, args)
-        if args.http:
-            await server.run_streamable_http_async(host=args.host, port=args.http)
+        server = build_server(client, args, root)
+        if token is not None:
+            await serve_http(server, args.host, args.http, token)
         else:
             await server.run_stdio_async()
     return 0
 
 
-def build_server(client: Client, defaults: argparse.Namespace) -> Any:
+async def serve_http(server: Any, host: str, port: int, token: ServeToken) -> None:
+    """The SDK's streamable HTTP app behind ``BearerGuard``, served as the SDK serves it."""
+    import uvicorn
+
+    app = BearerGuard(server.streamable_http_app(host=host), token.value)
+    shown = f"[{host}]" if ":" in host else host
+    print(token.notice(f"http://{shown}:{port}/mcp"), file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
+    await uvicorn.Server(config).serve()
+
+
+def build_server(client: Client, defaults: argparse.Namespace, root: Path) -> Any:
+    """The MCP server; ``root``: the directory its tasks' workspaces must be under."""
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
 
@@ -69,14 +89,14 @@ def build_server(client: Client, defaults: argparse.Namespace) -> Any:
     async def start_task(instruction: str, workspace: str | None = None, model: str | None = None,
                          approval: str | None = None) -> dict[str, str]:
         """Start a durable agent task and return its id at once (it runs on after this call).
-        workspace: the directory it works in; model and approval ("dangerous", "always",
-        "never") default to the server's."""
+        workspace: the directory it works in, under the server's (the default); model and
+        approval ("dangerous", "always", "never") default to the server's."""
         args = copy.copy(defaults)
         args.task = instruction
-        args.workspace = workspace or defaults.workspace
         args.model = model or defaults.model
-        args.approval = approval or defaults.approval
         try:
+            path, args.approval = task_request(workspace, approval, root, defaults.approval)
+            args.workspace = str(path)
             inp = tasks.task_input(args, tasks.configured_model(args))
         except tasks.UserError as err:
             raise refusal(str(err)) from None

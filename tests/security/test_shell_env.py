@@ -60,11 +60,44 @@ def test_allowed_env_adds_the_names_on_the_allow_list():
 
 
 def test_env_allow_list_reads_comma_separated_names():
-    assert ShellSettings.from_env({"AGENT_SHELL_ENV_ALLOW": " GITHUB_TOKEN, ,AWS_PROFILE "}).env_allow == (
-        "GITHUB_TOKEN",
+    assert ShellSettings.from_env({"AGENT_SHELL_ENV_ALLOW": " GIT_AUTHOR_NAME, ,AWS_PROFILE "}).env_allow == (
+        "GIT_AUTHOR_NAME",
         "AWS_PROFILE",
     )
     assert ShellSettings.from_env({}).env_allow == ()
+
+
+UNSAFE = ["GITHUB_TOKEN", "OPENAI_API_KEY", "django_secret_key", "Client_Secret", "DB_PASSWORD",
+          "GOOGLE_APPLICATION_CREDENTIALS", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV",
+          "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "NODE_OPTIONS", "PROMPT_COMMAND"]
+
+
+@pytest.mark.parametrize("name", UNSAFE)
+def test_an_unsafe_name_on_the_env_allow_list_is_refused_naming_it_and_the_override(name):
+    with pytest.raises(ValueError) as refused:
+        ShellSettings.from_env({"AGENT_SHELL_ENV_ALLOW": f"GIT_AUTHOR_NAME,{name}"})
+    message = str(refused.value)
+    assert f"names {name}," in message and "AGENT_SHELL_ENV_ALLOW_UNSAFE=1" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("name", UNSAFE)
+def test_an_unsafe_name_is_allowed_when_the_operator_insists(name):
+    environ = {"AGENT_SHELL_ENV_ALLOW": name, "AGENT_SHELL_ENV_ALLOW_UNSAFE": "1", name: "value"}
+    assert ShellSettings.from_env(environ).inherited == {name: "value"}
+
+
+def test_names_that_only_contain_a_secret_word_are_not_refused():
+    allow = "GIT_AUTHOR_NAME,KEYBOARD_LAYOUT,TOKENIZERS_PARALLELISM,ENVIRONMENT"
+    assert ShellSettings.from_env({"AGENT_SHELL_ENV_ALLOW": allow}).env_allow == tuple(allow.split(","))
+
+
+def test_an_unsafe_env_allow_list_stops_the_cli_at_start_in_one_line(capsys, monkeypatch):
+    from starter import main
+
+    monkeypatch.setenv("AGENT_SHELL_ENV_ALLOW", "LD_PRELOAD")
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: AGENT_SHELL_ENV_ALLOW names LD_PRELOAD")
 
 
 def test_a_command_inherits_what_the_settings_took_from_the_worker_when_they_were_read():
@@ -104,7 +137,7 @@ async def test_shell_command_sees_only_the_base_environment(tmp_path, credential
 
 
 async def test_shell_command_sees_variables_listed_in_agent_shell_env_allow(tmp_path, credentials, monkeypatch):
-    configured.use(monkeypatch, AGENT_SHELL_ENV_ALLOW="GITHUB_TOKEN,VIRTUAL_ENV")
+    configured.use(monkeypatch, AGENT_SHELL_ENV_ALLOW="GITHUB_TOKEN,VIRTUAL_ENV", AGENT_SHELL_ENV_ALLOW_UNSAFE="1")
     env = await _env_seen_by_command(tmp_path)
     assert env["GITHUB_TOKEN"] == "ghp_x" and env["VIRTUAL_ENV"] == "/venv"
     assert "OPENAI_API_KEY" not in env and "AGENT_SECRET_X" not in env and "DATABASE_URL" not in env
