@@ -54,8 +54,11 @@ def _parse_left_out(message: str) -> list[LeftOut]:
     return [LeftOut(*json.loads(line)) for line in listed.splitlines() if line.strip()]
 
 
+DEFAULT_LIMITS = limits(CheckpointSettings())
+
+
 class Checkpoints:
-    def __init__(self, root: Path, limits: Limits = limits(CheckpointSettings())) -> None:
+    def __init__(self, root: Path, limits: Limits = DEFAULT_LIMITS) -> None:
         self.root = root
         self.limits = limits
 
