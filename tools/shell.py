@@ -20,8 +20,9 @@ limits (``tools/sandbox_limits.py``), sandboxed or not, which the worker's opera
 with ``AGENT_SHELL_MAX_PROCS`` (processes and threads of the whole command, default 256),
 ``AGENT_SHELL_MAX_MEMORY_MB`` (per process, default 2048), ``AGENT_SHELL_MAX_CPU_S`` (per
 process, default 1800) and ``AGENT_SHELL_MAX_FILE_MB`` (largest file written, default 4096).
-After each command, setuid/setgid bits made in the workspace are taken off and the result
-says which files. Secrets are redacted from the output before it is cut, so a secret
+A sandboxed command cannot set a setuid/setgid bit (the seccomp filter of
+``tools/sandbox_seccomp.py``); as a second line, for unsandboxed commands too, bits made in
+the workspace are taken off after each command and the result says which files. Secrets are redacted from the output before it is cut, so a secret
 straddling the cut does not leak in part.
 
 ``classify_command`` (rules in ``tools/shell_policy/``, on a real bash parser) decides which
@@ -35,11 +36,13 @@ import ctypes
 import os
 import signal
 import time
+from contextlib import nullcontext
 
 from core.settings import ShellSettings
 from tools import sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
+from tools.sandbox_seccomp import program_fd
 from tools.sandbox_setuid import strip_setuid
 from tools.shell_output import HEAD_BYTES as HEAD_BYTES  # the capture's sizes, importable here too
 from tools.shell_output import OUTPUT_CAP_CHARS, _Capture
@@ -130,14 +133,18 @@ async def _supervise(
     return code, *capture.render(ctx.redact)
 
 
-def command_argv(command: str, ctx: ToolContext, box: sandbox.SandboxStatus) -> list[str]:
-    """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox."""
+def command_argv(
+    command: str, ctx: ToolContext, box: sandbox.SandboxStatus, seccomp: int | None = None
+) -> list[str]:
+    """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox (under
+    the seccomp filter read from ``seccomp``, if given)."""
     argv = ["/bin/bash", "-c", command]
     if not box.active:
         return argv
     assert box.bwrap is not None
     return sandbox.command_line(
-        box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden, readable=box.readable
+        box.bwrap, argv, workspace=ctx.workspace, network=ctx.network, hidden=ctx.hidden, readable=box.readable,
+        seccomp=seccomp,
     )
 
 
@@ -200,16 +207,18 @@ async def _run(
     # Our own pipe, so we can close the read end even if a background child keeps it open.
     read_fd, write_fd = os.pipe()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *command_argv(args.command, ctx, box),
-            cwd=ctx.workspace,
-            env=command_env(box, ctx.settings.shell),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=in_child,
-        )
+        with program_fd() if box.filtered else nullcontext() as seccomp:
+            proc = await asyncio.create_subprocess_exec(
+                *command_argv(args.command, ctx, box, seccomp),
+                cwd=ctx.workspace,
+                env=command_env(box, ctx.settings.shell),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=in_child,
+                pass_fds=() if seccomp is None else (seccomp,),
+            )
     except BaseException:
         os.close(read_fd)
         raise
