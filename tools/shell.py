@@ -22,8 +22,9 @@ with ``AGENT_SHELL_MAX_PROCS`` (processes and threads of the whole command, defa
 process, default 1800) and ``AGENT_SHELL_MAX_FILE_MB`` (largest file written, default 4096).
 A sandboxed command cannot set a setuid/setgid bit (the seccomp filter of
 ``tools/sandbox_seccomp.py``); as a second line, for unsandboxed commands too, bits made in
-the workspace are taken off after each command and the result says which files. Secrets are redacted from the output before it is cut, so a secret
-straddling the cut does not leak in part.
+the workspace are taken off after each command and the result says which files. Secrets
+are redacted from the output before it is cut, so a secret straddling the cut does not leak
+in part.
 
 ``classify_command`` (rules in ``tools/shell_policy/``, on a real bash parser) decides which
 commands wait for approval.
