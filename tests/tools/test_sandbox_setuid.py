@@ -133,7 +133,7 @@ async def test_file_capabilities_are_refused(box, tmp_path):
     assert missing.value.errno == errno.ENODATA
 
 
-def test_a_sandbox_whose_filter_cannot_load_says_so_and_strips_after(tmp_path):
+def test_a_sandbox_whose_filter_cannot_load_says_so_in_its_notice(tmp_path):
     fake = tmp_path / "bwrap"
     fake.write_text('#!/bin/sh\ncase " $* " in *" --seccomp "*) echo "bwrap: seccomp: Invalid argument" >&2; exit 1;; esac\n')
     fake.chmod(0o755)
