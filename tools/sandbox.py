@@ -23,7 +23,9 @@ Why it holds as root, the default in containers (each measured here, bwrap 0.8, 
   are. A user namespace would not help: bwrap maps the command to the caller's uid, so on
   the host it stays uid 0 either way, and the kernel checks that uid for ``/proc/sys``.
 - Binds are ``nosuid`` inside, but a setuid file made in the workspace sits on the host's
-  disk: ``tools/sandbox_setuid.py`` takes the bits off after every command.
+  disk: a seccomp filter (``tools/sandbox_seccomp.py``) has the kernel refuse every call
+  that would set the bit, so none is ever made; ``tools/sandbox_setuid.py`` still takes
+  bits off after every command, the only line where the filter cannot load (the notice says so).
 
 ``AGENT_SANDBOX`` chooses what happens:
 
@@ -52,6 +54,7 @@ from pathlib import Path
 from core.settings import SandboxSettings, ShellLimits
 from tools.control_paths import Mount
 from tools.sandbox_limits import describe, find_pids_cgroup
+from tools.sandbox_seccomp import program_fd
 
 MODE_ENV = "AGENT_SANDBOX"
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
@@ -79,6 +82,12 @@ class SandboxStatus:
     limits: ShellLimits = field(default_factory=ShellLimits)
     pids_cgroup: Path | None = None  # where each command gets a pids cgroup, if anywhere
     readable: tuple[Path, ...] = ()  # shown read-only inside hidden directories
+    unfiltered: str = ""  # why commands run without the seccomp filter, when they do
+
+    @property
+    def filtered(self) -> bool:
+        """Commands run under the seccomp filter that refuses setuid/setgid bits."""
+        return self.active and not self.unfiltered
 
     @property
     def active(self) -> bool:
@@ -96,8 +105,13 @@ class SandboxStatus:
     def notice(self) -> str:
         """One line for the worker's start: what commands run in, under which limits."""
         limits = f"; limits: {describe(self.limits, self.procs_limited)}"
+        if self.active and self.unfiltered:
+            return (
+                f"sandbox: shell commands run in bubblewrap ({self.bwrap}) without its seccomp filter "
+                f"({self.unfiltered}): setuid/setgid bits are taken off only after each command{limits}"
+            )
         if self.active:
-            return f"sandbox: shell commands run in bubblewrap ({self.bwrap}){limits}"
+            return f"sandbox: shell commands run in bubblewrap ({self.bwrap}) with its seccomp filter{limits}"
         if self.mode == "off":
             return f"sandbox: off (AGENT_SANDBOX=off): shell commands run unsandboxed as the worker's user{limits}"
         return (
@@ -140,15 +154,28 @@ def probe(settings: SandboxSettings, *, path: str | None = None) -> SandboxStatu
 
 
 def _try(base: SandboxStatus, binary: str) -> SandboxStatus:
-    argv = command_line(binary, ["/bin/true"], workspace=Path("/tmp"), hidden=())
+    """``bwrap`` runs ``true`` with the seccomp filter; if that fails, once more without it."""
+    with program_fd() as seccomp:
+        unfiltered = _fails(binary, seccomp)
+    if not unfiltered:
+        return replace(base, bwrap=binary)
+    if problem := _fails(binary, None):
+        return replace(base, problem=problem)
+    return replace(base, bwrap=binary, unfiltered=unfiltered)
+
+
+def _fails(binary: str, seccomp: int | None) -> str:
+    """Why ``bwrap`` cannot run ``true`` here, or ``""``."""
+    argv = command_line(binary, ["/bin/true"], workspace=Path("/tmp"), hidden=(), seccomp=seccomp)
+    fds = () if seccomp is None else (seccomp,)
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
+        done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False, pass_fds=fds)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return replace(base, problem=f"{binary} could not run: {exc}")
+        return f"{binary} could not run: {exc}"
     if done.returncode != 0:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return replace(base, problem=f"bubblewrap is refused here: {why[-1] if why else done.returncode}")
-    return replace(base, bwrap=binary)
+        return f"bubblewrap is refused here: {why[-1] if why else done.returncode}"
+    return ""
 
 
 def command_line(
@@ -160,11 +187,13 @@ def command_line(
     readable: Iterable[Path] = (),
     egress: tuple[Path, str] | None = None,
     control: Iterable[Mount] = (),
+    seccomp: int | None = None,
 ) -> list[str]:
     """The bwrap command line that runs ``argv`` in ``workspace``, sandboxed: ``hidden`` (the
     worker's files) are hidden with ``HOST_PRIVATE``, ``readable`` shown again inside them;
     ``egress`` (the proxy's socket, where the command finds it) is its only way out;
-    ``control`` (``tools/control_paths.py``'s guard) read-only over the workspace's bind."""
+    ``control`` (``tools/control_paths.py``'s guard) read-only over the workspace's bind;
+    ``seccomp`` is a descriptor of ``sandbox_seccomp.program_fd()``, passed to ``bwrap``."""
     ws = Path(os.path.realpath(workspace))
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for entry in PROC_READ_ONLY:
@@ -178,6 +207,8 @@ def command_line(
         "--cap-drop", "ALL",
         "--unshare-net",  # with --network too: the outside is reached only through ``egress``
     ]
+    if seccomp is not None:
+        args += ["--seccomp", str(seccomp)]
     # Mounts apply in order, so a parent comes before what is inside it: the workspace may sit
     # in a hidden directory (bound after it), or a hidden file in the workspace. A hidden
     # directory is an empty tmpfs, made read-only last.

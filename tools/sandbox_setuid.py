@@ -2,7 +2,10 @@
 
 The sandbox's mounts are ``nosuid``, but a file made in the workspace lives on the host's
 disk, where ``cp /bin/sh x; chmod 4755 x`` run as root would leave a root shell for anyone
-who can reach it. So after each command one walk of the workspace finds the regular files
+who can reach it. In the sandbox the kernel refuses to set the bits at all (the seccomp
+filter of ``tools/sandbox_seccomp.py``); this is the second line, the only one for a command
+run unsandboxed (``AGENT_SANDBOX=off``) or where the filter cannot load, and it leaves a
+window while the command runs. After each command one walk of the workspace finds the regular files
 with either bit whose inode changed since the command started (``st_ctime``, which only the
 kernel sets: creating, ``chmod`` and ``cp -p`` all move it), so a workspace that holds a
 system's binaries (a root filesystem being built, or ``/`` itself) keeps the bits it had.

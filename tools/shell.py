@@ -25,9 +25,11 @@ limits (``tools/sandbox_limits.py``), sandboxed or not, which the worker's opera
 with ``AGENT_SHELL_MAX_PROCS`` (processes and threads of the whole command, default 256),
 ``AGENT_SHELL_MAX_MEMORY_MB`` (per process, default 2048), ``AGENT_SHELL_MAX_CPU_S`` (per
 process, default 1800) and ``AGENT_SHELL_MAX_FILE_MB`` (largest file written, default 4096).
-After each command, setuid/setgid bits made in the workspace are taken off and the result
-says which files. Secrets are redacted from the output before it is cut, so a secret
-straddling the cut does not leak in part.
+A sandboxed command cannot set a setuid/setgid bit (the seccomp filter of
+``tools/sandbox_seccomp.py``); as a second line, for unsandboxed commands too, bits made in
+the workspace are taken off after each command and the result says which files. Secrets
+are redacted from the output before it is cut, so a secret straddling the cut does not leak
+in part.
 
 Without bubblewrap (``AGENT_SANDBOX=auto`` on a worker that has none) no shell runs: a plain
 read, or a pipeline of them, is started by ``execve`` of system programs (``tools/shell_direct.py``)
@@ -50,6 +52,7 @@ from core.settings import ShellSettings
 from tools import control_paths, sandbox, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
+from tools.sandbox_seccomp import program_fd
 from tools.sandbox_setuid import strip_setuid
 from tools.shell_direct import direct_argvs
 from tools.shell_network import EGRESS_SOCKET, Route
@@ -153,11 +156,11 @@ async def _supervise(
 
 def command_argv(
     command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None = None,
-    guard: control_paths.Guard | None = None,
+    guard: control_paths.Guard | None = None, seccomp: int | None = None,
 ) -> list[str]:
     """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox, there
-    started by the bridge to the proxy when the command has a ``route`` out, and with
-    ``guard``'s control paths read-only."""
+    started by the bridge to the proxy when the command has a ``route`` out, with ``guard``'s
+    control paths read-only, under the seccomp filter read from ``seccomp`` (if given)."""
     argv = ["/bin/bash", "-c", command]
     if not box.active:
         return argv
@@ -166,7 +169,7 @@ def command_argv(
     return sandbox.command_line(
         box.bwrap, route.wrap(argv) if route else argv, workspace=ctx.workspace, hidden=ctx.hidden,
         readable=(*box.readable, *(route.readable if route else ())), egress=out,
-        control=guard.mounts if guard is not None else (),
+        control=guard.mounts if guard is not None else (), seccomp=seccomp,
     )
 
 
@@ -214,10 +217,12 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
     undone: list[str] = []
     try:
-        async with _route(ctx, box) as route:
-            pipeline = direct or [command_argv(args.command, ctx, box, route, guard)]
-            code, output, truncated = await _run(pipeline, args, ctx, box, fence)
-            refused = ctx.redact(route.summary()) if route else ""
+        with program_fd() if box.filtered and direct is None else nullcontext() as seccomp:
+            async with _route(ctx, box) as route:
+                pipeline = direct or [command_argv(args.command, ctx, box, route, guard, seccomp)]
+                fds = () if seccomp is None else (seccomp,)
+                code, output, truncated = await _run(pipeline, args, ctx, box, fence, fds)
+                refused = ctx.redact(route.summary()) if route else ""
     except BaseException:
         strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)
         raise
@@ -240,7 +245,8 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
 
 
 async def _run(
-    pipeline: list[list[str]], args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement
+    pipeline: list[list[str]], args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[int | None, str, bool]:
     """Runs the commands of ``pipeline`` (one, unless a read runs without a shell), each one's
     output piped into the next, each in a session and process group of its own (a pipeline's
@@ -263,6 +269,7 @@ async def _run(
                 procs.append(await asyncio.create_subprocess_exec(
                     *argv, cwd=ctx.workspace, env=command_env(box, ctx.settings.shell), stdin=stdin,
                     stdout=pipe_out, stderr=write_fd, preexec_fn=in_child, start_new_session=True,
+                    pass_fds=pass_fds,
                 ))
             except BaseException:
                 if not last:
