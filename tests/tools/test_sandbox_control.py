@@ -188,7 +188,7 @@ def test_the_control_binds_come_after_the_workspace_with_each_parent_pinned(work
     (workspace / ".git" / "config").write_text("")
     guard = control_paths.guard(workspace)
     try:
-        argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, network=False, hidden=(),
+        argv = sandbox.command_line("bwrap", ["true"], workspace=workspace, hidden=(),
                                     control=guard.mounts)
     finally:
         control_paths.release(guard)
