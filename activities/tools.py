@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +35,9 @@ from temporalio import activity
 import tools
 from activities import metrics
 from activities.mcp import McpToolRunner
+from activities.tool_checkpoints import BeforeCalls, not_undoable
 from activities.tool_records import _approved, _call_key, _finished, _gate, _offline, _output_so_far, _started
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
-from contracts.toolset import BROWSER_TOOLS
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
 from core.settings import Settings
@@ -53,7 +52,7 @@ from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
 from tools.browser import BrowserPool
 from tools.egress import NO_NETWORK
-from tools.registry import REGISTRY, classify_call, is_idempotent
+from tools.registry import REGISTRY, is_idempotent
 from tools.shell_network import CommandEgress
 
 PREVIEW_CHARS = 1500
@@ -63,14 +62,6 @@ INTERRUPTED = (
     "connection), so it may have partly run. It was not run again. Output so far:\n{output}\n"
     "Check what it did before deciding whether to run it again."
 )
-
-
-def not_undoable(files: list[checkpoints.LeftOut], shown: int = 5) -> str:
-    """A note for the model under a call's result: the files the checkpoint taken before the
-    call left out, whose changes a rewind cannot undo (the first ``shown`` named)."""
-    named = ", ".join(f.describe() for f in files[:shown])
-    more = f" and {len(files) - shown} more" if len(files) > shown else ""
-    return f"\n[checkpoint] not undoable by rewind (left out of the checkpoint before this call): {named}{more}"
 
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
@@ -107,12 +98,7 @@ class ToolActivities:
         self.mcp = mcp  # runs calls of MCP tools (None: such calls fail)
         self.browsers = browsers
         self.command_egress = command_egress  # networked shell commands' proxy (None: they have no way out)
-        self._checkpoints = workspace_checkpoints
-        # One save per workspace at a time in this process, waited for here rather than in a
-        # thread: tasks sharing a workspace would otherwise each hold one of the default
-        # executor's few threads blocked on the repository's lock, and every store read and
-        # write of every task (which use the same threads) would wait behind them.
-        self._saving: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._checkpoints = BeforeCalls(settings, workspace_checkpoints)
         self.secrets = secrets
         self._audit = audit
 
@@ -209,7 +195,7 @@ class ToolActivities:
         def keep_output(output: str) -> None:
             progress.output = output
 
-        left_out = await self._checkpoint(inp, workspace)
+        left_out = await self._checkpoints.save(inp, workspace)
         progress.started = True
         if not idempotent:
             # Only a call that must not run twice needs its start on record: a retry of an
@@ -259,28 +245,6 @@ class ToolActivities:
             return ToolOutcome(status="retry", content=f"The arguments for {inp.call.name!r} were not valid JSON "
                                f"({inp.call.parse_error}). Send the arguments again as one JSON object.")
         return await self.mcp.run(inp.mcp, arguments, self.secrets.redact)
-
-    async def _checkpoint(self, inp: ToolCallInput, workspace: Path) -> list[checkpoints.LeftOut]:
-        """Record the workspace before a call that may change it, so a rewind can restore it;
-        the files the checkpoint left out (a change to them cannot be undone)."""
-        if not self.settings.checkpoints.enabled or inp.call.runs_in != "activity" or inp.call.name not in REGISTRY:
-            return []
-        if inp.call.name in BROWSER_TOOLS:
-            return []  # pages change, files do not
-        if classify_call(inp.call.name, inp.call.arguments)[0].value == "safe":
-            return []  # reads change nothing
-        if self._checkpoints is None:
-            self._checkpoints = checkpoints.Checkpoints.from_settings(self.settings.checkpoints, self.settings.paths)
-        saved = self._checkpoints
-        lock = self._saving.setdefault(workspace, asyncio.Lock())
-        try:
-            async with lock:
-                commit = await asyncio.to_thread(saved.save, workspace, inp.task_id, inp.turn)
-            return await asyncio.to_thread(saved.left_out, workspace, commit)
-        except (checkpoints.CheckpointError, OSError) as err:  # a missing checkpoint never stops the work
-            get_logger(workflow_id=inp.task_id, activity=TOOL_ACTIVITY).warning(
-                "workspace checkpoint failed: rewind cannot restore this turn", error=str(err))
-            return []
 
     async def _store_image(self, result: ToolOutcome) -> ToolOutcome:
         """An image a handler produced goes to the store once, as a blob; the result keeps its

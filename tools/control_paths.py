@@ -13,12 +13,17 @@ wherever it is in the workspace): the sandbox binds them read-only (``guard``, u
 command that names one as a write target, and README.md lists them (``readme_lines``; a test
 keeps the two equal).
 
-A missing control path cannot be bound as it is: a command could create it. The sandbox puts
-an empty read-only directory at its first missing component (``.git`` in a fresh workspace,
-``.git/hooks`` in a repository without hooks, ``.envrc``); bwrap makes the mount point in the
-workspace, and ``release`` removes it after the command if it is still empty. A directory,
+A missing control path cannot be bound as it is: a command could create it. For the ones read
+while a task may still be running (``.agent``, and ``.git`` with its hooks, config and info)
+the sandbox puts an empty read-only directory at the first missing component (``.git`` in a
+fresh workspace, ``.git/hooks`` in a repository without hooks); bwrap makes the mount point in
+the workspace, and ``release`` removes it after the command if it is still empty. A directory,
 never a file: git ignores empty directories, so ``git status`` and ``git add -A`` never see
-one, where an empty ``.envrc`` file would be committed. The directories between the workspace
+one. The others only matter when a person acts later (enters the directory, opens the editor,
+points ``core.hooksPath`` there, which is itself guarded), so a missing one is watched instead
+of stood in for: made by an unapproved command, it is removed after it and the result says so.
+That keeps a command's view of the workspace true: ``ls -a`` does not show six empty
+directories the project does not have, and ``git clean`` does not trip over them. The directories between the workspace
 and a control path are bound onto themselves (still writable) so none can be renamed away
 (``mv .git old; mkdir .git``). ``.git/commondir`` cannot be stood in for (git refuses a
 repository whose commondir it cannot read), so one that appears during an unapproved command
@@ -67,12 +72,12 @@ CONTROL_PATHS = (
     ControlPath(".git/config", "names commands git runs on the host: hooksPath, fsmonitor, aliases, filters"),
     ControlPath(".git/info", "attributes that choose the filters and diff drivers git runs"),
     ControlPath(".git/commondir", "points git at another directory's config and hooks", "watch"),
-    ControlPath(".gitmodules", "what git clones and checks out as submodules"),
-    ControlPath(".husky", "hooks git runs when core.hooksPath points here"),
-    ControlPath(".githooks", "hooks git runs when core.hooksPath points here"),
-    ControlPath(".envrc", "direnv runs it when a person enters the directory"),
-    ControlPath(".vscode", "editor tasks and settings that run commands when the project opens"),
-    ControlPath(".idea", "editor run configurations and settings that run commands"),
+    ControlPath(".gitmodules", "what git clones and checks out as submodules", "watch"),
+    ControlPath(".husky", "hooks git runs when core.hooksPath points here", "watch"),
+    ControlPath(".githooks", "hooks git runs when core.hooksPath points here", "watch"),
+    ControlPath(".envrc", "direnv runs it when a person enters the directory", "watch"),
+    ControlPath(".vscode", "editor tasks and settings that run commands when the project opens", "watch"),
+    ControlPath(".idea", "editor run configurations and settings that run commands", "watch"),
     ControlPath(f"{VENV}/bin/activate*", "a person's shell runs it to activate the virtualenv", "none"),
     ControlPath(f"{VENV}/pyvenv.cfg", "chooses the Python the virtualenv runs", "none"),
     ControlPath(f"{VENV}/lib/python*/site-packages", "Python runs its .pth files at every start", "none"),

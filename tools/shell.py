@@ -42,9 +42,6 @@ commands wait for approval.
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import os
-import signal
 import time
 from contextlib import AbstractAsyncContextManager, nullcontext
 
@@ -56,15 +53,9 @@ from tools.sandbox_seccomp import program_fd
 from tools.sandbox_setuid import strip_setuid
 from tools.shell_direct import direct_argvs
 from tools.shell_network import EGRESS_SOCKET, Route
-from tools.shell_output import HEAD_BYTES as HEAD_BYTES  # the capture's sizes, importable here too
-from tools.shell_output import OUTPUT_CAP_CHARS, _Capture
-from tools.shell_output import TAIL_BYTES as TAIL_BYTES
+from tools.shell_output import OUTPUT_CAP_CHARS
+from tools.shell_process import run_pipeline
 
-PR_SET_PDEATHSIG = 1
-READ_CHUNK = 64 * 1024
-HEARTBEAT_INTERVAL_S = 2.0
-# After bash exits, how long to wait for background children to close the pipe.
-DRAIN_GRACE_S = 1.0
 # File times come from a coarse clock, a little behind time.time(): setuid files changed since
 # the command's start, less this, lose the bits.
 CLOCK_SLACK_S = 1.0
@@ -92,68 +83,6 @@ class ShellArgs(StrictArgs):
     timeout_s: int = Field(120, ge=1, le=3600, description="Seconds before the command is killed.")
 
 
-def _kill_groups(procs: list[asyncio.subprocess.Process]) -> None:
-    """Kills each process's group (each leads its own) with every child in it."""
-    for proc in procs:
-        if proc.returncode is not None and len(procs) > 1:
-            continue  # reaped: its group id may be reused (a lone command's children may live on)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-async def _drain(stream: asyncio.StreamReader, capture: _Capture) -> None:
-    while chunk := await stream.read(READ_CHUNK):
-        capture.feed(chunk)
-
-
-async def _wait(
-    procs: list[asyncio.subprocess.Process], timeout_s: int, ctx: ToolContext, capture: _Capture | None = None
-) -> int | None:
-    """The last process's exit code, heartbeating meanwhile; None if the groups were killed at
-    the timeout."""
-    proc = procs[-1]
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    exited = asyncio.ensure_future(proc.wait())
-    try:
-        while True:
-            remaining = started + timeout_s - loop.time()
-            if remaining <= 0:
-                _kill_groups(procs)
-                await exited
-                return None
-            await asyncio.wait({exited}, timeout=min(HEARTBEAT_INTERVAL_S, remaining))
-            if exited.done():
-                return exited.result()
-            if capture is not None:
-                ctx.progress(ctx.redact(capture.tail_text()))
-            ctx.heartbeat(f"shell running {int(loop.time() - started)}s")
-    finally:
-        exited.cancel()
-
-
-async def _supervise(
-    procs: list[asyncio.subprocess.Process], read_fd: int, timeout_s: int, ctx: ToolContext
-) -> tuple[int | None, str, bool]:
-    loop = asyncio.get_running_loop()
-    stream = asyncio.StreamReader()
-    pipe = os.fdopen(read_fd, "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
-    capture = _Capture()
-    reader = asyncio.create_task(_drain(stream, capture))
-    try:
-        code = await _wait(procs, timeout_s, ctx, capture)
-        # Background children may still hold the pipe: read what is there, then stop.
-        await asyncio.wait({reader}, timeout=DRAIN_GRACE_S)
-    finally:
-        reader.cancel()
-        transport.close()  # stops reading at once, but closes the pipe only later...
-        pipe.close()  # ...so close it now: a background writer gets SIGPIPE instead of blocking
-    return code, *capture.render(ctx.redact)
-
-
 def command_argv(
     command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None = None,
     guard: control_paths.Guard | None = None, seccomp: int | None = None,
@@ -178,16 +107,6 @@ def _route(ctx: ToolContext, box: sandbox.SandboxStatus) -> AbstractAsyncContext
     if ctx.network and box.active and ctx.command_egress is not None:
         return ctx.command_egress.route()
     return nullcontext()
-
-
-def _die_with_worker() -> None:
-    """In the child before exec (unsandboxed): SIGKILL when the worker dies, as bubblewrap's
-    --die-with-parent does for sandboxed commands, so a command never outlives its worker."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the process group kill still applies
-        pass
 
 
 def command_env(box: sandbox.SandboxStatus, settings: ShellSettings) -> dict[str, str]:
@@ -221,7 +140,9 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
             async with _route(ctx, box) as route:
                 pipeline = direct or [command_argv(args.command, ctx, box, route, guard, seccomp)]
                 fds = () if seccomp is None else (seccomp,)
-                code, output, truncated = await _run(pipeline, args, ctx, box, fence, fds)
+                code, output, truncated = await run_pipeline(
+                    pipeline, ctx, cwd=ctx.workspace, env=command_env(box, ctx.settings.shell),
+                    timeout_s=args.timeout_s, enter=fence.enter, sandboxed=box.active, pass_fds=fds)
                 refused = ctx.redact(route.summary()) if route else ""
     except BaseException:
         strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)
@@ -242,55 +163,6 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
         return ToolOutcome(status="error", content=content + refused + note, truncated=truncated)
     body = output if output.strip() else "(no output)"
     return ToolOutcome(content=f"{body}\n[exit code: {code}]{refused}{note}", exit_code=code, truncated=truncated)
-
-
-async def _run(
-    pipeline: list[list[str]], args: ShellArgs, ctx: ToolContext, box: sandbox.SandboxStatus, fence: Confinement,
-    pass_fds: tuple[int, ...] = (),
-) -> tuple[int | None, str, bool]:
-    """Runs the commands of ``pipeline`` (one, unless a read runs without a shell), each one's
-    output piped into the next, each in a session and process group of its own (a pipeline's
-    first reader may be gone before the next starts, so they cannot share one); the last one's
-    exit code is the result."""
-    def in_child() -> None:
-        fence.enter()
-        if not box.active:
-            _die_with_worker()
-
-    # Our own pipe, so we can close the read end even if a background child keeps it open.
-    read_fd, write_fd = os.pipe()
-    procs: list[asyncio.subprocess.Process] = []
-    stdin: int = asyncio.subprocess.DEVNULL
-    try:
-        for i, argv in enumerate(pipeline):
-            last = i == len(pipeline) - 1
-            next_in, pipe_out = (-1, write_fd) if last else os.pipe()
-            try:
-                procs.append(await asyncio.create_subprocess_exec(
-                    *argv, cwd=ctx.workspace, env=command_env(box, ctx.settings.shell), stdin=stdin,
-                    stdout=pipe_out, stderr=write_fd, preexec_fn=in_child, start_new_session=True,
-                    pass_fds=pass_fds,
-                ))
-            except BaseException:
-                if not last:
-                    os.close(next_in)
-                raise
-            finally:  # the children hold their ends now
-                for fd in (stdin, -1 if last else pipe_out):
-                    if fd >= 0:
-                        os.close(fd)
-            stdin = next_in
-    except BaseException:
-        os.close(read_fd)
-        _kill_groups(procs)
-        raise
-    finally:
-        os.close(write_fd)
-    try:
-        return await _supervise(procs, read_fd, args.timeout_s, ctx)
-    except BaseException:  # cancelled (or a heartbeat failed): take every group down
-        _kill_groups(procs)
-        raise
 
 
 # --- policy ---------------------------------------------------------------

@@ -198,3 +198,16 @@ def test_the_control_binds_come_after_the_workspace_with_each_parent_pinned(work
     assert argv.index(f"{ws}/.git/hooks") > at and argv.index(f"{ws}/.git") > at
     config = argv.index(f"{ws}/.git/config")
     assert argv[config - 1] == "--ro-bind" and argv[argv.index(f"{ws}/.git") - 1] == "--bind"
+
+
+async def test_a_missing_editor_or_direnv_file_made_unapproved_is_removed_and_no_phantom_shows(box, workspace):
+    _repo(workspace)
+    ctx = configured.tool_context(workspace)
+    listing = await sandboxing.run(ctx, "ls -A")
+    shown = set(listing.content.split())
+    assert not shown & {".envrc", ".vscode", ".idea", ".husky", ".githooks", ".gitmodules"}, listing.content
+    made = await sandboxing.run(ctx, "mkdir .vscode && echo '{}' > .vscode/tasks.json && echo x > .envrc")
+    assert not (workspace / ".vscode").exists() and not (workspace / ".envrc").exists()
+    assert "put back as they were:" in made.content and ".vscode" in made.content and ".envrc" in made.content
+    approved = await sandboxing.run(configured.tool_context(workspace, approved=True), "echo x > .envrc")
+    assert (workspace / ".envrc").read_text() == "x\n", approved.content

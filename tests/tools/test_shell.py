@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests import configured, sandboxing
-from tools import shell
+from tools import shell, shell_output, shell_process
 from tools.base import Danger, ToolContext
 from tools.shell import OUTPUT_CAP_CHARS, ShellArgs, classify_command, run_shell
 
@@ -94,12 +94,12 @@ async def test_shell_keeps_memory_flat_under_two_seconds_of_yes(ctx):
 
 
 def test_capture_keeps_only_head_and_tail_bytes():
-    capture = shell._Capture()
+    capture = shell_output._Capture()
     for i in range(200):
         capture.feed(bytes([65 + i % 26]) * 50_000)
-    assert len(capture.head) == shell.HEAD_BYTES
-    assert len(capture.tail) == shell.TAIL_BYTES
-    assert capture.dropped == 200 * 50_000 - shell.HEAD_BYTES - shell.TAIL_BYTES
+    assert len(capture.head) == shell_output.HEAD_BYTES
+    assert len(capture.tail) == shell_output.TAIL_BYTES
+    assert capture.dropped == 200 * 50_000 - shell_output.HEAD_BYTES - shell_output.TAIL_BYTES
     text, truncated = capture.render()
     assert truncated and text.startswith("A" * 100) and text.endswith("R" * 100)
 
@@ -142,7 +142,7 @@ async def test_shell_cancellation_kills_the_process_group_and_propagates(box, ct
 async def test_shell_returns_when_a_background_child_keeps_the_output_open(box, ctx, tmp_path):
     started = time.monotonic()
     result = await _run(ctx, "(sleep 3; echo late > late.txt) & echo launched")
-    assert time.monotonic() - started < shell.DRAIN_GRACE_S + 3
+    assert time.monotonic() - started < shell_process.DRAIN_GRACE_S + 3
     assert result.content == "launched\n[exit code: 0]"
     if box.active:  # in the sandbox, what a command started ends with it
         await asyncio.sleep(3.5)
@@ -150,7 +150,7 @@ async def test_shell_returns_when_a_background_child_keeps_the_output_open(box, 
 
 
 async def test_shell_heartbeats_while_the_command_runs(tmp_path, monkeypatch):
-    monkeypatch.setattr(shell, "HEARTBEAT_INTERVAL_S", 0.1)
+    monkeypatch.setattr(shell_process, "HEARTBEAT_INTERVAL_S", 0.1)
     beats: list[str] = []
     ctx = configured.tool_context(workspace=tmp_path, heartbeat=beats.append)
     result = await _run(ctx, "sleep 0.6")
