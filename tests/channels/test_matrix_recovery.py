@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -38,7 +40,7 @@ async def homeserver(directory: Path, port: int | None = None) -> Synapse:
     return await asyncio.to_thread(start)
 
 
-def about_the_token(logs: list[dict]) -> list[dict]:
+def about_the_token(logs: Sequence[MutableMapping[str, Any]]) -> list[MutableMapping[str, Any]]:
     return [e for e in logs if "token" in e["event"] or "M_UNKNOWN_TOKEN" in str(e.get("error", ""))]
 
 
@@ -81,8 +83,8 @@ async def test_a_reset_homeserver_is_logged_in_to_again_and_the_next_message_ans
 
 
 async def test_a_refused_token_without_a_password_stops_the_channel_with_one_line(tmp_path, synapse):
-    table = ChannelConfig(name="matrix", type="matrix", homeserver=synapse.url, user_id=AGENT,
-                          access_token="syt_not_a_token_here", allowed_users=["@alice:localhost"])
+    table = ChannelConfig.model_validate(dict(name="matrix", type="matrix", homeserver=synapse.url, user_id=AGENT,
+                                              access_token="syt_not_a_token_here", allowed_users=["@alice:localhost"]))
     adapter = MatrixAdapter(table, tmp_path)
     try:
         with capture_logs() as logs:
