@@ -121,11 +121,16 @@ class ConversationWorkflow:
         later = [a for a in message.attachments if a.file_id]
         if not later:
             return message
-        attachments = await workflow.execute_activity(
-            FETCH_ATTACHMENTS_ACTIVITY, FetchAttachments(channel=self.inp.chat.channel, attachments=message.attachments),
-            result_type=list[Attachment], start_to_close_timeout=FETCH_TIMEOUT, retry_policy=FETCH_RETRY,
-            summary=f"attachments · fetch {len(later)}",
-        )
+        try:
+            attachments = await workflow.execute_activity(
+                FETCH_ATTACHMENTS_ACTIVITY,
+                FetchAttachments(channel=self.inp.chat.channel, attachments=message.attachments),
+                result_type=list[Attachment], start_to_close_timeout=FETCH_TIMEOUT, retry_policy=FETCH_RETRY,
+                summary=f"attachments · fetch {len(later)}",
+            )
+        except FailureError:  # the message still goes, its files by name (the task is told they did not come)
+            workflow.logger.warning("the files of %s were not fetched", message.event_id)
+            return message
         return message.model_copy(update={"attachments": attachments})
 
     async def _decide(self, message: InboundMessage) -> None:
