@@ -28,7 +28,6 @@ End-to-end encrypted rooms are out of scope: the bot reads and writes unencrypte
 from __future__ import annotations
 
 import base64
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -61,19 +60,6 @@ REACTIONS = {"✅": "approve", "✔️": "approve", "👍": "approve", "❌": "d
 BUTTON_KEYS = {"approve": "✅", "deny": "❌", "stop": "🛑"}
 
 _log = structlog.get_logger(__name__)
-
-
-class _ReportedByTheAdapter(logging.Filter):
-    """nio logs every error response as a failed check of the success schema ("Error validating
-    response: 'next_batch' is a required property") and every try at an unreachable server as
-    "Timed out"; the adapter logs the error itself, as what it is, once (matrix_session.Retrying)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(("Error validating response", "Timed out, sleeping"))
-
-
-for _nio_log in ("nio.responses", "nio.client.async_client"):  # a filter holds for its own logger only
-    logging.getLogger(_nio_log).addFilter(_ReportedByTheAdapter())
 
 
 class MatrixAdapter:

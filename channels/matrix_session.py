@@ -1,19 +1,21 @@
-"""Staying connected to a Matrix homeserver: what the adapter keeps between runs in the gateway's state directory: the login a
-password made (access token and device, so a restarted gateway is the same device and its
-transaction ids still count) and the sync token (where the next sync starts).
+"""Staying connected to a Matrix homeserver. What the adapter keeps between runs in the
+gateway's state directory: the login a password made (access token and device, so a restarted
+gateway is the same device and its transaction ids still count) and the sync token (where the
+next sync starts).
 
 Both are keyed by homeserver URL and user id, because both mean something only to the server
 that gave them: a table pointed at another homeserver finds nothing saved, logs in and starts
 from now, instead of sending one server's token to another. A server that forgot us (reset,
 token revoked) answers 401 (``refused``): the adapter drops both (``forget``) and logs in again.
 A sync or a login that fails is tried again with backoff (``Retrying``), logged as what it is
-once, not at every try.
+once, not at every try; nio's own line for each (a schema warning, "Timed out") is dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -25,6 +27,19 @@ PAUSE_S = 1.0  # after a failed try; doubled after each further failure, up to t
 PAUSE_MAX_S = 30.0
 
 _log = structlog.get_logger(__name__)
+
+
+class _ReportedByTheAdapter(logging.Filter):
+    """nio logs every error response as a failed check of the success schema ("Error validating
+    response: 'next_batch' is a required property") and every try at an unreachable server as
+    "Timed out"; the adapter logs the error itself, as what it is, once (``Retrying``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(("Error validating response", "Timed out, sleeping"))
+
+
+for _nio_log in ("nio.responses", "nio.client.async_client"):  # a filter holds for its own logger only
+    logging.getLogger(_nio_log).addFilter(_ReportedByTheAdapter())
 
 
 class LoginRefused(Exception):
