@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from contracts.attachments import Attachment
 from contracts.channels import Delivered, InboundMessage, OutboundMessage
@@ -49,6 +49,17 @@ class Adapter(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class FetchesLater(Protocol):
+    """An adapter that hands a message over before its files' bytes (Slack: its events must be
+    answered within 3 s); the conversation has the gateway fetch them afterwards."""
+
+    async def fetched(self, attachment: Attachment) -> Attachment:
+        """``attachment`` with its bytes and without its ``file_id``; by name and size only
+        when too large or not fetched."""
+        ...
 
 
 def within_limit(attachments: list[Attachment]) -> list[Attachment]:

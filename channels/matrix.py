@@ -3,29 +3,31 @@
 Inbound: the sync loop, from the sync token saved in the state directory; the token is saved
 only after every event of a batch went to ``deliver`` (Temporal has it), so a gateway killed
 mid-batch gets the batch again and the conversation drops what it already has. A first start
-begins from now (the rooms' earlier messages are not replayed). Invites from allowed users are
-joined. Text messages, images and files (fetched from the media repository, up to
-``ATTACHMENT_BYTES``) and reactions (✅ ❌ 🛑 on the approval message) of allowed users become
-``InboundMessage``; the bot's own events and anyone else's are dropped (logged). Notices
+begins from now (the rooms' earlier messages are not replayed). A homeserver that fails or
+cannot be reached is logged once, as what it is, and synced again with backoff. One that
+refuses the access token (a reset server, a revoked token) is logged in to again with the
+table's password, and the sync starts from now, as a first start does: the old sync token
+means nothing to a new server, and replaying a room's history would answer old messages
+again (what was said while the login was refused goes unanswered). Without a password the
+channel stops, saying so in one line. Invites from allowed users are joined. Text messages,
+images and files (fetched from the media repository, up to ``ATTACHMENT_BYTES``) and
+reactions (✅ ❌ 🛑 on the approval message) of allowed users become ``InboundMessage``; the
+bot's own events and anyone else's are dropped (logged). Notices
 (``m.notice``, what bots send) are never answered. A thread (``m.thread``) is a conversation of
 its own, as in Slack: the agent answers in it, and a reaction counts for the thread its
 message is in.
 
 Outbound: ``m.notice`` messages sent with the message key as the transaction id, so Synapse
 posts a retried send once; progress edits its message in place (``m.replace``); the approval
-message gets the ✅ and ❌ reactions to tap. The login's access token is kept in the state
-directory, so a restarted gateway is the same device and its transaction ids still count.
+message gets the ✅ and ❌ reactions to tap. The login and the sync token are kept per
+homeserver and user (channels/matrix_session.py).
 
 End-to-end encrypted rooms are out of scope: the bot reads and writes unencrypted rooms only.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import json
-import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +50,12 @@ from nio import (
 
 from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, code_html, split_text
 from channels.config import ChannelConfig
+from channels.matrix_session import LoginRefused, MatrixState, Retrying, refused
 from contracts.attachments import Attachment
 from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
 LIMIT = 30_000  # characters per message: well under Synapse's 64 KiB event
 SYNC_WAIT_MS = 10_000
-SYNC_PAUSE_S = 2.0  # between failed syncs
 REACTIONS = {"✅": "approve", "✔️": "approve", "👍": "approve", "❌": "deny", "👎": "deny", "🛑": "stop"}
 BUTTON_KEYS = {"approve": "✅", "deny": "❌", "stop": "🛑"}
 
@@ -65,26 +67,40 @@ class MatrixAdapter:
         self.name = config.name
         self.config = config
         self.user_id: str = config.need("user_id")
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{config.name}-{self.user_id}")
-        self.token_file = state_dir / f"{safe}.sync"
-        self.login_file = state_dir / f"{safe}.login"
-        state_dir.mkdir(parents=True, exist_ok=True)
+        self.homeserver: str = config.need("homeserver")
+        self.state = MatrixState(state_dir, self.homeserver, self.user_id)
         self.client = AsyncClient(
-            config.need("homeserver"), self.user_id, device_id=config.get("device_id"),
+            self.homeserver, self.user_id, device_id=config.get("device_id"),
             # Temporal retries a send (waiting out a 429); nio's own retries would stack on it.
             config=AsyncClientConfig(max_limit_exceeded=0, max_timeouts=2, encryption_enabled=False),
         )
         self._logged_in = False
+        self._token_refused = False  # the table's access_token: not again once refused
 
     # ---- inbound ------------------------------------------------------------------
 
     async def receive(self, deliver: Deliver) -> None:
-        await self._login()
-        token = self._saved_token()
+        while True:
+            try:
+                await self._login()
+                await self._follow(deliver)
+            except LoginRefused as err:
+                if not self.config.get("password"):
+                    _log.error("matrix refused the access token and the table has no password to log in again;"
+                               " the channel stops", channel=self.name, homeserver=self.homeserver, error=str(err))
+                    return
+                _log.warning("matrix refused the access token; logging in again with the password",
+                             channel=self.name, homeserver=self.homeserver, error=str(err))
+                self.state.forget()
+                self.client.next_batch = ""  # nio syncs from its own last token when given none
+                self._logged_in, self._token_refused = False, True
+
+    async def _follow(self, deliver: Deliver) -> None:
+        token = self.state.sync_token()
         if token is None:  # a first start: from now on
             first = await self._sync(None, timeout=0)
             await self._join_invites(first)
-            token = self._save_token(first.next_batch)
+            token = self.state.save_sync_token(first.next_batch)
         while True:
             batch = await self._sync(token, timeout=SYNC_WAIT_MS)
             await self._join_invites(batch)
@@ -93,7 +109,7 @@ class MatrixAdapter:
                     message = self.normalize(room_id, event)
                     if message is not None:
                         await deliver(await self._completed(message))
-            token = self._save_token(batch.next_batch)  # only now: Temporal has every message
+            token = self.state.save_sync_token(batch.next_batch)  # only now: Temporal has every message
 
     def normalize(self, room_id: str, event: Any) -> InboundMessage | None:
         sender = getattr(event, "sender", "")
@@ -156,16 +172,21 @@ class MatrixAdapter:
         return attachment.model_copy(update={"data_b64": base64.b64encode(data).decode(), "size": len(data)})
 
     async def _sync(self, token: str | None, timeout: int) -> SyncResponse:
-        """The next batch; a homeserver that fails or cannot be reached is tried again."""
+        """The next batch. A homeserver that fails or cannot be reached is tried again, less
+        often the longer it lasts, and logged when the error changes and when it is over, not
+        each time; one that refuses the access token raises ``LoginRefused``."""
+        retrying = Retrying("sync", self.name)
         while True:
             try:
                 response = await self.client.sync(timeout=timeout, since=token, full_state=token is None)
             except (ClientError, TimeoutError) as err:
                 response = err
             if isinstance(response, SyncResponse):
+                retrying.done()
                 return response
-            _log.warning("matrix sync failed; trying again", channel=self.name, error=str(response))
-            await asyncio.sleep(SYNC_PAUSE_S)
+            if refused(response):
+                raise LoginRefused(str(response))
+            await retrying.after(response)
 
     async def _join_invites(self, batch: SyncResponse) -> None:
         for room_id, info in batch.rooms.invite.items():
@@ -180,26 +201,30 @@ class MatrixAdapter:
     async def _login(self) -> None:
         if self._logged_in:
             return
-        saved = json.loads(self.login_file.read_text()) if self.login_file.exists() else {}
-        token = self.config.get("access_token") or saved.get("access_token")
+        saved = self.state.login() or ("", "")
+        token = (None if self._token_refused else self.config.get("access_token")) or saved[0]
         if token:  # the table's, or the one a password login left here
             self.client.access_token = token
             self.client.user_id = self.user_id
-            self.client.device_id = self.config.get("device_id") or saved.get("device_id", "")
+            self.client.device_id = self.config.get("device_id") or saved[1]
         else:
-            response = await self.client.login(self.config.need("password"), device_name="durable-agent gateway")
-            if not isinstance(response, LoginResponse):
-                raise ValueError(f"matrix login as {self.user_id} failed: {response}")
-            _write_private(self.login_file, json.dumps(
-                {"access_token": response.access_token, "device_id": response.device_id}))
+            await self._password_login()
         self._logged_in = True
 
-    def _saved_token(self) -> str | None:
-        return self.token_file.read_text().strip() or None if self.token_file.exists() else None
-
-    def _save_token(self, token: str) -> str:
-        _write_private(self.token_file, token)
-        return token
+    async def _password_login(self) -> None:
+        """Log in with the table's password until the homeserver takes it: a server just reset
+        may not have the account back yet, and a wrong password is one logged line."""
+        retrying = Retrying(f"login as {self.user_id}", self.name)
+        while True:
+            try:
+                response = await self.client.login(self.config.need("password"), device_name="durable-agent gateway")
+            except (ClientError, TimeoutError) as err:
+                response = err
+            if isinstance(response, LoginResponse):
+                retrying.done()
+                self.state.save_login(response.access_token, response.device_id)
+                return
+            await retrying.after(response)
 
     # ---- outbound -----------------------------------------------------------------
 
@@ -259,15 +284,6 @@ def _attachments(event: Any, content: dict[str, Any]) -> list[Attachment]:
     return [Attachment(kind="image" if isinstance(event, RoomMessageImage) else "file", name=name,
                        media_type=info.get("mimetype") or "application/octet-stream",
                        size=int(info.get("size") or 0), url=event.url)]
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole (a crash leaves the old file or the new one), owner-only."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def adapter(config: ChannelConfig, state_dir: Path) -> MatrixAdapter:

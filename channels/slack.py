@@ -5,15 +5,20 @@ Inbound comes one of two ways, chosen by ``mode``: the Events API over HTTP (eve
 ``X-Slack-Signature`` checked with the signing secret, older than 5 minutes refused, the
 ``url_verification`` challenge answered) or Socket Mode (slack_sdk's aiohttp client on the
 app token). Either way the event is acknowledged only after ``deliver`` returns: an HTTP 200,
-or the envelope's ack on the socket. A deliver that fails leaves it unacknowledged, and Slack
-sends it again (``X-Slack-Retry-Num``, ``retry_attempt``); the conversation drops the repeat
-by ``event_id`` (Slack's event id, or the button's ``action_ts``).
+or the envelope's ack on the socket. Slack sends an event again when it is not acknowledged
+within 3 s, and disables a subscription that keeps failing, so nothing slow stands before
+``deliver`` (a file is handed over by its id; ``fetched`` brings its bytes later, when the
+conversation asks the gateway for them) and a deliver that takes longer than
+``ACK_BUDGET_S`` is given up. A deliver that fails or is given up leaves the event
+unacknowledged, and Slack sends it again (``X-Slack-Retry-Num``, ``retry_attempt``); the
+conversation drops the repeat by ``event_id`` (Slack's event id, or the button's ``action_ts``).
 
 A thread is a conversation: a message in a channel starts one (its ``ts`` becomes the
 thread, and the agent answers in it); in a DM the top level is one conversation and each
 thread another; a leading mention of the bot is dropped from the text. Bots are ignored
-(``bot_id``, subtype ``bot_message``, our own user), and so are edits, joins and other subtypes. Files come as attachments, their bytes fetched from the
-private URL with the bot token (up to ``ATTACHMENT_BYTES``; larger ones by name and size).
+(``bot_id``, subtype ``bot_message``, our own user), and so are edits, joins and other
+subtypes. Files come as attachments, their bytes fetched later from the private URL with the
+bot token (up to ``ATTACHMENT_BYTES``; larger ones by name and size).
 
 Outbound: Slack cuts ``text`` at 40,000 characters and a section block at 3,000, so an answer
 is split at 3,000 and each piece is one message (a section block, the text as fallback); the
@@ -51,6 +56,7 @@ from channels.posted import PostedRecord, record_path
 from contracts.attachments import Attachment
 from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
+ACK_BUDGET_S = 2.0  # to hand an event over; Slack waits 3 s for the answer
 SECTION_LIMIT = 3000  # characters in a section block's text; a message's text stops at 40,000
 _KEPT_SUBTYPES = {None, "file_share", "thread_broadcast"}  # a person's own words; edits, joins etc. are not
 _STYLES = {"approve": "primary", "deny": "danger"}
@@ -115,11 +121,7 @@ class SlackAdapter:
             payload = json.loads(body)
         if payload.get("type") == "url_verification":
             return web.json_response({"challenge": payload.get("challenge", "")})
-        try:
-            await self._handle(payload, deliver)
-        except Exception:
-            _log.exception("slack event not delivered; Slack will send it again",
-                           retry=request.headers.get("X-Slack-Retry-Num", "0"))
+        if not await self._handed_over(payload, deliver, retry=request.headers.get("X-Slack-Retry-Num", "0")):
             return web.Response(status=500, text="not delivered")
         return web.Response(status=200)
 
@@ -128,13 +130,8 @@ class SlackAdapter:
         client = SocketModeClient(app_token=self.settings.app_token, web_client=socket_web)
 
         async def on_request(client: Any, request: SocketModeRequest) -> None:
-            try:
-                await self._handle(request.payload, deliver)
-            except Exception:
-                _log.exception("slack envelope not delivered; Slack will send it again",
-                               retry=request.retry_attempt)
-                return
-            await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
+            if await self._handed_over(request.payload, deliver, retry=request.retry_attempt):
+                await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
 
         client.socket_mode_request_listeners.append(on_request)
         try:
@@ -143,6 +140,20 @@ class SlackAdapter:
             await asyncio.Event().wait()
         finally:
             await client.close()
+
+    async def _handed_over(self, payload: dict[str, Any], deliver: Deliver, retry: object) -> bool:
+        """Whether the event went to ``deliver`` within ``ACK_BUDGET_S``, so it may be
+        acknowledged; if not, Slack sends it again."""
+        try:
+            async with asyncio.timeout(ACK_BUDGET_S):
+                await self._handle(payload, deliver)
+            return True
+        except TimeoutError:
+            _log.warning("slack event not handed over in time; Slack will send it again", retry=retry,
+                         budget_s=ACK_BUDGET_S)
+        except Exception:
+            _log.exception("slack event not delivered; Slack will send it again", retry=retry)
+        return False
 
     async def _handle(self, payload: dict[str, Any], deliver: Deliver) -> None:
         if payload.get("type") == "block_actions":
@@ -160,12 +171,12 @@ class SlackAdapter:
                 await self._call(self.web.chat_postEphemeral, channel=message.chat.conversation,
                                  user=message.author, text=refusal, thread_ts=message.chat.thread)
             return
-        if message.attachments:
-            message = message.model_copy(update={"attachments": [await self._fetched(a) for a in message.attachments]})
         await deliver(message)
 
-    async def _fetched(self, attachment: Attachment) -> Attachment:
-        """The file's bytes from its private URL (the bot token opens it), when small enough."""
+    async def fetched(self, attachment: Attachment) -> Attachment:
+        """The file's bytes from its private URL (the bot token opens it), when small enough
+        (``FetchesLater``: the conversation asks for them once the event is acknowledged)."""
+        attachment = attachment.model_copy(update={"file_id": None})
         if not attachment.url or attachment.size > ATTACHMENT_BYTES:
             return attachment
         headers = {"Authorization": f"Bearer {self.settings.bot_token}"}
@@ -260,7 +271,8 @@ class SlackAdapter:
 def _attachment(file: dict[str, Any]) -> Attachment:
     media_type = file.get("mimetype") or "application/octet-stream"
     return Attachment(kind="image" if media_type.startswith("image/") else "file", name=file.get("name", "file"),
-                      media_type=media_type, size=int(file.get("size", 0)), url=file.get("url_private"))
+                      media_type=media_type, size=int(file.get("size", 0)), url=file.get("url_private"),
+                      file_id=file.get("id") or None)
 
 
 def _escape(text: str) -> str:

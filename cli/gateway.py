@@ -77,9 +77,10 @@ class Gateway:
         self.register = register
         self.configs = {config.name: config for config, _ in channels}
         self.search_attributes = False  # whether the tasks may set theirs: known once running
+        activities = DeliverActivities({a.name: a for _, a in channels})
         self.worker = Worker(
             client, task_queue=queue, workflows=[ConversationWorkflow], workflow_runner=WORKFLOW_RUNNER,
-            activities=[DeliverActivities({a.name: a for _, a in channels}).deliver],
+            activities=[activities.deliver, activities.fetch_attachments],
         )
 
     async def run(self) -> None:

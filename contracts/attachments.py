@@ -1,7 +1,8 @@
 """Files and images a person sends with a message (a chat attachment), on their way to a task.
 
-An ``Attachment`` comes in with the chat message (channels fetch its bytes), rides the
-task's input or an interjection, and is saved by one activity on the workers
+An ``Attachment`` comes in with the chat message (channels fetch its bytes; Slack, which
+must be answered within 3 s, hands over the file id and the conversation has the gateway
+fetch the bytes afterwards: ``FETCH_ATTACHMENTS_ACTIVITY``), rides the task's input or an interjection, and is saved by one activity on the workers
 (``SAVE_ATTACHMENTS_ACTIVITY``): every attachment becomes a file under the task's workspace
 (``attachments/``), and an image is also stored in the context store, so the message that
 brought it shows it to a model that takes images (``ImageRef``, as a tool's image is).
@@ -14,9 +15,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from core.lean import omitted
 from core.tool_outcome import ImageRef
 
 SAVE_ATTACHMENTS_ACTIVITY = "save_attachments"
+FETCH_ATTACHMENTS_ACTIVITY = "fetch_attachments"  # on the gateway, which has the channels' tokens
 ATTACHMENTS_DIR = "attachments"  # under the workspace
 
 
@@ -27,6 +30,14 @@ class Attachment(BaseModel):
     size: int = 0
     url: str | None = None  # where the gateway fetched it from (platform URL), for the record
     data_b64: str | None = Field(default=None, repr=False)  # the bytes, when small enough to carry
+    file_id: str | None = omitted()  # the platform's file whose bytes are still to be fetched (Slack), else None
+
+
+class FetchAttachments(BaseModel):
+    """The attachments of a message from ``channel``, some still to be fetched (``file_id``)."""
+
+    channel: str
+    attachments: list[Attachment]
 
 
 class SaveAttachments(BaseModel):

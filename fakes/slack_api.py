@@ -16,11 +16,14 @@ adapter is tested on the documented wire, errors included, and no client library
                                                  (HMAC-SHA256 of ``v0:{ts}:{body}``) POSTed to the
                                                  request URL, retried up to 3 times with
                                                  ``X-Slack-Retry-Num`` when not answered 200
+                                                 within 3 s (``X-Slack-Retry-Reason``:
+                                                 ``http_timeout``, else ``http_error``)
     interactivity                                ``press``: a ``block_actions`` payload, form-encoded
                                                  as ``payload=``, signed the same way
     private files                                ``add_file``: ``url_private`` answers its bytes to
                                                  the bot token, and an HTML sign-in page (200)
-                                                 to anyone else, as Slack does
+                                                 to anyone else, as Slack does; ``file_delay_s``
+                                                 makes it slow, ``files_served`` counts answers
     Socket Mode                                  apps.connections.open gives a ``ws://`` URL; the
                                                  socket says ``hello``, then carries the same
                                                  envelopes, redelivered (``retry_attempt``) until
@@ -65,12 +68,15 @@ class SlackServer:
     channels: set[str] = field(default_factory=lambda: {"C0001", "D0001"})
     request_url: str = ""  # where events and interactivity payloads go (the adapter's endpoint)
     redeliver_after_s: float = 0.3  # Slack waits 3 s for an ack; shorter here so a test is quick
+    ack_deadline_s: float = 3.0  # Events API: Slack's own, so a test sees a slow answer as Slack does
+    file_delay_s: float = 0.0  # before a private file's bytes are answered
     messages: list[Posted] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     ephemeral: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rate_limited = 0  # 429s answered
+        self.files_served = 0  # private files answered with their bytes
         self.connections = 0  # Socket Mode connections opened
         self._ts = itertools.count(1)
         self._limited, self._retry_after, self._limited_method, self._unlimited = 0, 0, "", 0
@@ -209,6 +215,8 @@ class SlackServer:
                                 content_type="text/html")
         if found is None:
             return web.Response(status=404, text="file not found")
+        await asyncio.sleep(self.file_delay_s)
+        self.files_served += 1
         return web.Response(body=found[1], content_type=found[0])
 
     # --- what Slack sends to the app ---------------------------------------------------------
@@ -263,10 +271,16 @@ class SlackServer:
         return await self._post_with_retries(body, "application/x-www-form-urlencoded")
 
     async def _post_with_retries(self, body: bytes, content_type: str) -> list[int]:
+        """The statuses answered, 0 for an answer not in by the deadline (Slack gives up on it)."""
         statuses: list[int] = []
         for attempt in range(4):
-            retry = {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_error"} if attempt else {}
-            status, _ = await self.post_signed(body, content_type, retry)
+            reason = "http_timeout" if statuses[-1:] == [0] else "http_error"
+            retry = {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": reason} if attempt else {}
+            try:
+                async with asyncio.timeout(self.ack_deadline_s):
+                    status, _ = await self.post_signed(body, content_type, retry)
+            except TimeoutError:
+                status = 0
             statuses.append(status)
             if status == 200:
                 break

@@ -4,7 +4,8 @@ The gateway signals-with-start it (``inbound``) for every message, under an id d
 chat, so however many gateways run there is one per chat. It handles each event once (a bounded
 set of event ids, carried across continue-as-new), hands a message to the task that runs (an
 interjection, which also answers its question) or starts the session's next task as a child that
-outlives it, turns the task's reports (``task_report``: progress, an approval waiting, a
+outlives it (after having the gateway fetch the files a message named but did not carry:
+Slack's), turns the task's reports (``task_report``: progress, an approval waiting, a
 question, the end) into chat messages sent by the ``deliver`` activity, and decides approvals
 from reactions by the chat's approvers. Why an entity workflow and not a routing rule:
 docs/channels.md. Deterministic: no I/O.
@@ -20,6 +21,7 @@ from temporalio.exceptions import FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.attachments import FETCH_ATTACHMENTS_ACTIVITY, Attachment, FetchAttachments
     from contracts.channels import (
         CONVERSATION_WORKFLOW,
         DELIVER_ACTIVITY,
@@ -42,6 +44,8 @@ EVENTS_PER_RUN = 500  # messages and reports handled before continuing as new
 DELIVER_TIMEOUT = timedelta(minutes=1)
 # Rate limits are waited out by these retries (the activity raises with the delay asked for).
 DELIVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=20)
+FETCH_TIMEOUT = timedelta(minutes=2)  # a few files of up to 1 MB from the platform
+FETCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5)
 STOP_WORDS = ("stop", "/stop", "!stop")
 APPROVE_HINT = "Tap ✅ to run it or ❌ to refuse it"  # buttons (Slack, Telegram), reactions (Matrix)
 # Runs that reach a changed command record this marker (docs/patches.md, "The conversation"):
@@ -93,6 +97,7 @@ class ConversationWorkflow:
 
     async def _on_message(self, message: InboundMessage) -> None:
         state = self.state
+        message = await self._with_files(message)
         if message.reaction in ("approve", "deny"):
             await self._decide(message)
         elif message.reaction == "stop" or message.text.strip().lower() in STOP_WORDS:
@@ -108,6 +113,25 @@ class ConversationWorkflow:
             return
         elif message.text.strip() or message.attachments:
             await self._start_task(message)
+
+    async def _with_files(self, message: InboundMessage) -> InboundMessage:
+        """``message`` with the bytes of the files it named but did not carry (a Slack event is
+        answered before they are fetched). Only such messages run the activity, and no history
+        recorded before it has one, so it needs no patch."""
+        later = [a for a in message.attachments if a.file_id]
+        if not later:
+            return message
+        try:
+            attachments = await workflow.execute_activity(
+                FETCH_ATTACHMENTS_ACTIVITY,
+                FetchAttachments(channel=self.inp.chat.channel, attachments=message.attachments),
+                result_type=list[Attachment], start_to_close_timeout=FETCH_TIMEOUT, retry_policy=FETCH_RETRY,
+                summary=f"attachments · fetch {len(later)}",
+            )
+        except FailureError:  # the message still goes, its files by name (the task is told they did not come)
+            workflow.logger.warning("the files of %s were not fetched", message.event_id)
+            return message
+        return message.model_copy(update={"attachments": attachments})
 
     async def _decide(self, message: InboundMessage) -> None:
         shown = self.state.approval

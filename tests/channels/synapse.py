@@ -110,11 +110,12 @@ def require_synapse() -> None:
 
 
 class Synapse:
-    """One homeserver process: ``url``, ``register(name, password)``."""
+    """One homeserver process: ``url``, ``register(name, password)``. ``port``: where a server
+    that was stopped listened, to stand in for it as a fresh one (a homeserver reset)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, port: int | None = None) -> None:
         self.dir = directory
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.secret = secrets.token_hex(16)
         self.process: subprocess.Popen | None = None

@@ -180,3 +180,27 @@ async def test_telegram_a_gateway_killed_before_confirming_hands_the_update_over
     assert state.tasks == 1 and state.seen == [str(update_id)]
     assert [s.text for s in telegram.sent].count("hello, once") == 1
     model.assert_consumed()
+
+
+async def test_slack_acknowledges_a_file_in_time_though_it_downloads_slowly_and_the_model_still_gets_it(
+    client, task_queue, workspace, tmp_path
+):
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+    steps = [tool("message", type="result", text="a tiny picture")]
+    async with SlackServer(file_delay_s=5.0) as slack, scripted_worker(client, task_queue, steps) as model:
+        config = table(name="slack", type="slack", allowed_users=["UALICE"], workspace=str(workspace),
+                       bot_token=slack.bot_token, signing_secret=slack.signing_secret, port=0, api_url=slack.api_url)
+        adapter = SlackAdapter(config)
+        async with gateway(client, task_queue, config, adapter, tmp_path):
+            await until(lambda: adapter.endpoint.ready.is_set(), "the events endpoint")
+            slack.request_url = adapter.endpoint.url
+            image = slack.add_file("shot.png", "image/png", png)
+            event = {"type": "message", "subtype": "file_share", "user": "UALICE", "text": "what is this?",
+                     "ts": "1700000005.000100", "channel": "C0001", "channel_type": "channel", "files": [image]}
+            assert await slack.send_event(event, "Ev05") == [200]  # within Slack's 3 s: the download is not waited on
+            assert slack.files_served == 0
+            await until(lambda: any(m.text == "a tiny picture" for m in slack.messages), "the answer")
+    [said] = [m["content"] for m in model.requests[0]["messages"] if m["role"] == "user"]
+    assert said.startswith("what is this?\n[attached: attachments/shot.png (")  # a model without images: text
+    assert (workspace / "attachments" / "shot.png").read_bytes() == png and slack.files_served == 1
+    model.assert_consumed()

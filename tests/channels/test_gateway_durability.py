@@ -18,6 +18,7 @@ from tests.channels.synapse import PASSWORDS, Synapse, require_synapse
 require_synapse()
 pytest.importorskip("nio", reason="matrix-nio is not installed: pip install 'durable-agent[channels]'")
 
+from channels.matrix_session import MatrixState  # noqa: E402
 from contracts.channels import ChatRef, ConversationState, conversation_id  # noqa: E402
 from fakes.scripted import Step  # noqa: E402
 from tests.channels.matrix_users import ChatUser  # noqa: E402
@@ -54,8 +55,8 @@ def spawn_gateway(client, task_queue: str, config: Path, data: Path, token: str)
                             stderr=open(data.parent / f"{data.name}.stderr", "wb"))
 
 
-def token_file(data: Path) -> Path:
-    return data / "gateway" / "matrix-_agent_localhost.sync"
+def token_file(data: Path, synapse: Synapse) -> Path:
+    return MatrixState(data / "gateway", synapse.url, AGENT).sync_file
 
 
 def kill(proc: subprocess.Popen) -> None:
@@ -71,8 +72,8 @@ async def agent_token(synapse: Synapse) -> str:
     return token
 
 
-async def started(proc: subprocess.Popen, data: Path) -> None:
-    await wait_until(lambda: token_file(data).exists() or proc.poll() is not None, 60)
+async def started(proc: subprocess.Popen, data: Path, synapse: Synapse) -> None:
+    await wait_until(lambda: token_file(data, synapse).exists() or proc.poll() is not None, 60)
     assert proc.poll() is None, (data.parent / f"{data.name}.stderr").read_text()[-3000:]
 
 
@@ -89,17 +90,17 @@ async def test_a_gateway_killed_before_it_committed_its_position_answers_once(cl
     try:
         async with scripted_worker(client, task_queue, [answer("the one answer", hold=True)]) as model:
             procs.append(spawn_gateway(client, task_queue, config, data, token))
-            await started(procs[0], data)
+            await started(procs[0], data, synapse)
             room = await alice.create_room(invite=[AGENT])
             await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
             await asyncio.sleep(1)  # the join's own sync batch committed
-            before = token_file(data).read_text()
+            before = token_file(data, synapse).read_text()
             await alice.say(room, "answer once")
             await wait_until(lambda: len(model.requests) == 1, 60)  # Temporal has it: the task asked the model
             kill(procs[0])
-            token_file(data).write_text(before)  # as if killed before it committed the batch
+            token_file(data, synapse).write_text(before)  # as if killed before it committed the batch
             procs.append(spawn_gateway(client, task_queue, config, data, token))
-            await started(procs[1], data)
+            await started(procs[1], data, synapse)
             await asyncio.sleep(2)  # the restarted gateway read the batch again
             model.release()
             await alice.until(lambda: "the one answer" in alice.bodies(room, AGENT), "the answer")
@@ -125,7 +126,7 @@ async def test_two_gateways_at_once_answer_once(client, task_queue, tmp_path, sy
             for n in (1, 2):
                 data = tmp_path / f"data{n}"
                 procs.append(spawn_gateway(client, task_queue, config, data, token))
-                await started(procs[-1], data)
+                await started(procs[-1], data, synapse)
             room = await alice.create_room(invite=[AGENT])
             await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
             await alice.say(room, "answer once")

@@ -40,7 +40,7 @@ async def gateway(client, task_queue: str, table: ChannelConfig, data: Path,
     defaults = Defaults(model=model, provider="openai", task_queue=task_queue, data_dir=data)
     running = asyncio.create_task(Gateway(client, [(table, adapter)], defaults, queue=f"{task_queue}-gw").run())
     try:
-        while not adapter.token_file.exists():  # its first sync: from now on
+        while not adapter.state.sync_file.exists():  # its first sync: from now on
             assert not running.done(), running.exception()
             await asyncio.sleep(0.05)
         yield adapter

@@ -165,16 +165,32 @@ def test_a_table_without_what_its_mode_needs_is_refused_by_name():
         SlackAdapter(table(name="slack", type="slack", mode="socket", app_token="xapp-1"))
 
 
-async def test_a_posted_image_arrives_with_its_bytes_fetched_with_the_bot_token():
+async def test_a_posted_image_is_handed_over_by_id_and_its_bytes_fetched_after_with_the_bot_token():
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
-    async with running() as (slack, _, inbox):
+    async with running() as (slack, adapter, inbox):
         image = slack.add_file("shot.png", "image/png", png)
         await slack.send_event(said("UALICE", "what is this?", subtype="file_share", files=[image]), "Ev01")
+        [handed] = inbox.messages[0].attachments
+        assert handed.file_id == image["id"] and handed.data_b64 is None and slack.files_served == 0
+        attachment = await adapter.fetched(handed)
         async with aiohttp.ClientSession() as http, http.get(image["url_private"]) as anonymous:
             assert anonymous.content_type == "text/html"  # what a client without the token gets
-    [attachment] = inbox.messages[0].attachments
     assert (attachment.kind, attachment.name, attachment.media_type) == ("image", "shot.png", "image/png")
-    assert base64.b64decode(attachment.data_b64 or "") == png
+    assert base64.b64decode(attachment.data_b64 or "") == png and attachment.file_id is None
+
+
+async def test_an_event_whose_deliver_hangs_is_answered_before_slacks_deadline_and_its_retry_delivered():
+    class Hanging(Inbox):
+        async def __call__(self, message):
+            if not self.attempts:
+                self.attempts += 1
+                await asyncio.Event().wait()  # Temporal does not answer
+            await super().__call__(message)
+
+    async with running(inbox=Hanging()) as (slack, _, inbox):
+        statuses = await slack.send_event(said("UALICE", "hello"), "Ev08")
+    assert statuses == [500, 200]  # given up in time (not Slack's timeout: 0), then Slack's retry
+    assert [m.event_id for m in inbox.messages] == ["Ev08"]
 
 
 async def test_a_split_answer_retried_after_a_429_posts_only_the_pieces_still_missing(tmp_path):
