@@ -11,8 +11,10 @@ import argparse
 from temporalio.client import Client, WorkflowExecution
 from temporalio.service import RPCError
 
+from cli.hints import invoked
 from cli.tasks import UserError, describe, started_input
 from contracts.task import TASK_WORKFLOW
+from core.settings import TemporalSettings
 
 SCAN = 200  # tasks looked at, newest first, for the newest conversation of a workspace
 
@@ -26,7 +28,7 @@ async def picked_up(client: Client, args: argparse.Namespace, workspace: str) ->
     if resume:
         return await resumed(client, resume)
     if latest:
-        return await newest_in(client, workspace)
+        return await newest_in(client, workspace, args.settings.temporal)
     return args.session, None
 
 
@@ -66,7 +68,7 @@ async def latest_of(client: Client, session: str) -> str | None:
     return tasks[0]
 
 
-async def newest_in(client: Client, workspace: str) -> tuple[str, str]:
+async def newest_in(client: Client, workspace: str, temporal: TemporalSettings) -> tuple[str, str]:
     """The conversation of the newest task started in ``workspace`` (sub-agents aside)."""
     async for wf in client.list_workflows(f"WorkflowType = '{TASK_WORKFLOW}'", limit=SCAN):
         if wf.parent_id or await wf.memo_value("workspace", default=None) != workspace:
@@ -74,4 +76,5 @@ async def newest_in(client: Client, workspace: str) -> tuple[str, str]:
         session = await session_of(client, wf)
         if session:
             return session, wf.id
-    raise UserError(f"no conversation to continue in {workspace}: start one with: python starter.py run \"TASK\"")
+    start = invoked('run "TASK"', temporal)
+    raise UserError(f"no conversation to continue in {workspace}: start one with: {start}")

@@ -23,9 +23,9 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ResetSti
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from cli.hints import invoked
 from contracts.task import DEFAULT_TASK_QUEUE, TaskStatus
 from core.settings import TemporalSettings
-from temporal.connection import as_arguments
 from workflows.task import AgentTaskWorkflow
 
 RPC_TIMEOUT = timedelta(seconds=5)
@@ -63,7 +63,7 @@ async def unpolled_notice(client: Client, queue: str, settings: TemporalSettings
     if await queue_polled(client, queue):
         return None
     env = f"AGENT_TASK_QUEUE={queue} " if queue != (settings.task_queue or DEFAULT_TASK_QUEUE) else ""
-    command = " ".join([f"{env}python worker.py", *as_arguments(settings)])
+    command = env + invoked("worker", settings)
     return f"no worker polls task queue {queue}: the task waits until one does; start one with: {command}"
 
 

@@ -19,6 +19,7 @@ from datetime import UTC, timedelta
 from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
 
 from cli.background import connect
+from cli.hints import invoked
 from cli.render import approval_text, make_console, safe, shorten
 from cli.task_listing import (
     STATES,
@@ -34,6 +35,7 @@ from cli.task_listing import (
     since_now,
 )
 from cli.workers import ask_status, queue_polled
+from core.settings import TemporalSettings
 
 PENDING_WAIT = timedelta(seconds=2)  # per waiting task: the list is worth more than one line of it
 DEFAULT_LIMIT = 20
@@ -90,7 +92,7 @@ async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
     page = await find(client, task_filter(args), args.limit)
     if args.pending:
-        waits = await asyncio.gather(*(waiting_for(client, wf) for wf in page.executions))
+        waits = await asyncio.gather(*(waiting_for(client, wf, args.settings.temporal) for wf in page.executions))
         for row, wait in zip(page.rows, waits):
             row.waiting = wait
     if args.json:
@@ -136,7 +138,7 @@ def more_note(page: Page, args: argparse.Namespace) -> str:
     if args.since:
         flags += ["--since", args.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")]
     again = shlex.join(["list", *flags, "--limit", str(page.total)] + (["--json"] if args.json else []))
-    return (f"{page.more:,} more not shown ({len(page.rows)} of {page.total:,}): python starter.py {again}\n"
+    return (f"{page.more:,} more not shown ({len(page.rows)} of {page.total:,}): {invoked(again, args.settings.temporal)}\n"
             f"  or: temporal workflow list --query {shell_word(page.query)}")
 
 
@@ -146,7 +148,7 @@ def shell_word(text: str) -> str:
     return shlex.quote(text) if any(c in text for c in '"$`\\') else f'"{text}"'
 
 
-async def waiting_for(client: Client, wf: WorkflowExecution) -> Waiting | None:
+async def waiting_for(client: Client, wf: WorkflowExecution, temporal: TemporalSettings) -> Waiting | None:
     """What a waiting task waits for (from its status query, when a worker answers within a
     moment), and the command that answers it."""
     if not await queue_polled(client, wf.task_queue):
@@ -160,7 +162,7 @@ async def waiting_for(client: Client, wf: WorkflowExecution) -> Waiting | None:
     root = wf.root_id or wf.parent_id or wf.id
     if status.pending_approval is not None:
         p = status.pending_approval
-        return Waiting("approval", f"{p.tool}: {approval_text(p)}", f"python starter.py approve {root}", p.danger)
+        return Waiting("approval", f"{p.tool}: {approval_text(p)}", invoked(f"approve {root}", temporal), p.danger)
     if status.question is not None:
-        return Waiting("reply", status.question, f'python starter.py reply {wf.id} "TEXT"')
+        return Waiting("reply", status.question, invoked(f'reply {wf.id} "TEXT"', temporal))
     return None
