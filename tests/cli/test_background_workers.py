@@ -34,8 +34,7 @@ async def test_a_terminal_without_model_settings_replaces_no_worker_and_other_se
 ):
     a_steps = [tool("shell", command="sudo true"), tool("message", type="result", text="done on model a"),
                tool("message", type="result", text="done on model a")]  # the second after the reminder to verify
-    c_steps = [tool("message", type="result", text="done on model c"),
-               tool("message", type="result", text="done on model c")]
+    c_steps = [tool("message", type="result", text="done on model c")]
     with ScriptedModelServer(a_steps) as model_a, ScriptedModelServer(c_steps) as model_c:
         async with embedded(tmp_path) as base:
             a = with_model(base, "model-a", model_a)
@@ -79,7 +78,7 @@ async def test_a_terminal_without_model_settings_replaces_no_worker_and_other_se
             assert model_a.hits() == a_calls  # C's task went to C's model only
 
             # The same settings again reuse that worker.
-            model_a.add(tool("message", type="result", text="again on a"), tool("message", type="result", text="again on a"))
+            model_a.add(tool("message", type="result", text="again on a"))
             code, out, err = await starter(a, "start", "--workspace", str(workspace), "again")
             assert code == 0 and "started a worker" not in err, err
             again = client.get_workflow_handle(out.strip().splitlines()[-1], result_type=TaskOutcome)
