@@ -64,7 +64,9 @@ async def unpolled_notice(client: Client, queue: str, settings: TemporalSettings
         return None
     env = f"AGENT_TASK_QUEUE={queue} " if queue != (settings.task_queue or DEFAULT_TASK_QUEUE) else ""
     command = env + invoked("worker", settings)
-    return f"no worker polls task queue {queue}: the task waits until one does; start one with: {command}"
+    # A queue per model settings (cli/worker_records.py): its worker needs the settings its tasks started with.
+    settings_note = " with the model settings its tasks were started with" if "@" in queue else ""
+    return f"no worker polls task queue {queue}: the task waits until one does; start one{settings_note} with: {command}"
 
 
 async def unpin(client: Client, workflow_id: str) -> None:

@@ -17,6 +17,7 @@ import sys
 import uuid
 from contextlib import AsyncExitStack
 
+from rich.console import Console
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
@@ -27,7 +28,7 @@ from cli.conversation import Conversation, converse
 from cli.local import local_worker
 from cli.options import add_task_options
 from cli.render import safe
-from cli.resume import picked_up
+from cli.resume import earlier_exchanges, picked_up
 from cli.tasks import UserError, configured_model, task_input, workspace_of
 from cli.workers import unpolled_notice
 from contracts.task import ApprovalMode, TaskInput, TaskState
@@ -94,7 +95,20 @@ async def run(args: argparse.Namespace) -> int:
         talk = Conversation(client, queue, next_input, args.settings, workspace=workspace, session=session,
                             approval=ApprovalMode(args.approval))
         talk.tasks += [latest] if latest else []
+        if resuming and session:
+            replay(talk.console, await earlier_exchanges(client, session))
         return await (_demo(talk, args.task) if args.demo else converse(talk, args.task))
+
+
+def replay(console: Console, exchanges: list[tuple[str, str]]) -> None:
+    """The conversation so far, before the next message: each question and its answer."""
+    if not exchanges:
+        return
+    console.print(f"[dim]earlier in this conversation (the last {len(exchanges)}):[/]")
+    for asked, answer in exchanges:
+        console.print(f"[bold]›[/] {safe(asked)}")
+        console.print(safe(answer))
+    console.print()
 
 
 async def _demo(talk: Conversation, text: str | None) -> int:
