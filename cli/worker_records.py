@@ -93,9 +93,9 @@ def files_for(data: Path, queue: str) -> WorkerFiles:
 
 
 def known(data: Path) -> Iterator[WorkerFiles]:
-    """Every background worker this data directory has started, by queue name."""
-    for pid in sorted(workers_dir(data).glob("*.pid")):
-        yield WorkerFiles(pid.parent, pid.name.removesuffix(".pid"))
+    """Every background worker this data directory has started (running or not), by its record."""
+    for record in sorted(workers_dir(data).glob("*.json")):
+        yield WorkerFiles(record.parent, record.name.removesuffix(".json"))
 
 
 def _plain(value: Any) -> Any:

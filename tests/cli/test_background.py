@@ -117,7 +117,7 @@ async def test_start_on_the_embedded_default_runs_the_task_to_done_with_no_other
 
 async def test_stop_terminates_a_task_no_worker_polls_for_with_its_reason(client, task_queue, workspace):
     code, out, err = await cli(client, "start", "--workspace", str(workspace), "wait for me", queue=task_queue)
-    assert code == 0 and f"no worker polls task queue {task_queue}" in err and "python worker.py" in err
+    assert code == 0 and f"no worker polls task queue {task_queue}" in err and "start one with: python starter.py worker" in err
     workflow_id = out.strip().splitlines()[-1]
     code, out, err = await cli(client, "stop", workflow_id, "--reason", "not needed after all")
     assert code == 0, err

@@ -189,7 +189,7 @@ async def test_approve_without_a_worker_says_so_quickly_and_takes_effect_when_on
     assert code == 0, err
     # Quickly: it waits for a worker's confirmation no longer than its bound, then says so (a
     # bound, not a wall-clock assertion: under CI's load starting the CLI alone takes seconds).
-    assert "no worker answered within 5 s" in out and "python worker.py" in out and "Traceback" not in err
+    assert "no worker answered within 5 s" in out and "python starter.py worker" in out and "Traceback" not in err
     async with scripted_worker(client, task_queue, [tool("message", type="result", text="pushed")]):
         outcome = await asyncio.wait_for(handle.result(), 30)
     assert outcome["status"] == "DONE"
