@@ -38,6 +38,7 @@ from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import EgressSettings, TemporalSettings
+from providers.keys import missing_key
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
@@ -270,6 +271,8 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
         print(box.notice(), file=sys.stderr)
     if problem := chromium_problem(config.browser):  # only the browser tools are missing
         print(problem, file=sys.stderr)
+    if problem := missing_key(config.task.provider, config.providers):  # said now, not as a 401 on the first call
+        print(f"{problem}; tasks on that provider will fail", file=sys.stderr)
     grace = timedelta(seconds=config.worker.shutdown_grace_s)
     worker = build_worker(client, store=store, shutdown_grace=grace, config=config)
     loop = asyncio.get_running_loop()

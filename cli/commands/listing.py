@@ -17,6 +17,7 @@ from dataclasses import asdict
 from datetime import UTC, timedelta
 
 from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from cli.background import connect
 from cli.hints import invoked
@@ -34,8 +35,10 @@ from cli.task_listing import (
     quoted,
     since_now,
 )
+from cli.tasks import UserError
 from cli.workers import ask_status, queue_polled
 from core.settings import TemporalSettings
+from temporal.server import SEARCH_ATTRIBUTES
 
 PENDING_WAIT = timedelta(seconds=2)  # per waiting task: the list is worth more than one line of it
 DEFAULT_LIMIT = 20
@@ -90,7 +93,10 @@ def task_filter(args: argparse.Namespace) -> TaskFilter:
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
-    page = await find(client, task_filter(args), args.limit)
+    try:
+        page = await find(client, task_filter(args), args.limit)
+    except RPCError as err:
+        raise unregistered(err, client.namespace) or err from None
     if args.pending:
         waits = await asyncio.gather(*(waiting_for(client, wf, args.settings.temporal) for wf in page.executions))
         for row, wait in zip(page.rows, waits):
@@ -125,6 +131,16 @@ def line(row: Listed) -> str:
         instruction=safe(shorten(row.instruction, INSTRUCTION_SHOWN)),
     )
     return text + (f"  sub-agent of {safe(row.parent_id)}" if row.parent_id and not row.depth else "")
+
+
+def unregistered(err: RPCError, namespace: str) -> UserError | None:
+    """A query that names a search attribute the namespace lacks is refused as INVALID_ARGUMENT
+    (a real cluster, where registering needs operator rights): the line that registers them."""
+    if err.status != RPCStatusCode.INVALID_ARGUMENT or not any(name in err.message for name in SEARCH_ATTRIBUTES):
+        return None
+    pairs = " ".join(f"--name {name} --type {kind}" for name, kind in SEARCH_ATTRIBUTES.items())
+    return UserError(f"namespace {namespace} does not have the agent's search attributes, which this filter needs; "
+                     f"register them once with: temporal operator search-attribute create --namespace {namespace} {pairs}")
 
 
 def more_note(page: Page, args: argparse.Namespace) -> str:
