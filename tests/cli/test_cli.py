@@ -20,7 +20,8 @@ from workflows.task import AgentTaskWorkflow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = None, **env: str):
+async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = None, program: str | None = None,
+              **env: str):
     environ = dict(os.environ)
     environ.update(
         TEMPORAL_ADDRESS=client.service_client.config.target_host,
@@ -30,7 +31,7 @@ async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = No
     )
     environ.update(env)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "starter.py"), *args, cwd=cwd or ROOT, env=environ,
+        *([program] if program else [sys.executable, str(ROOT / "starter.py")]), *args, cwd=cwd or ROOT, env=environ,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
