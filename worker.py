@@ -27,6 +27,7 @@ from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
+from activities import metrics as activity_metrics
 from activities.attachments import AttachmentActivities
 from activities.llm import ContextSource, LlmActivities, ProviderSettings
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
@@ -49,13 +50,14 @@ from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_
 from temporal.client import TemporalUnavailable, connect
 from temporal.connection import add_options as add_connection_options
 from temporal.connection import given, resolve
-from temporal.metrics import approvals_waiting, metrics_runtime
+from temporal.metrics import approvals_waiting, declare, metrics_runtime
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 from tools import egress, sandbox
 from tools.browser import BrowserPool, chromium_problem
 from tools.shell_network import CommandEgress
+from workflows import metrics as workflow_metrics
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
@@ -297,7 +299,10 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
     for signum in stop_requested or ():
         stop(signal.Signals(signum).name)
     log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
-    gauge = asyncio.ensure_future(approvals_waiting(client, runtime, task_queue(config.temporal))) if runtime is not None else None
+    gauge = None
+    if runtime is not None:
+        declare(runtime, workflow_metrics.COUNTERS + activity_metrics.COUNTERS, task_queue(config.temporal))
+        gauge = asyncio.ensure_future(approvals_waiting(client, runtime, task_queue(config.temporal)))
     await worker.run()
     if gauge is not None:
         gauge.cancel()
