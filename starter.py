@@ -12,11 +12,12 @@ import asyncio
 import dataclasses
 import os
 import sys
-from pathlib import Path
 
 from temporalio.service import RPCError
 
 from cli.commands import COMMANDS
+from cli.hints import INSTALLED, program
+from cli.parsing import Parser
 from cli.tasks import UserError
 from cli.version import PACKAGE, package_version
 from runtime.logs import configure_logging, sdk_logs_to
@@ -33,8 +34,8 @@ WORKER_LOG = "worker.log"
 
 
 def parser() -> argparse.ArgumentParser:
-    prog = "durable-agent" if Path(sys.argv[0]).name == "durable-agent" else "starter.py"
-    p = argparse.ArgumentParser(prog=prog, description="Durable agent tasks on Temporal.")
+    prog = INSTALLED if program() == INSTALLED else "starter.py"
+    p = Parser(prog=prog, description="Durable agent tasks on Temporal.")
     p.add_argument("--version", action="version", version=f"{PACKAGE} {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:

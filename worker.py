@@ -27,6 +27,7 @@ from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
+from activities import metrics as activity_metrics
 from activities.attachments import AttachmentActivities
 from activities.llm import ContextSource, LlmActivities, ProviderSettings
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
@@ -38,6 +39,7 @@ from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import EgressSettings, TemporalSettings
+from providers.keys import missing_key
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
@@ -48,13 +50,14 @@ from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_
 from temporal.client import TemporalUnavailable, connect
 from temporal.connection import add_options as add_connection_options
 from temporal.connection import given, resolve
-from temporal.metrics import approvals_waiting, metrics_runtime
+from temporal.metrics import approvals_waiting, declare, metrics_runtime
 from temporal.sandbox import LeanSandboxedWorkflowRunner
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 from tools import egress, sandbox
 from tools.browser import BrowserPool, chromium_problem
 from tools.shell_network import CommandEgress
+from workflows import metrics as workflow_metrics
 from workflows.task import AgentTaskWorkflow
 
 LIVE_HEARTBEAT = timedelta(seconds=0.1)
@@ -270,6 +273,8 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
         print(box.notice(), file=sys.stderr)
     if problem := chromium_problem(config.browser):  # only the browser tools are missing
         print(problem, file=sys.stderr)
+    if problem := missing_key(config.task.provider, config.providers):  # said now, not as a 401 on the first call
+        print(f"{problem}; tasks on that provider will fail", file=sys.stderr)
     grace = timedelta(seconds=config.worker.shutdown_grace_s)
     worker = build_worker(client, store=store, shutdown_grace=grace, config=config)
     loop = asyncio.get_running_loop()
@@ -294,7 +299,10 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
     for signum in stop_requested or ():
         stop(signal.Signals(signum).name)
     log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
-    gauge = asyncio.ensure_future(approvals_waiting(client, runtime, task_queue(config.temporal))) if runtime is not None else None
+    gauge = None
+    if runtime is not None:
+        declare(runtime, workflow_metrics.COUNTERS + activity_metrics.COUNTERS, task_queue(config.temporal))
+        gauge = asyncio.ensure_future(approvals_waiting(client, runtime, task_queue(config.temporal)))
     await worker.run()
     if gauge is not None:
         gauge.cancel()

@@ -22,6 +22,13 @@ from core.tool_outcome import ToolOutcome
 
 T = TypeVar("T")
 REFUSED = "[refused]"  # how a tool says it did not run the call (no sandbox, no approval)
+# (name, description) of each counter, declared at zero when a worker starts (worker.py).
+MODEL_ERRORS = ("agent_model_errors", "failed model calls, by error kind")
+TOKENS_INPUT = ("agent_tokens_input", "input tokens the model read")
+TOKENS_OUTPUT = ("agent_tokens_output", "output tokens the model wrote")
+TOOL_CALLS = ("agent_tool_calls", "tool calls, by tool and outcome")
+SANDBOX_REFUSALS = ("agent_sandbox_refusals", "tool calls refused without running")
+COUNTERS = (MODEL_ERRORS, TOKENS_INPUT, TOKENS_OUTPUT, TOOL_CALLS, SANDBOX_REFUSALS)
 
 
 async def model_call(model: str, call: Awaitable[TurnResult]) -> TurnResult:
@@ -32,15 +39,15 @@ async def model_call(model: str, call: Awaitable[TurnResult]) -> TurnResult:
     try:
         result = await call
     except ApplicationError as err:
-        meter.create_counter("agent_model_errors", "failed model calls, by error kind").add(
+        meter.create_counter(*MODEL_ERRORS).add(
             1, {"kind": err.type or "unknown"})
         raise
-    meter.create_histogram_timedelta("agent_model_call_latency", "model call latency", "duration").record(
+    meter.create_histogram_timedelta("agent_model_call_latency_seconds", "model call latency", "duration").record(
         timedelta(seconds=time.monotonic() - started))
-    meter.create_counter("agent_tokens_input", "input tokens the model read").add(result.usage.input_tokens)
-    meter.create_counter("agent_tokens_output", "output tokens the model wrote").add(result.usage.output_tokens)
+    meter.create_counter(*TOKENS_INPUT).add(result.usage.input_tokens)
+    meter.create_counter(*TOKENS_OUTPUT).add(result.usage.output_tokens)
     if result.cost_usd:  # the sum is the spend
-        meter.create_histogram_float("agent_model_cost", "cost of a model call", "usd").record(result.cost_usd)
+        meter.create_histogram_float("agent_model_cost_usd", "cost of a model call", "usd").record(result.cost_usd)
     return result
 
 
@@ -49,7 +56,7 @@ async def tool_call(tool: str, call: Awaitable[ToolOutcome]) -> ToolOutcome:
     meter = activity.metric_meter().with_additional_attributes({"tool": tool})
     result = await call
     outcome = "refused" if result.content.startswith(REFUSED) else result.status
-    meter.create_counter("agent_tool_calls", "tool calls, by tool and outcome").add(1, {"outcome": outcome})
+    meter.create_counter(*TOOL_CALLS).add(1, {"outcome": outcome})
     if outcome == "refused":
-        meter.create_counter("agent_sandbox_refusals", "tool calls refused without running").add(1)
+        meter.create_counter(*SANDBOX_REFUSALS).add(1)
     return result

@@ -11,18 +11,20 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from cli.calls import render_call
+from cli.hints import invoked
 from cli.prompt import read_line
 from cli.render import safe
 from cli.tasks import QUERY_TIMEOUT
 from contracts.task import ApprovalDecision, Interjection, PendingApproval, TaskStatus
 from core.entries import StatusNotice
+from core.settings import TemporalSettings
 from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
 
 async def ask_person(
     client: Client, workflow_id: str, status: TaskStatus, console, interactive: bool, who: str, parent: str | None,
-    secrets: SecretStore,
+    secrets: SecretStore, temporal: TemporalSettings,
 ) -> None:
     """Ask inline for an approval or a reply when a person is at the terminal; else say how.
     ``parent``: the task followed, when ``workflow_id`` is one of its sub-agents. A question
@@ -35,12 +37,10 @@ async def ask_person(
                       f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]")
         render_call(console, pending.tool, pending.arguments)  # a gated write as its diff, a command as typed
         if not interactive:
-            target = safe(workflow_id)
-            console.print(f"  approve: python starter.py approve {target} --call {safe(pending.call_id)}   "
-                          f"deny: python starter.py approve {target} --call {safe(pending.call_id)} --deny --reason TEXT")
+            approve = safe(invoked(f"approve {workflow_id} --call {pending.call_id}", temporal))
+            console.print(f"  approve: {approve}   deny: {approve} --deny --reason TEXT")
             if pending.rule:
-                console.print(f"  yes, and allow {safe(pending.rule)} for the rest of this task: "
-                              f"python starter.py approve {target} --call {safe(pending.call_id)} --remember")
+                console.print(f"  yes, and allow {safe(pending.rule)} for the rest of this task: {approve} --remember")
             return
         decision = await ask_decision(handle, pending, console, who)
         if decision is None:
@@ -53,7 +53,7 @@ async def ask_person(
     elif status.question is not None:
         console.print(f"[bold yellow]? the {'sub-agent' if parent else 'task'} asks:[/]{whose} {safe(status.question or '')}")
         if not interactive:
-            console.print(f'  reply: python starter.py reply {safe(workflow_id)} "TEXT"')
+            console.print(f"  reply: {safe(invoked(f'reply {workflow_id}', temporal))} \"TEXT\"")
             return
         text = (await read_line("  reply> ", console.file) or "").strip()
         if text:

@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 
 from cli import slash
 from cli.follow import POLL_S, Follower
+from cli.hints import invoked
 from cli.local import make_follower
 from cli.render import make_console, safe
 from cli.tasks import (
@@ -39,7 +40,7 @@ from cli.tasks import (
 )
 from contracts.task import ApprovalMode, Interjection, TaskInput, TaskOutcome, TaskState
 from core.entries import UserMessage
-from core.settings import Settings
+from core.settings import Settings, TemporalSettings
 from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
@@ -74,13 +75,13 @@ class Detached(Exception):
     """A Ctrl-C that leaves the conversation; a task that runs goes on."""
 
 
-def come_back(workflow_id: str | None, running: bool) -> str:
+def come_back(workflow_id: str | None, running: bool, temporal: TemporalSettings) -> str:
     """The line that says how to come back to the conversation (and to the task that runs)."""
     if workflow_id is None:
         return "left the conversation"
-    resume = f"python starter.py run --resume {workflow_id}"
+    resume = invoked(f"run --resume {workflow_id}", temporal)
     if running:
-        return (f"task {workflow_id} goes on; follow it with: python starter.py watch {workflow_id} · "
+        return (f"task {workflow_id} goes on; follow it with: {invoked(f'watch {workflow_id}', temporal)} · "
                 f"back to the conversation: {resume}")
     return f"left the conversation; come back to it with: {resume}"
 
@@ -154,7 +155,7 @@ class Conversation:
         try:
             await self.start(text)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            self.console.print("\n" + safe(come_back(self.current, True)))
+            self.console.print("\n" + safe(come_back(self.current, True, self.settings.temporal)))
             raise
         return self.code
 
@@ -293,4 +294,4 @@ class Conversation:
     async def leave(self) -> None:
         current = self.current
         running = current is not None and await self.running(current)
-        self.console.print(safe(come_back(current, running)))
+        self.console.print(safe(come_back(current, running, self.settings.temporal)))

@@ -11,6 +11,7 @@ import time
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from cli.hints import invoked
 from cli.sinks import Sink
 from cli.subagents import waiting_subagents
 from cli.tasks import QUERY_TIMEOUT
@@ -18,6 +19,7 @@ from cli.workers import RESTARTED, queue_polled, unpin
 from contracts.activities import LLM_ACTIVITY, LiveText
 from contracts.task import EventsPage, TaskOutcome, TaskStatus
 from core.entries import AiMessage, Entry, ToolCall
+from core.settings import TemporalSettings
 from workflows.task import AgentTaskWorkflow
 
 POLL_S = 0.25
@@ -43,8 +45,10 @@ class Follower:
     sub-agents waits for. One lock orders everything a sink is told, so live text never
     comes before the entries of the turns it follows."""
 
-    def __init__(self, client: Client, workflow_id: str, sink: Sink, *, interactive: bool, ask) -> None:
+    def __init__(self, client: Client, workflow_id: str, sink: Sink, *, interactive: bool, ask,
+                 temporal: TemporalSettings | None = None) -> None:
         self.client, self.workflow_id, self.sink = client, workflow_id, sink
+        self.temporal = temporal or TemporalSettings()  # the connection its hints repeat
         self.interactive, self.ask = interactive, ask
         self.handle = client.get_workflow_handle(workflow_id)
         self.lock = asyncio.Lock()
@@ -83,7 +87,7 @@ class Follower:
                     if not warned:
                         restarted = await queue_polled(self.client, desc.task_queue)
                         self.sink.note(RESTARTED if restarted else
-                                       "no worker is answering; waiting (start one with `python worker.py`)")
+                                       f"no worker is answering; waiting (start one with `{invoked('worker', self.temporal)}`)")
                         warned = True
                     await unpin(self.client, self.workflow_id)  # its last worker may be dead: any may answer
                     asked = False

@@ -36,9 +36,10 @@ def make_follower(client: Client, workflow_id: str, settings: Settings, *, json_
     async def ask(client: Client, workflow_id: str, status: TaskStatus, interactive: bool) -> None:
         if not json_mode:  # workflow_id: the task followed, or one of its sub-agents
             parent = followed if workflow_id != followed else None
-            await ask_person(client, workflow_id, status, console, interactive, who(), parent, secrets)
+            await ask_person(client, workflow_id, status, console, interactive, who(), parent, secrets,
+                             settings.temporal)
 
-    return Follower(client, workflow_id, sink, interactive=interactive, ask=ask)
+    return Follower(client, workflow_id, sink, interactive=interactive, ask=ask, temporal=settings.temporal)
 
 
 async def local_worker(stack: AsyncExitStack, client: Client, queue: str, settings: ProviderSettings | None,

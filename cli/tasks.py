@@ -33,6 +33,7 @@ from core.markdown import code_span
 from core.permissions import Permissions
 from core.settings import ModelTableSettings, SearchSettings, TaskDefaults, TemporalSettings
 from providers.factory import MODES
+from providers.keys import missing_key
 from providers.models import load_models, model_spec
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
@@ -203,6 +204,10 @@ def configured_model(args: argparse.Namespace) -> str:
             "no model configured: set AGENT_MODEL (and OPENAI_BASE_URL, OPENAI_API_KEY), "
             "or try the offline scripted model with --demo"
         )
+    # On the embedded default the worker is started from this environment: a key missing here is
+    # missing there. On a cluster the keys are the workers', not this command's.
+    if args.settings.temporal.embedded and (problem := missing_key(provider_mode(args), args.settings.providers)):
+        raise UserError(problem)
     return model
 
 

@@ -23,9 +23,9 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ResetSti
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from cli.hints import invoked
 from contracts.task import DEFAULT_TASK_QUEUE, TaskStatus
 from core.settings import TemporalSettings
-from temporal.connection import as_arguments
 from workflows.task import AgentTaskWorkflow
 
 RPC_TIMEOUT = timedelta(seconds=5)
@@ -63,8 +63,10 @@ async def unpolled_notice(client: Client, queue: str, settings: TemporalSettings
     if await queue_polled(client, queue):
         return None
     env = f"AGENT_TASK_QUEUE={queue} " if queue != (settings.task_queue or DEFAULT_TASK_QUEUE) else ""
-    command = " ".join([f"{env}python worker.py", *as_arguments(settings)])
-    return f"no worker polls task queue {queue}: the task waits until one does; start one with: {command}"
+    command = env + invoked("worker", settings)
+    # A queue per model settings (cli/worker_records.py): its worker needs the settings its tasks started with.
+    settings_note = " with the model settings its tasks were started with" if "@" in queue else ""
+    return f"no worker polls task queue {queue}: the task waits until one does; start one{settings_note} with: {command}"
 
 
 async def unpin(client: Client, workflow_id: str) -> None:

@@ -155,6 +155,8 @@ class TemporalSettings(Group):
     ui_url: str | None = var("TEMPORAL_UI_URL")
     task_queue: str | None = var("AGENT_TASK_QUEUE")  # None: contracts.task.DEFAULT_TASK_QUEUE
     embedded_port: int = var("AGENT_EMBEDDED_PORT", 7233)  # the embedded server's; its UI is 1000 above
+    # Not a variable: the options given on the command line, repeated in the commands the CLI suggests.
+    given: tuple[tuple[str, str], ...] = ()
 
     @property
     def embedded(self) -> bool:

@@ -55,7 +55,8 @@ def load_profile(settings: TemporalSettings) -> ClientConfigProfile:
 def resolve(settings: TemporalSettings, options: dict[str, str] | None = None) -> TemporalSettings:
     """``settings`` with the command-line ``options`` over them, and the profile's address and
     namespace where neither says: what ``embedded`` decides from."""
-    settings = dataclasses.replace(settings, **(options or {}))
+    options = options or {}
+    settings = dataclasses.replace(settings, **options, given=tuple(options.items()))
     profile = load_profile(settings)
     return dataclasses.replace(settings, address=settings.address or profile.address,
                                namespace=settings.namespace or profile.namespace)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 
 from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
@@ -27,6 +28,7 @@ def waiting_query(queue: str) -> str:
     """The tasks of ``queue`` waiting for an approval now."""
     return f"{WAITING_QUERY} AND TaskQueue = '{queue}'"
 GAUGE_EVERY_S = 10.0
+APPROVALS_WAITING = ("agent_approvals_waiting", "tasks waiting for an approval now")
 
 
 def metrics_runtime(port: int, host: str) -> Runtime:
@@ -39,11 +41,21 @@ def metrics_runtime(port: int, host: str) -> Runtime:
     )))
 
 
+def declare(runtime: Runtime, counters: Iterable[tuple[str, str]], queue: str) -> None:
+    """Export every agent counter, and the approvals gauge, at zero from the start, so an idle
+    worker's scrape lists them all and a rate over a fresh worker is 0, not "no data".
+    (Histograms appear with their first observation: the SDK's exporter shows no empty one.)"""
+    meter = runtime.metric_meter
+    for name, description in counters:
+        meter.create_counter(name, description).add(0)
+    meter.create_gauge(*APPROVALS_WAITING).set(0, {"task_queue": queue})
+
+
 async def approvals_waiting(client: Client, runtime: Runtime, queue: str, every_s: float = GAUGE_EVERY_S) -> None:
     """Set ``agent_approvals_waiting`` (labelled with the task queue) from visibility until
     cancelled. A namespace without the search attributes, or a visibility call that fails,
     leaves the last value (one failed count is not zero tasks waiting)."""
-    gauge = runtime.metric_meter.create_gauge("agent_approvals_waiting", "tasks waiting for an approval now")
+    gauge = runtime.metric_meter.create_gauge(*APPROVALS_WAITING)
     while True:
         with contextlib.suppress(RPCError):
             gauge.set((await client.count_workflows(waiting_query(queue))).count, {"task_queue": queue})

@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.service import RPCError
 
 from cli.background import connect
+from cli.hints import invoked
 from cli.prompt import read_line
 from cli.render import approval_text, safe
 from cli.subagents import approval_holder, subagent_call
@@ -92,7 +93,7 @@ async def run(args: argparse.Namespace) -> int:
     except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
         await handle.signal(AgentTaskWorkflow.approve, decision)  # durable: applied when a worker comes
         print(f"no worker answered within {CONFIRM_WAIT_S:g} s: the decision was sent to {target} as a signal "
-              "and takes effect when a worker runs the task (start one with `python worker.py`)")
+              f"and takes effect when a worker runs the task (start one with `{invoked('worker', args.settings.temporal)}`)")
         return 0
     allowed = f"; {decided.rule} is allowed for the rest of the task" if decision.remember and decided.rule else ""
     print(f"{'denied' if args.deny else 'approved'}: {decided.tool} call {decided.call_id} of {target}{allowed}")

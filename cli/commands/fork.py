@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 
 from cli.background import connect
+from cli.hints import invoked
 from cli.tasks import QUERY_TIMEOUT, UserError, describe
 from cli.turn_points import left_out_line, turn_point
 from cli.workers import RESTART_WAIT, ask
@@ -47,7 +48,7 @@ async def run(args: argparse.Namespace) -> int:
                                          wait=QUERY_TIMEOUT, patience=RESTART_WAIT)
     if page is None:
         raise UserError(f"no worker answered within {QUERY_TIMEOUT.total_seconds():g} s to read the task's context: "
-                        "start one (python worker.py) and fork again")
+                        f"start one ({invoked('worker', args.settings.temporal)}) and fork again")
     entries = [e for e in page.entries if e.turn <= args.to_turn]
     if page.base and page.entries and page.entries[0].turn > args.to_turn:
         raise UserError(f"turn {args.to_turn} is before the task's last continue-as-new: fork from a later turn")

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 from channels.config import load_channels
+from cli.background import connect_serving
 from cli.gateway import Defaults, Gateway, build_adapter
 from cli.tasks import UserError, configured_model, model_window, provider_mode
 from contracts.channels import GATEWAY_TASK_QUEUE
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
-from temporal.client import connect, is_embedded
-from worker import task_queue
+from temporal.client import is_embedded
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,9 +45,9 @@ async def run(args: argparse.Namespace) -> int:
     if not adapters:
         raise UserError("no channel can run: see above")
     model = configured_model(args)
-    defaults = Defaults(model=model, provider=provider_mode(args), task_queue=task_queue(settings.temporal),
+    client, queue = await connect_serving(settings)  # its tasks run with the gateway's own model settings
+    defaults = Defaults(model=model, provider=provider_mode(args), task_queue=queue,
                         data_dir=data_dir(settings.paths), context_window=model_window(model, settings.models), secrets=secrets)
-    client = await connect(settings)
     print(f"gateway: {', '.join(c.name for c, _ in adapters)}; tasks on {defaults.task_queue}", file=sys.stderr)
     await Gateway(client, adapters, defaults, queue=args.queue, register=is_embedded(settings.temporal)).run()
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from cli.background import connect
+from cli.hints import invoked
 from cli.tasks import MAX_INTERJECTION, UserError, running, who
 from cli.workers import worker_absence
 from contracts.task import Interjection
@@ -34,7 +35,7 @@ async def run(args: argparse.Namespace) -> int:
     absent = await worker_absence(client, args.id, desc.task_queue)
     if absent:
         print(f"{absent}: the message was delivered to {args.id} and takes effect when a worker starts "
-              "(python worker.py)")
+              f"({invoked('worker', args.settings.temporal)})")
     else:
         print(f"message delivered to {args.id}")
     return 0

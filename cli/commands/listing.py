@@ -17,8 +17,10 @@ from dataclasses import asdict
 from datetime import UTC, timedelta
 
 from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from cli.background import connect
+from cli.hints import invoked
 from cli.render import approval_text, make_console, safe, shorten
 from cli.task_listing import (
     STATES,
@@ -33,7 +35,10 @@ from cli.task_listing import (
     quoted,
     since_now,
 )
+from cli.tasks import UserError
 from cli.workers import ask_status, queue_polled
+from core.settings import TemporalSettings
+from temporal.server import SEARCH_ATTRIBUTES
 
 PENDING_WAIT = timedelta(seconds=2)  # per waiting task: the list is worth more than one line of it
 DEFAULT_LIMIT = 20
@@ -88,9 +93,12 @@ def task_filter(args: argparse.Namespace) -> TaskFilter:
 
 async def run(args: argparse.Namespace) -> int:
     client = await connect(args.settings)
-    page = await find(client, task_filter(args), args.limit)
+    try:
+        page = await find(client, task_filter(args), args.limit)
+    except RPCError as err:
+        raise unregistered(err, client.namespace) or err from None
     if args.pending:
-        waits = await asyncio.gather(*(waiting_for(client, wf) for wf in page.executions))
+        waits = await asyncio.gather(*(waiting_for(client, wf, args.settings.temporal) for wf in page.executions))
         for row, wait in zip(page.rows, waits):
             row.waiting = wait
     if args.json:
@@ -125,6 +133,16 @@ def line(row: Listed) -> str:
     return text + (f"  sub-agent of {safe(row.parent_id)}" if row.parent_id and not row.depth else "")
 
 
+def unregistered(err: RPCError, namespace: str) -> UserError | None:
+    """A query that names a search attribute the namespace lacks is refused as INVALID_ARGUMENT
+    (a real cluster, where registering needs operator rights): the line that registers them."""
+    if err.status != RPCStatusCode.INVALID_ARGUMENT or not any(name in err.message for name in SEARCH_ATTRIBUTES):
+        return None
+    pairs = " ".join(f"--name {name} --type {kind}" for name, kind in SEARCH_ATTRIBUTES.items())
+    return UserError(f"namespace {namespace} does not have the agent's search attributes, which this filter needs; "
+                     f"register them once with: temporal operator search-attribute create --namespace {namespace} {pairs}")
+
+
 def more_note(page: Page, args: argparse.Namespace) -> str:
     """How many more tasks the query finds than the limit let through, and how to see them:
     this command with a limit that takes them all, or the query for Temporal's own CLI."""
@@ -136,7 +154,7 @@ def more_note(page: Page, args: argparse.Namespace) -> str:
     if args.since:
         flags += ["--since", args.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")]
     again = shlex.join(["list", *flags, "--limit", str(page.total)] + (["--json"] if args.json else []))
-    return (f"{page.more:,} more not shown ({len(page.rows)} of {page.total:,}): python starter.py {again}\n"
+    return (f"{page.more:,} more not shown ({len(page.rows)} of {page.total:,}): {invoked(again, args.settings.temporal)}\n"
             f"  or: temporal workflow list --query {shell_word(page.query)}")
 
 
@@ -146,7 +164,7 @@ def shell_word(text: str) -> str:
     return shlex.quote(text) if any(c in text for c in '"$`\\') else f'"{text}"'
 
 
-async def waiting_for(client: Client, wf: WorkflowExecution) -> Waiting | None:
+async def waiting_for(client: Client, wf: WorkflowExecution, temporal: TemporalSettings) -> Waiting | None:
     """What a waiting task waits for (from its status query, when a worker answers within a
     moment), and the command that answers it."""
     if not await queue_polled(client, wf.task_queue):
@@ -160,7 +178,7 @@ async def waiting_for(client: Client, wf: WorkflowExecution) -> Waiting | None:
     root = wf.root_id or wf.parent_id or wf.id
     if status.pending_approval is not None:
         p = status.pending_approval
-        return Waiting("approval", f"{p.tool}: {approval_text(p)}", f"python starter.py approve {root}", p.danger)
+        return Waiting("approval", f"{p.tool}: {approval_text(p)}", invoked(f"approve {root}", temporal), p.danger)
     if status.question is not None:
-        return Waiting("reply", status.question, f'python starter.py reply {wf.id} "TEXT"')
+        return Waiting("reply", status.question, invoked(f'reply {wf.id} "TEXT"', temporal))
     return None

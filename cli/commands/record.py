@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from cli.background import connect
+from cli.hints import invoked
 from cli.tasks import UserError
 from evals.record import record_task
 from evals.run import EvalError
@@ -36,5 +37,5 @@ async def run(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"recorded {args.id} as case {case.name} in {suite} ({len(case.graders)} graders); replay it with:\n"
-          f"  python starter.py eval {suite} --replay --case {case.name}")
+          f"  {invoked(f'eval {suite} --replay --case {case.name}', args.settings.temporal)}")
     return 0

@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from cli.background import connect
+from cli.hints import invoked
 from cli.tasks import UserError, describe, who
 from cli.turn_points import left_out_line, turn_point
 from runtime.checkpoints import CheckpointError, Checkpoints
@@ -59,7 +60,7 @@ async def rewind_task(client: Client, task_id: str, turn: int, settings: Setting
     except RPCError as err:
         raise UserError(f"Temporal refused the reset: {err.message}") from None
     return (f"{said}\ntask {task_id} rewound to the end of turn {turn}; it continues on run {reply.run_id} "
-            f"(follow it with: python starter.py watch {task_id})")
+            f"(follow it with: {invoked(f'watch {task_id}', settings.temporal)})")
 
 
 def restore_workspace(task_id: str, workspace: Path, turn: int, checkpoints: Checkpoints) -> str:

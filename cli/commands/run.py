@@ -1,8 +1,8 @@
 """``run TASK``: start a task and follow it; at a terminal, stay in its conversation
 (cli/conversation.py). Without a terminal: exit 0 on DONE, 1 otherwise.
 
-On the embedded default the background worker runs the tasks (cli/background.py), so a task
-left goes on. ``--demo`` is the exception: its scripted model and worker live in this
+On the embedded default a background worker with this command's model settings runs the tasks
+(cli/background.py), so a task left goes on. ``--demo`` is the exception: its scripted model and worker live in this
 process, so the demo's tasks end with it (terminated, with the reason), however it ends:
 leaving, Ctrl-C, SIGTERM or a closed terminal.
 """
@@ -17,21 +17,21 @@ import sys
 import uuid
 from contextlib import AsyncExitStack
 
+from rich.console import Console
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from activities.llm import ProviderSettings
-from cli.background import connect
+from cli.background import connect, connect_serving
 from cli.commands import start
 from cli.conversation import Conversation, converse
 from cli.local import local_worker
 from cli.options import add_task_options
 from cli.render import safe
-from cli.resume import picked_up
+from cli.resume import earlier_exchanges, picked_up
 from cli.tasks import UserError, configured_model, task_input, workspace_of
 from cli.workers import unpolled_notice
 from contracts.task import ApprovalMode, TaskInput, TaskState
-from worker import task_queue
 from workflows.task import AgentTaskWorkflow
 
 FINAL = (TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED)
@@ -70,9 +70,11 @@ async def run(args: argparse.Namespace) -> int:
 
     if args.task:
         next_input(args.task)  # a mistake in the options is one line before anything starts
-    client = await connect(args.settings)
+    if args.demo:
+        client, queue = await connect(args.settings), ""
+    else:
+        client, queue = await connect_serving(args.settings)
     async with AsyncExitStack() as stack:
-        queue = task_queue(args.settings.temporal)
         if args.demo:
             from fakes.scripted import ScriptedModelServer, demo_steps
 
@@ -93,7 +95,20 @@ async def run(args: argparse.Namespace) -> int:
         talk = Conversation(client, queue, next_input, args.settings, workspace=workspace, session=session,
                             approval=ApprovalMode(args.approval))
         talk.tasks += [latest] if latest else []
+        if resuming and session:
+            replay(talk.console, await earlier_exchanges(client, session))
         return await (_demo(talk, args.task) if args.demo else converse(talk, args.task))
+
+
+def replay(console: Console, exchanges: list[tuple[str, str]]) -> None:
+    """The conversation so far, before the next message: each question and its answer."""
+    if not exchanges:
+        return
+    console.print(f"[dim]earlier in this conversation (the last {len(exchanges)}):[/]")
+    for asked, answer in exchanges:
+        console.print(f"[bold]›[/] {safe(asked)}")
+        console.print(safe(answer))
+    console.print()
 
 
 async def _demo(talk: Conversation, text: str | None) -> int:

@@ -10,7 +10,8 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from cli.background import connect
+from cli.background import connect, connect_serving
+from cli.hints import invoked
 from cli.options import add_task_options
 from cli.render import safe, shorten
 from cli.task_listing import Listed, age_text, cost_text, rows_of
@@ -29,7 +30,6 @@ from cli.task_schedules import (
 from cli.tasks import UserError, configured_model, task_input
 from contracts.channels import conversation_id
 from temporal.client import ensure_search_attributes, is_embedded
-from worker import task_queue
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,14 +75,14 @@ async def _create(args: argparse.Namespace) -> int:
     inp = task_input(args, configured_model(args))
     if args.report_to:
         inp.conversation = conversation_id(args.report_to)
-    client = await connect(args.settings)
+    client, queue = await connect_serving(args.settings)  # its runs go to the worker with these model settings
     inp.search_attributes = await ensure_search_attributes(client, register=is_embedded(args.settings.temporal))
     await create_task_schedule(
-        client, args.name, args.cron, inp,
-        task_queue=task_queue(args.settings.temporal), overlap=args.overlap, note=args.note, every=every,
+        client, args.name, args.cron, inp, task_queue=queue, overlap=args.overlap, note=args.note, every=every,
     )
     summary = await describe_task_schedule(client, args.name)
-    print(f"runs need a worker: python worker.py (task queue {task_queue(args.settings.temporal)})", file=sys.stderr)
+    if not is_embedded(args.settings.temporal):
+        print(f"runs need a worker: {invoked('worker', args.settings.temporal)} (task queue {queue})", file=sys.stderr)
     print(f"created schedule {summary.name}: {summary.when}, next run {_time(summary.next_runs)}")
     return 0
 
@@ -111,9 +111,9 @@ async def _trigger(args: argparse.Namespace) -> int:
         if last is not None and last.status == "RUNNING":
             print(f"skipped: {last.workflow_id} is still running (overlap policy {summary.overlap})")
         else:
-            print(f"triggered {args.name}; no task seen yet: check with python starter.py schedule list")
+            print(f"triggered {args.name}; no task seen yet: check with {invoked('schedule list', args.settings.temporal)}")
         return 0
-    print(f"started; follow it with: python starter.py watch {workflow_id}", file=sys.stderr)
+    print(f"started; follow it with: {invoked(f'watch {workflow_id}', args.settings.temporal)}", file=sys.stderr)
     print(workflow_id)
     return 0
 

@@ -11,7 +11,7 @@ from cli.background import connect
 from cli.permissions import permission_lines
 from cli.render import status_lines
 from cli.tasks import QUERY_TIMEOUT, UserError, closed_outcome, describe, finished_status, ui_link
-from cli.workers import RESTART_WAIT, ask_status
+from cli.workers import RESTART_WAIT, ask_status, unpolled_notice
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +27,9 @@ async def run(args: argparse.Namespace) -> int:
     if desc.status == WorkflowExecutionStatus.RUNNING:
         answer = await ask_status(client, args.id, desc.task_queue, wait=QUERY_TIMEOUT, patience=RESTART_WAIT)
         if answer is None:
-            raise UserError(f"task {args.id} is running but no worker answers its status query")
+            notice = await unpolled_notice(client, desc.task_queue, args.settings.temporal)
+            raise UserError(f"task {args.id} is running but no worker answers its status query"
+                            + (f"; {notice}" if notice else ""))
         status = answer
     else:
         status = await finished_status(client, desc, await closed_outcome(client, args.id))

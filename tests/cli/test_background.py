@@ -21,7 +21,7 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from cli.background import PARTS
+from cli.background import parts
 from cli.commands.run import DEMO_ENDED
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import ScriptedModelServer, Step, tool
@@ -53,8 +53,12 @@ async def starter(env: dict[str, str], *args: str, timeout_s: float = 120) -> tu
 
 
 def background_pids(env: dict[str, str]) -> dict[str, int | None]:
-    data = Path(env["AGENT_DATA_DIR"])
-    return {part.name: running_pid(data / part.pid_file, part.marker) for part in PARTS}
+    """The server's, the codec server's and each background worker's pid, by name."""
+    return {part.name: running_pid(part.pid_file, part.marker) for part in parts(Path(env["AGENT_DATA_DIR"]))}
+
+
+def worker_pids(env: dict[str, str]) -> dict[str, int | None]:
+    return {name: pid for name, pid in background_pids(env).items() if name.startswith("worker")}
 
 
 @contextlib.asynccontextmanager
@@ -80,8 +84,9 @@ async def test_start_on_the_embedded_default_runs_the_task_to_done_with_no_other
                             OPENAI_API_KEY="test-key") as env:
             code, out, err = await starter(env, "start", "--workspace", str(workspace), "take notes")
             assert code == 0, err
-            assert "started the Temporal dev server and a worker in the background" in err
-            assert "python starter.py server stop" in err and "background-worker.log" in err
+            assert "started the Temporal dev server in the background" in err
+            assert f"started a worker for scripted-model · openai at {model.url} in the background" in err
+            assert "python starter.py server stop" in err and "workers/agent-tasks@" in err
             client = await Client.connect(f"127.0.0.1:{env['AGENT_EMBEDDED_PORT']}",
                                           data_converter=pydantic_data_converter)
             handle = client.get_workflow_handle(out.strip().splitlines()[-1], result_type=TaskOutcome)
@@ -93,37 +98,26 @@ async def test_start_on_the_embedded_default_runs_the_task_to_done_with_no_other
             assert code == 0 and "DONE" in out and "background" not in err
             pids = background_pids(env)
             assert all(pids.values()), pids
+            (worker_name, worker_pid), = worker_pids(env).items()
             code, out, _ = await starter(env, "server", "status")
-            assert code == 0 and f"running (pid {pids['worker']})" in out
+            assert code == 0 and f"{worker_name}: running (pid {worker_pid})" in out
+            assert f"worker for scripted-model · openai at {model.url} (task queue agent-tasks@" in out
             assert f"running (pid {pids['Temporal dev server']})" in out
             assert f"codec server: running (pid {pids['codec server']})" in out  # the UI reads compressed payloads
             code, out, _ = await starter(env, "server", "logs", "-n", "50")
             assert code == 0 and "temporal-server.log <==" in out and "worker started" in out
 
             code, out, _ = await starter(env, "server", "stop", timeout_s=60)
-            assert code == 0 and "worker: stopped" in out and "Temporal dev server: stopped" in out
+            assert code == 0 and f"{worker_name}: stopped" in out and "Temporal dev server: stopped" in out
             assert "codec server: stopped" in out
-            assert background_pids(env) == {"Temporal dev server": None, "codec server": None, "worker": None}
+            assert not any(background_pids(env).values())
             code, out, _ = await starter(env, "server", "status")
             assert out.count("not running") == 3
 
 
-async def test_the_background_worker_is_replaced_when_the_settings_change(tmp_path, workspace):
-    async with embedded(tmp_path) as env:
-        code, _, err = await starter(env, "list")
-        assert code == 0 and "started the Temporal dev server and a worker" in err
-        first = background_pids(env)["worker"]
-        env["OPENAI_API_KEY"] = "exported-since"
-        code, _, err = await starter(env, "list")
-        assert code == 0 and f"a new worker (the one before, pid {first}, had other settings)" in err
-        assert background_pids(env)["worker"] not in (None, first)
-        code, _, err = await starter(env, "list")
-        assert code == 0 and "worker" not in err
-
-
 async def test_stop_terminates_a_task_no_worker_polls_for_with_its_reason(client, task_queue, workspace):
     code, out, err = await cli(client, "start", "--workspace", str(workspace), "wait for me", queue=task_queue)
-    assert code == 0 and f"no worker polls task queue {task_queue}" in err and "python worker.py" in err
+    assert code == 0 and f"no worker polls task queue {task_queue}" in err and "start one with: python starter.py worker" in err
     workflow_id = out.strip().splitlines()[-1]
     code, out, err = await cli(client, "stop", workflow_id, "--reason", "not needed after all")
     assert code == 0, err
@@ -204,7 +198,7 @@ async def test_server_status_and_stop_leave_a_server_this_data_directory_did_not
         code, out, err = await starter(env, "server", action)
         assert code == 0, err
         assert "Temporal dev server: not started from this data directory, but one answers on 127.0.0.1:" in out
-        assert "worker: not running" in out
+        assert "workers: none yet" in out or "not running" in out
     assert port_open("127.0.0.1", int(env["AGENT_EMBEDDED_PORT"]))  # still serving
 
 

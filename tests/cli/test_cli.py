@@ -20,7 +20,8 @@ from workflows.task import AgentTaskWorkflow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = None, **env: str):
+async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = None, program: str | None = None,
+              **env: str):
     environ = dict(os.environ)
     environ.update(
         TEMPORAL_ADDRESS=client.service_client.config.target_host,
@@ -30,7 +31,7 @@ async def cli(client, *args: str, queue: str = "cli-none", cwd: Path | None = No
     )
     environ.update(env)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "starter.py"), *args, cwd=cwd or ROOT, env=environ,
+        *([program] if program else [sys.executable, str(ROOT / "starter.py")]), *args, cwd=cwd or ROOT, env=environ,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
@@ -189,7 +190,7 @@ async def test_approve_without_a_worker_says_so_quickly_and_takes_effect_when_on
     assert code == 0, err
     # Quickly: it waits for a worker's confirmation no longer than its bound, then says so (a
     # bound, not a wall-clock assertion: under CI's load starting the CLI alone takes seconds).
-    assert "no worker answered within 5 s" in out and "python worker.py" in out and "Traceback" not in err
+    assert "no worker answered within 5 s" in out and "python starter.py worker" in out and "Traceback" not in err
     async with scripted_worker(client, task_queue, [tool("message", type="result", text="pushed")]):
         outcome = await asyncio.wait_for(handle.result(), 30)
     assert outcome["status"] == "DONE"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.background import WORKER_LOG
 from fakes.scripted import ScriptedModelServer, Step
 from tests.cli.test_background import embedded, starter
 
@@ -22,12 +21,14 @@ async def test_a_wrong_api_key_is_one_line_on_the_terminal_and_the_details_are_i
     with ScriptedModelServer([Step(status=401, error_body=WRONG_KEY)]) as model:
         async with embedded(tmp_path, AGENT_MODEL="gpt-4o-mini", OPENAI_BASE_URL=model.url,
                             OPENAI_API_KEY="sk-wrong") as env:
-            code, _, err = await starter(env, "list")  # the background pair starts, and says so, here
+            code, _, err = await starter(env, "list")  # the background server starts, and says so, here
             assert code == 0 and "in the background" in err
             code, out, err = await starter(env, "run", "--workspace", str(workspace), "say hello")
-            log = (Path(env["AGENT_DATA_DIR"]) / WORKER_LOG).read_text()
+            (log_file,) = (Path(env["AGENT_DATA_DIR"]) / "workers").glob("*.log")  # the worker for its settings
+            log = log_file.read_text()
     assert code == 1, out + err
-    assert err == "", err  # no log line, no warning, no traceback
+    (said,) = err.splitlines()  # the worker it started, and no log line, no warning, no traceback
+    assert said.startswith("started a worker for gpt-4o-mini"), err
     failures = [line for line in out.splitlines() if "401" in line]
     assert len(failures) == 1 and failures[0].startswith("FAILED (1 turns"), out
     assert "Incorrect API key provided" in failures[0] and "sk-wrong" not in out  # the key itself is redacted

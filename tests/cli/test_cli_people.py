@@ -103,7 +103,7 @@ async def test_interject_without_a_worker_says_so_quickly_and_takes_effect_when_
     assert code == 0, err
     # Quickly: within its stated bound (not a wall-clock assertion: CI's load makes those flaky).
     assert out.startswith(f"no worker answered for task {workflow_id} within 6 s") and f"task queue {task_queue}" in out
-    assert "the message was delivered" in out and "python worker.py" in out and "Traceback" not in err
+    assert "the message was delivered" in out and "python starter.py worker" in out and "Traceback" not in err
 
     steps = [tool("message", type="result", text="released")]
     async with scripted_worker(client, task_queue, steps) as model:
@@ -119,7 +119,7 @@ async def test_interject_on_a_queue_no_worker_ever_polled_says_so_at_once(client
     code, out, err = await cli(client, "interject", handle.id, "also check the docs", queue=task_queue)
     assert code == 0, err
     assert out.strip() == (f"no worker is polling task queue {task_queue}: the message was delivered to "
-                           f"{handle.id} and takes effect when a worker starts (python worker.py)")
+                           f"{handle.id} and takes effect when a worker starts (python starter.py worker)")
     async with scripted_worker(client, task_queue, [tool("message", type="result", text="ok")]) as model:
         await asyncio.wait_for(handle.result(), 30)
     assert any("also check the docs" in text for text in user_texts(model.requests[0]))

@@ -160,8 +160,13 @@ async def test_resume_and_continue_pick_up_a_finished_tasks_conversation_without
                                    "Which colour was it?", queue=task_queue)
         assert code == 0, err
         assert "It was teal." in out
+        # The conversation so far comes first: what was asked and what was answered.
+        replayed = out.split("It was teal.")[0]
+        assert "earlier in this conversation (the last 1)" in replayed
+        assert "Remember: the colour is teal" in replayed and "Noted: the colour is teal." in replayed
         code, out, err = await cli(client, "run", "--continue", "Sure?", queue=task_queue, cwd=workspace)
         assert code == 0, err
+        assert "earlier in this conversation (the last 2)" in out and out.index("Noted") < out.index("It was teal.")
         model.assert_consumed()
     history = "\n".join(str(m["content"]) for m in model.requests[1]["messages"])
     assert "Noted: the colour is teal." in history

@@ -105,7 +105,7 @@ async def test_prometheus_reads_back_what_the_worker_did(client, task_queue, wor
             # Five model calls of 10 input and 5 output tokens each (the scripted usage).
             assert await until(base, "sum(agent_tokens_input_total)", 50) == 50
             assert await until(base, "sum(agent_tokens_output_total)", 25) == 25
-            assert await until(base, "sum(agent_model_call_latency_count)", 5) == 5
+            assert await until(base, "sum(agent_model_call_latency_seconds_count)", 5) == 5
             assert await until(base, 'sum(agent_tool_calls_total{tool="file",outcome="ok"})', 2) == 2
             # The SDK's own worker metrics come through the same endpoint.
             assert (await query(base, "sum(temporal_workflow_task_schedule_to_start_latency_count)") or 0) > 0
