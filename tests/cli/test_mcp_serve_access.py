@@ -40,6 +40,13 @@ def test_a_token_file_left_readable_by_others_is_tightened(tmp_path):
     assert stat.S_IMODE((tmp_path / TOKEN_FILE).stat().st_mode) == 0o600
 
 
+@pytest.fixture(autouse=True)
+def key(monkeypatch):
+    """A key for the default provider: these tests are about workspaces and approvals, and a
+    command on the embedded default stops first when the key its worker needs is missing."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+
 def served(client, root: Path, *options: str):
     """An in-process client of ``mcp-serve --workspace root [options]``."""
     args = cli_args(["mcp-serve", "--workspace", str(root), "--model", "m", *options])
