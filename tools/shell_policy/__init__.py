@@ -90,8 +90,8 @@ from pathlib import Path
 
 from tools.base import Danger
 from tools.shell_policy.table import _NO_CODE, _TABLE
-from tools.shell_policy.verdict import Verdict, _bad
-from tools.shell_policy.walk import MAX_CHARS, _classify, _Table
+from tools.shell_policy.walk import MAX_CHARS, Table, classify
+from tools.shell_policy.words import Verdict, bad
 
 __all__ = ["MAX_CHARS", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
 
@@ -117,10 +117,10 @@ def runs_no_code(command: str) -> bool:
     return is_read_only(command) and _guarded(command, _NO_CODE, None)[0] is Danger.SAFE
 
 
-def _guarded(command: str, table: _Table, workspace: Path | None) -> Verdict:
+def _guarded(command: str, table: Table, workspace: Path | None) -> Verdict:
     try:
-        return _classify(command, table, 0, workspace=workspace)
+        return classify(command, table, 0, workspace=workspace)
     except RecursionError:
-        return _bad("nested too deeply to see through")
+        return bad("nested too deeply to see through")
     except Exception:  # a classifier bug must ask, not crash the activity deciding on approval
-        return _bad("could not be inspected")
+        return bad("could not be inspected")

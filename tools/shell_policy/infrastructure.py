@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _show
-from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _opts, _Word
+from tools.shell_policy.walk import Call
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten
 
 
-def _infra(c: _Call, verb: str) -> Verdict:
-    return _bad(f"changes infrastructure ({c.name} {verb})".replace(" )", ")"))
+def _infra(c: Call, verb: str) -> Verdict:
+    return bad(f"changes infrastructure ({c.name} {verb})".replace(" )", ")"))
 
 
 _KUBECTL_READS = frozenset(
@@ -25,8 +24,8 @@ _KUBECTL_READ_PAIRS = frozenset(
 )
 
 
-def _kubectl(c: _Call) -> Verdict:
-    o = _opts(c.args, "nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user",
+def _kubectl(c: Call) -> Verdict:
+    o = opts(c.args, "nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user",
                                   "--token", "--selector", "--output", "--filename", "--container", "--as",
                                   "--as-group", "--request-timeout"))
     words = o.texts()
@@ -39,8 +38,8 @@ def _kubectl(c: _Call) -> Verdict:
     return _infra(c, " ".join(words[:2]) if words[0] in ("rollout", "config", "auth", "certificate") else words[0])
 
 
-def _helm(c: _Call) -> Verdict:
-    words = _opts(c.args, "nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set",
+def _helm(c: Call) -> Verdict:
+    words = opts(c.args, "nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set",
                                  "--version", "--repo")).texts()
     verb = words[0] if words else ""
     if verb in ("install", "upgrade", "uninstall", "delete", "del", "un", "rollback", "push", "test"):
@@ -52,8 +51,8 @@ def _helm(c: _Call) -> Verdict:
     return MODERATE
 
 
-def _terraform(c: _Call) -> Verdict:
-    words = [w for w in _opts(c.args).texts() if w]
+def _terraform(c: Call) -> Verdict:
+    words = [w for w in opts(c.args).texts() if w]
     raw = [w.text or "" for w in c.args]
     verb = " ".join(words[:2]) if words[:1] in (["state"], ["workspace"], ["run-all"]) else (words or [""])[0]
     dangerous = ("apply", "destroy", "import", "taint", "untaint", "refresh", "force-unlock", "state rm",
@@ -66,8 +65,8 @@ def _terraform(c: _Call) -> Verdict:
     return SAFE if verb == "version" else MODERATE
 
 
-def _pulumi(c: _Call) -> Verdict:
-    words = _opts(c.args, "sC", ("--stack", "--cwd")).texts()
+def _pulumi(c: Call) -> Verdict:
+    words = opts(c.args, "sC", ("--stack", "--cwd")).texts()
     pair = tuple(words[:2])
     if words[:1] in (["up"], ["update"], ["destroy"], ["import"], ["refresh"], ["cancel"]) or pair in (
         ("stack", "rm"), ("state", "delete"), ("state", "unprotect"), ("state", "edit")):
@@ -75,29 +74,29 @@ def _pulumi(c: _Call) -> Verdict:
     return MODERATE
 
 
-def _verbs(*bad: str) -> Callable[[_Call], Verdict]:
+def _verbs(*verbs: str) -> Callable[[Call], Verdict]:
     """A deploy tool: DANGEROUS for these verbs (in the first two words, or after ``:``), else MODERATE."""
 
-    def rule(c: _Call) -> Verdict:
-        words = _opts(c.args).texts()
+    def rule(c: Call) -> Verdict:
+        words = opts(c.args).texts()
         for i, verb in enumerate(words[:2]):
-            if verb in bad or verb.rsplit(":", 1)[-1] in bad:
+            if verb in verbs or verb.rsplit(":", 1)[-1] in verbs:
                 return _infra(c, " ".join(words[: i + 1]))
         return MODERATE
 
     return rule
 
 
-def _vercel(c: _Call) -> Verdict:
-    o = _opts(c.args, "tA", ("--token", "--scope", "--local-config"))
+def _vercel(c: Call) -> Verdict:
+    o = opts(c.args, "tA", ("--token", "--scope", "--local-config"))
     if o.has("--prod", "--production"):
         return _infra(c, "--prod")
     words = o.texts()
     return _infra(c, words[0]) if words[:1] in (["rm"], ["remove"], ["promote"], ["rollback"]) else MODERATE
 
 
-def _netlify(c: _Call) -> Verdict:
-    o = _opts(c.args, "sad", ("--site", "--auth", "--dir"))
+def _netlify(c: Call) -> Verdict:
+    o = opts(c.args, "sad", ("--site", "--auth", "--dir"))
     words = o.texts()
     if (words[:1] == ["deploy"] and o.has("--prod", "-p")) or (words and words[0].endswith(":delete")):
         return _infra(c, " ".join(words[:1]) + (" --prod" if o.has("--prod", "-p") else ""))
@@ -108,12 +107,12 @@ _READ_VERBS = frozenset({"list", "ls", "show", "describe", "get", "info", "statu
                          "whoami", "read", "lookup", "print", "view", "history", "releases", "search", "doctor"})
 
 
-def _read_or_infra(extra_reads: Iterable[str] = ()) -> Callable[[_Call], Verdict]:
+def _read_or_infra(extra_reads: Iterable[str] = ()) -> Callable[[Call], Verdict]:
     """flyctl, heroku, vault: DANGEROUS unless the verb (or its last ``:``/word part) reads."""
     reads = _READ_VERBS | frozenset(extra_reads)
 
-    def rule(c: _Call) -> Verdict:
-        words = [w for w in _opts(c.args, "ac", ("--app", "--config", "--address", "--namespace")).texts() if w]
+    def rule(c: Call) -> Verdict:
+        words = [w for w in opts(c.args, "ac", ("--app", "--config", "--address", "--namespace")).texts() if w]
         if not words:
             return SAFE
         verb = words[0]
@@ -134,9 +133,9 @@ _CLOUD_WRITES = frozenset(
 )
 
 
-def _cloud(c: _Call) -> Verdict:
+def _cloud(c: Call) -> Verdict:
     """gcloud, az, doctl, eksctl: the first word that is a verb decides."""
-    words = _opts(c.args).texts()
+    words = opts(c.args).texts()
     for i, word in enumerate(words):
         if word in _CLOUD_WRITES or re.match(r"(add|remove|set|delete|create|update)-", word):
             return _infra(c, " ".join(words[: i + 1]))
@@ -145,8 +144,8 @@ def _cloud(c: _Call) -> Verdict:
     return MODERATE
 
 
-def _aws(c: _Call) -> Verdict:
-    words = _opts(c.args, long=("--profile", "--region", "--output", "--endpoint-url", "--query", "--color",
+def _aws(c: Call) -> Verdict:
+    words = opts(c.args, long=("--profile", "--region", "--output", "--endpoint-url", "--query", "--color",
                                 "--ca-bundle", "--cli-read-timeout", "--cli-connect-timeout",
                                 "--cli-binary-format")).texts()
     if len(words) < 2 or words[0] == "help" or words[1] in ("help", "wait"):
@@ -157,11 +156,11 @@ def _aws(c: _Call) -> Verdict:
     return _infra(c, f"{service} {op}")
 
 
-def _ansible(c: _Call) -> Verdict:
-    o = _opts(c.args, "iemutl", ("--inventory", "--extra-vars", "--module-name", "--user", "--tags", "--limit"))
+def _ansible(c: Call) -> Verdict:
+    o = opts(c.args, "iemutl", ("--inventory", "--extra-vars", "--module-name", "--user", "--tags", "--limit"))
     if o.has("--syntax-check", "--list-hosts", "--list-tasks", "--list-tags"):
         return MODERATE
-    return _bad(f"runs commands on remote hosts ({c.name})")
+    return bad(f"runs commands on remote hosts ({c.name})")
 
 
 _DOCKER_GROUPS = frozenset(
@@ -178,8 +177,8 @@ _DOCKER_PRIVILEGE = re.compile(
 )
 
 
-def _docker(c: _Call) -> Verdict:
-    top = _opts(c.args, "Hcl", ("--host", "--context", "--config", "--log-level"), posix=True)
+def _docker(c: Call) -> Verdict:
+    top = opts(c.args, "Hcl", ("--host", "--context", "--config", "--log-level"), posix=True)
     words = [w.text or "" for w in top.pos]
     if c.name == "docker-compose":
         words = ["compose", *words]
@@ -191,13 +190,13 @@ def _docker(c: _Call) -> Verdict:
     verb = next((w for w in rest if not w.startswith("-")), "")
     named = " ".join(filter(None, [c.name, "" if c.name == "docker-compose" else group, verb]))
     if verb == "push" or "--push" in rest:
-        return _bad(f"publishes an image ({named})")
+        return bad(f"publishes an image ({named})")
     if group == "compose" and verb == "down" and any(w in ("-v", "--volumes", "--rmi") for w in rest):
-        return _bad(f"deletes volumes or images ({named} -v)")
+        return bad(f"deletes volumes or images ({named} -v)")
     if verb in _DOCKER_BREAKS and not (group == "compose" and verb == "down"):
-        return _bad(f"changes containers or images ({named})")
+        return bad(f"changes containers or images ({named})")
     if group in ("service", "stack", "swarm", "node", "secret") and verb not in _DOCKER_READS:
-        return _bad(f"changes containers or images ({named})")
+        return bad(f"changes containers or images ({named})")
     if verb in ("run", "create") or (group == "compose" and verb == "run"):
         return _container_run(c, args, named)
     if verb in ("ps", "logs", "ls") or (verb in _DOCKER_READS and group != "compose"):
@@ -205,24 +204,24 @@ def _docker(c: _Call) -> Verdict:
     return MODERATE
 
 
-def _container_run(c: _Call, args: Sequence[_Word], named: str) -> Verdict:
+def _container_run(c: Call, args: Sequence[Word], named: str) -> Verdict:
     for i, w in enumerate(args):
         text = w.text or ""
         if _DOCKER_PRIVILEGE.match(text) or (text in ("--pid", "--userns", "--ipc") and i + 1 < len(args)
                                              and args[i + 1].text == "host"):
-            return _bad(f"runs a privileged container ({named} {_show(text)})")
+            return bad(f"runs a privileged container ({named} {shorten(text)})")
         mount = None
         if text in ("-v", "--volume", "--mount") and i + 1 < len(args):
             mount = args[i + 1]
         elif text.startswith(("--volume=", "--mount=")) or (text.startswith("-v") and len(text) > 2):
-            mount = _Word(text.split("=", 1)[1] if "=" in text[:9] else text[2:], w.raw)
+            mount = Word(text.split("=", 1)[1] if "=" in text[:9] else text[2:], w.raw)
         if mount is None:
             continue
         spec = mount.text if mount.text is not None else mount.raw
         source = re.search(r"(?:^|,)(?:source|src)=([^,]+)", spec) if "=" in spec else None
         host = source.group(1) if source else spec.split(":", 1)[0] if ":" in spec else ""
         if host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
-            probe = _Word(None if mount.text is None else host, host)
+            probe = Word(None if mount.text is None else host, host)
             if c.outside(probe):
-                return _bad(f"mounts a host path outside the workspace ({named} -v {_show(host)})")
+                return bad(f"mounts a host path outside the workspace ({named} -v {shorten(host)})")
     return MODERATE

@@ -6,47 +6,46 @@ from __future__ import annotations
 import re
 
 from tools.base import Danger
-from tools.shell_policy.accounts import _mode_risk
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad
-from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _opts
+from tools.shell_policy.walk import Call
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, bad, opts
+from tools.shell_policy.writes import mode_risk
 
 
-def _date(c: _Call) -> Verdict:
-    return MODERATE if _opts(c.args, "dfr").has("-s", "--set") else SAFE
+def _date(c: Call) -> Verdict:
+    return MODERATE if opts(c.args, "dfr").has("-s", "--set") else SAFE
 
 
-def _hostname(c: _Call) -> Verdict:
-    return SAFE if not _opts(c.args).pos else MODERATE
+def _hostname(c: Call) -> Verdict:
+    return SAFE if not opts(c.args).pos else MODERATE
 
 
-def _history(c: _Call) -> Verdict:
-    return _bad("clears the shell history (history -c)") if _opts(c.args).has("-c") else SAFE
+def _history(c: Call) -> Verdict:
+    return bad("clears the shell history (history -c)") if opts(c.args).has("-c") else SAFE
 
 
-def _disk(c: _Call) -> Verdict:
+def _disk(c: Call) -> Verdict:
     if c.name == "mount" and not c.args:
         return SAFE
-    return _bad(f"changes disks or filesystems ({c.name})")
+    return bad(f"changes disks or filesystems ({c.name})")
 
 
-def _chmod(c: _Call) -> Verdict:
-    o = _opts(c.args, long=("--reference",))
+def _chmod(c: Call) -> Verdict:
+    o = opts(c.args, long=("--reference",))
     if o.has("-R", "--recursive"):
-        return _bad("changes permissions recursively (chmod -R)")
+        return bad("changes permissions recursively (chmod -R)")
     for reference in o.values("--reference"):
         if c.outside(reference):
-            return _bad(f"copies the mode of an outside file (chmod --reference={reference.show})")
+            return bad(f"copies the mode of an outside file (chmod --reference={reference.show})")
     operands = list(o.pos)
     # `chmod -w f`, `chmod -x f`: the mode looks like an option
     symbolic = [f"-{name[1:]}" for name, _ in o.flags if re.fullmatch(r"-[rwxXst]", name)]
     mode = symbolic[0] if symbolic else (operands.pop(0).text or "" if operands and not o.has("--reference") else "")
-    risk = _mode_risk(mode)
+    risk = mode_risk(mode)
     if risk:
-        return _bad(f"{risk} (chmod {mode})")
+        return bad(f"{risk} (chmod {mode})")
     for target in operands:
         if c.outside(target):
-            return _bad(f"changes permissions outside the workspace (chmod {target.show})")
+            return bad(f"changes permissions outside the workspace (chmod {target.show})")
     for target in operands:  # a script made executable here and run next asks (scripts.py)
         verdict = c.scan.wrote(target, "chmod", keep=True)
         if verdict[0] is Danger.DANGEROUS:
@@ -54,12 +53,12 @@ def _chmod(c: _Call) -> Verdict:
     return MODERATE
 
 
-def _owner(c: _Call) -> Verdict:
-    return _bad(f"changes owners or permissions ({c.name})")
+def _owner(c: Call) -> Verdict:
+    return bad(f"changes owners or permissions ({c.name})")
 
 
-def _machine(c: _Call) -> Verdict:
-    return _bad(f"controls the machine or its services ({c.name})")
+def _machine(c: Call) -> Verdict:
+    return bad(f"controls the machine or its services ({c.name})")
 
 
 _SERVICE_READS = frozenset(
@@ -68,52 +67,52 @@ _SERVICE_READS = frozenset(
 )
 
 
-def _services(c: _Call) -> Verdict:
+def _services(c: Call) -> Verdict:
     words = [w.text or "" for w in c.args if not (w.text or "").startswith("-") or w.text == "--status-all"]
     verb = words[1] if c.name == "service" and len(words) > 1 else (words or ["status"])[0]
     return SAFE if verb in _SERVICE_READS else _machine(c)
 
 
-def _sysctl(c: _Call) -> Verdict:
-    o = _opts(c.args)
+def _sysctl(c: Call) -> Verdict:
+    o = opts(c.args)
     return _machine(c) if o.has("-w", "--write", "-p", "--load") or any("=" in t for t in o.texts()) else SAFE
 
 
 _OWN_JOB = re.compile(r'"?(\$!|\$\{!\}|\$\$|\$\{?\w+\}?)"?')
 
 
-def _kill(c: _Call) -> Verdict:
+def _kill(c: Call) -> Verdict:
     """``kill -9 -1`` and ``kill -1`` signal every process; in ``kill -1 123``, -1 is SIGHUP. A
     literal PID is a process this line did not start (each command's processes end with it);
     ``%1``, ``$!`` and a variable holding it are its own."""
     texts = [w.text for w in c.args]
     if "-1" in texts[1:] or texts == ["-1"]:
-        return _bad("kills every process (kill -1)")
-    o = _opts(c.args, "sn", ("--signal",))
+        return bad("kills every process (kill -1)")
+    o = opts(c.args, "sn", ("--signal",))
     groups = [w for w in c.args[1:] if re.fullmatch(r"-\d+", w.text or "")]  # after the signal: -PGID
     for target in [*o.pos, *groups]:
         if target.text is None:
             if _OWN_JOB.fullmatch(target.raw):
                 continue
-            return _bad(f"signals processes found at run time (kill {target.show})")
+            return bad(f"signals processes found at run time (kill {target.show})")
         if re.fullmatch(r"-?\d+", target.text) and target.text != "0":
-            return _bad(f"signals a process it did not start (kill {target.show})")
+            return bad(f"signals a process it did not start (kill {target.show})")
     return MODERATE
 
 
-def _fuser(c: _Call) -> Verdict:
-    return _bad("kills the processes using a file (fuser -k)") if _opts(c.args, "sm").has("-k") else MODERATE
+def _fuser(c: Call) -> Verdict:
+    return bad("kills the processes using a file (fuser -k)") if opts(c.args, "sm").has("-k") else MODERATE
 
 
-def _at(c: _Call) -> Verdict:
-    o = _opts(c.args, "qfMt")
+def _at(c: Call) -> Verdict:
+    o = opts(c.args, "qfMt")
     if c.name == "at" and o.has("-l", "-c", "-d", "-r"):
         return MODERATE
-    return _bad(f"schedules a job to run later ({c.name})")
+    return bad(f"schedules a job to run later ({c.name})")
 
 
-def _crontab(c: _Call) -> Verdict:
-    o = _opts(c.args, "u")
+def _crontab(c: Call) -> Verdict:
+    o = opts(c.args, "u")
     if o.has("-l") and not o.has("-r"):
         return SAFE
-    return _bad(f"changes scheduled jobs (crontab {o.flags[0][0] if o.flags else ' '.join(o.texts())})".strip())
+    return bad(f"changes scheduled jobs (crontab {o.flags[0][0] if o.flags else ' '.join(o.texts())})".strip())

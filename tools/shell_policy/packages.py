@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 
 from tools.base import Danger
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad
-from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _opts, _Word
+from tools.shell_policy.walk import Call
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts
 
 _PACKAGE_VERBS = frozenset(
     """install remove purge erase uninstall upgrade dist-upgrade full-upgrade autoremove reinstall add del
@@ -16,8 +15,8 @@ _PACKAGE_VERBS = frozenset(
 )
 
 
-def _packages(c: _Call) -> Verdict:
-    o = _opts(c.args, "o", ("--option",))
+def _packages(c: Call) -> Verdict:
+    o = opts(c.args, "o", ("--option",))
     words = o.texts()
     verbs = set(words) & (_PACKAGE_VERBS | ({"update"} if c.name in ("yum", "dnf", "zypper", "flatpak") else set()))
     if c.name in ("pacman", "yay", "paru"):
@@ -31,12 +30,12 @@ def _packages(c: _Call) -> Verdict:
     if c.name == "emerge" and words:
         verbs.add(words[0])
     if verbs:
-        return _bad(f"installs or removes system packages ({c.name} {sorted(verbs)[0]})")
+        return bad(f"installs or removes system packages ({c.name} {sorted(verbs)[0]})")
     return MODERATE
 
 
-def _pip(c: _Call) -> Verdict:
-    o = _opts(c.args, "tircefp", ("--target", "--prefix", "--root", "--index-url", "--extra-index-url", "--proxy",
+def judge_pip(c: Call) -> Verdict:
+    o = opts(c.args, "tircefp", ("--target", "--prefix", "--root", "--index-url", "--extra-index-url", "--proxy",
                                    "--requirement", "--constraint", "--editable", "--python", "--cache-dir", "--log",
                                    "--src", "--find-links"))
     words = o.texts()
@@ -44,23 +43,23 @@ def _pip(c: _Call) -> Verdict:
     if sub in ("install", "uninstall", "download", "sync"):
         if o.has("--user", "--break-system-packages", "--root", "--system"):
             flag = next(n for n, _ in o.flags if n in ("--user", "--break-system-packages", "--root", "--system"))
-            return _bad(f"installs packages outside the workspace ({c.name} {sub} {flag})")
+            return bad(f"installs packages outside the workspace ({c.name} {sub} {flag})")
         for target in o.values("-t", "--target", "--prefix"):
             if c.outside(target):
-                return _bad(f"installs packages outside the workspace ({c.name} {sub} --target {target.show})")
+                return bad(f"installs packages outside the workspace ({c.name} {sub} --target {target.show})")
         return MODERATE
     return SAFE if sub in ("list", "show", "freeze", "check", "help", "inspect") else MODERATE
 
 
-def _uv(c: _Call) -> Verdict:
-    words = _opts(c.args, long=("--python", "--project", "--directory")).texts()
+def _uv(c: Call) -> Verdict:
+    words = opts(c.args, long=("--python", "--project", "--directory")).texts()
     if words[:1] == ["publish"]:
-        return _bad("publishes a package (uv publish)")
+        return bad("publishes a package (uv publish)")
     if words[:1] in (["add"], ["remove"], ["sync"]) or words[:1] == ["pip"] and words[1:2] in (["install"], ["sync"]):
-        return _bad(f"{_INTO_VENV} (uv {' '.join(words[:2] if words[0] == 'pip' else words[:1])})")
+        return bad(f"{_INTO_VENV} (uv {' '.join(words[:2] if words[0] == 'pip' else words[:1])})")
     if words[:1] == ["pip"]:
         pip_args = c.args[[w.text for w in c.args].index("pip") + 1 :]
-        return _pip(_Call("uv pip", pip_args, c.stdin, c.scan))
+        return judge_pip(Call("uv pip", pip_args, c.stdin, c.scan))
     return MODERATE
 
 
@@ -69,7 +68,7 @@ _INTO_VENV = "installs packages into the workspace's virtualenv, whose site-pack
 _VENV_PROGRAM = re.compile(r"(?!/|~)(?:[^/]+/)*bin/(?:pip|python)[\d.]*")
 
 
-def _venv_install(c: _Call, head: _Word) -> Verdict:
+def venv_install(c: Call, head: Word) -> Verdict:
     """Every command: ``.venv/bin/pip install x`` or ``venv/bin/python -m pip install x`` writes
     the workspace's site-packages, read-only in the sandbox unless approved."""
     path, words = head.text or "", [w.text or "" for w in c.args]
@@ -78,7 +77,7 @@ def _venv_install(c: _Call, head: _Word) -> Verdict:
     if "python" in path.rsplit("/", 1)[-1]:
         words = words[2:] if words[:2] == ["-m", "pip"] else []
     if words[:1] in (["install"], ["uninstall"]):
-        return _bad(f"{_INTO_VENV} ({path} {words[0]})")
+        return bad(f"{_INTO_VENV} ({path} {words[0]})")
     return SAFE
 
 
@@ -90,43 +89,43 @@ _PUBLISH = {
 }
 
 
-def _publisher(c: _Call) -> Verdict:
-    o = _opts(c.args)
+def _publisher(c: Call) -> Verdict:
+    o = opts(c.args)
     words = o.texts()
     for verb in _PUBLISH.get(c.name, ()):
         if tuple(words[: len(verb)]) == verb:
-            return _bad(f"publishes a package ({c.name} {' '.join(verb)})")
+            return bad(f"publishes a package ({c.name} {' '.join(verb)})")
     globally = o.has("-g", "--global") or any(n == "--location" and v and v.text == "global" for n, v in o.flags)
     if c.name == "yarn" and words[:1] == ["global"] or globally and words[:1] and words[0] in (
             "install", "i", "add", "uninstall", "remove", "rm", "update", "link"):
         verb = " ".join(words[:2]) if words[:1] == ["global"] else f"{' '.join(words[:1])} -g"
-        return _bad(f"installs packages globally ({c.name} {verb})")
+        return bad(f"installs packages globally ({c.name} {verb})")
     return MODERATE
 
 
-def _npm(c: _Call) -> Verdict:
-    words = _opts(c.args).texts()
+def _npm(c: Call) -> Verdict:
+    words = opts(c.args).texts()
     if words[:1] in (["publish"], ["unpublish"]):
-        return _bad(f"publishes a package (npm {words[0]})")
+        return bad(f"publishes a package (npm {words[0]})")
     if words[:1] in (["deprecate"], ["owner"], ["dist-tag"], ["access"]) and len(words) > 1:
-        return _bad(f"changes a published package (npm {words[0]})")
+        return bad(f"changes a published package (npm {words[0]})")
     verdict = _publisher(c)
     if verdict[0] is Danger.DANGEROUS:
         return verdict
     return SAFE if words[:1] in (["ls"], ["list"], ["view"], ["info"], ["outdated"], ["explain"], ["why"]) else verdict
 
 
-def _mvn(c: _Call) -> Verdict:
-    goals = _opts(c.args, "fPDslbTe", ("--file", "--activate-profiles", "--settings", "--threads")).texts()
+def _mvn(c: Call) -> Verdict:
+    goals = opts(c.args, "fPDslbTe", ("--file", "--activate-profiles", "--settings", "--threads")).texts()
     if any(g == "deploy" or g.startswith("deploy:") or g.endswith(":deploy") for g in goals):
-        return _bad(f"publishes a package ({c.name} deploy)")
+        return bad(f"publishes a package ({c.name} deploy)")
     return MODERATE
 
 
-def _gradle(c: _Call) -> Verdict:
-    tasks = _opts(c.args, "pPDxb", ("--project-dir", "--exclude-task", "--build-file", "--settings-file")).texts()
+def _gradle(c: Call) -> Verdict:
+    tasks = opts(c.args, "pPDxb", ("--project-dir", "--exclude-task", "--build-file", "--settings-file")).texts()
     for task in tasks:
         name = task.rsplit(":", 1)[-1]
         if name.startswith("publish") and name != "publishToMavenLocal":
-            return _bad(f"publishes a package ({c.name} {name})")
+            return bad(f"publishes a package ({c.name} {name})")
     return MODERATE

@@ -1,6 +1,12 @@
 """Paths that matter whatever the program: secret files, which ask to be read, and the places where
 a write outlives the task by running code later (git hooks and config, shell startup files,
-``.envrc``, systemd units, SSH keys), which ask to be written even inside the workspace."""
+``.envrc``, systemd units, SSH keys), which ask to be written even inside the workspace.
+
+Secrets: naming a well-known secret file anywhere in a command (``cat ~/.ssh/id_rsa``, ``base64
+~/.kube/config``, ``cp /etc/shadow .``, ``--file=~/.netrc``; ``< ~/.netrc`` is the walk's) asks,
+whatever the program: the file's contents would reach the model and the history. Also ``getent``
+of the shadow databases. The paths are in ``paths.py``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,13 @@ import posixpath
 import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from tools.control_paths import named
-from tools.shell_policy.words import _Word
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts
+
+if TYPE_CHECKING:  # the walk imports these paths; a check only reads the call it is given
+    from tools.shell_policy.walk import Call
 
 # Home in all its spellings; /home/<user> and /root are someone's home too.
 _HOME = re.compile(r"^(?:~[\w.-]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(?=/|$)")
@@ -35,7 +45,7 @@ _SECRET_FILES = tuple(
 _NOT_SECRET = re.compile(r"\.pub$|^known_hosts")
 
 
-def _path_of(w: _Word) -> str | None:
+def path_of(w: Word) -> str | None:
     """The path a word names, home spelled ``~``; what is built at run time becomes ``*``."""
     raw = w.text
     if raw is None:
@@ -86,9 +96,9 @@ def _under(parts: Sequence[str], root: Sequence[str], exact: bool) -> bool:
     return all(_segment(p, r) for p, r in zip(parts, root, strict=False))
 
 
-def _secret(w: _Word, cwd: str | None = None) -> bool:
+def is_secret(w: Word, cwd: str | None = None) -> bool:
     """Whether a word names a well-known secret file (globs and run-time parts included)."""
-    path = _path_of(w)
+    path = path_of(w)
     if path is None:
         return False
     for candidate in (c for each in _braces(path) for c in _resolved(each, cwd)):
@@ -107,7 +117,7 @@ _RC_FILES = frozenset(
 )
 
 
-def _persists(w: _Word, cwd: str | None = None) -> str | None:
+def persisting(w: Word, cwd: str | None = None) -> str | None:
     """What a write to this path would change that runs code later, or None."""
     path = w.text
     if path is None:
@@ -132,3 +142,18 @@ def _persists(w: _Word, cwd: str | None = None) -> str | None:
     if {"autostart", "LaunchAgents", "LaunchDaemons", "cron.d", "crontabs"} & set(parts):
         return "adds a job or login item that runs later"
     return None
+
+
+def reads_secret(c: Call, head: Word) -> Verdict:
+    """Every command's arguments, and the values of its VAR=value assignments."""
+    for w in [*c.args, *(value for _, value in c.env)]:
+        if is_secret(w, c.scan.cwd):
+            return bad(f"reads a secret file ({c.name} {w.show})")
+    return SAFE
+
+
+def _getent(c: Call) -> Verdict:
+    words = opts(c.args, "s", ("--service",)).texts()
+    if words[:1] in (["shadow"], ["gshadow"]):
+        return bad(f"reads a secret file (getent {words[0]})")
+    return MODERATE

@@ -1,7 +1,7 @@
 """The table: the checks every command passes, the rule for each program, and the programs that
 only read (SAFE with any arguments).
 
-A program in neither is MODERATE. Names are matched after ``_canonical`` (``names.py``) maps aliases
+A program in neither is MODERATE. Names are matched after ``canonical`` (``names.py``) maps aliases
 (``python3.12`` is ``python``, ``podman`` is ``docker``). ``_NO_CODE`` is the stricter table for
 running without a sandbox: SAFE there only for commands that cannot run other code.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tools.shell_policy.accounts import ACCOUNT_PROGRAMS, _accounts
 from tools.shell_policy.databases import (
     _clickhouse,
     _cqlsh,
@@ -22,7 +21,6 @@ from tools.shell_policy.databases import (
     _sqlcmd,
     _sqlite,
 )
-from tools.shell_policy.deletion import _delete_inside, _gio, _rm, _shred, _trash_empty
 from tools.shell_policy.infrastructure import (
     _ansible,
     _aws,
@@ -37,7 +35,6 @@ from tools.shell_policy.infrastructure import (
     _verbs,
     _vercel,
 )
-from tools.shell_policy.inline import _awk, _deno, _interpreter, _perl_in_place
 from tools.shell_policy.machine import (
     _at,
     _chmod,
@@ -53,24 +50,23 @@ from tools.shell_policy.machine import (
     _services,
     _sysctl,
 )
-from tools.shell_policy.network import _curl, _gh, _httpie, _rclone, _remote, _rsync, _sends_runtime, _wget
+from tools.shell_policy.network import _curl, _gh, _httpie, _rclone, _remote, _rsync, _wget, sends_runtime
 from tools.shell_policy.packages import (
     _PUBLISH,
     _gradle,
     _mvn,
     _npm,
     _packages,
-    _pip,
     _publisher,
     _uv,
-    _venv_install,
+    judge_pip,
+    venv_install,
 )
-from tools.shell_policy.scripts import SHELLS, _by_path, _shell, _source
-from tools.shell_policy.secrets import _getent, _reads_secret
-from tools.shell_policy.variables import _command_variables
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict
+from tools.shell_policy.paths import _getent, reads_secret
+from tools.shell_policy.scripts import SHELLS, _awk, _deno, _interpreter, _perl_in_place, _shell, _source, by_path
 from tools.shell_policy.version_control import _git, _hg, _svn
-from tools.shell_policy.walk import _Call, _Table
+from tools.shell_policy.walk import Call, Table
+from tools.shell_policy.words import MODERATE, SAFE, Verdict
 from tools.shell_policy.wrappers import (
     _as_user,
     _busybox,
@@ -91,21 +87,29 @@ from tools.shell_policy.wrappers import (
     _watch,
     _wrapper,
     _xargs,
+    command_variables,
 )
 from tools.shell_policy.writes import (
+    ACCOUNT_PROGRAMS,
+    _accounts,
     _all_operands,
     _copy_like,
     _dd,
+    _delete_inside,
+    _gio,
     _man,
     _mkdir,
     _output_option,
     _rg,
+    _rm,
     _second_operand_written,
     _sed,
     _seven_zip,
+    _shred,
     _sort,
     _tar,
     _tee,
+    _trash_empty,
     _truncate,
     _unzip,
     _yq,
@@ -124,7 +128,7 @@ _READ_ONLY = frozenset(
 )
 
 
-_RULES: dict[str, Callable[[_Call], Verdict]] = {
+_RULES: dict[str, Callable[[Call], Verdict]] = {
     **dict.fromkeys(("sudo", "su", "doas", "pkexec", "run0", "runuser", "sg"), _as_user),
     "taskset": _runs_rest(1, "", ()), "chrt": _runs_rest(1), "script": _script,
     **dict.fromkeys(("numactl", "unshare", "fakeroot", "firejail", "catchsegv", "dbus-run-session"), _runs_rest()),
@@ -182,27 +186,27 @@ _RULES: dict[str, Callable[[_Call], Verdict]] = {
     **dict.fromkeys(
         """apt apt-get aptitude yum dnf pacman yay paru brew zypper apk snap flatpak port emerge pkg dpkg rpm
         nix-env""".split(), _packages),
-    "pip": _pip, "uv": _uv, "npm": _npm, **dict.fromkeys(("yarn", "pnpm"), _publisher),
+    "pip": judge_pip, "uv": _uv, "npm": _npm, **dict.fromkeys(("yarn", "pnpm"), _publisher),
     **dict.fromkeys(tuple(_PUBLISH), _publisher), "mvn": _mvn, "gradle": _gradle,
 }
 
 # Every command, whatever its program: secret files named, scripts run by path, run-time values in a
 # network lookup or request, variables naming a command to run, installs into the workspace's venv.
-_CHECKS = (_reads_secret, _by_path, _sends_runtime, _command_variables, _venv_install)
+_CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
 
-_TABLE = _Table(_RULES, _READ_ONLY, _CHECKS)
+_TABLE = Table(_RULES, _READ_ONLY, _CHECKS)
 
 
-def _strict(rule: Callable[[_Call], Verdict], *risky: str) -> Callable[[_Call], Verdict]:
+def _strict(rule: Callable[[Call], Verdict], *risky: str) -> Callable[[Call], Verdict]:
     """A rule that is MODERATE when any of these arguments is given (``find -exec``, ``env CMD``)."""
 
-    def strict(c: _Call) -> Verdict:
+    def strict(c: Call) -> Verdict:
         return MODERATE if any((w.text or "").split("=")[0] in risky for w in c.args) else rule(c)
 
     return strict
 
 
-def _no_operands(c: _Call) -> Verdict:
+def _no_operands(c: Call) -> Verdict:
     """``env``, ``command -v x``: SAFE only when they run nothing."""
     words = [w.text or "" for w in c.args]
     if c.name == "command":
@@ -213,7 +217,7 @@ def _no_operands(c: _Call) -> Verdict:
 # Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
 # textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
 # find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
-_NO_CODE = _Table(
+_NO_CODE = Table(
     {
         **{name: _RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "date",
                                             "hostname", "history", "cd", "pushd")},

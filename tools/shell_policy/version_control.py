@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _show, _worse
-from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _opts, _Word
+from tools.shell_policy.walk import Call
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten, worse
 
 _GIT_SAFE = frozenset(
     """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file grep
@@ -19,7 +18,7 @@ _GIT_FORCE_LETTER = frozenset(
      "update-ref", "symbolic-ref", "remote", "stash", "filter-branch", "notes", "replace", "clone"}
 )
 # Keys whose value git runs as a command or reads more config from (include.path can set any of them).
-_GIT_COMMAND_CONFIG = re.compile(
+GIT_COMMAND_CONFIG = re.compile(
     r"^((alias|submodule\.[^=]*\.update)[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass"
     r"|credential\.([^=]*\.)?helper|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.([^=]*\.)?program"
     r"|core\.gitproxy|\.driver|\.cmd|diff\.[^=]*\.command|templatedir|include(if\.[^=]*)?\.path"
@@ -30,86 +29,86 @@ _WRITES_CONFIG = "writes .git/config, which names commands git runs on the host"
 _GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
 
 
-def _git(c: _Call) -> Verdict:
-    top = _opts(c.args, "Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"),
+def _git(c: Call) -> Verdict:
+    top = opts(c.args, "Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"),
                 posix=True)
     for setting in top.values("-c", "--config-env"):
-        if setting.text is None or _GIT_COMMAND_CONFIG.match(setting.text):
-            return _bad(f"runs a command set through git config (git -c {setting.show})")
+        if setting.text is None or GIT_COMMAND_CONFIG.match(setting.text):
+            return bad(f"runs a command set through git config (git -c {setting.show})")
     if not top.pos:
         return SAFE
     sub, args = top.pos[0].text or "", top.pos[1:]
     raw = [w.text or "" for w in args]
-    o = _opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
+    o = opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
     words = o.texts()
     force = any(a.startswith("--force") for a in raw)
     if sub == "push":
-        return _bad("pushes to a remote (git push)")
+        return bad("pushes to a remote (git push)")
     if force or (sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean"):
-        return _bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
+        return bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
     match sub:
         case "reset" if o.has("--hard"):
-            return _bad("discards work (git reset --hard)")
+            return bad("discards work (git reset --hard)")
         case "rebase":
-            return MODERATE if o.has("--abort", "--quit") else _bad("rewrites history (git rebase)")
+            return MODERATE if o.has("--abort", "--quit") else bad("rewrites history (git rebase)")
         case "filter-branch" | "filter-repo":
-            return _bad(f"rewrites history (git {sub})")
+            return bad(f"rewrites history (git {sub})")
         case "clean":
             if o.has("-f"):
-                return _bad("deletes untracked files (git clean -f)")
+                return bad("deletes untracked files (git clean -f)")
             return SAFE if o.has("-n", "--dry-run") else MODERATE
         case "branch":
             if o.has("-D"):
-                return _bad("deletes a branch (git branch -D)")
+                return bad("deletes a branch (git branch -D)")
             writes = o.has("-d", "--delete", "-m", "-M", "-c", "-C", "--move", "--copy", "-u", "--set-upstream-to",
                            "--unset-upstream", "--edit-description")
             return MODERATE if writes or (words and not o.has("--list", "-l")) else SAFE
         case "tag":
             if o.has("-d", "--delete"):
-                return _bad("deletes a tag (git tag -d)")
+                return bad("deletes a tag (git tag -d)")
             return SAFE if not words or o.has("-l", "--list") else MODERATE
         case "stash":
             if words[:1] in (["drop"], ["clear"]):
-                return _bad(f"drops stashed work (git stash {words[0]})")
+                return bad(f"drops stashed work (git stash {words[0]})")
             return SAFE if words[:1] in (["list"], ["show"]) else MODERATE
         case "checkout" if "--" in raw or "." in words:
-            return _bad("discards uncommitted changes (git checkout -- ...)")
+            return bad("discards uncommitted changes (git checkout -- ...)")
         case "restore" if not o.has("--staged", "-S") or o.has("--worktree", "-W"):
-            return _bad("discards uncommitted changes (git restore)")
+            return bad("discards uncommitted changes (git restore)")
         case "update-ref" if o.has("-d"):
-            return _bad("deletes a ref (git update-ref -d)")
+            return bad("deletes a ref (git update-ref -d)")
         case "reflog":
             if words[:1] in (["expire"], ["delete"]):
-                return _bad(f"expires history (git reflog {words[0]})")
+                return bad(f"expires history (git reflog {words[0]})")
             return SAFE
         case "gc" if any(a in ("--prune=now", "--prune=all") for a in raw) or "--prune" in raw and "now" in raw:
-            return _bad("prunes unreachable commits (git gc --prune=now)")
+            return bad("prunes unreachable commits (git gc --prune=now)")
         case "prune":
-            return _bad("prunes unreachable commits (git prune)")
+            return bad("prunes unreachable commits (git prune)")
         case "send-email":
-            return _bad("sends email (git send-email)")
+            return bad("sends email (git send-email)")
         case "config":
             return _git_config(args)
         case "remote" if words[:1] and words[0] in ("add", "set-url", "rename", "remove", "rm", "set-branches"):
-            return _bad(f"{_WRITES_CONFIG} (git remote {words[0]})")
+            return bad(f"{_WRITES_CONFIG} (git remote {words[0]})")
         case "remote":
             return SAFE if not words or words[0] in ("show", "get-url", "-v") else MODERATE
         case "clone" | "init" | "submodule" if any(a.startswith("--template") for a in raw):
-            return _bad(f"installs hooks from a template (git {sub} --template)")
+            return bad(f"installs hooks from a template (git {sub} --template)")
         case "init":
-            return _bad("creates .git, whose hooks and config git runs on the host (git init)")
+            return bad("creates .git, whose hooks and config git runs on the host (git init)")
         case "submodule" if words[:1] and words[0] in ("add", "init", "deinit", "set-url", "set-branch", "sync"):
-            return _bad(f"writes .gitmodules and .git/config, which choose what git fetches and runs "
+            return bad(f"writes .gitmodules and .git/config, which choose what git fetches and runs "
                         f"(git submodule {words[0]})")
         case "clone":
             setting = _clone_setting(args)
             if setting is not None:
-                return _bad(f"sets a command git will run (git clone {_show(setting)})")
+                return bad(f"sets a command git will run (git clone {shorten(setting)})")
             return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
         case "grep" if any(a.startswith(("-O", "--open-files-in-pager")) for a in raw):
             pager = next(a for a in raw if a.startswith(("-O", "--open-files-in-pager")))
             value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
-            return _worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
+            return worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
         case "worktree" | "submodule" | "notes" if words[:1] in (["list"], ["status"], ["show"]):
             return SAFE
     if sub in _GIT_SAFE:
@@ -118,50 +117,50 @@ def _git(c: _Call) -> Verdict:
     return MODERATE
 
 
-def _clone_setting(args: list[_Word]) -> str | None:
+def _clone_setting(args: list[Word]) -> str | None:
     """What ``git clone`` is told to run: ``-u``/``--upload-pack``, or a ``-c`` setting a command."""
-    o = _opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack",
+    o = opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack",
                               "--reference", "--separate-git-dir"))
     for value in o.values("-u", "--upload-pack"):
         return value.raw
     for value in o.values("-c", "--config"):
-        if value.text is None or _GIT_COMMAND_CONFIG.match(value.text):
+        if value.text is None or GIT_COMMAND_CONFIG.match(value.text):
             return value.raw
     return None
 
 
-def _git_config(args: list[_Word]) -> Verdict:
-    o = _opts(args, "f", ("--file", "--blob", "--type", "--default", "--comment", "--value"))
+def _git_config(args: list[Word]) -> Verdict:
+    o = opts(args, "f", ("--file", "--blob", "--type", "--default", "--comment", "--value"))
     reads = o.has("--get", "--get-all", "--get-regexp", "--list", "-l", "--get-urlmatch", "--show-origin")
     words = o.texts()
     verb = words.pop(0) if words and words[0] in _GIT_CONFIG_VERBS else ""  # git config set KEY VALUE
     if verb in ("get", "list") or reads or (not verb and len(words) == 1 and not o.has(
             "--unset", "--unset-all", "--add", "-e", "--edit")):
         return SAFE
-    if words and _GIT_COMMAND_CONFIG.match("=".join(words[:2]) if len(words) > 1 else words[0] + "="):
-        return _bad(f"sets a command git will run (git config {_show(words[0])})")
+    if words and GIT_COMMAND_CONFIG.match("=".join(words[:2]) if len(words) > 1 else words[0] + "="):
+        return bad(f"sets a command git will run (git config {shorten(words[0])})")
     if o.has("--global", "--system"):
-        return _bad("writes outside the workspace (git config --global)")
+        return bad("writes outside the workspace (git config --global)")
     if o.has("-f", "--file", "--blob"):
         return MODERATE
-    key = f" {_show(words[0])}" if words else ""
-    return _bad(f"{_WRITES_CONFIG} (git config{key})")
+    key = f" {shorten(words[0])}" if words else ""
+    return bad(f"{_WRITES_CONFIG} (git config{key})")
 
 
-def _hg(c: _Call) -> Verdict:
-    sub = _opts(c.args, "R", ("--repository", "--cwd"), posix=True).texts()[:1]
+def _hg(c: Call) -> Verdict:
+    sub = opts(c.args, "R", ("--repository", "--cwd"), posix=True).texts()[:1]
     if sub == ["push"]:
-        return _bad("pushes to a remote (hg push)")
+        return bad("pushes to a remote (hg push)")
     if sub and sub[0] in ("strip", "rollback", "histedit", "prune"):
-        return _bad(f"rewrites history (hg {sub[0]})")
+        return bad(f"rewrites history (hg {sub[0]})")
     return MODERATE
 
 
-def _svn(c: _Call) -> Verdict:
-    words = _opts(c.args, "mF", ("--message", "--file", "--username", "--password")).texts()
+def _svn(c: Call) -> Verdict:
+    words = opts(c.args, "mF", ("--message", "--file", "--username", "--password")).texts()
     if words and words[0] in ("commit", "ci", "import"):
-        return _bad(f"commits to a remote (svn {words[0]})")
+        return bad(f"commits to a remote (svn {words[0]})")
     remote_edit = ("delete", "del", "remove", "rm", "mkdir", "move", "mv", "copy", "cp", "lock", "propset")
     if words and words[0] in remote_edit and any("://" in w for w in words[1:]):
-        return _bad(f"changes a remote repository (svn {words[0]})")
+        return bad(f"changes a remote repository (svn {words[0]})")
     return MODERATE
