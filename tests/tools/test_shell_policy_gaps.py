@@ -300,9 +300,6 @@ EVERYDAY = [
     "pytest -q tests/",
     "python -m pytest -x -k parser",
     "python3 script.py --out build/",
-    "pip install -r requirements.txt",
-    "pip install -e '.[test]'",
-    "npm ci",
     "npm test",
     "npm run build",
     "make -j2",
@@ -325,7 +322,6 @@ EVERYDAY = [
     "grep -rn 'TODO' src | head",
     "find . -name '*.py' -newer setup.py",
     "curl -s https://api.example.com/v1/items -o items.json",
-    "python -m venv .venv && source .venv/bin/activate && pip install -r requirements.txt",
     ". venv/bin/activate && pytest",
     "./run.sh",
     "chmod +x run.sh",
@@ -346,6 +342,13 @@ EVERYDAY = [
 ]
 
 # Not DANGEROUS, and exactly MODERATE: the exceptions the rules leave on purpose.
+# Everyday, but they run the packages' install code: they ask (issue 39).
+INSTALLS = [
+    "pip install -r requirements.txt",
+    "pip install -e '.[test]'",
+    "npm ci",
+    "python -m venv .venv && source .venv/bin/activate && pip install -r requirements.txt",
+]
 STAY_MODERATE = [
     "kill %1", "kill $!", "kill $PID", "./run.sh", "source .venv/bin/activate", "python3 x.py",
     "echo x > notes.txt", "dd if=/dev/zero of=disk.img", "ln -s ../README.md docs/README.md",
@@ -419,6 +422,12 @@ def test_fresh_list_is_as_long_as_the_hunt():
 def test_everyday_command_does_not_ask(command):
     danger, why = classify_command(command)
     assert danger is not Danger.DANGEROUS, why
+
+
+@pytest.mark.parametrize("command", INSTALLS)
+def test_package_install_asks(command):
+    danger, reason = classify_command(command)
+    assert danger is Danger.DANGEROUS and "installs packages" in reason
 
 
 @pytest.mark.parametrize("command", STAY_MODERATE)

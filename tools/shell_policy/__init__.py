@@ -89,7 +89,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tools.base import Danger
-from tools.shell_policy.table import _NO_CODE, _TABLE
+from tools.shell_policy.rows import verify
+from tools.shell_policy.table import _NO_CODE, _TABLE, ROWS
 from tools.shell_policy.walk import MAX_CHARS, Table, classify
 from tools.shell_policy.words import Verdict, bad
 
@@ -124,3 +125,6 @@ def _guarded(command: str, table: Table, workspace: Path | None) -> Verdict:
         return bad("nested too deeply to see through")
     except Exception:  # a classifier bug must ask, not crash the activity deciding on approval
         return bad("could not be inspected")
+
+
+verify(ROWS, classify_command)  # a row whose examples the gate decides otherwise fails the import

@@ -42,6 +42,9 @@ _SECRET_FILES = tuple(
         "~/.gem/credentials", "~/.config/rclone/rclone.conf",
     )
 )
+# An entry of PATH that is not absolute (``.``, ``bin``, an empty one): the workspace's files then
+# run in place of commands.
+RELATIVE_PATH = r"(?:^| )PATH=(?:[^ ]*:)?(?:(?=:|$| )|[^/~$: ]|\$(?!\{?(?:PATH|HOME)\b))"
 _NOT_SECRET = re.compile(r"\.pub$|^known_hosts")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tools.base import Danger
 from tools.shell_policy.databases import (
     _clickhouse,
     _cqlsh,
@@ -62,30 +63,25 @@ from tools.shell_policy.packages import (
     judge_pip,
     venv_install,
 )
-from tools.shell_policy.paths import _getent, reads_secret
+from tools.shell_policy.paths import RELATIVE_PATH, _getent, reads_secret
+from tools.shell_policy.rows import Row, Wraps, by_program, row
 from tools.shell_policy.scripts import SHELLS, _awk, _deno, _interpreter, _perl_in_place, _shell, _source, by_path
 from tools.shell_policy.version_control import _git, _hg, _svn
 from tools.shell_policy.walk import Call, Table
 from tools.shell_policy.words import MODERATE, SAFE, Verdict
 from tools.shell_policy.wrappers import (
     _as_user,
-    _busybox,
     _cd,
     _command_builtin,
     _env,
     _eval,
-    _exec,
     _fd,
     _find,
     _flock,
-    _ionice,
     _parallel,
-    _runs_rest,
     _script,
-    _timeout,
     _trap,
     _watch,
-    _wrapper,
     _xargs,
     command_variables,
 )
@@ -123,21 +119,14 @@ _READ_ONLY = frozenset(
     sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
     nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
     pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
-    dirs set shopt read help apropos whatis cal jobs hash
+    dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local
     """.split()
 )
 
 
 _RULES: dict[str, Callable[[Call], Verdict]] = {
     **dict.fromkeys(("sudo", "su", "doas", "pkexec", "run0", "runuser", "sg"), _as_user),
-    "taskset": _runs_rest(1, "", ()), "chrt": _runs_rest(1), "script": _script,
-    **dict.fromkeys(("numactl", "unshare", "fakeroot", "firejail", "catchsegv", "dbus-run-session"), _runs_rest()),
-    "strace": _runs_rest(0, "oeEpsuabIOSXP"), "ltrace": _runs_rest(0, "oeEpsuaAnS"), "valgrind": _runs_rest(),
-    "xvfb-run": _runs_rest(0, "snfepw", ("--server-args", "--server-num", "--auth-file", "--error-file")),
-    "env": _env, "nohup": _wrapper(), "nice": _wrapper("n", ("--adjustment",)), "ionice": _ionice,
-    "timeout": _timeout, "stdbuf": _wrapper("ioe", ("--input", "--output", "--error")),
-    "command": _command_builtin, "builtin": _wrapper(), "exec": _exec, "time": _wrapper("of", ("--output", "--format")),
-    "setsid": _wrapper(), "chronic": _wrapper(), "unbuffer": _wrapper(), "coproc": _wrapper(), "busybox": _busybox,
+    "script": _script, "env": _env, "command": _command_builtin,
     "xargs": _xargs, "find": _find, "fd": _fd, "watch": _watch, "flock": _flock, "parallel": _parallel,
     **dict.fromkeys(SHELLS, _shell),
     "eval": _eval, "trap": _trap, "source": _source, ".": _source, "cd": _cd, "pushd": _cd,
@@ -194,7 +183,131 @@ _RULES: dict[str, Callable[[Call], Verdict]] = {
 # network lookup or request, variables naming a command to run, installs into the workspace's venv.
 _CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
 
-_TABLE = Table(_RULES, _READ_ONLY, _CHECKS)
+RUNS_BY_OPTION = "runs another program"
+RENAMES = "changes what a command name runs"
+_W = Wraps
+_M = Danger.MODERATE
+
+ROWS: list[Row] = [
+    # Programs that run other programs by an option: one row each.
+    row("runs another program by option", "tar", RUNS_BY_OPTION + " ({name} {word})",
+        ["tar --checkpoint=1 --checkpoint-action=exec='rm -f x' -cf /dev/null x", "tar -I 'sh -c x' -cf a.tar src",
+         "tar --to-command='rm x' -xf a.tar", "tar --use-compress-program=./z -cf a.tar src", "tar -F ./next -cf a.tar x"],
+        ["tar -czf a.tgz src", "tar -xf a.tar"],
+        flags=("--checkpoint-action", "-I", "--use-compress-program", "--to-command", "-F", "--info-script",
+               "--new-volume-script", "--rsh-command", "--rmt-command")),
+    row("runs another program by option", "sed", RUNS_BY_OPTION + " from its script ({name} {word})",
+        ["sed -n '1e rm -f x' notes.txt", "sed 's/a/b/e' notes.txt", "sed -e '$e id' notes.txt"],
+        ["sed -n '1,5p' notes.txt", "sed -i 's/a/b/' notes.txt", "sed 's/e/E/g' notes.txt"],
+        pattern=r"(?:^|[;{}\n/!\d$])\s*e(?=\s|$|;)|\bs(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*e"),
+    row("runs another program by option", "vim vi ex nvim view gvim rvim vimdiff evim",
+        RUNS_BY_OPTION + " through editor commands ({name} {word})",
+        ["vim -es -c '!rm -rf x' notes.txt", "ex -sc '!rm -rf x' notes.txt", "vi +'!id' notes.txt",
+         "nvim --cmd 'lua os.execute(\"id\")'", "vim -S session.vim"],
+        ["vim notes.txt", "vim -R notes.txt"],
+        flags=("-c", "--cmd", "-S", "-s", "-e", "-E", "-u", "-U"), pattern=r"(?:^| )\+\S"),
+    row("runs another program by option", "gdb", RUNS_BY_OPTION + " through debugger commands ({name} {word})",
+        ["gdb -batch -ex 'shell rm -rf x'", "gdb -ex 'shell id' ./a.out", "gdb -x cmds.gdb ./a.out"],
+        ["gdb ./a.out", "gdb -p 1234"],
+        flags=("-ex", "-iex", "-x", "-ix", "-batch", "--batch", "--eval-command", "--command", "--init-command",
+               "--init-eval-command")),
+    row("runs another program by option", "make gmake", RUNS_BY_OPTION + " from rules it reads unseen ({name} {word})",
+        ["make -f - all", "echo 'all:;rm -rf x' | make -f -", "make --eval='x:=$(shell id)'"],
+        ["make -f Makefile.ci test", "make -j4 test"],
+        pattern=r"(?:^| )(?:-f ?|--file[= ]|--makefile[= ])(?:-|/dev/stdin)(?= |$)|(?:^| )(?:--eval|-E)(?:=| |$)"),
+    row("runs in the sandbox", "make gmake", "", ["make", "make -j4 test"], ["make -f - all", "make --version"],
+        verdict=_M),
+    row("runs another program by option", "git", RUNS_BY_OPTION + " ({name} {word})",
+        ["git fetch --upload-pack='rm -rf x' origin", "git push --receive-pack='rm x' origin main",
+         "git -c core.quotepath=off status", "git archive --remote=r --exec=x HEAD"],
+        ["git fetch origin", "git status", "git -c color.ui=auto log"],
+        pattern=r"(?:^| )(?:--upload-pack|--receive-pack|--exec)(?:=| )\S*|(?:^| )-c ?core\.\S*"),
+    row("runs another program by option", "git", RUNS_BY_OPTION + " on each file ({name} {sub} {word})",
+        ["git difftool -x 'rm -rf x' HEAD", "git difftool --extcmd=x HEAD~1", "git mergetool --extcmd=./m"],
+        ["git difftool HEAD", "git diff -x"], sub=("difftool", "mergetool"), flags=("-x", "--extcmd")),
+    row("runs another program by option", "awk", "runs commands from awk code ({name} {word})",
+        ["awk 'BEGIN{system(\"rm -rf x\")}'", "awk '{print | \"sh\"}' cmds.txt", "awk 'BEGIN{\"id\" | getline x}'"],
+        ["awk '{print $1}' notes.txt", "awk -F: '{print $2}' /etc/passwd"],
+        pattern=r"system\s*\(|\|\s*getline|\|&|print[^;}]*\|\s*\""),
+    row("runs another program by option", "sort", RUNS_BY_OPTION + " ({name} {word})",
+        ["sort --compress-program=./z big.txt", "sort --compress-program gzip big.txt"], ["sort big.txt"],
+        flags=("--compress-program",)),
+    # What a command name runs: a hashed path, an alias, a disabled builtin, a relative PATH.
+    row("changes what a name runs", "hash", RENAMES + " ({name} {word})",
+        ["hash -p /bin/rm ls", "hash -p ./x ls"], ["hash -r", "hash"], flags=("-p",)),
+    row("changes what a name runs", "alias", RENAMES + " ({name})",
+        ["alias ls='rm -rf x'", "alias g=git ll='ls -l'"], ["alias", "alias ll"], pattern="="),
+    row("changes what a name runs", "enable", RENAMES + " ({name} {word})",
+        ["enable -n echo", "enable -f ./x.so x"], ["enable -p", "enable"], flags=("-n", "-f", "-d")),
+    row("changes what a name runs", "export declare typeset readonly local", RENAMES + " ({name} {word})",
+        ["export PATH=.:$PATH", "declare -x PATH=bin", "export PATH=/usr/bin:"],
+        ["export PATH=/usr/local/bin:$PATH", "export FOO=1"], pattern=RELATIVE_PATH),
+    # Wrappers: the command after their options is judged as if it ran alone.
+    *(row("wrapper", name, "", [f"{name} {pre}rm -rf x", f"{name} {pre}git push"], [f"{name} {pre}ls"],
+          wraps=wraps) for name, pre, wraps in (
+        ("nohup", "", _W(via=False)), ("nice", "-n 10 ", _W("n", ("--adjustment",), via=False)),
+        ("stdbuf", "-oL ", _W("ioe", ("--input", "--output", "--error"), via=False)),
+        ("builtin", "", _W(via=False)), ("time", "-o t.txt ", _W("of", ("--output", "--format"), via=False)),
+        ("setsid", "", _W(via=False)), ("chronic", "", _W(via=False)), ("unbuffer", "", _W(via=False)),
+        ("coproc", "", _W(via=False)), ("busybox", "", _W(via=False)), ("exec", "", _W("a", via=False)),
+        ("ionice", "-c3 ", _W("cnp", ("--class", "--classdata", "--pid"), via=False)),
+        ("timeout", "-s KILL 10 ", _W("sk", ("--signal", "--kill-after"), skip=1, via=False)),
+        ("taskset", "-c 0 ", _W(skip=1, floor=_M)), ("chrt", "10 ", _W(skip=1, floor=_M)),
+        ("numactl", "--cpunodebind=0 ", _W(floor=_M)), ("unshare", "-r ", _W(floor=_M)), ("fakeroot", "", _W(floor=_M)),
+        ("firejail", "", _W(floor=_M)), ("catchsegv", "", _W(floor=_M)), ("dbus-run-session", "", _W(floor=_M)),
+        ("strace", "-o t.txt ", _W("oeEpsuabIOSXP", floor=_M)), ("ltrace", "-o t.txt ", _W("oeEpsuaAnS", floor=_M)),
+        ("valgrind", "", _W(floor=_M)),
+        ("xvfb-run", "-a ", _W("snfepw", ("--server-args", "--server-num", "--auth-file", "--error-file"), floor=_M)),
+        ("prlimit", "--nproc=64 ", _W("p", ("--pid", "--output"), floor=_M)),
+        ("setarch", "x86_64 -R ", _W(skip=1, floor=_M)), ("linux32", "", _W(floor=_M)), ("linux64", "", _W(floor=_M)),
+        ("setpriv", "--no-new-privs ", _W(long=("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid",
+                                                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
+                                                 "--securebits", "--pdeathsig", "--selinux-label",
+                                                 "--apparmor-profile"), floor=_M)),
+        ("choom", "-n 100 -- ", _W("np", ("--adjust", "--pid"), floor=_M)),
+    )),
+    # Package installs run the packages' install scripts and put code where it runs later.
+    row("installs packages", "pip", "installs packages, whose code runs at install and at every import ({name} {sub})",
+        ["pip install requests", "pip install -r requirements.txt", "python3 -m pip install x", "pip3 install -e ."],
+        ["pip list", "pip show requests", "pip download x"], sub=("install",)),
+    row("installs packages", "npm yarn pnpm", "installs packages, whose install scripts run ({name} {sub})",
+        ["npm install left-pad", "npm ci", "yarn add x", "pnpm install", "npm i"],
+        ["npm test", "npm run build", "npm ls"],
+        sub=("install", "i", "in", "ci", "add", "update", "upgrade", "up", "isntall", "install-test", "it")),
+    row("installs packages", "cargo gem go pipx bundle composer poetry",
+        "installs packages, whose install scripts run ({name} {sub})",
+        ["cargo install ripgrep", "gem install rails", "go install x.example/cmd@latest", "pipx install black",
+         "bundle install", "composer require x/y", "poetry add x"],
+        ["cargo build", "gem list", "go test ./...", "poetry run pytest"],
+        sub=("install", "require", "add", "get", "inject")),
+    # Must ask: deletes, empties or moves out what rewind cannot be asked about.
+    row("deletes", "unlink", "deletes a file ({name})", ["unlink notes.txt", "unlink a/b.txt"], ["unlink --help"]),
+    row("empties or destroys files", "sort", "writes over a file ({name} {word})",
+        ["sort -o notes.txt /dev/null", "sort --output=notes.txt notes.txt", "sort -ro out.txt in.txt"],
+        ["sort notes.txt", "sort -rn notes.txt"], flags=("-o", "--output")),
+    row("empties or destroys files", "fallocate", "destroys part of a file in place ({name} {word})",
+        ["fallocate --punch-hole -o 0 -l 4096 data.bin", "fallocate -c -o 0 -l 4096 data.bin",
+         "fallocate --zero-range -l 1 data.bin"],
+        ["fallocate -l 1M disk.img"],
+        flags=("--punch-hole", "-p", "--collapse-range", "-c", "--zero-range", "-z", "--insert-range", "-i",
+               "--dig-holes", "-d")),
+    row("empties or destroys files", "mv", "moves files out of the workspace ({name} {word})",
+        ["mv notes.txt /tmp/", "mv -t /tmp notes.txt", "mv a b /tmp/x"], ["mv /tmp/x .", "mv old.py new.py"],
+        pattern=r"(?:^| )/tmp(?:/\S*)?$|(?:^| )(?:-t ?|--target-directory=)/tmp(?:/\S*)?"),
+    # Pushing: the flags that make a push worse are part of what a rule must name to allow it.
+    row("rewrites or pushes history", "git", "pushes to a remote, forcing, deleting or pushing all ({name} {sub} {word})",
+        ["git push --force", "git push -f origin main", "git push origin +HEAD:main", "git push --delete origin x",
+         "git push origin :old", "git push --mirror", "git push --all origin", "git push --tags",
+         "git push --force-with-lease origin main"],
+        ["git push origin HEAD:main", "git push upstream feature"], sub=("push",), worse=True,
+        flags=("--force", "-f", "--force-with-lease", "--force-if-includes", "--delete", "-d", "--mirror", "--all",
+               "--tags", "--prune"), pattern=r"(?:^| )[+:]\S+"),
+    row("rewrites or pushes history", "git", "pushes to a remote ({name} {sub})",
+        ["git push origin main", "git push", "git -C repo -c color.ui=auto push"], ["git status", "git pull"],
+        sub=("push",)),
+]
+
+_TABLE = Table(_RULES, _READ_ONLY, _CHECKS, by_program(ROWS))
 
 
 def _strict(rule: Callable[[Call], Verdict], *risky: str) -> Callable[[Call], Verdict]:
@@ -227,4 +340,5 @@ _NO_CODE = Table(
     },
     _READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
     _CHECKS,
+    by_program(r for r in ROWS if r.wraps is None and r.verdict is not Danger.SAFE),
 )

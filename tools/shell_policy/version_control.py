@@ -42,9 +42,7 @@ def _git(c: Call) -> Verdict:
     o = opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
     words = o.texts()
     force = any(a.startswith("--force") for a in raw)
-    if sub == "push":
-        return bad("pushes to a remote (git push)")
-    if force or (sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean"):
+    if sub != "push" and force or sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean":
         return bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
     match sub:
         case "reset" if o.has("--hard"):

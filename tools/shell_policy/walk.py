@@ -20,7 +20,8 @@ import tree_sitter
 import tree_sitter_bash
 
 from tools.base import Danger
-from tools.shell_policy.paths import is_secret, persisting
+from tools.shell_policy.paths import RELATIVE_PATH, is_secret, persisting
+from tools.shell_policy.rows import Row, Wraps
 from tools.shell_policy.words import (
     MODERATE,
     SAFE,
@@ -31,10 +32,13 @@ from tools.shell_policy.words import (
     assignment,
     bad,
     canonical,
+    lit,
     node_text,
+    opts,
     path_key,
     printed_by,
     program_of,
+    shorten,
     stdin_of,
     word_of,
     worse,
@@ -157,11 +161,17 @@ class Scan:
             return
         elif kind in ("command_substitution", "process_substitution"):
             stdin = None
+        elif kind == "declaration_command":  # export PATH=.: judged by the rows of ``export``
+            words = [lit(node_text(node.children[0]))] + [
+                Word(None, node_text(c)) if c.type == "variable_assignment" else word_of(c) for c in node.named_children]
+            self.note(evaluate(words, None, self))
         elif kind in ("variable_assignment", "for_statement"):  # f=/etc/shadow; for f in ~/.ssh/*
             values = node.children_by_field_name("value")
             named = next((word_of(v) for v in values if is_secret(word_of(v), self.cwd)), None)
             if named is not None:
                 self.note(bad(f"reads a secret file ({named.show})"))
+            elif kind == "variable_assignment" and re.search(RELATIVE_PATH, node_text(node)):
+                self.note(bad(f"changes what a command name runs ({shorten(node_text(node))})"))
         elif kind == "function_definition":
             self._fork_bomb(node)
         for child in node.named_children:
@@ -250,6 +260,25 @@ class Call:
             return bad(f"runs a command built at run time ({via} {dynamic[0].show})")
         return self.nested(" ".join(w.text or "" for w in words), via)
 
+    def decide(self, rows: Iterable[Row], program: str) -> Verdict | None:
+        """The verdict of the first row that matches, or None."""
+        for each in rows:
+            hit = each.matches(program, self.args)
+            if hit is None:
+                continue
+            if each.wraps is not None:
+                return self.wrapped(each.wraps)
+            return bad(each.shown(self.name, *hit)) if each.verdict is Danger.DANGEROUS else (each.verdict, "")
+        return None
+
+    def wrapped(self, wraps: Wraps) -> Verdict:
+        """A wrapper's verdict: at least its floor, and that of the command it runs."""
+        rest = opts(self.args, wraps.short, wraps.long, posix=True).pos
+        if wraps.skip:  # its options may follow its operands too: ``setarch x86_64 -R cmd``
+            rest = opts(rest[wraps.skip :], wraps.short, wraps.long, posix=True).pos
+        floor = (wraps.floor, "")
+        return worse(floor, self.run(rest, self.name if wraps.via else "", self.stdin)) if rest else floor
+
     def targets_outside(self, targets: Iterable[Word], what: str) -> Verdict:
         """MODERATE, or DANGEROUS when one of these written paths is outside the workspace or
         is where a write persists (``.git/hooks``, ``.bashrc``)."""
@@ -280,18 +309,24 @@ def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan,
         checked = worse(checked, check(call, head))
         if checked[0] is Danger.DANGEROUS:
             return checked
-    rule = scan.table.rules.get(prog)
-    if rule is not None:
-        known = [w.text for w in call.args] in (["--version"], ["--help"])
-        return worse(SAFE if known else rule(call), checked)
-    return worse(SAFE if prog in scan.table.read_only else MODERATE, checked)
+    rule, rows = scan.table.rules.get(prog), scan.table.rows.get(prog, ())
+    if (rule is not None or rows) and [w.text for w in call.args] in (["--version"], ["--help"]):
+        return checked
+    verdict = rule(call) if rule is not None else None
+    if verdict is None or verdict[0] is not Danger.DANGEROUS:  # what the code found stands when it asks
+        verdict = call.decide(rows, prog) or verdict
+    if verdict is None:
+        verdict = SAFE if prog in scan.table.read_only else MODERATE
+    return worse(verdict, checked)
 
 
 @dataclass(frozen=True)
 class Table:
-    """What ``evaluate`` looks a program up in: the checks every command passes, its rule, else
-    whether it only reads (else MODERATE)."""
+    """What ``evaluate`` looks a program up in: the checks every command passes; the code for a
+    program, whose asking stands; else the first of its rows that matches; else whether it only
+    reads (else MODERATE)."""
 
     rules: Mapping[str, Callable[[Call], Verdict]]
     read_only: frozenset[str]
     checks: Sequence[Check] = ()
+    rows: Mapping[str, Sequence[Row]] = field(default_factory=dict)

@@ -15,11 +15,11 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from tools.base import Danger
-from tools.shell_policy.paths import path_of
+from tools.shell_policy.paths import RELATIVE_PATH, path_of
 from tools.shell_policy.scripts import input_as_code, run_script
 from tools.shell_policy.version_control import GIT_COMMAND_CONFIG
 from tools.shell_policy.walk import Call
@@ -30,13 +30,6 @@ def _as_user(c: Call) -> Verdict:
     return bad(f"runs as another user ({c.name})")
 
 
-def _wrapper(short: str = "", long: Iterable[str] = ()) -> Callable[[Call], Verdict]:
-    """A program that runs the rest of its words as a command, after its options (``nohup``, ``nice``)."""
-
-    def rule(c: Call) -> Verdict:
-        return c.run(opts(c.args, short, long, posix=True).pos, stdin=c.stdin)
-
-    return rule
 
 
 def _env(c: Call) -> Verdict:
@@ -56,23 +49,12 @@ def _command_builtin(c: Call) -> Verdict:
     return SAFE if o.has("-v", "-V") else c.run(o.pos, stdin=c.stdin)
 
 
-def _exec(c: Call) -> Verdict:
-    rest = opts(c.args, "a", posix=True).pos
-    return c.run(rest, stdin=c.stdin) if rest else SAFE
 
 
-def _timeout(c: Call) -> Verdict:
-    rest = opts(c.args, "sk", ("--signal", "--kill-after"), posix=True).pos
-    return c.run(rest[1:], stdin=c.stdin)
 
 
-def _ionice(c: Call) -> Verdict:
-    o = opts(c.args, "cnp", ("--class", "--classdata", "--pid"), posix=True)
-    return MODERATE if o.has("-p", "--pid") else c.run(o.pos, stdin=c.stdin)
 
 
-def _busybox(c: Call) -> Verdict:
-    return c.run(c.args, stdin=c.stdin)
 
 
 _DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})
@@ -191,15 +173,6 @@ def _worst(verdicts: list[Verdict]) -> Verdict:
     return verdict
 
 
-def _runs_rest(skip: int = 0, short: str = "", long: Iterable[str] = ()) -> Callable[[Call], Verdict]:
-    """A tool that runs the rest of its words as a command after ``skip`` operands of its own
-    (``taskset MASK cmd``, ``strace -o f cmd``): at least MODERATE, judged as that command."""
-
-    def rule(c: Call) -> Verdict:
-        o = opts(c.args, short, long, posix=True)
-        return worse(MODERATE, c.run(o.pos[skip:], c.name, c.stdin)) if len(o.pos) > skip else MODERATE
-
-    return rule
 
 
 def _script(c: Call) -> Verdict:
@@ -252,6 +225,8 @@ def command_variables(c: Call, head: Word) -> Verdict:
     for name, value in c.env:
         if name in ("BASH_ENV", "ENV"):  # a script the shell sources first
             verdict = worse(verdict, run_script(c, value) if value.text else MODERATE)
+        elif name == "PATH" and re.search(RELATIVE_PATH, f"PATH={value.raw}"):
+            return bad(f"changes what a command name runs (PATH={value.show})")
         elif name in _RUNS:
             if value.text is None:
                 return bad(f"runs a command built at run time ({name}={value.show})")

@@ -85,7 +85,10 @@ def _all_operands(short: str = "", long: Iterable[str] = (), read_only: Iterable
 def _tee(c: Call) -> Verdict:
     o = opts(c.args, long=("--output-error",))
     verdict = c.targets_outside(o.pos, "tee")
-    return verdict if verdict[0] is Danger.DANGEROUS or any(not is_sink(w) for w in o.pos) else SAFE
+    files = [w for w in o.pos if not is_sink(w)]
+    if verdict[0] is not Danger.DANGEROUS and files and c.stdin is not None and c.stdin.text == "/dev/null":
+        return bad(f"empties a file (tee {files[0].show} < /dev/null)")
+    return verdict if verdict[0] is Danger.DANGEROUS or files else SAFE
 
 
 def _dd(c: Call) -> Verdict:
