@@ -26,6 +26,7 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
                         "--constraint", "--editable", "--python")),
     "npm": ("w", ("--workspace", "--prefix", "--location")),
     "cargo": ("Z", ("--manifest-path", "--config", "--color")),
+    "git push": ("o", ("--push-option", "--repo", "--receive-pack", "--exec")),
 }
 
 
@@ -52,7 +53,7 @@ class Row:
     pattern: str = ""
     verdict: Danger = Danger.DANGEROUS
     wraps: Wraps | None = None
-    worse: bool = False  # its flags make a call worse: a permission rule must name them to allow it
+    worse: bool = False  # what it matches makes a call worse: an allow rule must name it (``shape.py``)
     compiled: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -17,9 +17,10 @@ import re
 
 import tree_sitter
 
-from tools.shell_policy.table import _TABLE
+from tools.shell_policy.rows import VALUE_OPTIONS
+from tools.shell_policy.table import _TABLE, ROWS
 from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, Call, Scan, parse
-from tools.shell_policy.words import SAFE, Verdict, Word, word_of
+from tools.shell_policy.words import SAFE, Verdict, Word, canonical, opts, word_of
 
 DYNAMIC = "$?"  # a word built at run time: matches no rule word
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
@@ -90,7 +91,32 @@ def _rule_key(root: tree_sitter.Node, words: list[list[Word]], command: str) -> 
     if program.rsplit("/", 1)[-1] in _AS_USER:
         return None
     sub = rest[0].text if rest else None
-    return f"{program} {sub}" if sub and _SUBCOMMAND.fullmatch(sub) else program
+    key = [program, sub] if sub and _SUBCOMMAND.fullmatch(sub) else [program]
+    return " ".join(_narrowed(program, rest) or key)
+
+
+def _narrowed(program: str, args: list[Word]) -> list[str] | None:
+    """For a program whose rows mark what makes a call worse (``git push --force``, ``rm -r``):
+    the program, for a subcommand row its subcommand and target (the remote), and every word
+    that makes it worse, so an allow rule matches only calls that name no more than it does.
+    None when no such row is about this call."""
+    name = canonical(program.rsplit("/", 1)[-1])
+    rows = [r for r in ROWS if r.worse and name in r.programs]
+    short, long = VALUE_OPTIONS.get(name, ("", ()))
+    top = opts(args, short, long, posix=True).pos
+    sub = top[0].text or "" if top else ""
+    rows = [r for r in rows if not r.sub or sub in r.sub]
+    if not rows:
+        return None
+    key = [program]
+    if any(r.sub for r in rows):  # what comes before the subcommand stays (``git -C repo``)
+        short, long = VALUE_OPTIONS.get(f"{name} {sub}", ("", ()))
+        target = opts(top[1:], short, long).texts()[:1]
+        key += [w.text or "" for w in args[: len(args) - len(top)]]
+        key += [sub, *(t for t in target if t[:1] not in ("+", ":"))]
+    elif args and args[0].text and _SUBCOMMAND.fullmatch(args[0].text):
+        key.append(args[0].text)
+    return key + list(dict.fromkeys(mark for r in rows for mark in r.marks(args)))
 
 
 def _has(node: tree_sitter.Node, kinds: frozenset[str]) -> bool:

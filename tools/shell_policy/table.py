@@ -281,6 +281,9 @@ ROWS: list[Row] = [
         ["cargo build", "gem list", "go test ./...", "poetry run pytest"],
         sub=("install", "require", "add", "get", "inject")),
     # Must ask: deletes, empties or moves out what rewind cannot be asked about.
+    row("deletes", "rm", "deletes recursively or by force ({name})",
+        ["rm -rf build", "rm -f notes.txt", "rm --recursive build", "rm -r -i build"], ["rm notes.txt", "rm -i notes.txt"],
+        flags=("-r", "-R", "-f", "--recursive", "--force", "--no-preserve-root"), worse=True),
     row("deletes", "unlink", "deletes a file ({name})", ["unlink notes.txt", "unlink a/b.txt"], ["unlink --help"]),
     row("empties or destroys files", "sort", "writes over a file ({name} {word})",
         ["sort -o notes.txt /dev/null", "sort --output=notes.txt notes.txt", "sort -ro out.txt in.txt"],

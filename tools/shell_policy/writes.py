@@ -229,7 +229,7 @@ def _man(c: Call) -> Verdict:
 def _rm(c: Call) -> Verdict:
     o = opts(c.args)
     if o.has("-r", "-R", "-f", "--recursive", "--force", "--no-preserve-root"):
-        return bad("deletes recursively or by force (rm)")
+        return MODERATE  # its row asks first: deletes recursively or by force
     for target in o.pos:
         if target.text is None and not target.procsub and not HERE.match(target.raw):
             return bad(f"deletes a path it can't see (rm {target.show})")
