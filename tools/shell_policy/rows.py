@@ -123,3 +123,22 @@ def by_program(rows: Iterable[Row]) -> dict[str, list[Row]]:
         for program in each.programs:
             found.setdefault(program, []).append(each)
     return found
+
+
+def readme_table(rows: Iterable[Row]) -> str:
+    """The README's table of the gate's rows, one line per kind: its programs, and an example of
+    each way it decides (generated, so the README says what the rows say)."""
+    kinds: dict[str, list[Row]] = {}
+    for each in rows:
+        kinds.setdefault(each.kind, []).append(each)
+    lines = ["| kind | programs | decides | for example | but not |", "|---|---|---|---|---|"]
+    for kind, members in kinds.items():
+        programs = list(dict.fromkeys(p for r in members for p in r.programs))
+        shown = ", ".join(f"`{p}`" for p in programs[:10]) + (", …" if len(programs) > 10 else "")
+        decides = "/".join(dict.fromkeys(r.verdict.value for r in members))
+        examples = list(dict.fromkeys(r.match[0] for r in members))[:4]
+        counter = list(dict.fromkeys(r.not_match[0] for r in members))[:2]
+        cell = ", ".join(f"`{e}`".replace("|", "\\|") for e in examples)
+        lines.append(f"| {kind} | {shown} | {decides} | {cell} | "
+                     + ", ".join(f"`{e}`".replace("|", "\\|") for e in counter) + " |")
+    return "\n".join(lines)
