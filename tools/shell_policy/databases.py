@@ -116,10 +116,3 @@ def _redis(c: Call) -> Verdict:
         return bad(f"runs commands it can't see ({shorten(feed)})")
     return MODERATE
 
-
-def _drop_database(c: Call) -> Verdict:
-    if c.name == "mysqladmin" and not {"drop", "flush-privileges", "shutdown"} & set(opts(c.args).texts()):
-        return MODERATE
-    if c.name == "pg_restore" and not opts(c.args, "dfhpUnt").has("-c", "--clean"):
-        return MODERATE
-    return bad(f"drops or overwrites a database ({c.name})")

@@ -11,24 +11,6 @@ from tools.shell_policy.words import MODERATE, SAFE, Verdict, bad, opts
 from tools.shell_policy.writes import mode_risk
 
 
-def _date(c: Call) -> Verdict:
-    return MODERATE if opts(c.args, "dfr").has("-s", "--set") else SAFE
-
-
-def _hostname(c: Call) -> Verdict:
-    return SAFE if not opts(c.args).pos else MODERATE
-
-
-def _history(c: Call) -> Verdict:
-    return bad("clears the shell history (history -c)") if opts(c.args).has("-c") else SAFE
-
-
-def _disk(c: Call) -> Verdict:
-    if c.name == "mount" and not c.args:
-        return SAFE
-    return bad(f"changes disks or filesystems ({c.name})")
-
-
 def _chmod(c: Call) -> Verdict:
     o = opts(c.args, long=("--reference",))
     if o.has("-R", "--recursive"):
@@ -53,29 +35,14 @@ def _chmod(c: Call) -> Verdict:
     return MODERATE
 
 
-def _owner(c: Call) -> Verdict:
-    return bad(f"changes owners or permissions ({c.name})")
 
 
-def _machine(c: Call) -> Verdict:
-    return bad(f"controls the machine or its services ({c.name})")
 
 
-_SERVICE_READS = frozenset(
-    {"status", "show", "list-units", "list-unit-files", "list-timers", "list-sockets", "list-dependencies",
-     "is-active", "is-enabled", "is-failed", "cat", "--status-all", "help"}
-)
 
 
-def _services(c: Call) -> Verdict:
-    words = [w.text or "" for w in c.args if not (w.text or "").startswith("-") or w.text == "--status-all"]
-    verb = words[1] if c.name == "service" and len(words) > 1 else (words or ["status"])[0]
-    return SAFE if verb in _SERVICE_READS else _machine(c)
 
 
-def _sysctl(c: Call) -> Verdict:
-    o = opts(c.args)
-    return _machine(c) if o.has("-w", "--write", "-p", "--load") or any("=" in t for t in o.texts()) else SAFE
 
 
 _OWN_JOB = re.compile(r'"?(\$!|\$\{!\}|\$\$|\$\{?\w+\}?)"?')
@@ -100,15 +67,8 @@ def _kill(c: Call) -> Verdict:
     return MODERATE
 
 
-def _fuser(c: Call) -> Verdict:
-    return bad("kills the processes using a file (fuser -k)") if opts(c.args, "sm").has("-k") else MODERATE
 
 
-def _at(c: Call) -> Verdict:
-    o = opts(c.args, "qfMt")
-    if c.name == "at" and o.has("-l", "-c", "-d", "-r"):
-        return MODERATE
-    return bad(f"schedules a job to run later ({c.name})")
 
 
 def _crontab(c: Call) -> Verdict:

@@ -6,7 +6,6 @@ classic way out for data when only DNS leaves the machine."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, opts, shorten
@@ -97,11 +96,6 @@ def _httpie(c: Call) -> Verdict:
     return c.targets_outside(o.values("-o", "--output"), f"{c.name} -o")
 
 
-def _remote(phrase: str) -> Callable[[Call], Verdict]:
-    def rule(c: Call) -> Verdict:
-        return bad(f"{phrase} ({c.name})")
-
-    return rule
 
 
 def _is_remote(path: str) -> bool:
@@ -122,14 +116,6 @@ def _rsync(c: Call) -> Verdict:
     return keeps_mode(c, o.pos[:-1]) if verdict == MODERATE else verdict
 
 
-def _rclone(c: Call) -> Verdict:
-    words = opts(c.args, long=("--config", "--transfers", "--checkers", "--include", "--exclude")).texts()
-    verb = words[0] if words else ""
-    if verb in ("delete", "purge", "deletefile", "sync", "move", "moveto", "rmdir", "rmdirs", "cleanup", "dedupe"):
-        return bad(f"deletes files (rclone {verb})")
-    if verb in ("copy", "copyto", "copyurl", "rcat", "mkdir", "touch", "bisync", "serve", "mount"):
-        return bad(f"transfers files over the network (rclone {verb})")
-    return MODERATE
 
 
 _GH_WRITES = frozenset(

@@ -5,33 +5,8 @@ from __future__ import annotations
 
 import re
 
-from tools.base import Danger
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts
-
-_PACKAGE_VERBS = frozenset(
-    """install remove purge erase uninstall upgrade dist-upgrade full-upgrade autoremove reinstall add del
-    refresh downgrade""".split()
-)
-
-
-def _packages(c: Call) -> Verdict:
-    o = opts(c.args, "o", ("--option",))
-    words = o.texts()
-    verbs = set(words) & (_PACKAGE_VERBS | ({"update"} if c.name in ("yum", "dnf", "zypper", "flatpak") else set()))
-    if c.name in ("pacman", "yay", "paru"):
-        first = next((w.text or "" for w in c.args if (w.text or "").startswith("-")), "")
-        if re.match(r"-[RU]", first) or (first.startswith("-S") and not re.search(r"[silgp]", first[2:])):
-            verbs.add(first)
-    if c.name in ("dpkg", "rpm", "nix-env"):
-        risky = ("-i", "-r", "-P", "-U", "-e", "-F", "--install", "--remove", "--purge", "--erase", "--upgrade",
-                 "--uninstall", "--set")
-        verbs |= {name for name, _ in o.flags if name in risky}
-    if c.name == "emerge" and words:
-        verbs.add(words[0])
-    if verbs:
-        return bad(f"installs or removes system packages ({c.name} {sorted(verbs)[0]})")
-    return MODERATE
 
 
 def judge_pip(c: Call) -> Verdict:
@@ -81,51 +56,10 @@ def venv_install(c: Call, head: Word) -> Verdict:
     return SAFE
 
 
-_PUBLISH = {
-    "yarn": (("publish",), ("npm", "publish")), "pnpm": (("publish",),), "twine": (("upload",),),
-    "cargo": (("publish",),), "gem": (("push",),), "poetry": (("publish",),), "flit": (("publish",),),
-    "hatch": (("publish",),), "lerna": (("publish",),), "dotnet": (("nuget", "push"),), "nuget": (("push",),),
-    "vsce": (("publish",),), "ovsx": (("publish",),), "changeset": (("publish",),),
-}
 
 
-def _publisher(c: Call) -> Verdict:
-    o = opts(c.args)
-    words = o.texts()
-    for verb in _PUBLISH.get(c.name, ()):
-        if tuple(words[: len(verb)]) == verb:
-            return bad(f"publishes a package ({c.name} {' '.join(verb)})")
-    globally = o.has("-g", "--global") or any(n == "--location" and v and v.text == "global" for n, v in o.flags)
-    if c.name == "yarn" and words[:1] == ["global"] or globally and words[:1] and words[0] in (
-            "install", "i", "add", "uninstall", "remove", "rm", "update", "link"):
-        verb = " ".join(words[:2]) if words[:1] == ["global"] else f"{' '.join(words[:1])} -g"
-        return bad(f"installs packages globally ({c.name} {verb})")
-    return MODERATE
 
 
-def _npm(c: Call) -> Verdict:
-    words = opts(c.args).texts()
-    if words[:1] in (["publish"], ["unpublish"]):
-        return bad(f"publishes a package (npm {words[0]})")
-    if words[:1] in (["deprecate"], ["owner"], ["dist-tag"], ["access"]) and len(words) > 1:
-        return bad(f"changes a published package (npm {words[0]})")
-    verdict = _publisher(c)
-    if verdict[0] is Danger.DANGEROUS:
-        return verdict
-    return SAFE if words[:1] in (["ls"], ["list"], ["view"], ["info"], ["outdated"], ["explain"], ["why"]) else verdict
 
 
-def _mvn(c: Call) -> Verdict:
-    goals = opts(c.args, "fPDslbTe", ("--file", "--activate-profiles", "--settings", "--threads")).texts()
-    if any(g == "deploy" or g.startswith("deploy:") or g.endswith(":deploy") for g in goals):
-        return bad(f"publishes a package ({c.name} deploy)")
-    return MODERATE
 
-
-def _gradle(c: Call) -> Verdict:
-    tasks = opts(c.args, "pPDxb", ("--project-dir", "--exclude-task", "--build-file", "--settings-file")).texts()
-    for task in tasks:
-        name = task.rsplit(":", 1)[-1]
-        if name.startswith("publish") and name != "publishToMavenLocal":
-            return bad(f"publishes a package ({c.name} {name})")
-    return MODERATE

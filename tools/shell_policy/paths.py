@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from tools.control_paths import named
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts
+from tools.shell_policy.words import SAFE, Verdict, Word, bad
 
 if TYPE_CHECKING:  # the walk imports these paths; a check only reads the call it is given
     from tools.shell_policy.walk import Call
@@ -154,9 +154,3 @@ def reads_secret(c: Call, head: Word) -> Verdict:
             return bad(f"reads a secret file ({c.name} {w.show})")
     return SAFE
 
-
-def _getent(c: Call) -> Verdict:
-    words = opts(c.args, "s", ("--service",)).texts()
-    if words[:1] in (["shadow"], ["gshadow"]):
-        return bad(f"reads a secret file (getent {words[0]})")
-    return MODERATE

@@ -27,6 +27,12 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "npm": ("w", ("--workspace", "--prefix", "--location")),
     "cargo": ("Z", ("--manifest-path", "--config", "--color")),
     "git push": ("o", ("--push-option", "--repo", "--receive-pack", "--exec")),
+    "hg": ("R", ("--repository", "--cwd")),
+    "svn": ("mF", ("--message", "--file", "--username", "--password")),
+    "rclone": ("", ("--config", "--transfers", "--checkers", "--include", "--exclude")),
+    "getent": ("s", ("--service",)),
+    "helm": ("nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set", "--version", "--repo")),
+    "pulumi": ("sC", ("--stack", "--cwd")),
 }
 
 

@@ -14,7 +14,6 @@ from tools.base import Danger
 from tools.shell_policy.databases import (
     _clickhouse,
     _cqlsh,
-    _drop_database,
     _mongosh,
     _mysql,
     _psql,
@@ -37,40 +36,23 @@ from tools.shell_policy.infrastructure import (
     _vercel,
 )
 from tools.shell_policy.machine import (
-    _at,
     _chmod,
     _crontab,
-    _date,
-    _disk,
-    _fuser,
-    _history,
-    _hostname,
     _kill,
-    _machine,
-    _owner,
-    _services,
-    _sysctl,
 )
-from tools.shell_policy.network import _curl, _gh, _httpie, _rclone, _remote, _rsync, _wget, sends_runtime
+from tools.shell_policy.network import _curl, _gh, _httpie, _rsync, _wget, sends_runtime
 from tools.shell_policy.packages import (
-    _PUBLISH,
-    _gradle,
-    _mvn,
-    _npm,
-    _packages,
-    _publisher,
     _uv,
     judge_pip,
     venv_install,
 )
-from tools.shell_policy.paths import RELATIVE_PATH, _getent, reads_secret
+from tools.shell_policy.paths import RELATIVE_PATH, reads_secret
 from tools.shell_policy.rows import Row, Wraps, by_program, row
 from tools.shell_policy.scripts import SHELLS, _awk, _deno, _interpreter, _perl_in_place, _shell, _source, by_path
-from tools.shell_policy.version_control import _git, _hg, _svn
+from tools.shell_policy.version_control import _git
 from tools.shell_policy.walk import Call, Table
 from tools.shell_policy.words import MODERATE, SAFE, Verdict
 from tools.shell_policy.wrappers import (
-    _as_user,
     _cd,
     _command_builtin,
     _env,
@@ -101,11 +83,9 @@ from tools.shell_policy.writes import (
     _second_operand_written,
     _sed,
     _seven_zip,
-    _shred,
     _sort,
     _tar,
     _tee,
-    _trash_empty,
     _truncate,
     _unzip,
     _yq,
@@ -119,13 +99,13 @@ _READ_ONLY = frozenset(
     sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
     nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
     pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
-    dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local
+    dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
+    history sysctl
     """.split()
 )
 
 
 _RULES: dict[str, Callable[[Call], Verdict]] = {
-    **dict.fromkeys(("sudo", "su", "doas", "pkexec", "run0", "runuser", "sg"), _as_user),
     "script": _script, "env": _env, "command": _command_builtin,
     "xargs": _xargs, "find": _find, "fd": _fd, "watch": _watch, "flock": _flock, "parallel": _parallel,
     **dict.fromkeys(SHELLS, _shell),
@@ -134,10 +114,8 @@ _RULES: dict[str, Callable[[Call], Verdict]] = {
     "perl": _perl_in_place, "deno": _deno, "awk": _awk,
     "psql": _psql, "mysql": _mysql, "sqlite3": _sqlite, "sqlcmd": _sqlcmd, "cqlsh": _cqlsh,
     "clickhouse-client": _clickhouse, "mongosh": _mongosh, "redis-cli": _redis,
-    **dict.fromkeys(("dropdb", "dropuser", "mysqladmin", "pg_restore"), _drop_database),
-    "rm": _rm, **dict.fromkeys(("rmdir", "unlink", "trash"), _delete_inside), "shred": _shred,
-    **dict.fromkeys(("trash-empty", "trash-rm"), _trash_empty), "gio": _gio,
-    "git": _git, "hg": _hg, "svn": _svn,
+    "rm": _rm, **dict.fromkeys(("rmdir", "unlink", "trash"), _delete_inside), "gio": _gio,
+    "git": _git,
     "kubectl": _kubectl, "helm": _helm, "terraform": _terraform, "pulumi": _pulumi, "aws": _aws,
     **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
     "cdk": _verbs("deploy", "destroy", "bootstrap"), "sam": _verbs("deploy", "delete", "sync"),
@@ -150,10 +128,7 @@ _RULES: dict[str, Callable[[Call], Verdict]] = {
     **dict.fromkeys(("ansible", "ansible-playbook"), _ansible),
     **dict.fromkeys(("docker", "docker-compose"), _docker),
     "curl": _curl, "wget": _wget, **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
-    "nc": _remote("opens a raw network connection"), "ssh": _remote("runs commands on a remote host"),
-    "scp": _remote("copies files to or from a remote host"),
-    **dict.fromkeys(("sftp", "ftp", "lftp", "tftp"), _remote("transfers files over the network")),
-    "mail": _remote("sends email"), "rsync": _rsync, "rclone": _rclone, "gh": _gh,
+    "rsync": _rsync, "gh": _gh,
     **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"),
     "touch": _all_operands("dtr"), "mkdir": _mkdir, "truncate": _truncate, "man": _man,
     "gzip": _all_operands("S", ("--suffix",), ("-c", "--stdout", "-l", "--list", "-t", "--test")),
@@ -161,22 +136,10 @@ _RULES: dict[str, Callable[[Call], Verdict]] = {
     "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
     "tree": _output_option("-o", short="LPIo", otherwise=SAFE),
     "patch": _output_option("-o", "-d", short="pdioBrDFVYz"),
-    "yq": _yq, "rg": _rg, "date": _date, "hostname": _hostname, "history": _history,
-    **dict.fromkeys(
-        """mkfs fsck fdisk sfdisk gdisk cfdisk parted partprobe mount umount swapon swapoff wipefs losetup mkswap
-        blkdiscard cryptsetup tune2fs resize2fs e2fsck lvremove vgremove pvremove lvcreate mdadm zpool""".split(),
-        _disk),
-    **dict.fromkeys(("chown", "chgrp", "setfacl", "chattr"), _owner), "chmod": _chmod,
-    **dict.fromkeys(
-        """shutdown reboot halt poweroff init telinit killall killall5 pkill skill snice systemd-run launchctl modprobe
-        insmod rmmod iptables ip6tables nft ufw firewall-cmd""".split(), _machine),
-    **dict.fromkeys(("systemctl", "service"), _services), "sysctl": _sysctl, "kill": _kill, "crontab": _crontab,
-    "fuser": _fuser, "at": _at, "batch": _at, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts), "getent": _getent,
-    **dict.fromkeys(
-        """apt apt-get aptitude yum dnf pacman yay paru brew zypper apk snap flatpak port emerge pkg dpkg rpm
-        nix-env""".split(), _packages),
-    "pip": judge_pip, "uv": _uv, "npm": _npm, **dict.fromkeys(("yarn", "pnpm"), _publisher),
-    **dict.fromkeys(tuple(_PUBLISH), _publisher), "mvn": _mvn, "gradle": _gradle,
+    "yq": _yq, "rg": _rg,
+    "chmod": _chmod,
+    "kill": _kill, "crontab": _crontab, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts),
+    "pip": judge_pip, "uv": _uv,
 }
 
 # Every command, whatever its program: secret files named, scripts run by path, run-time values in a
@@ -186,7 +149,11 @@ _CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install
 RUNS_BY_OPTION = "runs another program"
 RENAMES = "changes what a command name runs"
 _W = Wraps
-_M = Danger.MODERATE
+_M, _S = Danger.MODERATE, Danger.SAFE
+DISKS = """mkfs fsck fdisk sfdisk gdisk cfdisk parted partprobe mount umount swapon swapoff wipefs losetup mkswap
+    blkdiscard cryptsetup tune2fs resize2fs e2fsck lvremove vgremove pvremove lvcreate mdadm zpool"""
+MACHINE = """shutdown reboot halt poweroff init telinit killall killall5 pkill skill snice systemd-run launchctl modprobe
+    insmod rmmod iptables ip6tables nft ufw firewall-cmd systemctl service"""
 
 ROWS: list[Row] = [
     # Programs that run other programs by an option: one row each.
@@ -266,6 +233,119 @@ ROWS: list[Row] = [
                                                  "--apparmor-profile"), floor=_M)),
         ("choom", "-n 100 -- ", _W("np", ("--adjust", "--pid"), floor=_M)),
     )),
+    # Disks, owners, the machine and its services, scheduled jobs.
+    row("reads", "mount", "", ["mount", "mount | grep sda"], ["mount /dev/sdb1 /mnt"], pattern="^$", verdict=_S),
+    row("changes disks or filesystems", DISKS, "changes disks or filesystems ({name})",
+        ["mkfs.ext4 /dev/sdb1", "umount /mnt", "fdisk /dev/sda", "mount /dev/sdb1 /mnt"], ["mount", "lsblk"]),
+    row("changes permissions or owners", "chown chgrp setfacl chattr", "changes owners or permissions ({name})",
+        ["chown user file", "chattr +i notes.txt", "setfacl -m u:bob:rw x"], ["chmod 644 notes.txt"]),
+    row("reads", "systemctl service", "", ["systemctl status nginx", "service nginx status", "systemctl"],
+        ["systemctl restart nginx"], verdict=_S,
+        pattern=r"^(?:-\S* )*(?:status|show|list-units|list-unit-files|list-timers|list-sockets|list-dependencies"
+                r"|is-active|is-enabled|is-failed|cat|help)(?: |$)|^\S+ status$|--status-all|^$"),
+    row("controls the machine", MACHINE, "controls the machine or its services ({name})",
+        ["shutdown -h now", "systemctl restart nginx", "service nginx stop", "pkill -f worker", "iptables -F"],
+        ["systemctl status nginx", "pgrep worker"]),
+    row("controls the machine", "sysctl", "controls the machine or its services ({name})",
+        ["sysctl -w vm.swappiness=10", "sysctl vm.swappiness=10", "sysctl -p"], ["sysctl -a", "sysctl vm.swappiness"],
+        flags=("-w", "--write", "-p", "--load"), pattern="="),
+    row("controls the machine", "history", "clears the shell history ({name} {word})", ["history -c", "history -cw"],
+        ["history 10"], flags=("-c",)),
+    row("runs in the sandbox", "hostname", "", ["hostname box", "hostname -b box"], ["hostname -f"], verdict=_M,
+        pattern=r"(?:^| )[^-\s]"),
+    row("runs in the sandbox", "date", "", ["date -s 2020-01-01", "date --set=tomorrow"], ["date +%s"], verdict=_M,
+        flags=("-s", "--set")),
+    row("signals processes it did not start", "fuser", "kills the processes using a file ({name} -k)",
+        ["fuser -k 8080/tcp", "fuser -km /mnt"], ["fuser 8080/tcp"], flags=("-k",)),
+    row("runs in the sandbox", "at", "", ["at -l", "at -c 3"], ["at now + 1 minute"], verdict=_M,
+        flags=("-l", "-c", "-d", "-r")),
+    row("writes where code runs later", "at batch", "schedules a job to run later ({name})",
+        ["at now + 1 minute", "batch < job.txt", "at -f job.sh noon"], ["at -l"]),
+    row("runs as another user", "sudo su doas pkexec run0 runuser sg", "runs as another user ({name})",
+        ["sudo apt update", "su -c id bob", "doas ls"], ["sudo --version"]),
+    row("reads a secret file", "getent", "reads a secret file ({name} {sub})", ["getent shadow", "getent gshadow root"],
+        ["getent hosts x.example"], sub=("shadow", "gshadow")),
+    row("deletes", "shred", "destroys files ({name})", ["shred -u key.pem", "srm old.txt"], ["shred --help"]),
+    row("deletes", "trash-empty trash-rm", "empties the trash ({name})", ["trash-empty", "trash-rm '*.log'"],
+        ["trash-list"]),
+    row("rewrites or pushes history", "hg", "pushes to a remote ({name} {sub})", ["hg push", "hg -R repo push"],
+        ["hg pull"], sub=("push",)),
+    row("rewrites or pushes history", "hg", "rewrites history ({name} {sub})", ["hg strip 3", "hg histedit 1"],
+        ["hg log"], sub=("strip", "rollback", "histedit", "prune")),
+    row("rewrites or pushes history", "svn", "commits to a remote ({name} {sub})", ["svn commit -m 'release'", "svn ci"],
+        ["svn update"], sub=("commit", "ci", "import")),
+    row("rewrites or pushes history", "svn", "changes a remote repository ({name} {sub})",
+        ["svn delete https://svn.x.example/r/x -m y", "svn mkdir svn://x.example/r/d"], ["svn delete local.txt"],
+        sub=("delete", "del", "remove", "rm", "mkdir", "move", "mv", "copy", "cp", "lock", "propset"), pattern="://"),
+    row("runs SQL that destroys data", "dropdb dropuser", "drops or overwrites a database ({name})",
+        ["dropdb prod", "dropuser bob"], ["createdb x"]),
+    row("runs SQL that destroys data", "mysqladmin", "drops or overwrites a database ({name})",
+        ["mysqladmin drop prod", "mysqladmin -u root shutdown"], ["mysqladmin status"],
+        pattern=r"(?:^| )(?:drop|flush-privileges|shutdown)(?= |$)"),
+    row("runs SQL that destroys data", "pg_restore", "drops or overwrites a database ({name})",
+        ["pg_restore -c -d prod dump", "pg_restore --clean -d x dump"], ["pg_restore -l dump"],
+        flags=("-c", "--clean")),
+    # The network: remote shells, transfers, mail.
+    row("sends data over the network", "nc", "opens a raw network connection ({name})",
+        ["nc x.example 80", "socat - TCP:x.example:80", "telnet x.example"], ["ping -c1 x.example"]),
+    row("sends data over the network", "ssh", "runs commands on a remote host ({name})", ["ssh host", "ssh -i key host ls"],
+        ["ssh-keygen -l -f key.pub"]),
+    row("sends data over the network", "scp", "copies files to or from a remote host ({name})",
+        ["scp f host:", "scp host:f ."], ["cp f g"]),
+    row("sends data over the network", "sftp ftp lftp tftp", "transfers files over the network ({name})",
+        ["sftp host", "ftp x.example"], ["ls"]),
+    row("sends data over the network", "mail", "sends email ({name})",
+        ["mail -s hi a@x.example < notes.txt", "sendmail a@x.example < m.txt"], ["cat m.txt"]),
+    row("deletes", "rclone", "deletes files ({name} {sub})", ["rclone purge remote:x", "rclone sync . remote:x"],
+        ["rclone ls remote:"], sub=("delete", "purge", "deletefile", "sync", "move", "moveto", "rmdir", "rmdirs",
+                                    "cleanup", "dedupe")),
+    row("sends data over the network", "rclone", "transfers files over the network ({name} {sub})",
+        ["rclone copy . remote:x", "rclone mount remote: m"], ["rclone ls remote:"],
+        sub=("copy", "copyto", "copyurl", "rcat", "mkdir", "touch", "bisync", "serve", "mount")),
+    # System packages.
+    row("installs system packages", "apt apt-get aptitude yum dnf brew zypper apk snap flatpak port pkg",
+        "installs or removes system packages ({name} {word})",
+        ["apt-get install -y vim", "brew install wget", "apk del x"], ["apt list --installed", "brew info wget"],
+        pattern=r"(?:^| )(?:install|remove|purge|erase|uninstall|upgrade|dist-upgrade|full-upgrade|autoremove"
+                r"|reinstall|add|del|refresh|downgrade)(?= |$)"),
+    row("installs system packages", "yum dnf zypper flatpak", "installs or removes system packages ({name} {word})",
+        ["yum update", "dnf update -y"], ["yum list"], pattern=r"(?:^| )update(?= |$)"),
+    row("installs system packages", "pacman yay paru", "installs or removes system packages ({name} {word})",
+        ["pacman -Syu", "pacman -R x", "yay -S x"], ["pacman -Ss x", "pacman -Q"],
+        pattern=r"(?:^| )-(?:[RU]\S*|S(?![^ ]*[silgp])\S*)"),
+    row("installs system packages", "dpkg rpm nix-env", "installs or removes system packages ({name} {word})",
+        ["dpkg -i app.deb", "rpm -e x", "nix-env --install x"], ["dpkg -l", "rpm -qa"],
+        flags=("-i", "-r", "-P", "-U", "-e", "-F", "--install", "--remove", "--purge", "--erase", "--upgrade",
+               "--uninstall", "--set")),
+    row("installs system packages", "emerge", "installs or removes system packages ({name} {word})",
+        ["emerge vim", "emerge -av x"], ["emerge --info"], pattern=r"(?:^| )[^-\s]\S*"),
+    # Publishing, and installs outside the workspace.
+    row("publishes a package", "npm yarn pnpm cargo poetry flit hatch lerna vsce ovsx changeset",
+        "publishes a package ({name} {sub})", ["npm publish --access public", "cargo publish", "yarn publish"],
+        ["npm pack", "cargo build"], sub=("publish", "unpublish")),
+    row("publishes a package", "twine gem nuget", "publishes a package ({name} {sub})",
+        ["twine upload dist/*", "gem push app-1.0.gem", "nuget push x.nupkg"], ["gem build x.gemspec"],
+        sub=("upload", "push")),
+    row("publishes a package", "dotnet yarn", "publishes a package ({name} {word})",
+        ["dotnet nuget push app.nupkg", "yarn npm publish"], ["dotnet build"], pattern=r"^(?:nuget push|npm publish)"),
+    row("publishes a package", "npm", "changes a published package ({name} {sub})",
+        ["npm deprecate x@1 'no'", "npm owner add bob x"], ["npm owner"],
+        sub=("deprecate", "owner", "dist-tag", "access"), pattern=r"^\S+ \S"),
+    row("publishes a package", "mvn", "publishes a package ({name} deploy)",
+        ["mvn clean deploy", "mvn deploy:deploy-file -Dfile=x"], ["mvn package"],
+        pattern=r"(?:^| )(?:deploy|\S+:deploy|deploy:\S+)(?= |$)"),
+    row("publishes a package", "gradle", "publishes a package ({name} {word})",
+        ["./gradlew publish", "gradle :lib:publishToSonatype"], ["gradle build", "gradle publishToMavenLocal"],
+        pattern=r"(?:^| |:)publish(?!ToMavenLocal\b)\w*"),
+    row("installs packages", "npm yarn pnpm", "installs packages globally ({name} {sub} {word})",
+        ["npm install -g typescript", "pnpm add --global x", "npm i --location=global x"], ["npm install"],
+        sub=("install", "i", "add", "uninstall", "remove", "rm", "update", "link"),
+        flags=("-g", "--global", "--location=global"), pattern=r"--location global"),
+    row("installs packages", "yarn", "installs packages globally ({name} global)", ["yarn global add x",
+                                                                                 "yarn global remove x"],
+        ["yarn add x"], sub=("global",)),
+    row("reads", "npm", "", ["npm ls", "npm view x"], ["npm test"], verdict=_S,
+        sub=("ls", "list", "view", "info", "outdated", "explain", "why")),
     # Package installs run the packages' install scripts and put code where it runs later.
     row("installs packages", "pip", "installs packages, whose code runs at install and at every import ({name} {sub})",
         ["pip install requests", "pip install -r requirements.txt", "python3 -m pip install x", "pip3 install -e ."],
@@ -335,8 +415,7 @@ def _no_operands(c: Call) -> Verdict:
 # find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
 _NO_CODE = Table(
     {
-        **{name: _RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "date",
-                                            "hostname", "history", "cd", "pushd")},
+        **{name: _RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
         "find": _strict(_RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
         "fd": _strict(_RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
         "env": _no_operands, "command": _no_operands,

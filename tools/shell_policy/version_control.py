@@ -145,20 +145,4 @@ def _git_config(args: list[Word]) -> Verdict:
     return bad(f"{_WRITES_CONFIG} (git config{key})")
 
 
-def _hg(c: Call) -> Verdict:
-    sub = opts(c.args, "R", ("--repository", "--cwd"), posix=True).texts()[:1]
-    if sub == ["push"]:
-        return bad("pushes to a remote (hg push)")
-    if sub and sub[0] in ("strip", "rollback", "histedit", "prune"):
-        return bad(f"rewrites history (hg {sub[0]})")
-    return MODERATE
 
-
-def _svn(c: Call) -> Verdict:
-    words = opts(c.args, "mF", ("--message", "--file", "--username", "--password")).texts()
-    if words and words[0] in ("commit", "ci", "import"):
-        return bad(f"commits to a remote (svn {words[0]})")
-    remote_edit = ("delete", "del", "remove", "rm", "mkdir", "move", "mv", "copy", "cp", "lock", "propset")
-    if words and words[0] in remote_edit and any("://" in w for w in words[1:]):
-        return bad(f"changes a remote repository (svn {words[0]})")
-    return MODERATE

@@ -26,12 +26,6 @@ from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
 
-def _as_user(c: Call) -> Verdict:
-    return bad(f"runs as another user ({c.name})")
-
-
-
-
 def _env(c: Call) -> Verdict:
     o = opts(c.args, "uCS", ("--unset", "--chdir", "--split-string"), posix=True)
     if o.has("-S", "--split-string"):

@@ -248,12 +248,8 @@ def _delete_inside(c: Call) -> Verdict:
     return MODERATE
 
 
-def _shred(c: Call) -> Verdict:
-    return bad(f"destroys files ({c.name})")
 
 
-def _trash_empty(c: Call) -> Verdict:
-    return bad(f"empties the trash ({c.name})")
 
 
 def _gio(c: Call) -> Verdict:
