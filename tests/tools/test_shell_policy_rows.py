@@ -4,6 +4,7 @@ stays rows plus the code that needs code."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -53,3 +54,13 @@ def test_the_readme_lists_the_rows_by_kind():
     assert table.group(1) == readme_table(ROWS), (
         "regenerate the README's table: python -c 'from tools.shell_policy.rows import readme_table; "
         "from tools.shell_policy.table import ROWS; print(readme_table(ROWS))'")
+def test_no_underscore_name_is_imported_across_the_package():
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tools.shell_policy"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, f"{path.name} imports {private} from {node.module}"
+
+
+def test_the_package_is_at_most_twelve_modules():
+    assert len(list(PACKAGE.glob("*.py"))) <= 12

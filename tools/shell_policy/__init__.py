@@ -17,9 +17,9 @@ the verdict, the reason a person reads, and examples that must match and must no
 this package is imported (``rows.py``); the README's approvals section lists them by kind. Code
 is left for what rows can't say: the walk (``walk.py``), wrappers and nested shells
 (``wrappers.py``), scripts and inline interpreter code (``scripts.py``), paths written or read
-(``paths.py``, ``writes.py``), git (``version_control.py``), and requests, SQL and containers
-(``network.py``, ``databases.py``, ``infrastructure.py``). What can't be seen through asks: a line that does not parse, over 64 KB or
-nested too deeply, a command built at run time (``$CMD x``, ``bash -c "$X"``).
+(``paths.py``, ``writes.py``), requests, SQL and signals (``services.py``), and git, cloud CLIs
+and containers (``infrastructure.py``). What can't be seen through asks: a line that does not
+parse, over 64 KB or nested too deeply, a command built at run time (``$CMD x``, ``bash -c "$X"``).
 
 A command line is SAFE (never asks, and may be rerun after a crash) only when every simple
 command in it is plainly read-only and no redirection writes to a file (``/dev/null`` is
@@ -43,7 +43,7 @@ from pathlib import Path
 
 from tools.base import Danger
 from tools.shell_policy.rows import verify
-from tools.shell_policy.table import _NO_CODE, _TABLE, ROWS
+from tools.shell_policy.table import NO_CODE, ROWS, TABLE
 from tools.shell_policy.walk import MAX_CHARS, Table, classify
 from tools.shell_policy.words import Verdict, bad
 
@@ -57,7 +57,7 @@ def classify_command(command: str, workspace: Path | None = None) -> Verdict:
     With ``workspace``, a script the command runs from there is shown in the reason (its danger
     is the same either way).
     """
-    return _guarded(command, _TABLE, workspace)
+    return _guarded(command, TABLE, workspace)
 
 
 def is_read_only(command: str) -> bool:
@@ -68,7 +68,7 @@ def is_read_only(command: str) -> bool:
 def runs_no_code(command: str) -> bool:
     """Whether the command only reads and cannot run other code (no git, pager, wrapper, xargs,
     nested shell...): what runs when there is no sandbox to bound it."""
-    return is_read_only(command) and _guarded(command, _NO_CODE, None)[0] is Danger.SAFE
+    return is_read_only(command) and _guarded(command, NO_CODE, None)[0] is Danger.SAFE
 
 
 def _guarded(command: str, table: Table, workspace: Path | None) -> Verdict:

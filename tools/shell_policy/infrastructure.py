@@ -1,5 +1,8 @@
-"""Infrastructure, cloud and containers: ``kubectl``, ``helm``, ``terraform``, ``pulumi``, the cloud
-CLIs, deploy tools, ``ansible``, and ``docker``/``podman``: reads are fine, changes ask."""
+"""Git, cloud CLIs and containers: programs whose subcommands change shared state (history, a
+cluster, an account, images), judged by code where the reason must name more than one word
+(``git reset --hard``, ``kubectl rollout restart``, ``aws s3 rm``, ``docker run -v /:/host``);
+reads are fine, changes ask. What rows can say about them (pushes, deploys) is in ``table.py``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,143 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten, worse
+
+_GIT_SAFE = frozenset(
+    """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file grep
+    rev-list name-rev merge-base show-ref for-each-ref whatchanged count-objects help version var check-ignore
+    check-attr verify-commit verify-tag show-branch cherry range-diff fsck""".split()
+)
+_GIT_FORCE_LETTER = frozenset(
+    {"checkout", "switch", "branch", "tag", "rm", "mv", "add", "worktree", "submodule", "fetch", "pull", "clean",
+     "update-ref", "symbolic-ref", "remote", "stash", "filter-branch", "notes", "replace", "clone"}
+)
+# Keys whose value git runs as a command or reads more config from (include.path can set any of them).
+GIT_COMMAND_CONFIG = re.compile(
+    r"^((alias|submodule\.[^=]*\.update)[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass"
+    r"|credential\.([^=]*\.)?helper|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.([^=]*\.)?program"
+    r"|core\.gitproxy|\.driver|\.cmd|diff\.[^=]*\.command|templatedir|include(if\.[^=]*)?\.path"
+    r"|alternaterefscommand|packobjectshook|remote\.[^=]*\.(uploadpack|receivepack)|protocol\.ext\.allow|smtpserver))",
+    re.I,
+)
+_WRITES_CONFIG = "writes .git/config, which names commands git runs on the host"
+_GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
+
+
+def _git(c: Call) -> Verdict:
+    top = opts(c.args, "Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"),
+                posix=True)
+    for setting in top.values("-c", "--config-env"):
+        if setting.text is None or GIT_COMMAND_CONFIG.match(setting.text):
+            return bad(f"runs a command set through git config (git -c {setting.show})")
+    if not top.pos:
+        return SAFE
+    sub, args = top.pos[0].text or "", top.pos[1:]
+    raw = [w.text or "" for w in args]
+    o = opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
+    words = o.texts()
+    force = any(a.startswith("--force") for a in raw)
+    if sub != "push" and force or sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean":
+        return bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
+    match sub:
+        case "reset" if o.has("--hard"):
+            return bad("discards work (git reset --hard)")
+        case "rebase":
+            return MODERATE if o.has("--abort", "--quit") else bad("rewrites history (git rebase)")
+        case "filter-branch" | "filter-repo":
+            return bad(f"rewrites history (git {sub})")
+        case "clean":
+            if o.has("-f"):
+                return bad("deletes untracked files (git clean -f)")
+            return SAFE if o.has("-n", "--dry-run") else MODERATE
+        case "branch":
+            if o.has("-D"):
+                return bad("deletes a branch (git branch -D)")
+            writes = o.has("-d", "--delete", "-m", "-M", "-c", "-C", "--move", "--copy", "-u", "--set-upstream-to",
+                           "--unset-upstream", "--edit-description")
+            return MODERATE if writes or (words and not o.has("--list", "-l")) else SAFE
+        case "tag":
+            if o.has("-d", "--delete"):
+                return bad("deletes a tag (git tag -d)")
+            return SAFE if not words or o.has("-l", "--list") else MODERATE
+        case "stash":
+            if words[:1] in (["drop"], ["clear"]):
+                return bad(f"drops stashed work (git stash {words[0]})")
+            return SAFE if words[:1] in (["list"], ["show"]) else MODERATE
+        case "checkout" if "--" in raw or "." in words:
+            return bad("discards uncommitted changes (git checkout -- ...)")
+        case "restore" if not o.has("--staged", "-S") or o.has("--worktree", "-W"):
+            return bad("discards uncommitted changes (git restore)")
+        case "update-ref" if o.has("-d"):
+            return bad("deletes a ref (git update-ref -d)")
+        case "reflog":
+            if words[:1] in (["expire"], ["delete"]):
+                return bad(f"expires history (git reflog {words[0]})")
+            return SAFE
+        case "gc" if any(a in ("--prune=now", "--prune=all") for a in raw) or "--prune" in raw and "now" in raw:
+            return bad("prunes unreachable commits (git gc --prune=now)")
+        case "prune":
+            return bad("prunes unreachable commits (git prune)")
+        case "send-email":
+            return bad("sends email (git send-email)")
+        case "config":
+            return _git_config(args)
+        case "remote" if words[:1] and words[0] in ("add", "set-url", "rename", "remove", "rm", "set-branches"):
+            return bad(f"{_WRITES_CONFIG} (git remote {words[0]})")
+        case "remote":
+            return SAFE if not words or words[0] in ("show", "get-url", "-v") else MODERATE
+        case "clone" | "init" | "submodule" if any(a.startswith("--template") for a in raw):
+            return bad(f"installs hooks from a template (git {sub} --template)")
+        case "init":
+            return bad("creates .git, whose hooks and config git runs on the host (git init)")
+        case "submodule" if words[:1] and words[0] in ("add", "init", "deinit", "set-url", "set-branch", "sync"):
+            return bad(f"writes .gitmodules and .git/config, which choose what git fetches and runs "
+                        f"(git submodule {words[0]})")
+        case "clone":
+            setting = _clone_setting(args)
+            if setting is not None:
+                return bad(f"sets a command git will run (git clone {shorten(setting)})")
+            return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
+        case "grep" if any(a.startswith(("-O", "--open-files-in-pager")) for a in raw):
+            pager = next(a for a in raw if a.startswith(("-O", "--open-files-in-pager")))
+            value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
+            return worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
+        case "worktree" | "submodule" | "notes" if words[:1] in (["list"], ["status"], ["show"]):
+            return SAFE
+    if sub in _GIT_SAFE:
+        outputs = [a for a in raw if a.startswith("--output")]
+        return MODERATE if outputs else SAFE
+    return MODERATE
+
+
+def _clone_setting(args: list[Word]) -> str | None:
+    """What ``git clone`` is told to run: ``-u``/``--upload-pack``, or a ``-c`` setting a command."""
+    o = opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack",
+                              "--reference", "--separate-git-dir"))
+    for value in o.values("-u", "--upload-pack"):
+        return value.raw
+    for value in o.values("-c", "--config"):
+        if value.text is None or GIT_COMMAND_CONFIG.match(value.text):
+            return value.raw
+    return None
+
+
+def _git_config(args: list[Word]) -> Verdict:
+    o = opts(args, "f", ("--file", "--blob", "--type", "--default", "--comment", "--value"))
+    reads = o.has("--get", "--get-all", "--get-regexp", "--list", "-l", "--get-urlmatch", "--show-origin")
+    words = o.texts()
+    verb = words.pop(0) if words and words[0] in _GIT_CONFIG_VERBS else ""  # git config set KEY VALUE
+    if verb in ("get", "list") or reads or (not verb and len(words) == 1 and not o.has(
+            "--unset", "--unset-all", "--add", "-e", "--edit")):
+        return SAFE
+    if words and GIT_COMMAND_CONFIG.match("=".join(words[:2]) if len(words) > 1 else words[0] + "="):
+        return bad(f"sets a command git will run (git config {shorten(words[0])})")
+    if o.has("--global", "--system"):
+        return bad("writes outside the workspace (git config --global)")
+    if o.has("-f", "--file", "--blob"):
+        return MODERATE
+    key = f" {shorten(words[0])}" if words else ""
+    return bad(f"{_WRITES_CONFIG} (git config{key})")
 
 
 def _infra(c: Call, verb: str) -> Verdict:
@@ -38,69 +177,16 @@ def _kubectl(c: Call) -> Verdict:
     return _infra(c, " ".join(words[:2]) if words[0] in ("rollout", "config", "auth", "certificate") else words[0])
 
 
-def _helm(c: Call) -> Verdict:
-    words = opts(c.args, "nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set",
-                                 "--version", "--repo")).texts()
-    verb = words[0] if words else ""
-    if verb in ("install", "upgrade", "uninstall", "delete", "del", "un", "rollback", "push", "test"):
-        return _infra(c, verb)
-    reads = ("", "list", "ls", "status", "get", "history", "hist", "show", "inspect", "search", "version", "env",
-             "template", "lint", "verify")
-    if verb in reads or words[1:2] == ["list"]:
-        return SAFE
-    return MODERATE
 
 
-def _terraform(c: Call) -> Verdict:
-    words = [w for w in opts(c.args).texts() if w]
-    raw = [w.text or "" for w in c.args]
-    verb = " ".join(words[:2]) if words[:1] in (["state"], ["workspace"], ["run-all"]) else (words or [""])[0]
-    dangerous = ("apply", "destroy", "import", "taint", "untaint", "refresh", "force-unlock", "state rm",
-                 "state mv", "state push", "state replace-provider", "workspace delete", "run-all apply",
-                 "run-all destroy")
-    if verb in dangerous:
-        return _infra(c, verb)
-    if any(a.lstrip("-").split("=")[0] == "auto-approve" for a in raw):
-        return _infra(c, f"{verb} -auto-approve")
-    return SAFE if verb == "version" else MODERATE
 
 
-def _pulumi(c: Call) -> Verdict:
-    words = opts(c.args, "sC", ("--stack", "--cwd")).texts()
-    pair = tuple(words[:2])
-    if words[:1] in (["up"], ["update"], ["destroy"], ["import"], ["refresh"], ["cancel"]) or pair in (
-        ("stack", "rm"), ("state", "delete"), ("state", "unprotect"), ("state", "edit")):
-        return _infra(c, " ".join(words[:2] if words[0] in ("stack", "state") else words[:1]))
-    return MODERATE
 
 
-def _verbs(*verbs: str) -> Callable[[Call], Verdict]:
-    """A deploy tool: DANGEROUS for these verbs (in the first two words, or after ``:``), else MODERATE."""
-
-    def rule(c: Call) -> Verdict:
-        words = opts(c.args).texts()
-        for i, verb in enumerate(words[:2]):
-            if verb in verbs or verb.rsplit(":", 1)[-1] in verbs:
-                return _infra(c, " ".join(words[: i + 1]))
-        return MODERATE
-
-    return rule
 
 
-def _vercel(c: Call) -> Verdict:
-    o = opts(c.args, "tA", ("--token", "--scope", "--local-config"))
-    if o.has("--prod", "--production"):
-        return _infra(c, "--prod")
-    words = o.texts()
-    return _infra(c, words[0]) if words[:1] in (["rm"], ["remove"], ["promote"], ["rollback"]) else MODERATE
 
 
-def _netlify(c: Call) -> Verdict:
-    o = opts(c.args, "sad", ("--site", "--auth", "--dir"))
-    words = o.texts()
-    if (words[:1] == ["deploy"] and o.has("--prod", "-p")) or (words and words[0].endswith(":delete")):
-        return _infra(c, " ".join(words[:1]) + (" --prod" if o.has("--prod", "-p") else ""))
-    return MODERATE
 
 
 _READ_VERBS = frozenset({"list", "ls", "show", "describe", "get", "info", "status", "logs", "version", "help",
@@ -156,11 +242,6 @@ def _aws(c: Call) -> Verdict:
     return _infra(c, f"{service} {op}")
 
 
-def _ansible(c: Call) -> Verdict:
-    o = opts(c.args, "iemutl", ("--inventory", "--extra-vars", "--module-name", "--user", "--tags", "--limit"))
-    if o.has("--syntax-check", "--list-hosts", "--list-tasks", "--list-tags"):
-        return MODERATE
-    return bad(f"runs commands on remote hosts ({c.name})")
 
 
 _DOCKER_GROUPS = frozenset(
@@ -225,3 +306,11 @@ def _container_run(c: Call, args: Sequence[Word], named: str) -> Verdict:
             if c.outside(probe):
                 return bad(f"mounts a host path outside the workspace ({named} -v {shorten(host)})")
     return MODERATE
+
+
+# The programs this module judges, by name (``table.py`` gathers them).
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    "git": _git, "kubectl": _kubectl, "aws": _aws, **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
+    "flyctl": _read_or_infra(), "heroku": _read_or_infra({"apps", "ps", "config", "addons", "domains", "login"}),
+    "vault": _read_or_infra({"login", "path-help"}), **dict.fromkeys(("docker", "docker-compose"), _docker),
+}

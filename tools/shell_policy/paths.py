@@ -1,11 +1,7 @@
-"""Paths that matter whatever the program: secret files, which ask to be read, and the places where
-a write outlives the task by running code later (git hooks and config, shell startup files,
-``.envrc``, systemd units, SSH keys), which ask to be written even inside the workspace.
-
-Secrets: naming a well-known secret file anywhere in a command (``cat ~/.ssh/id_rsa``, ``base64
-~/.kube/config``, ``cp /etc/shadow .``, ``--file=~/.netrc``; ``< ~/.netrc`` is the walk's) asks,
-whatever the program: the file's contents would reach the model and the history. Also ``getent``
-of the shadow databases. The paths are in ``paths.py``.
+"""Paths that matter whatever the program: secret files, which ask to be named at all (their
+contents would reach the model and the history), and the places where a write outlives the task
+by running code later (git hooks and config, shell startup files, ``.envrc``, systemd units,
+SSH keys), which ask to be written even inside the workspace.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class Row:
         if program not in self.programs:
             return None
         short, long = VALUE_OPTIONS.get(program, ("", ()))
-        operands = opts(args, short, long, posix=True).texts() if self.sub else []
+        operands = opts(args, short, long, posix=True).texts()
         if self.sub and (not operands or operands[0] not in self.sub):
             return None
         sub = operands[0] if operands else ""

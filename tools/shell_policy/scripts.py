@@ -1,17 +1,11 @@
-"""Scripts: a shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) runs what the
-gate can't see, so it asks, and the reason shows the file's first lines when the workspace is at
-hand (the file as it is when the model asks; nothing else of the task runs until the person
-answers). A script the line itself writes is judged by the text the line puts in it (``cat > x.sh
-<<EOF``), and asks when the line downloads it or makes it executable (``curl -o i.sh``, ``chmod +x
-x.sh && ./x.sh``). Interpreters running a file (``python3 x.py``) stay MODERATE, the sandbox
-bounding them, unless the line wrote that file. A virtualenv's ``bin/activate`` does not ask: its
-interpreter, right next to it, runs unasked anyway.
-
-Code in a line: what a snippet of Python, Perl, Ruby, JavaScript, PHP, R or Lua would do, read from
-the code itself (``python -c``, a heredoc fed to an interpreter, a script the line writes and runs).
-
-Inline code: what ``python -c``, ``perl -e``, ``node -e``, ``awk`` and a script fed to an
-interpreter on standard input would do, read from the code itself.
+"""Scripts and code: a shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) runs
+what the gate can't see, so it asks, and the reason shows the file's first lines when the
+workspace is at hand. A script the line itself writes is judged by the text the line puts in
+it (``cat > x.sh <<EOF``), and asks when the line downloads it or makes it executable. Inline
+code (``python -c``, ``perl -e``, ``node -e``, a heredoc fed to an interpreter) is read for what
+it would do: delete, run commands, use the network, or hide itself. Interpreters running a file
+(``python3 x.py``) stay MODERATE, the sandbox bounding them, unless the line wrote that file;
+a virtualenv's ``bin/activate`` does not ask (its interpreter runs unasked anyway).
 """
 
 from __future__ import annotations
@@ -322,3 +316,11 @@ def _perl_in_place(c: Call) -> Verdict:
         return verdict
     files = opts(c.args, "eE").pos
     return worse(verdict, c.targets_outside(files, f"{c.name} -i"))
+
+
+# The programs this module judges, by name (``table.py`` gathers them).
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    **dict.fromkeys(SHELLS, _shell), "source": _source, ".": _source,
+    **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
+    "perl": _perl_in_place, "deno": _deno, "awk": _awk,
+}

@@ -18,7 +18,7 @@ import re
 import tree_sitter
 
 from tools.shell_policy.rows import VALUE_OPTIONS
-from tools.shell_policy.table import _TABLE, ROWS
+from tools.shell_policy.table import ROWS, TABLE
 from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, Call, Scan, parse
 from tools.shell_policy.words import SAFE, Verdict, Word, canonical, opts, word_of
 
@@ -137,7 +137,7 @@ def _evaluated(command: str) -> int:
         seen[0] += 1
         return SAFE
 
-    table = dataclasses.replace(_TABLE, checks=(count, *_TABLE.checks))
+    table = dataclasses.replace(TABLE, checks=(count, *TABLE.checks))
     scan = Scan(table, 0)
     scan.visit(parse(command.encode("utf-8", "replace")).root_node, None, 0)
     return seen[0]

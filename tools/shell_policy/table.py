@@ -1,9 +1,11 @@
-"""The table: the checks every command passes, the rule for each program, and the programs that
-only read (SAFE with any arguments).
+"""The table: the rows (each with its examples, verified when the package is imported), the code
+for the programs rows can't describe, the checks every command passes, and the programs that
+only read. Code whose verdict asks stands; else the first row that matches decides; else the
+code's verdict; else SAFE for a program that only reads, MODERATE for the rest.
 
-A program in neither is MODERATE. Names are matched after ``canonical`` (``names.py``) maps aliases
-(``python3.12`` is ``python``, ``podman`` is ``docker``). ``_NO_CODE`` is the stricter table for
-running without a sandbox: SAFE there only for commands that cannot run other code.
+Names are matched after ``canonical`` (``words.py``) maps aliases (``python3.12`` is ``python``,
+``podman`` is ``docker``). ``NO_CODE`` is the stricter table for running without a sandbox: SAFE
+there only for commands that cannot run other code.
 """
 
 from __future__ import annotations
@@ -11,88 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tools.base import Danger
-from tools.shell_policy.databases import (
-    _clickhouse,
-    _cqlsh,
-    _mongosh,
-    _mysql,
-    _psql,
-    _redis,
-    _sqlcmd,
-    _sqlite,
-)
-from tools.shell_policy.infrastructure import (
-    _ansible,
-    _aws,
-    _cloud,
-    _docker,
-    _helm,
-    _kubectl,
-    _netlify,
-    _pulumi,
-    _read_or_infra,
-    _terraform,
-    _verbs,
-    _vercel,
-)
-from tools.shell_policy.machine import (
-    _chmod,
-    _crontab,
-    _kill,
-)
-from tools.shell_policy.network import _curl, _gh, _httpie, _rsync, _wget, sends_runtime
-from tools.shell_policy.packages import (
-    _uv,
-    judge_pip,
-    venv_install,
-)
+from tools.shell_policy import infrastructure, scripts, services, wrappers, writes
 from tools.shell_policy.paths import RELATIVE_PATH, reads_secret
 from tools.shell_policy.rows import Row, Wraps, by_program, row
-from tools.shell_policy.scripts import SHELLS, _awk, _deno, _interpreter, _perl_in_place, _shell, _source, by_path
-from tools.shell_policy.version_control import _git
+from tools.shell_policy.scripts import by_path
+from tools.shell_policy.services import sends_runtime, venv_install
 from tools.shell_policy.walk import Call, Table
 from tools.shell_policy.words import MODERATE, SAFE, Verdict
-from tools.shell_policy.wrappers import (
-    _cd,
-    _command_builtin,
-    _env,
-    _eval,
-    _fd,
-    _find,
-    _flock,
-    _parallel,
-    _script,
-    _trap,
-    _watch,
-    _xargs,
-    command_variables,
-)
-from tools.shell_policy.writes import (
-    ACCOUNT_PROGRAMS,
-    _accounts,
-    _all_operands,
-    _copy_like,
-    _dd,
-    _delete_inside,
-    _gio,
-    _man,
-    _mkdir,
-    _output_option,
-    _rg,
-    _rm,
-    _second_operand_written,
-    _sed,
-    _seven_zip,
-    _sort,
-    _tar,
-    _tee,
-    _truncate,
-    _unzip,
-    _yq,
-    _zip,
-)
+from tools.shell_policy.wrappers import command_variables
 
-_READ_ONLY = frozenset(
+READ_ONLY = frozenset(
     """
     ls ll dir vdir cat tac head tail wc grep ag ack pwd echo printf stat file du df which whereis type
     whoami id groups uname printenv diff cmp comm cut tr jq less more most bat sha1sum sha224sum sha256sum
@@ -105,46 +35,13 @@ _READ_ONLY = frozenset(
 )
 
 
-_RULES: dict[str, Callable[[Call], Verdict]] = {
-    "script": _script, "env": _env, "command": _command_builtin,
-    "xargs": _xargs, "find": _find, "fd": _fd, "watch": _watch, "flock": _flock, "parallel": _parallel,
-    **dict.fromkeys(SHELLS, _shell),
-    "eval": _eval, "trap": _trap, "source": _source, ".": _source, "cd": _cd, "pushd": _cd,
-    **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
-    "perl": _perl_in_place, "deno": _deno, "awk": _awk,
-    "psql": _psql, "mysql": _mysql, "sqlite3": _sqlite, "sqlcmd": _sqlcmd, "cqlsh": _cqlsh,
-    "clickhouse-client": _clickhouse, "mongosh": _mongosh, "redis-cli": _redis,
-    "rm": _rm, **dict.fromkeys(("rmdir", "unlink", "trash"), _delete_inside), "gio": _gio,
-    "git": _git,
-    "kubectl": _kubectl, "helm": _helm, "terraform": _terraform, "pulumi": _pulumi, "aws": _aws,
-    **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
-    "cdk": _verbs("deploy", "destroy", "bootstrap"), "sam": _verbs("deploy", "delete", "sync"),
-    "serverless": _verbs("deploy", "remove", "rollback"),
-    "eb": _verbs("deploy", "terminate", "create", "scale", "setenv", "restore", "swap"),
-    "firebase": _verbs("deploy", "delete", "disable"), "vercel": _vercel, "netlify": _netlify,
-    "argocd": _verbs("sync", "delete", "create", "set", "rollback", "terminate-op"),
-    "flyctl": _read_or_infra(), "heroku": _read_or_infra({"apps", "ps", "config", "addons", "domains", "login"}),
-    "vault": _read_or_infra({"login", "path-help"}),
-    **dict.fromkeys(("ansible", "ansible-playbook"), _ansible),
-    **dict.fromkeys(("docker", "docker-compose"), _docker),
-    "curl": _curl, "wget": _wget, **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
-    "rsync": _rsync, "gh": _gh,
-    **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"),
-    "touch": _all_operands("dtr"), "mkdir": _mkdir, "truncate": _truncate, "man": _man,
-    "gzip": _all_operands("S", ("--suffix",), ("-c", "--stdout", "-l", "--list", "-t", "--test")),
-    "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "unzip": _unzip, "7z": _seven_zip, "zip": _zip,
-    "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
-    "tree": _output_option("-o", short="LPIo", otherwise=SAFE),
-    "patch": _output_option("-o", "-d", short="pdioBrDFVYz"),
-    "yq": _yq, "rg": _rg,
-    "chmod": _chmod,
-    "kill": _kill, "crontab": _crontab, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts),
-    "pip": judge_pip, "uv": _uv,
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    **wrappers.RULES, **scripts.RULES, **writes.RULES, **services.RULES, **infrastructure.RULES,
 }
 
 # Every command, whatever its program: secret files named, scripts run by path, run-time values in a
 # network lookup or request, variables naming a command to run, installs into the workspace's venv.
-_CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
+CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
 
 RUNS_BY_OPTION = "runs another program"
 RENAMES = "changes what a command name runs"
@@ -346,6 +243,50 @@ ROWS: list[Row] = [
         ["yarn add x"], sub=("global",)),
     row("reads", "npm", "", ["npm ls", "npm view x"], ["npm test"], verdict=_S,
         sub=("ls", "list", "view", "info", "outdated", "explain", "why")),
+    # Infrastructure: deploys and changes of shared state ask; reads do not.
+    row("changes infrastructure", "helm", "changes infrastructure ({name} {sub})",
+        ["helm upgrade --install app ./chart", "helm uninstall app", "helm -n prod rollback app 1"], ["helm list -A"],
+        sub=("install", "upgrade", "uninstall", "delete", "del", "un", "rollback", "push", "test")),
+    row("reads", "helm", "", ["helm list -A", "helm template ./chart", "helm status app"], ["helm repo add x u"],
+        verdict=_S, sub=("list", "ls", "status", "get", "history", "hist", "show", "inspect", "search", "version", "env",
+                         "template", "lint", "verify")),
+    row("changes infrastructure", "terraform", "changes infrastructure ({name} {sub})",
+        ["terraform apply", "terraform destroy -auto-approve", "tofu import x y"], ["terraform plan"],
+        sub=("apply", "destroy", "import", "taint", "untaint", "refresh", "force-unlock")),
+    row("changes infrastructure", "terraform", "changes infrastructure ({name} {word})",
+        ["terraform state rm x", "terragrunt run-all apply", "terraform workspace delete dev"], ["terraform state list"],
+        pattern=r"(?:^| )(?:state (?:rm|mv|push|replace-provider)|workspace delete|run-all (?:apply|destroy))(?= |$)"),
+    row("changes infrastructure", "terraform", "changes infrastructure ({name} {sub} {word})",
+        ["terraform plan -auto-approve", "terraform plan --auto-approve=true"], ["terraform plan"],
+        flags=("-auto-approve", "--auto-approve")),
+    row("reads", "terraform", "", ["terraform version", "tofu version"], ["terraform init"], verdict=_S,
+        sub=("version",)),
+    row("changes infrastructure", "pulumi", "changes infrastructure ({name} {sub})", ["pulumi up --yes", "pulumi destroy"],
+        ["pulumi preview"], sub=("up", "update", "destroy", "import", "refresh", "cancel")),
+    row("changes infrastructure", "pulumi", "changes infrastructure ({name} {word})",
+        ["pulumi stack rm dev", "pulumi state delete urn"], ["pulumi stack ls"],
+        pattern=r"(?:^| )(?:stack rm|state (?:delete|unprotect|edit))(?= |$)"),
+    *(row("changes infrastructure", name, "changes infrastructure ({name} {word})",
+          [f"{name} {verbs.split()[0]}", f"{name} x {verbs.split()[-1]}"], [f"{name} --help x", f"{name} ls"],
+          pattern=rf"(?:^| )(?:\S*:)?(?:{verbs.replace(' ', '|')})(?= |$)") for name, verbs in (
+        ("cdk", "deploy destroy bootstrap"), ("sam", "deploy delete sync"), ("serverless", "deploy remove rollback"),
+        ("eb", "deploy terminate create scale setenv restore swap"), ("firebase", "deploy delete disable"),
+        ("argocd", "sync delete create set rollback terminate-op"))),
+    row("changes infrastructure", "vercel", "changes infrastructure ({name} {word})", ["vercel --prod", "vercel -A x --prod"],
+        ["vercel dev"], flags=("--prod", "--production")),
+    row("changes infrastructure", "vercel", "changes infrastructure ({name} {sub})", ["vercel rm app", "vercel promote u"],
+        ["vercel ls"], sub=("rm", "remove", "promote", "rollback")),
+    row("changes infrastructure", "netlify", "changes infrastructure ({name} deploy --prod)",
+        ["netlify deploy --prod", "netlify deploy -p"], ["netlify deploy"], sub=("deploy",), flags=("--prod", "-p")),
+    row("changes infrastructure", "netlify", "changes infrastructure ({name} {word})", ["netlify sites:delete x",
+                                                                                      "netlify env:delete X"],
+        ["netlify status"], pattern=r"^\S*:delete(?= |$)"),
+    row("runs in the sandbox", "ansible ansible-playbook", "", ["ansible-playbook --syntax-check site.yml",
+                                                                "ansible all --list-hosts"],
+        ["ansible-playbook -i hosts site.yml"], verdict=_M,
+        flags=("--syntax-check", "--list-hosts", "--list-tasks", "--list-tags")),
+    row("sends data over the network", "ansible ansible-playbook", "runs commands on remote hosts ({name})",
+        ["ansible-playbook -i hosts site.yml", "ansible all -m ping"], ["ansible-playbook --syntax-check site.yml"]),
     # Package installs run the packages' install scripts and put code where it runs later.
     row("installs packages", "pip", "installs packages, whose code runs at install and at every import ({name} {sub})",
         ["pip install requests", "pip install -r requirements.txt", "python3 -m pip install x", "pip3 install -e ."],
@@ -390,7 +331,7 @@ ROWS: list[Row] = [
         sub=("push",)),
 ]
 
-_TABLE = Table(_RULES, _READ_ONLY, _CHECKS, by_program(ROWS))
+TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
 
 
 def _strict(rule: Callable[[Call], Verdict], *risky: str) -> Callable[[Call], Verdict]:
@@ -413,14 +354,14 @@ def _no_operands(c: Call) -> Verdict:
 # Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
 # textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
 # find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
-_NO_CODE = Table(
+NO_CODE = Table(
     {
-        **{name: _RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
-        "find": _strict(_RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
-        "fd": _strict(_RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
+        **{name: RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
+        "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
+        "fd": _strict(RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
         "env": _no_operands, "command": _no_operands,
     },
-    _READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
-    _CHECKS,
+    READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
+    CHECKS,
     by_program(r for r in ROWS if r.wraps is None and r.verdict is not Danger.SAFE),
 )

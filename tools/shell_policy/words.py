@@ -1,12 +1,7 @@
-"""A verdict: the danger of a command, and the reason a person reads when asked to approve it.
-
-Program names: the aliases that share a rule (``python3.12`` is ``python``, ``podman`` is ``docker``).
-
-The words of a simple command: their values as the shell will see them, and getopt over them.
-
-What flows into and out of a simple command: its standard input (a pipe, literal text, a file),
-and the literal text it prints when the line shows it (``cat <<EOF``, ``echo x``), so that a script
-the line writes and then runs is judged by what it says.
+"""The vocabulary of the gate: a verdict and its reason, program names and their aliases, the
+words of a simple command as the shell will see them (with getopt over them), and what flows
+into and out of a command (its standard input; the literal text it prints when the line shows
+it), so that a script the line writes and then runs is judged by what it says.
 """
 
 from __future__ import annotations

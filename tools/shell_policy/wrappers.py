@@ -1,13 +1,8 @@
-"""Wrappers and nested shells: programs that run another command (``env``, ``nohup``, ``timeout``,
-``xargs``, ``find -exec``, ``watch``) or shell source (``bash -c``, ``eval``, ``trap``), judged by
-what they run; and ``sudo`` and its kin, which run it as another user.
-
-Variables that name a command or code to load: set before a command (``PAGER=... git log``) or
-through ``env``, they make a read run something (``GIT_EXTERNAL_DIFF=x git diff``, ``LESSOPEN``,
-``MANPAGER``), so the value is judged as the command it names (``PAGER=cat`` stays SAFE) and
-``BASH_ENV`` as a script the shell runs; code loaded
-from elsewhere (``LD_PRELOAD``, ``NODE_OPTIONS``) makes the command at least MODERATE; git config set
-through the environment (``GIT_CONFIG_KEY_0``) is judged as ``git -c``.
+"""What runs other commands: ``env``, ``xargs``, ``find -exec``, ``watch``, ``flock``,
+``parallel``, ``eval``, ``trap`` and ``script -c``, judged by what they run (the plain wrappers,
+``nice`` and its kin, are rows); ``cd``, which moves where paths resolve; and variables that
+name a command (``PAGER=... git log``, ``GIT_EXTERNAL_DIFF``) or load code (``LD_PRELOAD``), or
+a relative ``PATH``, which make a read run something else.
 """
 
 from __future__ import annotations
@@ -15,13 +10,13 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 from tools.base import Danger
+from tools.shell_policy.infrastructure import GIT_COMMAND_CONFIG
 from tools.shell_policy.paths import RELATIVE_PATH, path_of
 from tools.shell_policy.scripts import input_as_code, run_script
-from tools.shell_policy.version_control import GIT_COMMAND_CONFIG
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
@@ -241,3 +236,11 @@ def _sets_command(c: Call, value_name: str) -> bool:
     """GIT_CONFIG_VALUE_n: whether its GIT_CONFIG_KEY_n names a key that runs commands."""
     key = dict(c.env).get(value_name.replace("VALUE", "KEY"))
     return key is None or key.text is None or bool(GIT_COMMAND_CONFIG.match(key.text + "="))
+
+
+# The programs this module judges, by name (``table.py`` gathers them).
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    "script": _script, "env": _env, "command": _command_builtin,
+    "xargs": _xargs, "find": _find, "fd": _fd, "watch": _watch, "flock": _flock, "parallel": _parallel,
+    "eval": _eval, "trap": _trap, "cd": _cd, "pushd": _cd,
+}

@@ -1,13 +1,8 @@
-"""Writes: the programs that write files named in their arguments (``cp``, ``tee``, ``dd of=``,
-``sed -i``, ``tar -C``, ``sort -o``...), DANGEROUS when one is outside the workspace; and the
-read-only tools whose options may write or run something.
-
-Deletion: ``rm`` by force, recursively, by glob or outside the workspace; shredding; the trash.
-
-Accounts and privilege: adding or changing users, groups and passwords (``useradd``, ``passwd``,
-``visudo``), file capabilities (``setcap``), setuid and setgid modes however they are spelled (``chmod 4755``, ``u+s``, ``install
--m 4755``, ``mkdir -m 2775``), and copying an outside file with its mode kept (``cp -p
-/usr/bin/passwd .``), which makes a root-owned setuid binary out of a system one.
+"""Writes, deletion and modes: the programs that write or delete files named in their arguments
+(``cp``, ``tee``, ``dd of=``, ``sed -i``, ``tar -C``, ``rm``), asking when a target is outside
+the workspace or where code runs later, when they empty or destroy a file, and when they make
+a setuid, setgid or world-writable file or copy an outside one with its mode (``cp -p
+/usr/bin/passwd .`` makes a root-owned setuid binary); and accounts (``useradd``, ``passwd``).
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, op
 def _copy_like(short: str = "") -> Callable[[Call], Verdict]:
     """cp, mv, install, ln: the last operand (or -t DIR) is written; mv also removes its sources.
     Emptying or destroying asks (``cp /dev/null f``, ``mv f /dev/null``, ``ln -sf /dev/null f``), as
-    does a link out of the workspace or a copy that keeps an outside file's mode (``accounts.py``)."""
+    does a link out of the workspace or a copy that keeps an outside file's mode (``keeps_mode``)."""
 
     def rule(c: Call) -> Verdict:
         o = opts(c.args, "tS" + short, ("--target-directory", "--suffix", "--mode", "--owner", "--group"))
@@ -327,3 +322,41 @@ def keeps_mode(c: Call, sources: Sequence[Word]) -> Verdict:
             return bad(f"copies an outside file with its mode, setuid bits included ({c.name} {keeping[0]} "
                         f"{source.show})")
     return MODERATE
+
+
+def _chmod(c: Call) -> Verdict:
+    o = opts(c.args, long=("--reference",))
+    if o.has("-R", "--recursive"):
+        return bad("changes permissions recursively (chmod -R)")
+    for reference in o.values("--reference"):
+        if c.outside(reference):
+            return bad(f"copies the mode of an outside file (chmod --reference={reference.show})")
+    operands = list(o.pos)
+    # `chmod -w f`, `chmod -x f`: the mode looks like an option
+    symbolic = [f"-{name[1:]}" for name, _ in o.flags if re.fullmatch(r"-[rwxXst]", name)]
+    mode = symbolic[0] if symbolic else (operands.pop(0).text or "" if operands and not o.has("--reference") else "")
+    risk = mode_risk(mode)
+    if risk:
+        return bad(f"{risk} (chmod {mode})")
+    for target in operands:
+        if c.outside(target):
+            return bad(f"changes permissions outside the workspace (chmod {target.show})")
+    for target in operands:  # a script made executable here and run next asks (scripts.py)
+        verdict = c.scan.wrote(target, "chmod", keep=True)
+        if verdict[0] is Danger.DANGEROUS:
+            return verdict
+    return MODERATE
+
+
+# The programs this module judges, by name (``table.py`` gathers them).
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    "rm": _rm, **dict.fromkeys(("rmdir", "unlink", "trash"), _delete_inside), "gio": _gio,
+    **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"),
+    "touch": _all_operands("dtr"), "mkdir": _mkdir, "truncate": _truncate, "man": _man,
+    "gzip": _all_operands("S", ("--suffix",), ("-c", "--stdout", "-l", "--list", "-t", "--test")),
+    "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "unzip": _unzip, "7z": _seven_zip, "zip": _zip,
+    "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
+    "tree": _output_option("-o", short="LPIo", otherwise=SAFE),
+    "patch": _output_option("-o", "-d", short="pdioBrDFVYz"),
+    "yq": _yq, "rg": _rg, "chmod": _chmod, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts),
+}
