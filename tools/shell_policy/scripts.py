@@ -228,7 +228,7 @@ class _Lang:
     attached: str = ""  # short options that swallow the rest of their cluster
 
 
-_LANGS = {
+_CODE_OPTIONS = {  # how each interpreter is given code on its command line
     "python": _Lang("c", value="mWXQ"),
     "perl": _Lang("eE", attached="iIMmlx0dDC"),
     "ruby": _Lang("e", value="rICEF", attached="ilx0TWK"),
@@ -242,7 +242,7 @@ _LANGS = {
 
 def _interpreter(c: Call) -> Verdict:
     lang_name = canonical(c.name)
-    lang = _LANGS[lang_name]
+    lang = _CODE_OPTIONS[lang_name]
     codes: list[tuple[str, Word | None]] = []
     args, i, script, reads_stdin = c.args, 0, None, False
     while i < len(args):
