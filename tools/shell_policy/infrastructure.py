@@ -46,7 +46,7 @@ def _git(c: Call) -> Verdict:
     o = opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
     words = o.texts()
     force = any(a.startswith("--force") for a in raw)
-    if sub != "push" and force or sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean":
+    if (force and sub != "push") or (sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean"):  # push: its rows
         return bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
     match sub:
         case "reset" if o.has("--hard"):
@@ -153,38 +153,6 @@ def _infra(c: Call, verb: str) -> Verdict:
     return bad(f"changes infrastructure ({c.name} {verb})".replace(" )", ")"))
 
 
-_KUBECTL_READS = frozenset(
-    """get describe logs top explain version api-resources api-versions cluster-info events wait diff completion
-    help options kustomize port-forward proxy""".split()
-)
-_KUBECTL_READ_PAIRS = frozenset(
-    {("config", "view"), ("config", "get-contexts"), ("config", "current-context"), ("config", "get-clusters"),
-     ("config", "get-users"), ("auth", "can-i"), ("auth", "whoami"), ("rollout", "status"), ("rollout", "history")}
-)
-
-
-def _kubectl(c: Call) -> Verdict:
-    o = opts(c.args, "nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user",
-                                  "--token", "--selector", "--output", "--filename", "--container", "--as",
-                                  "--as-group", "--request-timeout"))
-    words = o.texts()
-    if not words:
-        return SAFE
-    if words[0] in _KUBECTL_READS or tuple(words[:2]) in _KUBECTL_READ_PAIRS:
-        return MODERATE if words[0] in ("port-forward", "proxy") else SAFE
-    if any(name == "--dry-run" and (value is None or value.text != "none") for name, value in o.flags):
-        return MODERATE
-    return _infra(c, " ".join(words[:2]) if words[0] in ("rollout", "config", "auth", "certificate") else words[0])
-
-
-
-
-
-
-
-
-
-
 
 
 
@@ -240,8 +208,6 @@ def _aws(c: Call) -> Verdict:
     if op.startswith(("describe-", "list-", "get-")) or (service, op) in (("s3", "ls"), ("configure", "list")):
         return SAFE
     return _infra(c, f"{service} {op}")
-
-
 
 
 _DOCKER_GROUPS = frozenset(
@@ -310,7 +276,7 @@ def _container_run(c: Call, args: Sequence[Word], named: str) -> Verdict:
 
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict]] = {
-    "git": _git, "kubectl": _kubectl, "aws": _aws, **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
+    "git": _git, "aws": _aws, **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
     "flyctl": _read_or_infra(), "heroku": _read_or_infra({"apps", "ps", "config", "addons", "domains", "login"}),
     "vault": _read_or_infra({"login", "path-help"}), **dict.fromkeys(("docker", "docker-compose"), _docker),
 }

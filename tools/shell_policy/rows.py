@@ -33,6 +33,9 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "getent": ("s", ("--service",)),
     "helm": ("nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set", "--version", "--repo")),
     "pulumi": ("sC", ("--stack", "--cwd")),
+    "gh": ("R", ("--repo",)),
+    "kubectl": ("nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user", "--token",
+                            "--selector", "--output", "--filename", "--container", "--as", "--as-group")),
 }
 
 

@@ -103,8 +103,6 @@ def _httpie(c: Call) -> Verdict:
     return c.targets_outside(o.values("-o", "--output"), f"{c.name} -o")
 
 
-
-
 def _is_remote(path: str) -> bool:
     return path.startswith("rsync://") or bool(re.match(r"[^/]*[^/\\]:", path))
 
@@ -125,25 +123,6 @@ def _rsync(c: Call) -> Verdict:
 
 
 
-_GH_WRITES = frozenset(
-    """create delete merge close reopen comment edit review ready transfer archive unarchive rename sync set
-    upload run rerun cancel enable disable lock unlock pin unpin fork""".split()
-)
-
-
-def _gh(c: Call) -> Verdict:
-    o = opts(c.args, "RXfFHqt", ("--repo", "--method", "--field", "--raw-field", "--header", "--input", "--jq"))
-    words = o.texts()
-    if words[:1] == ["api"]:
-        methods = [(m.text or "").upper() for m in o.values("-X", "--method")]
-        if any(m not in _SAFE_METHODS for m in methods) or o.has("-f", "-F", "--field", "--raw-field", "--input"):
-            return bad("sends data over the network (gh api)")
-        return MODERATE
-    if words[:2] in (["release", "create"], ["release", "upload"]):
-        return bad(f"publishes a release (gh {' '.join(words[:2])})")
-    if len(words) >= 2 and words[1] in _GH_WRITES:
-        return bad(f"acts on GitHub for everyone to see (gh {' '.join(words[:2])})")
-    return MODERATE
 
 
 _SQL_DESTROYS = re.compile(r"\b(DROP|TRUNCATE|DELETE|ALTER|UPDATE|REPLACE\s+INTO|FLUSHALL|FLUSHDB)\b", re.I)
@@ -323,10 +302,6 @@ def _kill(c: Call) -> Verdict:
     return MODERATE
 
 
-
-
-
-
 def _crontab(c: Call) -> Verdict:
     o = opts(c.args, "u")
     if o.has("-l") and not o.has("-r"):
@@ -339,5 +314,5 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     "psql": _psql, "mysql": _mysql, "sqlite3": _sqlite, "sqlcmd": _sqlcmd, "cqlsh": _cqlsh,
     "clickhouse-client": _clickhouse, "mongosh": _mongosh, "redis-cli": _redis,
     "curl": _curl, "wget": _wget, **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
-    "rsync": _rsync, "gh": _gh, "kill": _kill, "crontab": _crontab, "pip": judge_pip, "uv": _uv,
+    "rsync": _rsync, "kill": _kill, "crontab": _crontab, "pip": judge_pip, "uv": _uv,
 }

@@ -38,14 +38,6 @@ def _command_builtin(c: Call) -> Verdict:
     return SAFE if o.has("-v", "-V") else c.run(o.pos, stdin=c.stdin)
 
 
-
-
-
-
-
-
-
-
 _DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})
 
 
@@ -160,8 +152,6 @@ def _worst(verdicts: list[Verdict]) -> Verdict:
     for one in verdicts:
         verdict = worse(verdict, one)
     return verdict
-
-
 
 
 def _script(c: Call) -> Verdict:

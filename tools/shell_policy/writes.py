@@ -243,10 +243,6 @@ def _delete_inside(c: Call) -> Verdict:
     return MODERATE
 
 
-
-
-
-
 def _gio(c: Call) -> Verdict:
     o = opts(c.args)
     sub = o.texts()[:1]
