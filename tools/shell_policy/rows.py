@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from tools.base import Danger
 from tools.shell_policy.words import Verdict, Word, opts
@@ -63,7 +64,10 @@ class Row:
     verdict: Danger = Danger.DANGEROUS
     wraps: Wraps | None = None
     worse: bool = False  # what it matches makes a call worse: an allow rule must name it (``shape.py``)
-    compiled: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def compiled(self) -> re.Pattern[str] | None:
+        return re.compile(self.pattern) if self.pattern else None
 
     @property
     def phrase(self) -> str:
@@ -105,10 +109,8 @@ def flag_given(text: str, flag: str) -> bool:
 
 
 def row(kind: str, programs: str, reason: str, match: Iterable[str], not_match: Iterable[str], **kw) -> Row:
-    """A row, with ``programs`` space-separated and the pattern compiled."""
-    pattern = kw.get("pattern", "")
-    return Row(kind, tuple(programs.split()), reason, tuple(match), tuple(not_match),
-               compiled=re.compile(pattern) if pattern else None, **kw)
+    """A row, written compactly: ``programs`` space-separated, the examples any iterable."""
+    return Row(kind, tuple(programs.split()), reason, tuple(match), tuple(not_match), **kw)
 
 
 def verify(rows: Iterable[Row], classify: Callable[[str], Verdict]) -> None:
