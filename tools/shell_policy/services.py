@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 
 from tools.base import Danger
+from tools.shell_policy.paths import keeps_mode
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, opts, shorten
-from tools.shell_policy.writes import keeps_mode
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOKUPS = frozenset(

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from tools.base import Danger
-from tools.shell_policy.paths import persisting
+from tools.shell_policy.paths import check_modes, keeps_mode, mode_risk, persisting
 from tools.shell_policy.walk import HERE, Call, is_sink
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
@@ -271,53 +271,6 @@ def _accounts(c: Call) -> Verdict:
     if c.name == "setcap":
         return bad("gives a program privileges (setcap)")
     return bad(f"changes accounts or passwords ({c.name})")
-
-
-def mode_risk(mode: str) -> str | None:
-    """Why a chmod-style mode (``4755``, ``u+s``, ``o+w``) is risky, or None."""
-    if re.fullmatch(r"[0-7]{1,6}", mode):
-        bits = int(mode, 8)
-        if bits & 0o002:
-            return "makes files world-writable"
-        return "sets setuid or setgid bits" if bits & 0o6000 else None
-    for clause in mode.split(","):
-        match = re.fullmatch(r"([ugoa]*)((?:[-+=][rwxXstugo]*)+)", clause)
-        if not match:
-            continue
-        who, actions = match.groups()
-        for op, perms in re.findall(r"([-+=])([rwxXstugo]*)", actions):
-            if op != "-" and "s" in perms:
-                return "sets setuid or setgid bits"
-            if op != "-" and "w" in perms and ("o" in who or "a" in who):
-                return "makes files world-writable"
-    return None
-
-
-def check_modes(c: Call, modes: Sequence[Word]) -> Verdict:
-    """``install -m``, ``mkdir -m``: DANGEROUS for setuid, setgid or world-writable modes."""
-    for mode in modes:
-        if mode.text is None:
-            return bad(f"sets a mode built at run time ({c.name} -m {mode.show})")
-        risk = mode_risk(mode.text)
-        if risk:
-            return bad(f"{risk} ({c.name} -m {mode.show})")
-    return MODERATE
-
-
-_PRESERVES = re.compile(r"-[a-zA-Z]*[ap][a-zA-Z]*|--archive|--perms|--preserve(?:=.*(?:mode|all|ownership).*)?")
-
-
-def keeps_mode(c: Call, sources: Sequence[Word]) -> Verdict:
-    """``cp -p``/``-a``/``--preserve``, ``rsync -a``/``-p`` of a file from outside the workspace."""
-    flags = [w.text or "" for w in c.args if (w.text or "").startswith("-")]
-    keeping = [f for f in flags if _PRESERVES.fullmatch(f) and not f.startswith("--no-")]
-    if not keeping or any(f.startswith("--no-preserve") or f == "--no-perms" for f in flags):
-        return MODERATE
-    for source in sources:
-        if c.outside(source):
-            return bad(f"copies an outside file with its mode, setuid bits included ({c.name} {keeping[0]} "
-                        f"{source.show})")
-    return MODERATE
 
 
 def _chmod(c: Call) -> Verdict:
