@@ -56,8 +56,9 @@ class ToolCallRequest(BaseModel):
     not_offered: str | None = omitted()
     # Set by the LLM activity for the permission rules (``core/permissions.py``), so the
     # workflow matches them by comparing strings. ``rule_key``: what "allow commands like this"
-    # remembers, and the mark that an allow rule may apply at all: a shell call's program and
-    # subcommand (``git push``) when the line is one plain command, another tool's name;
+    # remembers, and the mark that an allow rule may apply at all: a shell call's program,
+    # subcommand, target and the words that make it worse (``git push origin --force``) when
+    # the line is one plain command, another tool's name;
     # None (compound lines, writes to the rules file, calls recorded before rules): never.
     # ``commands``: a shell call's words, of each simple command it runs (what prefixes match).
     rule_key: str | None = omitted()

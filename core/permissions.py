@@ -11,7 +11,9 @@ reply arrived (``ToolCallRequest.rule_key`` and ``commands``, set by ``tools.dec
 the shell parser), so a replay decides the same. An allow rule matches only a call that has
 a rule key: a shell call that is one plain command (no list, pipe, substitution,
 redirection, nothing it runs in turn), or another tool's call; never a write to the rules
-file. A deny rule matches a shell call when any command in it, anywhere, starts with its
+file. "Allow commands like this" means exactly like this: the rule key names what makes a
+call worse (``git push origin --force``), and a rule allows only calls whose key names nothing
+the rule does not (``shell(git push)`` never allows ``git push --force``). A deny rule matches a shell call when any command in it, anywhere, starts with its
 words (after ``sudo``, ``env``, inside ``bash -c`` too).
 """
 
@@ -56,12 +58,20 @@ class PermissionRule(BaseModel):
         return f"{self.tool}({shlex.join(self.prefix)})" if self.prefix else self.tool
 
     def allows(self, call: Call) -> bool:
+        """A call whose key names nothing that makes it worse than the rule names (``--force``,
+        ``+refspec``, ``-r``); a standing rule's words lead the command's, a remembered rule's
+        are the call's key: its program, subcommand and target (``git push origin``)."""
         if call.rule_key is None or not fnmatchcase(call.name, self.tool):
             return False
         if self.reason is not None and (call.danger_reason or "") != self.reason:
             return False
         if not self.prefix:
             return True
+        key = call.rule_key.split(" ")
+        if not set(filter(worse, key)) <= set(self.prefix):
+            return False
+        if self.reason is not None:
+            return [w for w in key if not worse(w)] == [w for w in self.prefix if not worse(w)]
         return len(call.commands) == 1 and call.commands[0][: len(self.prefix)] == self.prefix
 
     def denies(self, call: Call) -> bool:
@@ -85,6 +95,13 @@ class Permissions(BaseModel):
 
 def allowing(rules: list[PermissionRule], call: Call) -> PermissionRule | None:
     return next((rule for rule in rules if rule.allows(call)), None)
+
+
+def worse(word: str) -> bool:
+    """A word of a rule key that makes a call worse than one without it: an option (``--force``,
+    ``-rf``) or a refspec that forces or deletes (``+main``, ``:main``). The key names only those
+    of them the gate marks (``tools/shell_policy/rows.py``)."""
+    return word[:1] in ("-", "+", ":")
 
 
 def remembered(call: Call) -> PermissionRule | None:

@@ -167,8 +167,8 @@ async def test_approve_remember_allows_commands_like_this_for_the_rest_of_the_ta
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         code, out, err = await cli(client, "approve", handle.id, "--yes", "--remember", queue=task_queue)
         assert code == 0, err
-        assert "a = yes, and allow shell(git push) for the rest of this task" in out
-        assert "approved: shell call call_1_0" in out and "shell(git push) is allowed for the rest of the task" in out
+        assert "a = yes, and allow shell(git push origin) for the rest of this task" in out
+        assert "approved: shell call call_1_0" in out and "shell(git push origin) is allowed for the rest of the task" in out
         status = await wait_for_state(handle, TaskState.WAITING_REPLY)  # the second push did not ask
         await handle.terminate("seen enough")
-    assert status.allowed == ["shell(git push)"]
+    assert status.allowed == ["shell(git push origin)"]

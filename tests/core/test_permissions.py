@@ -59,7 +59,7 @@ def test_a_deny_rule_matches_the_command_anywhere_in_the_line():
 def test_a_remembered_rule_is_the_program_and_subcommand_and_needs_the_same_danger():
     first = shell("git push origin feature")
     rule = remembered(first)
-    assert rule is not None and rule.text == "shell(git push)"
+    assert rule is not None and rule.text == "shell(git push origin)"
     assert allowing([rule], shell("git push origin feature2")) == rule
     cat = remembered(shell("cat README"))
     assert cat is not None and cat.text == "shell(cat)"
@@ -69,6 +69,37 @@ def test_a_remembered_rule_is_the_program_and_subcommand_and_needs_the_same_dang
     file_call = declare(ToolCallRequest(id="c", name="file", arguments={"action": "write", "path": "a", "content": ""}),
                         OFFERED)
     assert remembered(file_call) == PermissionRule(tool="file", reason="")
+
+
+WORSE_PUSHES = ["git push --force", "git push -f origin HEAD:main", "git push origin +HEAD:main",
+                "git push --delete origin main", "git push origin :main", "git push --mirror", "git push --all origin",
+                "git push --tags origin", "git push --force-with-lease origin HEAD:main", "git push upstream HEAD:main"]
+
+
+@pytest.mark.parametrize("command", WORSE_PUSHES)
+def test_allow_commands_like_this_means_exactly_like_this(command):
+    rule = remembered(shell("git push origin HEAD:main"))
+    assert rule is not None and rule.text == "shell(git push origin)"
+    assert rule.allows(shell("git push origin HEAD:main")) and rule.allows(shell("git push origin feature"))
+    assert not rule.allows(shell(command))
+
+
+@pytest.mark.parametrize("command", WORSE_PUSHES[:-1])
+def test_a_standing_rule_allows_nothing_worse_than_it_names(command):
+    rule = parse_rule("shell(git push)")
+    assert rule.allows(shell("git push origin HEAD:main")) and rule.allows(shell("git push upstream main"))
+    assert not rule.allows(shell(command))
+    assert not parse_rule("shell(rm)").allows(shell("rm -rf build"))
+    assert parse_rule("shell(rm)").allows(shell("rm notes.txt"))
+
+
+def test_a_rule_that_names_the_worse_words_allows_them():
+    assert parse_rule("shell(git push --force)").allows(shell("git push --force"))
+    forced = remembered(shell("git push --force origin main"))
+    assert forced is not None and forced.text == "shell(git push origin --force)"
+    assert forced.allows(shell("git push -v --force origin other"))
+    assert not forced.allows(shell("git push --force --delete origin main"))
+    assert remembered(shell("rm -rf build")).text == "shell(rm -rf)"  # type: ignore[union-attr]
 
 
 def test_no_rule_lets_a_write_to_the_rules_file_skip_asking():

@@ -133,7 +133,7 @@ DANGEROUS = {
     "trash-empty": "empties the trash (trash-empty)",
     "cd .. && rm old.txt": "deletes outside the workspace (rm old.txt)",
     # history
-    "git push --force-with-lease": "pushes to a remote (git push)",
+    "git push --force-with-lease": "pushes to a remote, forcing, deleting or pushing all (git push --force-with-lease)",
     "git -C repo -c color.ui=auto push": "pushes to a remote (git push)",
     "git rebase -i HEAD~3": "rewrites history (git rebase)",
     "git filter-branch --tree-filter 'rm x' HEAD": "rewrites history (git filter-branch)",
@@ -258,6 +258,11 @@ DANGEROUS = {
     "ls &> /var/log/ls.txt": "writes outside the workspace (redirection to /var/log/ls.txt)",
     "cd /etc && touch motd": "writes outside the workspace (touch motd)",
     "sort -o /etc/x data.txt": "writes outside the workspace (sort -o /etc/x)",
+    # package installs run the packages' code (issue 39): they ask
+    "npm install": "installs packages, whose install scripts run (npm install)",
+    "pip install requests": "installs packages, whose code runs at install and at every import (pip install)",
+    "pip install -r requirements.txt": "installs packages, whose code runs at install",
+    "sort -o sorted.txt data.txt": "writes over a file (sort -o)",
     "pip install --user requests": "installs packages outside the workspace (pip install --user)",
     "npm install -g typescript": "installs packages globally (npm install -g)",
     # disks, permissions, the machine, packages
@@ -393,9 +398,6 @@ MODERATE = [
     "make -j4 test",
     "pytest -x",
     "npm test",
-    "npm install",
-    "pip install requests",
-    "pip install -r requirements.txt",
     "python3 script.py",
     "./run.sh",
     "source .venv/bin/activate",
@@ -415,7 +417,6 @@ MODERATE = [
     "kubectl port-forward svc/web 8080:80",
     "cargo build && go test ./...",
     "npx prettier --write .",
-    "sort -o sorted.txt data.txt",
     "psql -d app",
 ]
 

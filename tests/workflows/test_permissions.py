@@ -38,13 +38,13 @@ async def test_allow_commands_like_this_lets_a_later_push_run_without_asking_in_
         handle = await start(client, task_queue, inp)
         status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         pending = status.pending_approval
-        assert pending.rule == "shell(git push)"
+        assert pending.rule == "shell(git push origin)"
         await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
             approved=True, digest=pending.digest, decided_by="tester", remember=True))
         status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         assert status.pending_approval.arguments == {"command": "git push origin x && rm -rf build"}
         assert status.pending_approval.rule is None  # no rule is safe for a compound line
-        assert status.allowed == ["shell(git push)"] and status.run > 2
+        assert status.allowed == ["shell(git push origin)"] and status.run > 2
         await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
             approved=False, digest=status.pending_approval.digest, decided_by="tester"))
         outcome = await outcome_of(handle)
@@ -52,8 +52,8 @@ async def test_allow_commands_like_this_lets_a_later_push_run_without_asking_in_
     assert outcome.status == TaskState.DONE and (workspace / "build").exists()
     assert NOT_A_REPO in tool_messages(model.requests[2])[-1]["content"]  # feature2 ran
     notices = [e.text for page in pages for e in page.entries if e.kind == "status_notice"]
-    assert any("tester allowed shell(git push) for the rest of this task" in n for n in notices)
-    assert any("runs without asking: allowed by the rule shell(git push)" in n for n in notices)
+    assert any("tester allowed shell(git push origin) for the rest of this task" in n for n in notices)
+    assert any("runs without asking: allowed by the rule shell(git push origin)" in n for n in notices)
 
     # Another task has no such rule: the same push asks there.
     async with scripted_worker(client, task_queue, [tool("shell", command="git push origin feature2")]):
@@ -124,10 +124,10 @@ async def test_the_current_details_of_a_waiting_task_say_why_and_how_to_approve(
         await handle.terminate("seen enough")
     digest = status.pending_approval.digest
     assert "```\ngit push --force origin __main__\n```" in details
-    assert "pushes to a remote (git push)" in details
+    assert "pushes to a remote, forcing, deleting or pushing all (git push --force)" in details
     assert f'{{"approved": true, "digest": "{digest}"}}' in details
     assert f"temporal workflow update execute --workflow-id {handle.id} --name decide" in details
-    assert "shell(git push)" in details  # what "remember" would allow
+    assert "shell(git push origin --force)" in details  # what "remember" would allow: exactly this
     # Every signal, update and query says what it does and what it takes.
     definition = metadata.definition
     handlers = {h.name: h.description for h in (*definition.signal_definitions, *definition.update_definitions,

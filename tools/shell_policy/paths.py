@@ -1,6 +1,10 @@
-"""Paths that matter whatever the program: secret files, which ask to be read, and the places where
-a write outlives the task by running code later (git hooks and config, shell startup files,
-``.envrc``, systemd units, SSH keys), which ask to be written even inside the workspace."""
+"""Paths that matter whatever the program: secret files, which ask to be named at all (their
+contents would reach the model and the history), and the places where a write outlives the task
+by running code later (git hooks and config, shell startup files, ``.envrc``, systemd units,
+SSH keys), which ask to be written even inside the workspace; and file modes that make a
+setuid, setgid or world-writable file, however they are spelled (``4755``, ``u+s``, ``cp -p``
+of a system binary).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,13 @@ import posixpath
 import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from tools.control_paths import named
-from tools.shell_policy.words import _Word
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad
+
+if TYPE_CHECKING:  # the walk imports these paths; a check only reads the call it is given
+    from tools.shell_policy.walk import Call
 
 # Home in all its spellings; /home/<user> and /root are someone's home too.
 _HOME = re.compile(r"^(?:~[\w.-]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(?=/|$)")
@@ -32,10 +40,13 @@ _SECRET_FILES = tuple(
         "~/.gem/credentials", "~/.config/rclone/rclone.conf",
     )
 )
+# An entry of PATH that is not absolute (``.``, ``bin``, an empty one): the workspace's files then
+# run in place of commands.
+RELATIVE_PATH = r"(?:^| )PATH=(?:[^ ]*:)?(?:(?=:|$| )|[^/~$: ]|\$(?!\{?(?:PATH|HOME)\b))"
 _NOT_SECRET = re.compile(r"\.pub$|^known_hosts")
 
 
-def _path_of(w: _Word) -> str | None:
+def path_of(w: Word) -> str | None:
     """The path a word names, home spelled ``~``; what is built at run time becomes ``*``."""
     raw = w.text
     if raw is None:
@@ -86,9 +97,9 @@ def _under(parts: Sequence[str], root: Sequence[str], exact: bool) -> bool:
     return all(_segment(p, r) for p, r in zip(parts, root, strict=False))
 
 
-def _secret(w: _Word, cwd: str | None = None) -> bool:
+def is_secret(w: Word, cwd: str | None = None) -> bool:
     """Whether a word names a well-known secret file (globs and run-time parts included)."""
-    path = _path_of(w)
+    path = path_of(w)
     if path is None:
         return False
     for candidate in (c for each in _braces(path) for c in _resolved(each, cwd)):
@@ -107,7 +118,7 @@ _RC_FILES = frozenset(
 )
 
 
-def _persists(w: _Word, cwd: str | None = None) -> str | None:
+def persisting(w: Word, cwd: str | None = None) -> str | None:
     """What a write to this path would change that runs code later, or None."""
     path = w.text
     if path is None:
@@ -132,3 +143,58 @@ def _persists(w: _Word, cwd: str | None = None) -> str | None:
     if {"autostart", "LaunchAgents", "LaunchDaemons", "cron.d", "crontabs"} & set(parts):
         return "adds a job or login item that runs later"
     return None
+
+
+def reads_secret(c: Call, head: Word) -> Verdict:
+    """Every command's arguments, and the values of its VAR=value assignments."""
+    for w in [*c.args, *(value for _, value in c.env)]:
+        if is_secret(w, c.scan.cwd):
+            return bad(f"reads a secret file ({c.name} {w.show})")
+    return SAFE
+
+
+def mode_risk(mode: str) -> str | None:
+    """Why a chmod-style mode (``4755``, ``u+s``, ``o+w``) is risky, or None."""
+    if re.fullmatch(r"[0-7]{1,6}", mode):
+        bits = int(mode, 8)
+        if bits & 0o002:
+            return "makes files world-writable"
+        return "sets setuid or setgid bits" if bits & 0o6000 else None
+    for clause in mode.split(","):
+        match = re.fullmatch(r"([ugoa]*)((?:[-+=][rwxXstugo]*)+)", clause)
+        if not match:
+            continue
+        who, actions = match.groups()
+        for op, perms in re.findall(r"([-+=])([rwxXstugo]*)", actions):
+            if op != "-" and "s" in perms:
+                return "sets setuid or setgid bits"
+            if op != "-" and "w" in perms and ("o" in who or "a" in who):
+                return "makes files world-writable"
+    return None
+
+
+def check_modes(c: Call, modes: Sequence[Word]) -> Verdict:
+    """``install -m``, ``mkdir -m``: DANGEROUS for setuid, setgid or world-writable modes."""
+    for mode in modes:
+        if mode.text is None:
+            return bad(f"sets a mode built at run time ({c.name} -m {mode.show})")
+        risk = mode_risk(mode.text)
+        if risk:
+            return bad(f"{risk} ({c.name} -m {mode.show})")
+    return MODERATE
+
+
+_PRESERVES = re.compile(r"-[a-zA-Z]*[ap][a-zA-Z]*|--archive|--perms|--preserve(?:=.*(?:mode|all|ownership).*)?")
+
+
+def keeps_mode(c: Call, sources: Sequence[Word]) -> Verdict:
+    """``cp -p``/``-a``/``--preserve``, ``rsync -a``/``-p`` of a file from outside the workspace."""
+    flags = [w.text or "" for w in c.args if (w.text or "").startswith("-")]
+    keeping = [f for f in flags if _PRESERVES.fullmatch(f) and not f.startswith("--no-")]
+    if not keeping or any(f.startswith("--no-preserve") or f == "--no-perms" for f in flags):
+        return MODERATE
+    for source in sources:
+        if c.outside(source):
+            return bad(f"copies an outside file with its mode, setuid bits included ({c.name} {keeping[0]} "
+                        f"{source.show})")
+    return MODERATE

@@ -1,11 +1,11 @@
-"""Scripts: a shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) runs what the
-gate can't see, so it asks, and the reason shows the file's first lines when the workspace is at
-hand (the file as it is when the model asks; nothing else of the task runs until the person
-answers). A script the line itself writes is judged by the text the line puts in it (``cat > x.sh
-<<EOF``), and asks when the line downloads it or makes it executable (``curl -o i.sh``, ``chmod +x
-x.sh && ./x.sh``). Interpreters running a file (``python3 x.py``) stay MODERATE, the sandbox
-bounding them, unless the line wrote that file. A virtualenv's ``bin/activate`` does not ask: its
-interpreter, right next to it, runs unasked anyway.
+"""Scripts and code: a shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) runs
+what the gate can't see, so it asks, and the reason shows the file's first lines when the
+workspace is at hand. A script the line itself writes is judged by the text the line puts in
+it (``cat > x.sh <<EOF``), and asks when the line downloads it or makes it executable. Inline
+code (``python -c``, ``perl -e``, ``node -e``, a heredoc fed to an interpreter) is read for what
+it would do: delete, run commands, use the network, or hide itself. Interpreters running a file
+(``python3 x.py``) stay MODERATE, the sandbox bounding them, unless the line wrote that file;
+a virtualenv's ``bin/activate`` does not ask (its interpreter runs unasked anyway).
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ import os
 import re
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tools.base import Danger
-from tools.shell_policy.code import _inline
-from tools.shell_policy.names import _canonical
-from tools.shell_policy.stdin import _key
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad
-from tools.shell_policy.walk import _Call
-from tools.shell_policy.words import _opts, _Word
+from tools.shell_policy.paths import is_secret
+from tools.shell_policy.walk import HERE, Call
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, path_key, shorten, worse
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
 SHOW_LINES = 40
@@ -37,21 +35,21 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 Judge = Callable[[str, str], Verdict]  # (text, via) -> verdict
 
 
-def _script_file(c: _Call, script: _Word, via: str, judge: Judge, *, shell: bool) -> Verdict:
+def script_file(c: Call, script: Word, via: str, judge: Judge, *, shell: bool) -> Verdict:
     """``c`` runs the file ``script`` (a literal path): judged by what this line wrote there, else
     DANGEROUS for a shell (MODERATE for an interpreter)."""
-    written = c.scan.written.get(_key(script) or "")
+    written = c.scan.written.get(path_key(script) or "")
     if written is not None:
         if written.content is None:
-            return _bad(f"runs {script.show}, which this command line writes or makes executable "
+            return bad(f"runs {script.show}, which this command line writes or makes executable "
                         f"({written.how} {script.show})")
         return judge(written.content, via)
     if not shell or (_VENV_ACTIVATE.fullmatch(script.text or "") and not c.outside(script)):
         return MODERATE
-    return _bad(f"runs the script {script.show}, whose commands the gate can't see ({via}){_shown(c, script)}")
+    return bad(f"runs the script {script.show}, whose commands the gate can't see ({via}){_shown(c, script)}")
 
 
-def _shown(c: _Call, script: _Word) -> str:
+def _shown(c: Call, script: Word) -> str:
     """The script's first lines, for the person asked, when the workspace is at hand."""
     workspace = c.scan.workspace
     if workspace is None or c.scan.moved or script.text is None:
@@ -85,25 +83,25 @@ def _head(workspace: Path, path: str) -> str | None:
     return (" (all of it):" if whole else f" (its first {shown.count(chr(10)) + 1} lines):") + "\n" + shown
 
 
-def _from_stdin(c: _Call, what: str, judge: Judge, *, shell: bool = True) -> Verdict:
+def from_stdin(c: Call, what: str, judge: Judge, *, shell: bool = True) -> Verdict:
     """A program reading its script from standard input: from a pipe, a file or literal text."""
     stdin = c.stdin
     if stdin is None:
         return MODERATE
     if stdin.kind == "pipe":
         download = " a download" if stdin.show in _DOWNLOADERS else ""
-        return _bad(f"pipes{download} into {what} ({c.name})")
+        return bad(f"pipes{download} into {what} ({c.name})")
     if stdin.text is None:
-        return _bad(f"runs a script built at run time ({c.name} {stdin.show})")
+        return bad(f"runs a script built at run time ({c.name} {stdin.show})")
     if stdin.kind == "file":
-        return _script_file(c, _Word(stdin.text, stdin.text), f"{c.name} {stdin.show}", judge, shell=shell)
+        return script_file(c, Word(stdin.text, stdin.text), f"{c.name} {stdin.show}", judge, shell=shell)
     return judge(stdin.text, f"{c.name} <<")
 
 
-def _shell(c: _Call) -> Verdict:
-    o = _opts(c.args, "oO", ("--rcfile", "--init-file"), posix=True)
+def _shell(c: Call) -> Verdict:
+    o = opts(c.args, "oO", ("--rcfile", "--init-file"), posix=True)
     for rc in o.values("--rcfile", "--init-file"):  # read by an interactive shell (-i)
-        verdict = _run_script(c, rc)
+        verdict = run_script(c, rc)
         if verdict[0] is Danger.DANGEROUS:
             return verdict
     if o.has("-c"):
@@ -111,61 +109,218 @@ def _shell(c: _Call) -> Verdict:
             return MODERATE
         return c.joined(o.pos[:1], f"{c.name} -c")
     if o.has("-s") or not o.pos or o.pos[0].text == "-":
-        return _from_stdin(c, "a shell", c.nested)
-    return _run_script(c, o.pos[0])
+        return from_stdin(c, "a shell", c.nested)
+    return run_script(c, o.pos[0])
 
 
-def _source(c: _Call) -> Verdict:
-    return _run_script(c, c.args[0]) if c.args else MODERATE
+def _source(c: Call) -> Verdict:
+    return run_script(c, c.args[0]) if c.args else MODERATE
 
 
-def _run_script(c: _Call, script: _Word) -> Verdict:
+def run_script(c: Call, script: Word) -> Verdict:
     if script.text is None:
-        return _bad(f"runs a script built at run time ({c.name} {script.show})")
-    return _script_file(c, script, f"{c.name} {script.show}", c.nested, shell=True)
+        return bad(f"runs a script built at run time ({c.name} {script.show})")
+    return script_file(c, script, f"{c.name} {script.show}", c.nested, shell=True)
 
 
-def _by_path(c: _Call, head: _Word) -> Verdict:
+def by_path(c: Call, head: Word) -> Verdict:
     """A program named by a path: a script this line wrote or made executable is judged as one;
     any other outside the system's directories is not SAFE (``./git status`` runs ``./git``)."""
     path = head.text or ""
     if "/" not in path or _SYSTEM_BIN.fullmatch(path):
         return SAFE
-    if _key(head) in c.scan.written:
-        return _script_file(c, head, path, _by_shebang(c), shell=True)
+    if path_key(head) in c.scan.written:
+        return script_file(c, head, path, _by_shebang(c), shell=True)
     return MODERATE
 
 
-def _by_shebang(c: _Call) -> Judge:
+def _by_shebang(c: Call) -> Judge:
     """Text run as a program: by the interpreter its ``#!`` line names, else as shell."""
 
     def judge(text: str, via: str) -> Verdict:
         words = text.split("\n", 1)[0][2:].split() if text.startswith("#!") else []
         if words and os.path.basename(words[0]) == "env":
             words = [w for w in words[1:] if not w.startswith("-")]
-        lang = _canonical(os.path.basename(words[0])) if words else "sh"
+        lang = canonical(os.path.basename(words[0])) if words else "sh"
         if lang in SHELLS:
             return c.nested(text, via)
-        return _inline(via, text, lang) if lang in _LANGS else _bad(f"runs a script the gate can't read ({via})")
+        return inline_code(via, text, lang) if lang in _LANGS else bad(f"runs a script the gate can't read ({via})")
 
     return judge
 
 
-def _runs_input(c: _Call, words: list[_Word], via: str, placeholder: str | None) -> Verdict | None:
+def input_as_code(c: Call, words: list[Word], via: str, placeholder: str | None) -> Verdict | None:
     """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
     ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
     head = words[0].text if words else None
     if head is None:
         return None
     if placeholder and placeholder in head:
-        return _bad(f"runs what it reads as commands ({via} {words[0].show})")
+        return bad(f"runs what it reads as commands ({via} {words[0].show})")
     if os.path.basename(head) not in SHELLS:
         return None
-    o = _opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
+    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
     if not o.has("-c"):
         scripts = "".join(" " + w.show for w in o.pos[:1])
-        return _bad(f"runs the scripts it finds ({via} {words[0].show}{scripts})")
+        return bad(f"runs the scripts it finds ({via} {words[0].show}{scripts})")
     code = o.pos[0].text if o.pos else None
     if placeholder and (code is None or placeholder in code):
-        return _bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
+        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
     return None
+
+
+_CODE_RISKS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
+    ("deletes files", re.compile(
+        r"rmtree|(?<![\w.])remove\s*\(|os\.remove|\.unlink\s*\(|\bunlink\b|\brmdir\b|removedirs|\brm\s+-"
+        r"|\btruncate\b|\bfs\.rm|rmSync|unlinkSync|rimraf|FileUtils\.rm|File\.delete|Deno\.remove"), None),
+    ("runs commands", re.compile(
+        r"os\.system|subprocess|child_process|\bspawn\w*|\bpopen\w*|\bexecSync|\bexecFile|os\.exec\w*"
+        r"|\bsystem\s*\(|\bsystem\s+['\"]|shell_exec|passthru|proc_open|Deno\.(?:run|Command)|Bun\.spawn"
+        r"|\bpty\b|commands\.getoutput"), None),
+    ("runs commands", re.compile(r"`|\bqx\s*[^\w\s]|%x[\W]"), frozenset({"perl", "ruby", "php"})),
+    ("uses the network", re.compile(
+        r"\bsocket|urllib|\brequests\b|http\.client|httpx|aiohttp|\bfetch\s*\(|\bnet\.|\bhttps?\.(?:get|request)"
+        r"|XMLHttpRequest|LWP|IO::Socket|Net::|smtplib|ftplib|paramiko|websocket|https?://|open-uri|curl_"), None),
+    ("changes permissions", re.compile(r"chmod|chown|\bset[ug]id"), None),
+    ("can't be seen through", re.compile(
+        r"(?<![\w.])eval\b|(?<![\w.])exec\s*\(|__import__|getattr\s*\([^)]*['\"]|base64|b64decode|atob\s*\("
+        r"|(?<![\w.])compile\s*\(|importlib|\bmarshal\b|pickle\.loads|fromCharCode|\bFunction\s*\("
+        r"|codecs\.decode|\\x[0-9a-fA-F]{2}|bytes\.fromhex|\brequire\s*\(\s*[^'\"\s)]|\bglobals\s*\(\)"
+        r"|\bsetattr\b|ctypes|\bpack\s*\("), None),
+]
+_CODE_OUTSIDE_PATH = re.compile(r"""['"](?:/(?!tmp/|dev/null)|~|\.\./)[^'"]*""")
+_CODE_WRITES = re.compile(
+    r"""['"][wax]b?\+?['"]|\bwrite|mkdir|makedirs|rename|symlink|copy|\bmove|appendFile"""
+    r"""|open\s*\(\s*[A-Z_]*\s*,\s*['"]?[>+]"""
+)
+
+
+_CODE_PERSISTS = re.compile(
+    r"""['"][^'"]*(?:\.git/(?:hooks|config)|\.(?:bashrc|bash_profile|profile|zshrc|zshenv|zprofile|envrc)\b)[^'"]*"""
+)
+
+
+def inline_code(label: str, code: str, lang: str) -> Verdict:
+    for phrase, pattern, langs in _CODE_RISKS:
+        if langs is not None and lang not in langs:
+            continue
+        match = pattern.search(code)
+        if match:
+            return bad(f"runs inline code that {phrase} ({label}: {shorten(match.group(0))})")
+    path = _CODE_OUTSIDE_PATH.search(code)
+    if path and _CODE_WRITES.search(code):
+        return bad(f"runs inline code that writes outside the workspace ({label}: {shorten(path.group(0))})")
+    for literal in re.findall(r"""['"]([~/][^'"\s]*)['"]""", code):
+        if is_secret(lit(literal)):
+            return bad(f"runs inline code that reads a secret file ({label}: {shorten(literal)})")
+    path = _CODE_PERSISTS.search(code)
+    if path and _CODE_WRITES.search(code):
+        return bad(f"runs inline code that writes where code runs later ({label}: {shorten(path.group(0))})")
+    return MODERATE
+
+
+@dataclass(frozen=True)
+class _Lang:
+    code: str  # short options whose value is code
+    code_long: tuple[str, ...] = ()
+    value: str = ""  # short options that take a value (attached or next)
+    value_long: tuple[str, ...] = ()
+    attached: str = ""  # short options that swallow the rest of their cluster
+
+
+_CODE_OPTIONS = {  # how each interpreter is given code on its command line
+    "python": _Lang("c", value="mWXQ"),
+    "perl": _Lang("eE", attached="iIMmlx0dDC"),
+    "ruby": _Lang("e", value="rICEF", attached="ilx0TWK"),
+    "node": _Lang("ep", ("--eval", "--print"), "r", ("--require", "--import", "--input-type", "--loader")),
+    "php": _Lang("r", value="cdzt"),
+    "Rscript": _Lang("e"),
+    "osascript": _Lang("e", value="l"),
+    "lua": _Lang("e", value="l"),
+}
+
+
+def _interpreter(c: Call) -> Verdict:
+    lang_name = canonical(c.name)
+    lang = _CODE_OPTIONS[lang_name]
+    codes: list[tuple[str, Word | None]] = []
+    args, i, script, reads_stdin = c.args, 0, None, False
+    while i < len(args):
+        word, text = args[i], args[i].text
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        if text is None or not text.startswith("-") or text == "-" or text == "--":
+            script = nxt if text == "--" else word
+            reads_stdin = text == "-" or (text == "--" and nxt is None)
+            break
+        name, eq, value = text.partition("=")
+        if text.startswith("--"):
+            if name in lang.code_long:
+                codes.append((name, lit(value) if eq else nxt))
+            i += 1 if (name in lang.code_long or name in lang.value_long) and not eq else 0
+        else:
+            for j, letter in enumerate(text[1:], 1):
+                rest = text[j + 1 :]
+                if lang_name == "python" and letter == "m":
+                    module = rest or (nxt.text if nxt else "")
+                    tail = args[i + (1 if rest else 2) :]
+                    return c.run([lit("pip"), *tail], stdin=c.stdin) if module == "pip" else MODERATE
+                if letter in lang.code or letter in lang.value:
+                    if letter in lang.code:
+                        codes.append(("-" + letter, lit(rest) if rest else nxt))
+                    i += 0 if rest else 1
+                    break
+                if letter in lang.attached:
+                    break
+        i += 1
+    if codes:
+        dynamic = [flag for flag, code in codes if code is None or code.text is None]
+        if dynamic:
+            return bad(f"runs code built at run time ({c.name} {dynamic[0]})")
+        text = "\n".join(code.text or "" for _, code in codes if code is not None)
+        return inline_code(f"{c.name} {codes[0][0]}", text, lang_name)
+    if script is not None and not reads_stdin:
+        if script.text is None and (script.procsub or not HERE.match(script.raw)):
+            return bad(f"runs a script built at run time ({c.name} {script.show})")
+        return script_file(c, script, f"{c.name} {script.show}", lambda code, via: inline_code(via, code, lang_name),
+                            shell=False)
+    return from_stdin(c, "an interpreter", lambda code, via: inline_code(via, code, lang_name), shell=False)
+
+
+def _deno(c: Call) -> Verdict:
+    o = opts(c.args)
+    sub = o.texts()[:1]
+    if sub == ["eval"] and len(o.pos) > 1:
+        code = o.pos[1]
+        return inline_code("deno eval", code.text, "node") if code.text is not None else bad(
+            "runs code built at run time (deno eval)")
+    if sub == ["run"] and any(re.match(r"https?://", t) for t in o.texts()[1:2]):
+        return bad(f"runs code from the network (deno run {o.pos[1].show})")
+    return MODERATE
+
+
+def _awk(c: Call) -> Verdict:
+    o = opts(c.args, "Fvf", ("--field-separator", "--assign", "--file"))
+    if o.has("-f", "--file") or not o.pos:
+        return MODERATE
+    program = o.pos[0].text or ""
+    match = re.search(r">>?\s*\"((?:/(?!tmp/|dev/)|~|\.\./)[^\"]*)", program)
+    if match:
+        return bad(f"writes outside the workspace ({c.name} > {shorten(match.group(1))})")
+    return MODERATE
+
+
+def _perl_in_place(c: Call) -> Verdict:
+    verdict = _interpreter(c)
+    in_place = any(re.match(r"-\w*i", w.text or "") and not (w.text or "").startswith("--") for w in c.args)
+    if verdict[0] is Danger.DANGEROUS or not in_place:
+        return verdict
+    files = opts(c.args, "eE").pos
+    return worse(verdict, c.targets_outside(files, f"{c.name} -i"))
+
+
+# The programs this module judges, by name (``table.py`` gathers them).
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    **dict.fromkeys(SHELLS, _shell), "source": _source, ".": _source,
+    **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
+    "perl": _perl_in_place, "deno": _deno, "awk": _awk,
+}

@@ -17,10 +17,10 @@ import re
 
 import tree_sitter
 
-from tools.shell_policy.table import _TABLE
-from tools.shell_policy.verdict import SAFE, Verdict
-from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, _Call, _parse, _Scan
-from tools.shell_policy.words import _Word, _word
+from tools.shell_policy.rows import VALUE_OPTIONS
+from tools.shell_policy.table import ROWS, TABLE
+from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, Call, Scan, parse
+from tools.shell_policy.words import SAFE, Verdict, Word, canonical, opts, word_of
 
 DYNAMIC = "$?"  # a word built at run time: matches no rule word
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
@@ -35,7 +35,7 @@ def command_shape(command: str) -> tuple[list[list[str]], str | None]:
     """(the words of each simple command in the line, its rule key or None)."""
     if len(command) > MAX_CHARS or "\x00" in command:
         return [], None
-    root = _parse(command.encode("utf-8", "replace")).root_node
+    root = parse(command.encode("utf-8", "replace")).root_node
     if root.has_error or root.descendant_count > MAX_NODES:
         return [], None
     words = _commands(root)
@@ -50,7 +50,7 @@ def plain_pipeline(command: str) -> list[list[str]] | None:
     function or a ``PATH=`` prefix, because nothing interprets the line but this parser."""
     if len(command) > MAX_CHARS or "\x00" in command:
         return None
-    root = _parse(command.encode("utf-8", "replace")).root_node
+    root = parse(command.encode("utf-8", "replace")).root_node
     if root.has_error or root.named_child_count != 1 or _has(root, _NOT_PLAIN):
         return None
     top = root.named_children[0]
@@ -67,20 +67,20 @@ def plain_pipeline(command: str) -> list[list[str]] | None:
     return found
 
 
-def _commands(root: tree_sitter.Node) -> list[list[_Word]]:
+def _commands(root: tree_sitter.Node) -> list[list[Word]]:
     found, stack = [], [root]
     while stack:
         node = stack.pop()
         if node.type == "command":
-            words = [_word(c) for c in node.children_by_field_name("name")]
-            words += [_word(c) for c in node.children_by_field_name("argument")]
+            words = [word_of(c) for c in node.children_by_field_name("name")]
+            words += [word_of(c) for c in node.children_by_field_name("argument")]
             if words:
                 found.append(words)
         stack.extend(reversed(node.named_children))
     return found
 
 
-def _rule_key(root: tree_sitter.Node, words: list[list[_Word]], command: str) -> str | None:
+def _rule_key(root: tree_sitter.Node, words: list[list[Word]], command: str) -> str | None:
     if root.named_child_count != 1 or root.named_children[0].type != "command" or len(words) != 1:
         return None
     if _has(root, _NOT_PLAIN) or any(w.text is None for w in words[0]):
@@ -91,7 +91,32 @@ def _rule_key(root: tree_sitter.Node, words: list[list[_Word]], command: str) ->
     if program.rsplit("/", 1)[-1] in _AS_USER:
         return None
     sub = rest[0].text if rest else None
-    return f"{program} {sub}" if sub and _SUBCOMMAND.fullmatch(sub) else program
+    key = [program, sub] if sub and _SUBCOMMAND.fullmatch(sub) else [program]
+    return " ".join(_narrowed(program, rest) or key)
+
+
+def _narrowed(program: str, args: list[Word]) -> list[str] | None:
+    """For a program whose rows mark what makes a call worse (``git push --force``, ``rm -r``):
+    the program, for a subcommand row its subcommand and target (the remote), and every word
+    that makes it worse, so an allow rule matches only calls that name no more than it does.
+    None when no such row is about this call."""
+    name = canonical(program.rsplit("/", 1)[-1])
+    rows = [r for r in ROWS if r.worse and name in r.programs]
+    short, long = VALUE_OPTIONS.get(name, ("", ()))
+    top = opts(args, short, long, posix=True).pos
+    sub = top[0].text or "" if top else ""
+    rows = [r for r in rows if not r.sub or sub in r.sub]
+    if not rows:
+        return None
+    key = [program]
+    if any(r.sub for r in rows):  # what comes before the subcommand stays (``git -C repo``)
+        short, long = VALUE_OPTIONS.get(f"{name} {sub}", ("", ()))
+        target = opts(top[1:], short, long).texts()[:1]
+        key += [w.text or "" for w in args[: len(args) - len(top)]]
+        key += [sub, *(t for t in target if t[:1] not in ("+", ":"))]
+    elif args and args[0].text and _SUBCOMMAND.fullmatch(args[0].text):
+        key.append(args[0].text)
+    return key + list(dict.fromkeys(mark for r in rows for mark in r.marks(args)))
 
 
 def _has(node: tree_sitter.Node, kinds: frozenset[str]) -> bool:
@@ -108,11 +133,11 @@ def _evaluated(command: str) -> int:
     """How many commands the classifier's walk judges in the line (each runs every check)."""
     seen = [0]
 
-    def count(call: _Call, head: _Word) -> Verdict:
+    def count(call: Call, head: Word) -> Verdict:
         seen[0] += 1
         return SAFE
 
-    table = dataclasses.replace(_TABLE, checks=(count, *_TABLE.checks))
-    scan = _Scan(table, 0)
-    scan.visit(_parse(command.encode("utf-8", "replace")).root_node, None, 0)
+    table = dataclasses.replace(TABLE, checks=(count, *TABLE.checks))
+    scan = Scan(table, 0)
+    scan.visit(parse(command.encode("utf-8", "replace")).root_node, None, 0)
     return seen[0]

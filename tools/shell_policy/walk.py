@@ -3,7 +3,7 @@
 A simple command is judged by the checks every command passes (secrets, scripts, the network) and
 by the rule for its program. The walk does not import the rules: they call back into it for the
 commands they run (``xargs rm``, ``bash -c STR``), so the table of rules (``table.py``) is handed
-in, as a ``_Table``, by ``classify_command``. What the line writes is remembered as it goes, so a
+in, as a ``Table``, by ``classify_command``. What the line writes is remembered as it goes, so a
 script it writes and then runs is judged by what the line put in it.
 """
 
@@ -20,11 +20,29 @@ import tree_sitter
 import tree_sitter_bash
 
 from tools.base import Danger
-from tools.shell_policy.names import _canonical
-from tools.shell_policy.paths import _persists, _secret
-from tools.shell_policy.stdin import _assignment, _key, _printed, _program_of, _Stdin, _stdin_of, _Written
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _worse
-from tools.shell_policy.words import _text, _Word, _word
+from tools.shell_policy.paths import RELATIVE_PATH, is_secret, persisting
+from tools.shell_policy.rows import Row, Wraps
+from tools.shell_policy.words import (
+    MODERATE,
+    SAFE,
+    Stdin,
+    Verdict,
+    Word,
+    Written,
+    assignment,
+    bad,
+    canonical,
+    lit,
+    node_text,
+    opts,
+    path_key,
+    printed_by,
+    program_of,
+    shorten,
+    stdin_of,
+    word_of,
+    worse,
+)
 
 MAX_CHARS = 64 * 1024
 MAX_NESTING = 4  # bash -c inside eval inside ...
@@ -39,98 +57,98 @@ def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
-def _parse(source: bytes) -> tree_sitter.Tree:
+def parse(source: bytes) -> tree_sitter.Tree:
     with _PARSE_LOCK:  # a Parser is not safe to share between threads
         return _parser().parse(source)
 
 
 _SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
-_HERE = re.compile(r'^"?(\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)"?(/|$)')
+HERE = re.compile(r'^"?(\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)"?(/|$)')
 _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
 _CLOBBERS = frozenset({">", ">|", "&>", ">&"})
 
 
-def _sink(w: _Word) -> bool:
+def is_sink(w: Word) -> bool:
     return w.text is not None and (w.text in _SINKS or w.text.startswith("/dev/fd/"))
 
 
-class _Scan:
+class Scan:
     """One walk over a parsed command line; keeps the first dangerous verdict. A nested shell's
     walk starts where its parent's is (``cd``) and shares what the line wrote."""
 
-    def __init__(self, table: _Table, nesting: int, parent: _Scan | None = None,
+    def __init__(self, table: Table, nesting: int, parent: Scan | None = None,
                  workspace: Path | None = None) -> None:
         self.table = table
         self.nesting = nesting
         self.cwd_outside = parent.cwd_outside if parent else False  # after `cd /elsewhere`
         self.cwd: str | None = parent.cwd if parent else None  # where that was, when known
         self.moved = parent.moved if parent else False  # after any `cd`
-        self.written: dict[str, _Written] = parent.written if parent else {}
+        self.written: dict[str, Written] = parent.written if parent else {}
         self.workspace = parent.workspace if parent else workspace  # to show scripts from
         self.verdict = SAFE
         self.printed: str | None = None  # what the statement whose redirections are seen writes
 
     def note(self, verdict: Verdict) -> None:
-        self.verdict = _worse(self.verdict, verdict)
+        self.verdict = worse(self.verdict, verdict)
 
-    def outside(self, w: _Word) -> bool:
-        if w.procsub or _sink(w):
+    def outside(self, w: Word) -> bool:
+        if w.procsub or is_sink(w):
             return False
         if w.text is None:
-            return self.cwd_outside or not _HERE.match(w.raw) or ".." in w.raw
+            return self.cwd_outside or not HERE.match(w.raw) or ".." in w.raw
         if ".." in PurePosixPath(w.text).parts or w.text.startswith("~"):
             return True
         if w.text.startswith("/"):
             return not (w.text == "/tmp" or w.text.startswith("/tmp/"))
         return self.cwd_outside
 
-    def wrote(self, target: _Word, how: str, content: str | None = None, *, keep: bool = False) -> Verdict:
+    def wrote(self, target: Word, how: str, content: str | None = None, *, keep: bool = False) -> Verdict:
         """A write inside the workspace: DANGEROUS where it persists, else remembered."""
-        persists = _persists(target, self.cwd)
+        persists = persisting(target, self.cwd)
         if persists:
-            return _bad(f"{persists} ({how} {target.show})")
-        key = _key(target)
+            return bad(f"{persists} ({how} {target.show})")
+        key = path_key(target)
         if key is not None and not (keep and key in self.written):
-            self.written[key] = _Written(content, how)
+            self.written[key] = Written(content, how)
         return MODERATE
 
-    def visit(self, node: tree_sitter.Node, stdin: _Stdin | None, depth: int) -> None:
+    def visit(self, node: tree_sitter.Node, stdin: Stdin | None, depth: int) -> None:
         if self.verdict[0] is Danger.DANGEROUS:
             return
         if depth > MAX_TREE_DEPTH:
-            self.note(_bad("nested too deeply to see through"))
+            self.note(bad("nested too deeply to see through"))
             return
         kind = node.type
         if kind == "command":
             redirects = node.children_by_field_name("redirect")
-            words = [_word(child) for child in node.children_by_field_name("name")]
-            words += [_word(child) for child in node.children_by_field_name("argument")]
-            env = [_assignment(child) for child in node.named_children if child.type == "variable_assignment"]
+            words = [word_of(child) for child in node.children_by_field_name("name")]
+            words += [word_of(child) for child in node.children_by_field_name("argument")]
+            env = [assignment(child) for child in node.named_children if child.type == "variable_assignment"]
             if words:
-                self.note(_evaluate(words, _stdin_of(redirects, stdin), self, env))
+                self.note(evaluate(words, stdin_of(redirects, stdin), self, env))
             stdin, self.printed = None, None
         elif kind == "redirected_statement":
             body = node.child_by_field_name("body")
             redirects = node.children_by_field_name("redirect")
-            here, outer = _stdin_of(redirects, stdin), self.printed
+            here, outer = stdin_of(redirects, stdin), self.printed
             if body is not None:
                 self.visit(body, here, depth + 1)
-            self.printed = _printed(body, here)
+            self.printed = printed_by(body, here)
             for redirect in redirects:
                 self.visit(redirect, None, depth + 1)
             self.printed = outer
             return
         elif kind == "pipeline":
-            feeder = _program_of(node.named_children[0]) if node.named_child_count else ""
+            feeder = program_of(node.named_children[0]) if node.named_child_count else ""
             for i, stage in enumerate(node.named_children):
-                self.visit(stage, stdin if i == 0 else _Stdin("pipe", None, feeder), depth + 1)
-                feeder = _program_of(stage)
+                self.visit(stage, stdin if i == 0 else Stdin("pipe", None, feeder), depth + 1)
+                feeder = program_of(stage)
             return
         elif kind == "heredoc_redirect":
             for child in node.named_children:
                 if child.type == "pipeline":  # `cat <<EOF | sh`: the pipe starts at the heredoc
                     for stage in child.named_children:
-                        self.visit(stage, _Stdin("pipe", None, ""), depth + 1)
+                        self.visit(stage, Stdin("pipe", None, ""), depth + 1)
                 else:
                     self.visit(child, None, depth + 1)
             return
@@ -143,11 +161,17 @@ class _Scan:
             return
         elif kind in ("command_substitution", "process_substitution"):
             stdin = None
+        elif kind == "declaration_command":  # export PATH=.: judged by the rows of ``export``
+            words = [lit(node_text(node.children[0]))] + [
+                Word(None, node_text(c)) if c.type == "variable_assignment" else word_of(c) for c in node.named_children]
+            self.note(evaluate(words, None, self))
         elif kind in ("variable_assignment", "for_statement"):  # f=/etc/shadow; for f in ~/.ssh/*
             values = node.children_by_field_name("value")
-            named = next((_word(v) for v in values if _secret(_word(v), self.cwd)), None)
+            named = next((word_of(v) for v in values if is_secret(word_of(v), self.cwd)), None)
             if named is not None:
-                self.note(_bad(f"reads a secret file ({named.show})"))
+                self.note(bad(f"reads a secret file ({named.show})"))
+            elif kind == "variable_assignment" and re.search(RELATIVE_PATH, node_text(node)):
+                self.note(bad(f"changes what a command name runs ({shorten(node_text(node))})"))
         elif kind == "function_definition":
             self._fork_bomb(node)
         for child in node.named_children:
@@ -158,20 +182,20 @@ class _Scan:
         dests = node.children_by_field_name("destination")
         if not ops or not dests:
             return
-        op, dest = ops[0], _word(dests[0])
+        op, dest = ops[0], word_of(dests[0])
         if op in (">&", "<&") and (dests[0].type == "number" or dest.text == "-"):
             return  # 2>&1: a copy of a descriptor, not a file
         if dest.text is not None and dest.text.startswith(("/dev/tcp/", "/dev/udp/")):
-            self.note(_bad(f"sends data over the network (redirection to {dest.show})"))
+            self.note(bad(f"sends data over the network (redirection to {dest.show})"))
         elif op in _WRITES:
             if self.outside(dest):
-                self.note(_bad(f"writes outside the workspace (redirection to {dest.show})"))
-            elif printed == "" and op in _CLOBBERS and not _sink(dest) and not (dest.text or "").startswith("/tmp/"):
-                self.note(_bad(f"empties a file ({op} {dest.show})"))
-            elif not _sink(dest):
+                self.note(bad(f"writes outside the workspace (redirection to {dest.show})"))
+            elif printed == "" and op in _CLOBBERS and not is_sink(dest) and not (dest.text or "").startswith("/tmp/"):
+                self.note(bad(f"empties a file ({op} {dest.show})"))
+            elif not is_sink(dest):
                 self.note(self.wrote(dest, "redirection to", printed if op in _CLOBBERS else None))
-        elif op in ("<", "<>") and _secret(dest, self.cwd):
-            self.note(_bad(f"reads a secret file (< {dest.show})"))
+        elif op in ("<", "<>") and is_secret(dest, self.cwd):
+            self.note(bad(f"reads a secret file (< {dest.show})"))
 
     def _fork_bomb(self, node: tree_sitter.Node) -> None:
         name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
@@ -184,65 +208,84 @@ class _Scan:
                 calls += 1
             stack.extend(current.named_children)
         if calls >= 2:
-            self.note(_bad(f"defines a fork bomb ({_text(name)})"))
+            self.note(bad(f"defines a fork bomb ({node_text(name)})"))
 
 
-def _classify(command: str, table: _Table, nesting: int, parent: _Scan | None = None,
+def classify(command: str, table: Table, nesting: int, parent: Scan | None = None,
               workspace: Path | None = None) -> Verdict:
     if len(command) > MAX_CHARS:
-        return _bad("too long to inspect")
+        return bad("too long to inspect")
     if "\x00" in command:
-        return _bad("contains a NUL byte, so it can't be seen through")
-    root = _parse(command.encode("utf-8", "replace")).root_node
+        return bad("contains a NUL byte, so it can't be seen through")
+    root = parse(command.encode("utf-8", "replace")).root_node
     if root.has_error:
-        return _bad("could not be parsed, so it can't be seen through")
+        return bad("could not be parsed, so it can't be seen through")
     if root.descendant_count > MAX_NODES:
-        return _bad("too long to inspect")
-    scan = _Scan(table, nesting, parent, workspace)
+        return bad("too long to inspect")
+    scan = Scan(table, nesting, parent, workspace)
     scan.visit(root, None, 0)
     return scan.verdict
 
 
 @dataclass
-class _Call:
+class Call:
     name: str  # as written, without its directory: for reasons
-    args: list[_Word]
-    stdin: _Stdin | None
-    scan: _Scan = field(repr=False)
-    env: Sequence[tuple[str, _Word]] = ()  # VAR=value before it, or given to `env`
+    args: list[Word]
+    stdin: Stdin | None
+    scan: Scan = field(repr=False)
+    env: Sequence[tuple[str, Word]] = ()  # VAR=value before it, or given to `env`
 
-    def outside(self, w: _Word) -> bool:
+    def outside(self, w: Word) -> bool:
         return self.scan.outside(w)
 
-    def run(self, words: Sequence[_Word], via: str = "", stdin: _Stdin | None = None,
-            env: Sequence[tuple[str, _Word]] | None = None) -> Verdict:
+    def run(self, words: Sequence[Word], via: str = "", stdin: Stdin | None = None,
+            env: Sequence[tuple[str, Word]] | None = None) -> Verdict:
         """The verdict of a command this one runs (``xargs rm``), named ``via`` when dangerous."""
         if not words:
             return SAFE
-        verdict = _evaluate(list(words), stdin, self.scan, self.env if env is None else env)
-        return _bad(f"in {via}: {verdict[1]}") if via and verdict[0] is Danger.DANGEROUS else verdict
+        verdict = evaluate(list(words), stdin, self.scan, self.env if env is None else env)
+        return bad(f"in {via}: {verdict[1]}") if via and verdict[0] is Danger.DANGEROUS else verdict
 
     def nested(self, source: str, via: str) -> Verdict:
         """The verdict of shell source this command runs (``bash -c STR``)."""
         if self.scan.nesting >= MAX_NESTING:
-            return _bad("nested too deeply to see through")
-        verdict = _classify(source, self.scan.table, self.scan.nesting + 1, self.scan)
-        return _bad(f"in {via}: {verdict[1]}") if verdict[0] is Danger.DANGEROUS else verdict
+            return bad("nested too deeply to see through")
+        verdict = classify(source, self.scan.table, self.scan.nesting + 1, self.scan)
+        return bad(f"in {via}: {verdict[1]}") if verdict[0] is Danger.DANGEROUS else verdict
 
-    def joined(self, words: Sequence[_Word], via: str) -> Verdict:
+    def joined(self, words: Sequence[Word], via: str) -> Verdict:
         """Words a shell will join and parse again (``eval a b``, ``watch cmd``)."""
         dynamic = [w for w in words if w.text is None]
         if dynamic:
-            return _bad(f"runs a command built at run time ({via} {dynamic[0].show})")
+            return bad(f"runs a command built at run time ({via} {dynamic[0].show})")
         return self.nested(" ".join(w.text or "" for w in words), via)
 
-    def targets_outside(self, targets: Iterable[_Word], what: str) -> Verdict:
+    def decide(self, rows: Iterable[Row], program: str) -> Verdict | None:
+        """The verdict of the first row that matches, or None."""
+        for each in rows:
+            hit = each.matches(program, self.args)
+            if hit is None:
+                continue
+            if each.wraps is not None:
+                return self.wrapped(each.wraps)
+            return bad(each.shown(self.name, *hit)) if each.verdict is Danger.DANGEROUS else (each.verdict, "")
+        return None
+
+    def wrapped(self, wraps: Wraps) -> Verdict:
+        """A wrapper's verdict: at least its floor, and that of the command it runs."""
+        rest = opts(self.args, wraps.short, wraps.long, posix=True).pos
+        if wraps.skip:  # its options may follow its operands too: ``setarch x86_64 -R cmd``
+            rest = opts(rest[wraps.skip :], wraps.short, wraps.long, posix=True).pos
+        floor = (wraps.floor, "")
+        return worse(floor, self.run(rest, self.name if wraps.via else "", self.stdin)) if rest else floor
+
+    def targets_outside(self, targets: Iterable[Word], what: str) -> Verdict:
         """MODERATE, or DANGEROUS when one of these written paths is outside the workspace or
         is where a write persists (``.git/hooks``, ``.bashrc``)."""
         targets = list(targets)
         for target in targets:
             if self.outside(target):
-                return _bad(f"writes outside the workspace ({what} {target.show})")
+                return bad(f"writes outside the workspace ({what} {target.show})")
         for target in targets:
             verdict = self.scan.wrote(target, what)
             if verdict[0] is Danger.DANGEROUS:
@@ -250,34 +293,40 @@ class _Call:
         return MODERATE
 
 
-Check = Callable[[_Call, _Word], Verdict]
+Check = Callable[[Call, Word], Verdict]
 
 
-def _evaluate(words: list[_Word], stdin: _Stdin | None, scan: _Scan,
-              env: Sequence[tuple[str, _Word]] = ()) -> Verdict:
+def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan,
+              env: Sequence[tuple[str, Word]] = ()) -> Verdict:
     head = words[0]
     if head.text is None:
-        return _bad(f"runs a command built at run time ({head.show})")
+        return bad(f"runs a command built at run time ({head.show})")
     name = head.text.rsplit("/", 1)[-1] or head.text
-    prog = _canonical(name)
-    call = _Call(name, words[1:], stdin, scan, env)
+    prog = canonical(name)
+    call = Call(name, words[1:], stdin, scan, env)
     checked = SAFE
     for check in scan.table.checks:  # what every command is checked for, whatever its program
-        checked = _worse(checked, check(call, head))
+        checked = worse(checked, check(call, head))
         if checked[0] is Danger.DANGEROUS:
             return checked
-    rule = scan.table.rules.get(prog)
-    if rule is not None:
-        known = [w.text for w in call.args] in (["--version"], ["--help"])
-        return _worse(SAFE if known else rule(call), checked)
-    return _worse(SAFE if prog in scan.table.read_only else MODERATE, checked)
+    rule, rows = scan.table.rules.get(prog), scan.table.rows.get(prog, ())
+    if (rule is not None or rows) and [w.text for w in call.args] in (["--version"], ["--help"]):
+        return checked
+    verdict = rule(call) if rule is not None else None
+    if verdict is None or verdict[0] is not Danger.DANGEROUS:  # what the code found stands when it asks
+        verdict = call.decide(rows, prog) or verdict
+    if verdict is None:
+        verdict = SAFE if prog in scan.table.read_only else MODERATE
+    return worse(verdict, checked)
 
 
 @dataclass(frozen=True)
-class _Table:
-    """What ``_evaluate`` looks a program up in: the checks every command passes, its rule, else
-    whether it only reads (else MODERATE)."""
+class Table:
+    """What ``evaluate`` looks a program up in: the checks every command passes; the code for a
+    program, whose asking stands; else the first of its rows that matches; else whether it only
+    reads (else MODERATE)."""
 
-    rules: Mapping[str, Callable[[_Call], Verdict]]
+    rules: Mapping[str, Callable[[Call], Verdict]]
     read_only: frozenset[str]
     checks: Sequence[Check] = ()
+    rows: Mapping[str, Sequence[Row]] = field(default_factory=dict)

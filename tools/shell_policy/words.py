@@ -1,22 +1,76 @@
-"""The words of a simple command: their values as the shell will see them, and getopt over them."""
+"""The vocabulary of the gate: a verdict and its reason, program names and their aliases, the
+words of a simple command as the shell will see them (with getopt over them), and what flows
+into and out of a command (its standard input; the literal text it prints when the line shows
+it), so that a script the line writes and then runs is judged by what it says.
+"""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Literal
 
 import tree_sitter
 
-from tools.shell_policy.verdict import _show
+from tools.base import Danger
+
+Verdict = tuple[Danger, str]
+SAFE: Verdict = (Danger.SAFE, "")
+MODERATE: Verdict = (Danger.MODERATE, "")
+
+SHOW_CHARS = 40
 
 
-def _text(node: tree_sitter.Node) -> str:
+def bad(reason: str) -> Verdict:
+    return Danger.DANGEROUS, reason
+
+
+def worse(a: Verdict, b: Verdict) -> Verdict:
+    """The first dangerous verdict, else MODERATE if either is, else SAFE."""
+    for verdict in (a, b):
+        if verdict[0] is Danger.DANGEROUS:
+            return verdict
+    return MODERATE if Danger.MODERATE in (a[0], b[0]) else SAFE
+
+
+def shorten(raw: str) -> str:
+    raw = " ".join(raw.split())
+    return raw if len(raw) <= SHOW_CHARS else raw[: SHOW_CHARS - 1] + "…"
+
+
+_PYTHON = re.compile(r"(python|pypy)[\d.]*")
+_ALIASES = {
+    "nodejs": "node", "bun": "node", "mariadb": "mysql", "mongo": "mongosh", "podman": "docker",
+    "nerdctl": "docker", "tofu": "terraform", "terragrunt": "terraform", "oc": "kubectl", "fly": "flyctl",
+    "ncat": "nc", "netcat": "nc", "socat": "nc", "telnet": "nc", "mosh": "ssh", "sshpass": "ssh",
+    "ssh-copy-id": "ssh", "gradlew": "gradle", "mvnw": "mvn", "egrep": "grep", "fgrep": "grep",
+    "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "R": "Rscript", "fdfind": "fd",
+    "srm": "shred", "wipe": "shred", "gunzip": "gzip", "bzip2": "gzip", "bunzip2": "gzip", "xz": "gzip",
+    "unxz": "gzip", "zstd": "gzip", "lz4": "gzip", "sls": "serverless", "mailx": "mail", "sendmail": "mail",
+    "mutt": "mail", "trash-put": "trash", "toybox": "busybox", "pip3": "pip",
+}
+
+
+def canonical(name: str) -> str:
+    if _PYTHON.fullmatch(name):
+        return "python"
+    if re.fullmatch(r"pip[\d.]+", name):
+        return "pip"
+    for family in ("mkfs", "fsck"):
+        if name.startswith(family + ".") or name == family:
+            return family
+    return _ALIASES.get(name, name)
+
+
+def node_text(node: tree_sitter.Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text else ""
 
 
 @dataclass(frozen=True)
-class _Word:
+class Word:
     """One shell word: its value when it is literal (``text``), and as written (``raw``)."""
 
     text: str | None
@@ -26,11 +80,11 @@ class _Word:
 
     @property
     def show(self) -> str:
-        return _show(self.raw)
+        return shorten(self.raw)
 
 
-def _lit(text: str) -> _Word:
-    return _Word(text, text)
+def lit(text: str) -> Word:
+    return Word(text, text)
 
 
 _GLOB = re.compile(r"(?<!\\)[*?\[]")
@@ -57,58 +111,58 @@ def _ansi_c(body: str) -> str:
     return re.sub(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)", one, body, flags=re.S)
 
 
-def _word(node: tree_sitter.Node) -> _Word:
-    kind, raw = node.type, _text(node)
+def word_of(node: tree_sitter.Node) -> Word:
+    kind, raw = node.type, node_text(node)
     if kind == "command_name":
-        return _word(node.named_children[0]) if node.named_child_count else _lit(raw)
+        return word_of(node.named_children[0]) if node.named_child_count else lit(raw)
     if kind == "word":
-        return _Word(_unescape(raw), raw, glob=bool(_GLOB.search(raw)))
+        return Word(_unescape(raw), raw, glob=bool(_GLOB.search(raw)))
     if kind in ("number", "brace_expression"):
-        return _lit(raw)
+        return lit(raw)
     if kind == "raw_string":
-        return _Word(raw[1:-1], raw)
+        return Word(raw[1:-1], raw)
     if kind == "ansi_c_string":
-        return _Word(_ansi_c(raw[2:-1]), raw)
+        return Word(_ansi_c(raw[2:-1]), raw)
     if kind == "string":
         literal = all(child.type == "string_content" for child in node.named_children)
-        return _Word(_unescape_dq(raw[1:-1]) if literal else None, raw)
+        return Word(_unescape_dq(raw[1:-1]) if literal else None, raw)
     if kind == "concatenation":
-        parts = [_word(child) for child in node.named_children]
+        parts = [word_of(child) for child in node.named_children]
         if any(part.text is None for part in parts):
-            return _Word(None, raw)
-        return _Word("".join(part.text or "" for part in parts), raw, glob=any(part.glob for part in parts))
-    return _Word(None, raw, procsub=kind == "process_substitution")
+            return Word(None, raw)
+        return Word("".join(part.text or "" for part in parts), raw, glob=any(part.glob for part in parts))
+    return Word(None, raw, procsub=kind == "process_substitution")
 
 
 @dataclass(frozen=True)
-class _Opts:
-    flags: list[tuple[str, _Word | None]]
-    pos: list[_Word]
+class Opts:
+    flags: list[tuple[str, Word | None]]
+    pos: list[Word]
 
     def has(self, *names: str) -> bool:
         return any(name in names for name, _ in self.flags)
 
-    def values(self, *names: str) -> list[_Word]:
+    def values(self, *names: str) -> list[Word]:
         return [value for name, value in self.flags if name in names and value is not None]
 
     def texts(self) -> list[str]:
         return [w.text or "" for w in self.pos]
 
 
-def _opts(
-    args: Sequence[_Word],
+def opts(
+    args: Sequence[Word],
     short: str = "",
     long: Iterable[str] = (),
     *,
     optional: str = "",
     posix: bool = False,
     dash_long: Iterable[str] = (),
-) -> _Opts:
+) -> Opts:
     """getopt: ``short`` letters and ``long`` names take a value; ``optional`` letters take one only
     when attached; ``posix`` stops at the first operand; ``dash_long`` are ``-name`` options."""
     long, dash_long = frozenset(long), frozenset(dash_long)
-    flags: list[tuple[str, _Word | None]] = []
-    pos: list[_Word] = []
+    flags: list[tuple[str, Word | None]] = []
+    pos: list[Word] = []
     i = 0
     while i < len(args):
         word, text = args[i], args[i].text
@@ -124,7 +178,7 @@ def _opts(
         elif text.startswith("--") or text.split("=")[0] in dash_long:
             name, eq, value = text.partition("=")
             if eq:
-                flags.append((name, _lit(value)))
+                flags.append((name, lit(value)))
             elif name in long or name in dash_long:
                 flags.append((name, nxt))
                 i += 1
@@ -134,12 +188,104 @@ def _opts(
             for j, letter in enumerate(text[1:], 1):
                 rest = text[j + 1 :]
                 if letter in short:
-                    flags.append(("-" + letter, _lit(rest) if rest else nxt))
+                    flags.append(("-" + letter, lit(rest) if rest else nxt))
                     i += 0 if rest else 1
                     break
                 if letter in optional:
-                    flags.append(("-" + letter, _lit(rest) if rest else None))
+                    flags.append(("-" + letter, lit(rest) if rest else None))
                     break
                 flags.append(("-" + letter, None))
         i += 1
-    return _Opts(flags, pos)
+    return Opts(flags, pos)
+
+
+@dataclass(frozen=True)
+class Stdin:
+    """Where a command's standard input comes from, when it matters (a shell reading a script)."""
+
+    kind: Literal["pipe", "text", "file"]
+    text: str | None  # heredoc or here-string value, file path; None when built at run time
+    show: str = ""  # for reasons; for a pipe, the program feeding it
+
+
+def stdin_of(redirects: list[tree_sitter.Node], stdin: Stdin | None) -> Stdin | None:
+    for node in redirects:
+        if node.type == "heredoc_redirect":
+            stdin = Stdin("text", _heredoc_text(node), "<<")
+        elif node.type == "herestring_redirect" and node.named_child_count:
+            value = word_of(node.named_children[-1])
+            stdin = Stdin("text", value.text, f"<<< {value.show}")
+        elif node.type == "file_redirect":
+            ops = [child.type for child in node.children if not child.is_named]
+            descriptor = [node_text(c) for c in node.children if c.type == "file_descriptor"]
+            dests = node.children_by_field_name("destination")
+            if ops and ops[0] == "<" and descriptor in ([], ["0"]) and dests:
+                path = word_of(dests[0])
+                stdin = Stdin("file", path.text, f"< {path.show}")
+    return stdin
+
+
+def _heredoc_text(node: tree_sitter.Node) -> str | None:
+    start = next((node_text(c) for c in node.children if c.type == "heredoc_start"), "")
+    body = next((c for c in node.children if c.type == "heredoc_body"), None)
+    if body is None:
+        return ""
+    if any(q in start for q in "'\"\\"):
+        return node_text(body)
+    if all(child.type == "heredoc_content" for child in body.named_children):
+        return re.sub(r"\\([\\$`])", r"\1", node_text(body))
+    return None  # expansions: the shell sees text built at run time
+
+
+def program_of(node: tree_sitter.Node) -> str:
+    if node.type == "redirected_statement":
+        body = node.child_by_field_name("body")
+        node = body if body is not None else node
+    name = node.child_by_field_name("name") if node.type == "command" else None
+    text = word_of(name).text if name is not None else None
+    return PurePosixPath(text).name if text else ""
+
+
+_SILENT = frozenset({":", "true", "false"})
+
+
+def printed_by(body: tree_sitter.Node | None, stdin: Stdin | None) -> str | None:
+    """What a redirected command writes, when the line shows it: ``""`` for no command, ``:``,
+    ``true`` and ``cat /dev/null``; a heredoc through ``cat``; ``echo`` of literal words."""
+    if body is None:
+        return ""
+    if body.type != "command" or body.children_by_field_name("redirect"):
+        return None
+    words = [word_of(child) for child in body.children_by_field_name("name")]
+    words += [word_of(child) for child in body.children_by_field_name("argument")]
+    texts = [w.text for w in words]
+    if not texts or any(t is None for t in texts):
+        return None
+    name, args = PurePosixPath(texts[0] or "").name, [t or "" for t in texts[1:]]
+    if name in _SILENT:
+        return ""
+    if name == "cat":
+        if args == ["/dev/null"]:
+            return ""
+        return stdin.text if not args and stdin is not None and stdin.kind == "text" else None
+    if name == "echo" and not any(a.startswith("-") for a in args[:1]):
+        return " ".join(args) + "\n"
+    return "" if (name, args) in (("echo", ["-n"]), ("printf", [""])) else None
+
+
+@dataclass
+class Written:
+    """A file the line writes: what it put there when it shows it, and how (for reasons)."""
+
+    content: str | None
+    how: str  # "redirection to", "curl -o", "chmod"
+
+
+def path_key(w: Word) -> str | None:
+    """A written or run path as one spelling (``./x.sh`` is ``x.sh``)."""
+    return posixpath.normpath(w.text) if w.text else None
+
+
+def assignment(node: tree_sitter.Node) -> tuple[str, Word]:
+    name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+    return (node_text(name) if name is not None else "", word_of(value) if value is not None else Word("", ""))

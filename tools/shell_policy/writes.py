@@ -1,6 +1,9 @@
-"""Writes: the programs that write files named in their arguments (``cp``, ``tee``, ``dd of=``,
-``sed -i``, ``tar -C``, ``sort -o``...), DANGEROUS when one is outside the workspace; and the
-read-only tools whose options may write or run something."""
+"""Writes, deletion and modes: the programs that write or delete files named in their arguments
+(``cp``, ``tee``, ``dd of=``, ``sed -i``, ``tar -C``, ``rm``), asking when a target is outside
+the workspace or where code runs later, when they empty or destroy a file, and when they make
+a setuid, setgid or world-writable file or copy an outside one with its mode (``cp -p
+/usr/bin/passwd .`` makes a root-owned setuid binary); and accounts (``useradd``, ``passwd``).
+"""
 
 from __future__ import annotations
 
@@ -9,20 +12,18 @@ import re
 from collections.abc import Callable, Iterable
 
 from tools.base import Danger
-from tools.shell_policy.accounts import _keeps_mode, _modes
-from tools.shell_policy.paths import _persists
-from tools.shell_policy.verdict import MODERATE, SAFE, Verdict, _bad, _worse
-from tools.shell_policy.walk import _Call, _sink
-from tools.shell_policy.words import _lit, _opts, _Word
+from tools.shell_policy.paths import check_modes, keeps_mode, mode_risk, persisting
+from tools.shell_policy.walk import HERE, Call, is_sink
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
 
-def _copy_like(short: str = "") -> Callable[[_Call], Verdict]:
+def _copy_like(short: str = "") -> Callable[[Call], Verdict]:
     """cp, mv, install, ln: the last operand (or -t DIR) is written; mv also removes its sources.
     Emptying or destroying asks (``cp /dev/null f``, ``mv f /dev/null``, ``ln -sf /dev/null f``), as
-    does a link out of the workspace or a copy that keeps an outside file's mode (``accounts.py``)."""
+    does a link out of the workspace or a copy that keeps an outside file's mode (``keeps_mode``)."""
 
-    def rule(c: _Call) -> Verdict:
-        o = _opts(c.args, "tS" + short, ("--target-directory", "--suffix", "--mode", "--owner", "--group"))
+    def rule(c: Call) -> Verdict:
+        o = opts(c.args, "tS" + short, ("--target-directory", "--suffix", "--mode", "--owner", "--group"))
         directories = o.values("-t", "--target-directory")
         if c.name == "mv":
             targets = o.pos + directories
@@ -34,41 +35,41 @@ def _copy_like(short: str = "") -> Callable[[_Call], Verdict]:
         sources = [w for w in o.pos if w not in targets] if not directories else o.pos
         if verdict[0] is Danger.DANGEROUS:
             return verdict
-        if c.name == "mv" and o.pos[-1:] and _sink(o.pos[-1]):
-            return _bad(f"destroys files (mv ... {o.pos[-1].show})")
+        if c.name == "mv" and o.pos[-1:] and is_sink(o.pos[-1]):
+            return bad(f"destroys files (mv ... {o.pos[-1].show})")
         if c.name in ("cp", "ln", "install") and any(w.text == "/dev/null" for w in sources) and targets:
-            return _bad(f"empties or replaces a file ({c.name} /dev/null {targets[0].show})")
+            return bad(f"empties or replaces a file ({c.name} /dev/null {targets[0].show})")
         if c.name == "ln" or c.name == "cp" and o.has("-s", "-l", "--symbolic-link", "--link"):
             return _link(c, sources, targets[0] if targets else None, o.has("-s", "--symbolic", "--symbolic-link"))
         if c.name == "install":
             if o.has("-o", "-g", "--owner", "--group"):
-                return _bad("changes owners (install -o)")
-            return _modes(c, o.values("-m", "--mode"))
-        return _keeps_mode(c, sources) if c.name == "cp" else verdict
+                return bad("changes owners (install -o)")
+            return check_modes(c, o.values("-m", "--mode"))
+        return keeps_mode(c, sources) if c.name == "cp" else verdict
 
     return rule
 
 
-def _link(c: _Call, sources: list[_Word], link: _Word | None, symbolic: bool) -> Verdict:
+def _link(c: Call, sources: list[Word], link: Word | None, symbolic: bool) -> Verdict:
     """A link to an outside path makes later reads and writes of an inside path reach it."""
     for source in sources:
         text = source.text
         if symbolic and text and not text.startswith(("/", "~")) and link is not None and link.text:
             base = link.text if link.text.endswith("/") else posixpath.dirname(link.text)
             text = posixpath.normpath(posixpath.join(base or ".", text))  # relative to the link
-        if c.outside(source if text is None else _Word(text, source.raw)):
-            return _bad(f"links to a path outside the workspace ({c.name} {source.show})")
-        if text and _persists(_Word(text, source.raw), c.scan.cwd):  # ln -s .git g; echo x > g/hooks/x
-            return _bad(f"links to a place where code runs later ({c.name} {source.show})")
+        if c.outside(source if text is None else Word(text, source.raw)):
+            return bad(f"links to a path outside the workspace ({c.name} {source.show})")
+        if text and persisting(Word(text, source.raw), c.scan.cwd):  # ln -s .git g; echo x > g/hooks/x
+            return bad(f"links to a place where code runs later ({c.name} {source.show})")
     return MODERATE
 
 
 def _all_operands(short: str = "", long: Iterable[str] = (), read_only: Iterable[str] = ()) -> Callable[
-        [_Call], Verdict]:
+        [Call], Verdict]:
     """touch, mkdir, truncate, gzip: every operand is written (unless a ``read_only`` flag is given)."""
 
-    def rule(c: _Call) -> Verdict:
-        o = _opts(c.args, short, long)
+    def rule(c: Call) -> Verdict:
+        o = opts(c.args, short, long)
         if read_only and o.has(*read_only):
             return MODERATE
         return c.targets_outside(o.pos, c.name)
@@ -76,50 +77,53 @@ def _all_operands(short: str = "", long: Iterable[str] = (), read_only: Iterable
     return rule
 
 
-def _tee(c: _Call) -> Verdict:
-    o = _opts(c.args, long=("--output-error",))
+def _tee(c: Call) -> Verdict:
+    o = opts(c.args, long=("--output-error",))
     verdict = c.targets_outside(o.pos, "tee")
-    return verdict if verdict[0] is Danger.DANGEROUS or any(not _sink(w) for w in o.pos) else SAFE
+    files = [w for w in o.pos if not is_sink(w)]
+    if verdict[0] is not Danger.DANGEROUS and files and c.stdin is not None and c.stdin.text == "/dev/null":
+        return bad(f"empties a file (tee {files[0].show} < /dev/null)")
+    return verdict if verdict[0] is Danger.DANGEROUS or files else SAFE
 
 
-def _dd(c: _Call) -> Verdict:
+def _dd(c: Call) -> Verdict:
     texts = [w.text or "" for w in c.args]
     for w in c.args:
         if w.text is not None and w.text.startswith("of="):
-            target = _Word(w.text[3:], w.raw[3:])
-            if target.text and target.text.startswith("/dev/") and not _sink(target):
-                return _bad(f"changes disks or filesystems (dd of={target.show})")
+            target = Word(w.text[3:], w.raw[3:])
+            if target.text and target.text.startswith("/dev/") and not is_sink(target):
+                return bad(f"changes disks or filesystems (dd of={target.show})")
             verdict = c.targets_outside([target], "dd of=")
-            if verdict[0] is not Danger.DANGEROUS and "if=/dev/null" in texts and not _sink(target):
-                return _bad(f"empties a file (dd if=/dev/null of={target.show})")
+            if verdict[0] is not Danger.DANGEROUS and "if=/dev/null" in texts and not is_sink(target):
+                return bad(f"empties a file (dd if=/dev/null of={target.show})")
             if verdict[0] is not Danger.DANGEROUS and any("notrunc" in t for t in texts if t.startswith("conv=")):
-                return _bad(f"overwrites a file in place (dd of={target.show} conv=notrunc)")
+                return bad(f"overwrites a file in place (dd of={target.show} conv=notrunc)")
             return verdict
         if w.text is None and w.raw.startswith("of="):
-            return _bad(f"writes outside the workspace (dd {w.show})")
+            return bad(f"writes outside the workspace (dd {w.show})")
     return MODERATE
 
 
-def _truncate(c: _Call) -> Verdict:
+def _truncate(c: Call) -> Verdict:
     """Any size: it cuts a file's end off, or empties it."""
-    o = _opts(c.args, "sr", ("--size", "--reference"))
+    o = opts(c.args, "sr", ("--size", "--reference"))
     verdict = c.targets_outside(o.pos, "truncate")
     if verdict[0] is Danger.DANGEROUS or not o.pos:
         return verdict
-    return _bad(f"cuts or empties files (truncate {o.pos[0].show})")
+    return bad(f"cuts or empties files (truncate {o.pos[0].show})")
 
 
-def _mkdir(c: _Call) -> Verdict:
-    o = _opts(c.args, "m", ("--mode", "--context"))
+def _mkdir(c: Call) -> Verdict:
+    o = opts(c.args, "m", ("--mode", "--context"))
     verdict = c.targets_outside(o.pos, c.name)
-    return verdict if verdict[0] is Danger.DANGEROUS else _modes(c, o.values("-m", "--mode"))
+    return verdict if verdict[0] is Danger.DANGEROUS else check_modes(c, o.values("-m", "--mode"))
 
 
 _SED_WRITES = re.compile(r"(?:^|[;{}\n/!\d$gpIiMm])\s*[wWe](?:\s|$|;)|\bs(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]")
 
 
-def _sed(c: _Call) -> Verdict:
-    o = _opts(c.args, "efl", ("--expression", "--file", "--line-length"), optional="i")
+def _sed(c: Call) -> Verdict:
+    o = opts(c.args, "efl", ("--expression", "--file", "--line-length"), optional="i")
     scripts = o.values("-e", "--expression")
     files = o.pos if scripts or o.has("-f", "--file") else o.pos[1:]
     if not scripts and not o.has("-f", "--file") and o.pos:
@@ -131,87 +135,177 @@ def _sed(c: _Call) -> Verdict:
     return SAFE
 
 
-def _tar(c: _Call) -> Verdict:
+def _tar(c: Call) -> Verdict:
     args = list(c.args)
     if args and args[0].text and re.fullmatch(r"[A-Za-z]+", args[0].text):
-        args[0] = _lit("-" + args[0].text)  # old style: tar xzf a.tgz
+        args[0] = lit("-" + args[0].text)  # old style: tar xzf a.tgz
     long = ("--file", "--directory", "--files-from", "--exclude-from", "--use-compress-program")
-    o = _opts(args, "fCTXbHKLNVgI", long)
+    o = opts(args, "fCTXbHKLNVgI", long)
     extracting = o.has("-x", "--extract", "--get")
     creating = o.has("-c", "-r", "-u", "-A", "--create", "--append", "--update", "--concatenate")
     if extracting and o.has("-P", "--absolute-names"):
-        return _bad("writes outside the workspace (tar -P)")
+        return bad("writes outside the workspace (tar -P)")
     if o.has("--remove-files"):
-        return _bad("deletes the files it archives (tar --remove-files)")
+        return bad("deletes the files it archives (tar --remove-files)")
     targets = o.values("-C", "--directory") if extracting else []
     targets += o.values("-f", "--file") if creating else []
     return c.targets_outside(targets, "tar -C" if extracting else "tar -f")
 
 
-def _unzip(c: _Call) -> Verdict:
-    return c.targets_outside(_opts(c.args, "dxP").values("-d"), "unzip -d")
+def _unzip(c: Call) -> Verdict:
+    return c.targets_outside(opts(c.args, "dxP").values("-d"), "unzip -d")
 
 
-def _seven_zip(c: _Call) -> Verdict:
+def _seven_zip(c: Call) -> Verdict:
     if any(w.text == "-sdel" for w in c.args):
-        return _bad("deletes the files it archives (7z -sdel)")
-    targets = [_Word(w.text[2:], w.raw[2:]) for w in c.args if w.text and w.text.startswith("-o")]
+        return bad("deletes the files it archives (7z -sdel)")
+    targets = [Word(w.text[2:], w.raw[2:]) for w in c.args if w.text and w.text.startswith("-o")]
     return c.targets_outside(targets, "7z -o")
 
 
-def _zip(c: _Call) -> Verdict:
-    o = _opts(c.args, "bnPtx", ("--password",))
+def _zip(c: Call) -> Verdict:
+    o = opts(c.args, "bnPtx", ("--password",))
     if o.has("-m", "--move"):
-        return _bad(f"deletes the files it archives ({c.name} -m)")
+        return bad(f"deletes the files it archives ({c.name} -m)")
     return c.targets_outside(o.pos[:1], c.name)
 
 
-def _sort(c: _Call) -> Verdict:
-    o = _opts(c.args, "kotST", ("--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory",
+def _sort(c: Call) -> Verdict:
+    o = opts(c.args, "kotST", ("--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory",
                                 "--files0-from", "--compress-program", "--parallel", "--batch-size", "--random-source"))
     outputs = o.values("-o", "--output")
     verdict = c.targets_outside(outputs, "sort -o")
     return verdict if outputs or o.has("--compress-program") else SAFE
 
 
-def _second_operand_written(short: str) -> Callable[[_Call], Verdict]:
+def _second_operand_written(short: str) -> Callable[[Call], Verdict]:
     """uniq IN OUT, xxd IN OUT."""
 
-    def rule(c: _Call) -> Verdict:
-        o = _opts(c.args, short)
+    def rule(c: Call) -> Verdict:
+        o = opts(c.args, short)
         return c.targets_outside(o.pos[1:2], c.name) if len(o.pos) > 1 else SAFE
 
     return rule
 
 
-def _output_option(*names: str, short: str = "", otherwise: Verdict = MODERATE) -> Callable[[_Call], Verdict]:
+def _output_option(*names: str, short: str = "", otherwise: Verdict = MODERATE) -> Callable[[Call], Verdict]:
     """tree -o, patch -o: the option's value is written; ``otherwise`` without it."""
 
-    def rule(c: _Call) -> Verdict:
-        outputs = _opts(c.args, short).values(*names)
+    def rule(c: Call) -> Verdict:
+        outputs = opts(c.args, short).values(*names)
         return c.targets_outside(outputs, f"{c.name} {names[0]}") if outputs else otherwise
 
     return rule
 
 
-def _yq(c: _Call) -> Verdict:
-    o = _opts(c.args, "oIpe", ("--output-format", "--indent", "--input-format", "--arg"))
+def _yq(c: Call) -> Verdict:
+    o = opts(c.args, "oIpe", ("--output-format", "--indent", "--input-format", "--arg"))
     if o.has("-i", "--inplace"):
         return c.targets_outside(o.pos[1:], "yq -i")
     return SAFE
 
 
-def _rg(c: _Call) -> Verdict:
+def _rg(c: Call) -> Verdict:
     return MODERATE if any((w.text or "").startswith("--pre") for w in c.args) else SAFE
 
 
-def _man(c: _Call) -> Verdict:
+def _man(c: Call) -> Verdict:
     """man runs the pager, browser or preprocessor named in its options: at least MODERATE, and
     judged as that command; a local file (``man ./x.1``) is MODERATE."""
-    o = _opts(c.args, "PMLmpSseCRIO", ("--pager", "--manpath", "--locale", "--systems", "--sections",
+    o = opts(c.args, "PMLmpSseCRIO", ("--pager", "--manpath", "--locale", "--systems", "--sections",
                                        "--extension", "--config-file", "--recode", "--preprocessor"), optional="TH")
     runs = o.values("-P", "--pager", "-H", "--html", "-p", "--preprocessor")
     if runs:
-        return _worse(MODERATE, c.joined(runs[:1], f"{c.name} -P"))
+        return worse(MODERATE, c.joined(runs[:1], f"{c.name} -P"))
     local = o.has("-l", "--local-file", "-H", "--html") or any("/" in (w.text or "/") for w in o.pos)
     return MODERATE if local else SAFE
+
+
+def _rm(c: Call) -> Verdict:
+    o = opts(c.args)
+    if o.has("-r", "-R", "-f", "--recursive", "--force", "--no-preserve-root"):
+        return MODERATE  # its row asks first: deletes recursively or by force
+    for target in o.pos:
+        if target.text is None and not target.procsub and not HERE.match(target.raw):
+            return bad(f"deletes a path it can't see (rm {target.show})")
+        if c.outside(target):
+            return bad(f"deletes outside the workspace (rm {target.show})")
+        if target.glob:
+            return bad(f"deletes by a glob pattern (rm {target.show})")
+    return MODERATE
+
+
+def _delete_inside(c: Call) -> Verdict:
+    """rmdir, unlink, trash: fine in the workspace."""
+    for target in opts(c.args).pos:
+        if c.outside(target):
+            return bad(f"deletes outside the workspace ({c.name} {target.show})")
+    return MODERATE
+
+
+def _gio(c: Call) -> Verdict:
+    o = opts(c.args)
+    sub = o.texts()[:1]
+    if sub == ["trash"] and o.has("--empty"):
+        return bad("empties the trash (gio trash --empty)")
+    if sub in (["trash"], ["remove"], ["rm"]):
+        return _delete_inside(Call(f"gio {sub[0]}", o.pos[1:], c.stdin, c.scan))
+    return MODERATE
+
+
+ACCOUNT_PROGRAMS = frozenset(
+    """useradd adduser usermod userdel deluser groupadd addgroup groupmod groupdel delgroup passwd chpasswd
+    chage chsh chfn gpasswd newusers vipw vigr visudo pwconv grpconv setcap""".split()
+)
+
+
+def _accounts(c: Call) -> Verdict:
+    o = opts(c.args, "cdegGkKpsuUbfL", ("--comment", "--home", "--home-dir", "--shell", "--uid", "--gid",
+                                         "--groups", "--password", "--expiredate", "--inactive", "--key"))
+    uids = [w.text.lstrip("0") for w in o.values("-u", "--uid") if w.text]
+    if c.name in ("useradd", "usermod", "adduser") and "" in uids:
+        spelled = " -o" if o.has("-o", "--non-unique") else ""
+        return bad(f"creates or makes a second root account ({c.name}{spelled} -u 0)")
+    if c.name == "passwd" and o.has("-S", "--status") and not o.has("-d", "-l", "-u", "-e"):
+        return MODERATE
+    if c.name == "setcap":
+        return bad("gives a program privileges (setcap)")
+    return bad(f"changes accounts or passwords ({c.name})")
+
+
+def _chmod(c: Call) -> Verdict:
+    o = opts(c.args, long=("--reference",))
+    if o.has("-R", "--recursive"):
+        return bad("changes permissions recursively (chmod -R)")
+    for reference in o.values("--reference"):
+        if c.outside(reference):
+            return bad(f"copies the mode of an outside file (chmod --reference={reference.show})")
+    operands = list(o.pos)
+    # `chmod -w f`, `chmod -x f`: the mode looks like an option
+    symbolic = [f"-{name[1:]}" for name, _ in o.flags if re.fullmatch(r"-[rwxXst]", name)]
+    mode = symbolic[0] if symbolic else (operands.pop(0).text or "" if operands and not o.has("--reference") else "")
+    risk = mode_risk(mode)
+    if risk:
+        return bad(f"{risk} (chmod {mode})")
+    for target in operands:
+        if c.outside(target):
+            return bad(f"changes permissions outside the workspace (chmod {target.show})")
+    for target in operands:  # a script made executable here and run next asks (scripts.py)
+        verdict = c.scan.wrote(target, "chmod", keep=True)
+        if verdict[0] is Danger.DANGEROUS:
+            return verdict
+    return MODERATE
+
+
+# The programs this module judges, by name (``table.py`` gathers them).
+RULES: dict[str, Callable[[Call], Verdict]] = {
+    "rm": _rm, **dict.fromkeys(("rmdir", "unlink", "trash"), _delete_inside), "gio": _gio,
+    **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"),
+    "touch": _all_operands("dtr"), "mkdir": _mkdir, "truncate": _truncate, "man": _man,
+    "gzip": _all_operands("S", ("--suffix",), ("-c", "--stdout", "-l", "--list", "-t", "--test")),
+    "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "unzip": _unzip, "7z": _seven_zip, "zip": _zip,
+    "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
+    "tree": _output_option("-o", short="LPIo", otherwise=SAFE),
+    "patch": _output_option("-o", "-d", short="pdioBrDFVYz"),
+    "yq": _yq, "rg": _rg, "chmod": _chmod, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts),
+}

@@ -1,0 +1,66 @@
+"""The gate's rules as rows with examples (issue 39): verified when the package is imported, a
+broken row fails that verification, the README's table is generated from them, and the package
+stays rows plus the code that needs code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tools.shell_policy import classify_command
+from tools.shell_policy.rows import readme_table, row, verify
+from tools.shell_policy.table import ROWS
+
+PACKAGE = Path(__file__).resolve().parents[2] / "tools" / "shell_policy"
+README = PACKAGE.parents[1] / "README.md"
+
+
+def test_every_row_has_two_examples_that_match_and_one_that_does_not():
+    assert ROWS and all(len(r.match) >= 2 and len(r.not_match) >= 1 for r in ROWS)
+    verify(ROWS, classify_command)  # what the import does
+
+
+def test_a_row_whose_example_the_gate_decides_otherwise_fails_verification():
+    broken = row("deletes", "rm", "deletes recursively or by force ({name})", ["rm -rf build", "rm notes.txt"],
+                 ["rm -i x"], flags=("-r", "-f"))
+    with pytest.raises(ValueError, match="'rm notes.txt' should match, but is moderate"):
+        verify([broken], classify_command)
+    wrong_way = row("deletes", "rm", "deletes recursively or by force ({name})", ["rm -rf a", "rm -f b"],
+                    ["rm -r c"], flags=("-r", "-f"))
+    with pytest.raises(ValueError, match="'rm -r c' should not match"):
+        verify([wrong_way], classify_command)
+    with pytest.raises(ValueError, match="needs two examples that match and one that does not"):
+        verify([row("deletes", "rm", "x", ["rm -rf a"], [])], classify_command)
+
+
+def test_a_broken_row_fails_the_import(monkeypatch):
+    """The package verifies its rows as its last statement: run that statement with a broken row."""
+    import tools.shell_policy as package
+
+    source = Path(package.__file__).read_text()
+    assert source.rstrip().splitlines()[-1].startswith("verify(ROWS, classify_command)")
+    broken = row("deletes", "unlink", "deletes a file ({name})", ["unlink a", "ls"], ["unlink --help"])
+    with pytest.raises(ValueError, match="'ls' should match"):
+        exec(source.rstrip().splitlines()[-1], {**vars(package), "ROWS": [*ROWS, broken]})
+
+
+def test_the_readme_lists_the_rows_by_kind():
+    text = README.read_text()
+    table = re.search(r"<!-- gate rows:[^\n]*-->\n(.*?)\n<!-- end of gate rows -->", text, re.S)
+    assert table is not None, "the README has no generated table of the gate's rows"
+    assert table.group(1) == readme_table(ROWS), (
+        "regenerate the README's table: python -c 'from tools.shell_policy.rows import readme_table; "
+        "from tools.shell_policy.table import ROWS; print(readme_table(ROWS))'")
+def test_no_underscore_name_is_imported_across_the_package():
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tools.shell_policy"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, f"{path.name} imports {private} from {node.module}"
+
+
+def test_the_package_is_at_most_twelve_modules():
+    assert len(list(PACKAGE.glob("*.py"))) <= 12

@@ -1,0 +1,155 @@
+"""A rule of the gate as one row of data: the program, the subcommand or options it is about,
+the verdict, the reason a person reads, and examples that must match and must not, checked when
+the rules load (as Codex's ``execpolicy`` does), so adding a rule is one row with its tests next
+to it and a wrong row fails the import instead of letting a command through.
+
+A row matches a simple command when its program is one of ``programs`` (after ``canonical``),
+its first operand is one of ``sub`` (when given), and one of ``flags`` is given or ``pattern``
+is found in its arguments (when either is given). ``wraps`` makes a row a wrapper: the rest of
+the words after its options (and ``wraps.skip`` operands) are judged as the command it runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from tools.base import Danger
+from tools.shell_policy.words import Verdict, Word, opts
+
+# Options that take a value, per program, so that a row finds the subcommand after them
+# (``git -C repo push``: the subcommand is ``push``).
+VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "git": ("Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix")),
+    "pip": ("tircefp", ("--target", "--prefix", "--root", "--index-url", "--extra-index-url", "--requirement",
+                        "--constraint", "--editable", "--python")),
+    "npm": ("w", ("--workspace", "--prefix", "--location")),
+    "cargo": ("Z", ("--manifest-path", "--config", "--color")),
+    "git push": ("o", ("--push-option", "--repo", "--receive-pack", "--exec")),
+    "hg": ("R", ("--repository", "--cwd")),
+    "svn": ("mF", ("--message", "--file", "--username", "--password")),
+    "rclone": ("", ("--config", "--transfers", "--checkers", "--include", "--exclude")),
+    "getent": ("s", ("--service",)),
+    "helm": ("nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set", "--version", "--repo")),
+    "pulumi": ("sC", ("--stack", "--cwd")),
+    "gh": ("R", ("--repo",)),
+    "kubectl": ("nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user", "--token",
+                            "--selector", "--output", "--filename", "--container", "--as", "--as-group")),
+}
+
+
+@dataclass(frozen=True)
+class Wraps:
+    """How a wrapper's own options are read before the command it runs."""
+
+    short: str = ""  # letters that take a value
+    long: tuple[str, ...] = ()  # names that take a value
+    skip: int = 0  # operands of its own before the command (``setarch ARCH cmd``)
+    floor: Danger = Danger.SAFE  # at least this, whatever it runs (``strace`` writes a trace)
+    via: bool = True  # name the wrapper in the reason (``in chrt: ...``)
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: str  # what the README groups it under
+    programs: tuple[str, ...]
+    reason: str  # ``{name}``, ``{sub}`` and ``{word}`` are filled in; empty for a wrapper or MODERATE row
+    match: tuple[str, ...]  # command lines this row must decide
+    not_match: tuple[str, ...]  # similar lines it must not
+    sub: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    pattern: str = ""
+    verdict: Danger = Danger.DANGEROUS
+    wraps: Wraps | None = None
+    worse: bool = False  # what it matches makes a call worse: an allow rule must name it (``shape.py``)
+
+    @cached_property
+    def compiled(self) -> re.Pattern[str] | None:
+        return re.compile(self.pattern) if self.pattern else None
+
+    @property
+    def phrase(self) -> str:
+        """The reason without its parenthesised detail: what a matched example must show."""
+        return self.reason.split(" (")[0] if self.reason else ""
+
+    def marks(self, args: Sequence[Word]) -> list[str]:
+        """What in ``args`` makes this row match: its flags given, and the pattern's hits."""
+        texts = [a.text if a.text is not None else a.raw for a in args]
+        found = [t for t in texts if any(flag_given(t, flag) for flag in self.flags)]
+        if self.compiled is not None:
+            found += [hit.group(0).strip() for hit in self.compiled.finditer(" ".join(texts))]
+        return found
+
+    def matches(self, program: str, args: Sequence[Word]) -> tuple[str, str] | None:
+        """(the subcommand, the word that matched) when the row applies, else None."""
+        if program not in self.programs:
+            return None
+        short, long = VALUE_OPTIONS.get(program, ("", ()))
+        operands = opts(args, short, long, posix=True).texts()
+        if self.sub and (not operands or operands[0] not in self.sub):
+            return None
+        sub = operands[0] if operands else ""
+        if not self.flags and not self.pattern:
+            return sub, ""
+        found = self.marks(args)
+        return (sub, found[0]) if found else None
+
+    def shown(self, name: str, sub: str, word: str) -> str:
+        return " ".join(self.reason.format(name=name, sub=sub, word=word).split()).replace(" )", ")")
+
+
+def flag_given(text: str, flag: str) -> bool:
+    """Whether a word gives ``flag``: ``--name`` or ``--name=v``; ``-x`` alone, in a cluster
+    (``-fu``) or with its value attached; a longer single-dash name (``-ex``) exactly."""
+    if flag.startswith("--") or len(flag) > 2:
+        return text == flag or text.startswith(flag + "=")
+    return len(text) > 1 and text[0] == "-" and text[1] != "-" and flag[1] in text[1:]
+
+
+def row(kind: str, programs: str, reason: str, match: Iterable[str], not_match: Iterable[str], **kw) -> Row:
+    """A row, written compactly: ``programs`` space-separated, the examples any iterable."""
+    return Row(kind, tuple(programs.split()), reason, tuple(match), tuple(not_match), **kw)
+
+
+def verify(rows: Iterable[Row], classify: Callable[[str], Verdict]) -> None:
+    """Every row has at least two examples that must match and one that must not, and the
+    classifier decides them so. ValueError naming the row and the example otherwise."""
+    for each in rows:
+        label = f"row {each.kind!r} for {' '.join(each.programs)} ({each.reason or each.verdict.value})"
+        if len(each.match) < 2 or len(each.not_match) < 1:
+            raise ValueError(f"{label}: needs two examples that match and one that does not")
+        for example in (*each.match, *each.not_match):
+            danger, reason = classify(example)
+            decided = danger is each.verdict and each.phrase in reason
+            if decided != (example in each.match):
+                should = "match" if example in each.match else "not match"
+                raise ValueError(f"{label}: {example!r} should {should}, but is {danger.value}: {reason!r}")
+
+
+def by_program(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    found: dict[str, list[Row]] = {}
+    for each in rows:
+        for program in each.programs:
+            found.setdefault(program, []).append(each)
+    return found
+
+
+def readme_table(rows: Iterable[Row]) -> str:
+    """The README's table of the gate's rows, one line per kind: its programs, and an example of
+    each way it decides (generated, so the README says what the rows say)."""
+    kinds: dict[str, list[Row]] = {}
+    for each in rows:
+        kinds.setdefault(each.kind, []).append(each)
+    lines = ["| kind | programs | decides | for example | but not |", "|---|---|---|---|---|"]
+    for kind, members in kinds.items():
+        programs = list(dict.fromkeys(p for r in members for p in r.programs))
+        shown = ", ".join(f"`{p}`" for p in programs[:10]) + (", …" if len(programs) > 10 else "")
+        decides = "/".join(dict.fromkeys(r.verdict.value for r in members))
+        examples = list(dict.fromkeys(r.match[0] for r in members))[:4]
+        counter = list(dict.fromkeys(r.not_match[0] for r in members))[:2]
+        cell = ", ".join(f"`{e}`".replace("|", "\\|") for e in examples)
+        lines.append(f"| {kind} | {shown} | {decides} | {cell} | "
+                     + ", ".join(f"`{e}`".replace("|", "\\|") for e in counter) + " |")
+    return "\n".join(lines)
