@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from temporalio.common import RawValue
@@ -22,6 +22,14 @@ from temporalio.exceptions import ApplicationError
 
 from contracts.task import ApprovalDecision, Interjection, PendingApproval
 from core.markdown import code_block, code_span
+
+# The interject handlers' parameter: the payload as it came (``RawValue``), so that a malformed
+# one is named by ``parse_interjection`` rather than dropped by the SDK's converter with a
+# traceback; an ``Interjection`` to the type checker, which is what senders send.
+if TYPE_CHECKING:
+    RawInterjection = Interjection
+else:
+    RawInterjection = RawValue
 
 FIELDS = ('"approved": true or false (required), "digest": the pending call\'s digest (required), '
           '"reason": text, "decided_by": your name, "remember": true to also allow calls like this '

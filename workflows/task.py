@@ -11,10 +11,9 @@ continue-as-new and end), MCP, parallel reads and verification before finishing.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -38,11 +37,6 @@ with workflow.unsafe.imports_passed_through():
     from core.tool_outcome import ToolOutcome
     from workflows import approvals, policy
     from workflows.engine import TaskEnded
-
-if TYPE_CHECKING:  # senders send an Interjection; the handlers get its payload as it came
-    RawInterjection = Interjection
-else:
-    RawInterjection = RawValue
 
 from workflows.delegation import DelegationMixin
 from workflows.lifecycle import LifecycleMixin
@@ -70,10 +64,8 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             reason = f"stopped by user ({reason!r})" if reason not in (None, {}, []) else ""
         self.state.stop_reason = reason.strip() or "stopped by user"
 
-    # Both take the raw payload (``RawInterjection``), so a malformed one is named here, in
-    # one line, rather than dropped by the SDK's converter with a traceback.
     @workflow.signal(description=approvals.INTERJECT_DESCRIPTION)
-    def interject(self, message: RawInterjection) -> None:
+    def interject(self, message: approvals.RawInterjection) -> None:
         """Fire-and-forget: a malformed payload is logged with its cause and dropped."""
         parsed = approvals.parse_interjection(message)
         if isinstance(parsed, str):
@@ -82,13 +74,13 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
             self.state.inbox.append(parsed)
 
     @workflow.update(description=approvals.INTERJECT_UPDATE_DESCRIPTION)
-    def interject_checked(self, message: RawInterjection) -> None:
+    def interject_checked(self, message: approvals.RawInterjection) -> None:
         parsed = approvals.parse_interjection(message)
         assert isinstance(parsed, Interjection)  # the validator checked it
         self.state.inbox.append(parsed)
 
     @interject_checked.validator
-    def _validate_interjection(self, message: RawInterjection) -> None:
+    def _validate_interjection(self, message: approvals.RawInterjection) -> None:
         if isinstance(problem := approvals.parse_interjection(message), str):
             workflow.logger.warning("refused interject update: %s", problem)
             raise approvals.Refusal(f"interjection refused: {problem}")
