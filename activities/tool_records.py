@@ -3,7 +3,8 @@
 Split from ``activities/tools.py`` (which runs the call) so each stays one concept under 300
 lines: the gate refuses a call that needs approval unless that exact call was approved, and
 the helpers read what an earlier attempt left (its heartbeat's ``ToolProgress``) and name the
-call in the store, so a retry never runs a call twice.
+call in the store, so a retry never runs a call twice; the notes the model gets for a call cut
+off by a crash and for the files its checkpoint left out.
 """
 
 from __future__ import annotations
@@ -15,8 +16,23 @@ from temporalio import activity
 from contracts.activities import ToolCallInput, ToolProgress
 from contracts.task import ApprovalMode
 from core.messages import call_digest
+from runtime import checkpoints
 from tools.base import Danger, ToolOutcome
 from tools.registry import classify_call
+
+INTERRUPTED = (
+    "[interrupted] This call was running when its worker stopped (a crash or a lost "
+    "connection), so it may have partly run. It was not run again. Output so far:\n{output}\n"
+    "Check what it did before deciding whether to run it again."
+)
+
+
+def not_undoable(files: list[checkpoints.LeftOut], shown: int = 5) -> str:
+    """A note for the model under a call's result: the files the checkpoint taken before the
+    call left out, whose changes a rewind cannot undo (the first ``shown`` named)."""
+    named = ", ".join(f.describe() for f in files[:shown])
+    more = f" and {len(files) - shown} more" if len(files) > shown else ""
+    return f"\n[checkpoint] not undoable by rewind (left out of the checkpoint before this call): {named}{more}"
 
 
 def _offline(inp: ToolCallInput) -> bool:
