@@ -327,8 +327,10 @@ async def test_fetch_heartbeats_while_waiting_for_a_slow_server(server, tmp_path
 
 
 async def test_fetch_cancellation_propagates(server, ctx):
+    asked = len([r for r in server.requests if r.path == "/slow"])
     task = asyncio.create_task(_fetch(ctx, server.url("/slow")))
-    await asyncio.sleep(0.2)
+    while len([r for r in server.requests if r.path == "/slow"]) == asked:  # the server has the request
+        await asyncio.sleep(0.01)
     task.cancel()
     started = time.monotonic()
     with pytest.raises(asyncio.CancelledError):

@@ -56,5 +56,6 @@ async def test_the_interject_update_refuses_a_malformed_payload_with_the_reason(
     cause = err.value.cause
     message = str(getattr(cause, "message", cause))
     assert message.startswith("interjection refused: ") and why in message and "\n" not in message
-    assert cause.failure is None or not cause.failure.stack_trace  # no Python traceback
+    failure = getattr(cause, "failure", None)
+    assert failure is None or not failure.stack_trace  # no Python traceback
     assert status.state == TaskState.WAITING_REPLY and status.queued_interjections == 0
