@@ -20,6 +20,7 @@ from cli.hints import INSTALLED, program
 from cli.parsing import Parser
 from cli.tasks import UserError
 from cli.version import PACKAGE, package_version
+from providers.pricing import check_tables
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
@@ -57,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = load_settings()  # read once, here
+        check_tables(settings.models)  # the prices and models files the variables name
         settings = dataclasses.replace(settings, temporal=resolve(settings.temporal, given(args)))
-    except ValueError as err:  # a variable with a bad value, or a profile that cannot be read, named
+    except ValueError as err:  # a variable with a bad value, a file it names, or a profile that cannot be read
         print(f"error: {err}", file=sys.stderr)
         return 2
     args.settings = settings  # every command takes what it needs from here

@@ -40,6 +40,7 @@ from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import EgressSettings, TemporalSettings
 from providers.keys import missing_key
+from providers.pricing import check_tables
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
@@ -66,8 +67,10 @@ STICKY_WAIT = timedelta(seconds=5)
 
 def connected_settings(connection: Mapping[str, str] | None = None) -> Settings:
     """This process's settings, the ``connection`` options (--address, --namespace, --profile)
-    over them: read once, here (ValueError naming a bad variable or profile)."""
+    over them: read once, here (ValueError naming a bad variable or profile, or a prices or
+    models file the worker could not use)."""
     settings = load_settings()
+    check_tables(settings.models)
     return dataclasses.replace(settings, temporal=resolve(settings.temporal, dict(connection or {})))
 
 

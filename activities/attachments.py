@@ -18,6 +18,7 @@ import re
 from temporalio import activity
 
 from contracts.attachments import ATTACHMENTS_DIR, SAVE_ATTACHMENTS_ACTIVITY, Attachment, SaveAttachments, Saved
+from core.binary import SNIFF_BYTES, binary_kind
 from core.images import image_dimensions, sniff_image_type
 from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
 from runtime.store import ContextStore, Store, as_store
@@ -57,7 +58,8 @@ class AttachmentActivities:
             image = ImageRef(media_type=media_type, size=len(data), width=size[0] if size else None,
                              height=size[1] if size else None,
                              digest=await self.store.put_blob(base64.b64encode(data).decode("ascii")))
-        return Saved(name=name, path=path, size=len(data), image=image)
+        binary = None if image is not None else binary_kind(data[:SNIFF_BYTES])
+        return Saved(name=name, path=path, size=len(data), image=image, binary=binary)
 
 
 def _write(workspace: str, name: str, data: bytes) -> str:

@@ -3,7 +3,8 @@
 Split from ``activities/tools.py`` (which runs the call) so each stays one concept under 300
 lines: the gate refuses a call that needs approval unless that exact call was approved, and
 the helpers read what an earlier attempt left (its heartbeat's ``ToolProgress``) and name the
-call in the store, so a retry never runs a call twice.
+call in the store, so a retry never runs a call twice; the notes the model gets for a call cut
+off by a crash and for the files its checkpoint left out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ from contracts.task import ApprovalMode
 from core.messages import call_digest
 from tools.base import Danger, ToolOutcome
 from tools.registry import classify_call
+
+INTERRUPTED = (
+    "[interrupted] This call was running when its worker stopped (a crash or a lost "
+    "connection), so it may have partly run. It was not run again. Output so far:\n{output}\n"
+    "Check what it did before deciding whether to run it again."
+)
 
 
 def _offline(inp: ToolCallInput) -> bool:

@@ -36,7 +36,16 @@ import tools
 from activities import metrics
 from activities.mcp import McpToolRunner
 from activities.tool_checkpoints import BeforeCalls, not_undoable
-from activities.tool_records import _approved, _call_key, _finished, _gate, _offline, _output_so_far, _started
+from activities.tool_records import (
+    INTERRUPTED,
+    _approved,
+    _call_key,
+    _finished,
+    _gate,
+    _offline,
+    _output_so_far,
+    _started,
+)
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
 from core.entries import entry_digest, result_entry
 from core.heartbeat import with_heartbeats
@@ -45,7 +54,7 @@ from core.untrusted import wrap_untrusted
 from runtime import checkpoints
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
-from runtime.paths import data_dir
+from runtime.paths import data_dir, hidden_paths
 from runtime.secrets import SecretStore
 from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
 from temporal.tracing import tool_span
@@ -56,24 +65,6 @@ from tools.registry import REGISTRY, is_idempotent
 from tools.shell_network import CommandEgress
 
 PREVIEW_CHARS = 1500
-
-INTERRUPTED = (
-    "[interrupted] This call was running when its worker stopped (a crash or a lost "
-    "connection), so it may have partly run. It was not run again. Output so far:\n{output}\n"
-    "Check what it did before deciding whether to run it again."
-)
-
-
-def hidden_paths(settings: Settings) -> tuple[Path, ...]:
-    """The worker's own files a sandboxed command must not see (the host's are hidden by the
-    sandbox itself): its data directory (store, audit log, checkpoints, sessions, the
-    workspaces of evals), secrets file, context store and MCP config (it may name tokens)."""
-    paths = [data_dir(settings.paths)]
-    db = settings.store.context_db
-    for path in (settings.secrets.file, Path(db).expanduser() if db and "://" not in db else None, settings.mcp.config):
-        if path is not None:
-            paths.append(path)
-    return tuple(paths)
 
 
 class ToolActivities:

@@ -63,7 +63,7 @@ def load_channels(path: Path, secrets: SecretStore) -> list[ChannelConfig]:
     """The channels of the file at ``path``, secrets filled in (ValueError naming what is wrong)."""
     try:
         tables = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
+    except (OSError, ValueError) as err:  # unreadable, not UTF-8, or not TOML (TOMLDecodeError)
         raise ValueError(f"cannot read {path}: {err}") from None
     channels = []
     for name, table in tables.items():

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 import httpx
 import structlog
 import uvicorn
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -73,14 +73,25 @@ def signature_problem(secret: str, headers: Mapping[str, str], body: bytes, now:
     return None
 
 
+class WebhookSettings(BaseModel):
+    """The ``[webhook]`` table's own keys (``allowed_users``: channels/config.py); a key it
+    does not know is a typo, refused when the gateway starts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    secret: str = Field(min_length=1)  # signs both ways
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=1, le=65535)
+    callback_url: str | None = None  # where replies are POSTed; None: no replies
+
+
 class WebhookAdapter:
     def __init__(self, config: ChannelConfig) -> None:
         self.name = config.name
         self.config = config
-        self.secret: str = config.need("secret")
-        self.host: str = config.get("host", "127.0.0.1")
-        self.port: int = int(config.get("port", 8787))
-        self.callback_url: str | None = config.get("callback_url")
+        settings = config.settings(WebhookSettings)
+        self.secret, self.host, self.port = settings.secret, settings.host, settings.port
+        self.callback_url = settings.callback_url
         self.http = httpx.AsyncClient(timeout=30)
         self.server: uvicorn.Server | None = None
 

@@ -54,6 +54,9 @@ class Saved(BaseModel):
     size: int = 0
     image: ImageRef | None = None
     problem: str | None = None  # why it is not in the workspace
+    # What a file that is not text holds ("gzip-compressed data"; core.binary), so the model
+    # knows before it tries to read it, whatever type the chat declared. None: text, or an image.
+    binary: str | None = omitted()
 
 
 def attachments_note(saved: list[Saved]) -> str:
@@ -63,6 +66,6 @@ def attachments_note(saved: list[Saved]) -> str:
         if item.path is None:
             parts.append(f"{item.name} (not received: {item.problem})")
         else:
-            shown = ", shown below" if item.image is not None else ""
+            shown = ", shown below" if item.image is not None else f", {item.binary}, not text" if item.binary else ""
             parts.append(f"{item.path} ({item.size:,} bytes{shown})")
     return "[attached: " + "; ".join(parts) + "]"

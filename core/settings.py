@@ -13,6 +13,7 @@ reads the process's environment. How they flow, and how to add one: docs/setting
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -22,16 +23,26 @@ from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
 
 from core.unsafe_env import unsafe_env_name
 
+TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
+PORT = 65535  # the largest TCP port
+# The tool-calling modes (providers.factory builds one each) and the search backends
+# (tools.search), here so that a setting naming another is refused when the process starts.
+PROVIDER_MODES = ("openai", "anthropic", "anthropic_xml", "openai_responses")
+SEARCH_BACKENDS = ("tavily", "brave", "searxng")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 SECRET_PREFIX = "AGENT_SECRET_"  # AGENT_SECRET_<NAME>=value
 # What every shell command gets of the worker's environment (with LC_* and AGENT_SHELL_ENV_ALLOW).
 BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ")
 
 
 def var(name: str, default: Any = None, *, also: Sequence[str] = (), secret: bool = False, sep: str = ",",
-        parse: Callable[[str], Any] | None = None, positive: bool = False) -> Any:
-    """A field read from ``name`` (then ``also``: lists join them, scalars take the first set)."""
-    meta = {"env": (name, *also), "sep": sep, "parse": parse, "positive": positive}
+        parse: Callable[[str], Any] | None = None, positive: bool = False, most: int | None = None,
+        choices: Sequence[str] = ()) -> Any:
+    """A field read from ``name`` (then ``also``: lists join them, scalars take the first set);
+    ``most``: the largest whole number it takes; ``choices``: the words it takes (any case,
+    kept as spelled here)."""
+    meta = {"env": (name, *also), "sep": sep, "parse": parse, "positive": positive, "most": most, "choices": choices}
     return field(default=default, repr=not secret, metadata=meta)
 
 
@@ -57,6 +68,10 @@ def _parse(f: dataclasses.Field[Any], kind: Any, raws: list[str]) -> Any:
     name, raw = f.metadata["env"][0], raws[0]
     if f.metadata["parse"] is not None:
         return f.metadata["parse"](raw)
+    if choices := f.metadata["choices"]:
+        if (chosen := next((c for c in choices if c.lower() == raw.lower()), None)) is None:
+            raise ValueError(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+        return chosen
     if get_origin(kind) is tuple:
         item = get_args(kind)[0]
         return tuple(_scalar(item, p.strip()) for r in raws for p in r.split(f.metadata["sep"]) if p.strip())
@@ -66,17 +81,20 @@ def _parse(f: dataclasses.Field[Any], kind: Any, raws: list[str]) -> Any:
         return raw.lower()
     base = next((a for a in get_args(kind) if a is not type(None)), kind)  # X | None -> X
     if base is bool:
-        return raw.lower() not in FALSE
+        if raw.lower() not in TRUE + FALSE:
+            raise ValueError(f"{name}={raw!r}: expected one of {', '.join(TRUE + FALSE)}")
+        return raw.lower() in TRUE
     if base is int:
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValueError(f"{name}={raw!r}: expected a whole number above 0")
+        most = f.metadata["most"]
+        if not raw.isdigit() or int(raw) < 1 or (most is not None and int(raw) > most):
+            raise ValueError(f"{name}={raw!r}: expected a whole number from 1 to {most or 'any'}")
         return int(raw)
     if base is float:
         try:
             number = float(raw)
         except ValueError:
             number = -1.0
-        if number < 0 or (f.metadata["positive"] and number == 0):
+        if number < 0 or not math.isfinite(number) or (f.metadata["positive"] and number == 0):
             raise ValueError(f"{name}={raw!r}: expected a {'positive' if f.metadata['positive'] else 'non-negative'} number")
         return number
     return _scalar(base, raw)
@@ -117,7 +135,7 @@ class SecretSettings(Group):
 
 @dataclass(frozen=True)
 class LogSettings(Group):
-    level: str | None = var("AGENT_LOG_LEVEL")  # None: WARNING for the CLI, INFO for a worker
+    level: str | None = var("AGENT_LOG_LEVEL", choices=LOG_LEVELS)  # None: WARNING for the CLI, INFO for a worker
 
 
 @dataclass(frozen=True)
@@ -125,7 +143,7 @@ class TracingSettings(Group):
     trace_file: str | None = var("AGENT_TRACE_FILE")
     otlp_endpoint: str | None = var("OTEL_EXPORTER_OTLP_ENDPOINT")
     otlp_traces_endpoint: str | None = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    sdk_disabled: bool = var("OTEL_SDK_DISABLED", False, parse=lambda raw: raw.lower() == "true")
+    sdk_disabled: bool = var("OTEL_SDK_DISABLED", False, parse=lambda raw: raw.lower() == "true")  # the spec's reading
     service_name: str | None = var("OTEL_SERVICE_NAME")
 
 
@@ -154,7 +172,7 @@ class TemporalSettings(Group):
     config_file: Path | None = var("TEMPORAL_CONFIG_FILE")  # None: envconfig's own place
     ui_url: str | None = var("TEMPORAL_UI_URL")
     task_queue: str | None = var("AGENT_TASK_QUEUE")  # None: contracts.task.DEFAULT_TASK_QUEUE
-    embedded_port: int = var("AGENT_EMBEDDED_PORT", 7233)  # the embedded server's; its UI is 1000 above
+    embedded_port: int = var("AGENT_EMBEDDED_PORT", 7233, most=PORT)  # the embedded server's; its UI is 1000 above
     # Not a variable: the options given on the command line, repeated in the commands the CLI suggests.
     given: tuple[tuple[str, str], ...] = ()
 
@@ -169,7 +187,7 @@ class WorkerSettings(Group):
     local_tools: bool = var("AGENT_LOCAL_TOOLS", True)
     shutdown_grace_s: float = var("AGENT_SHUTDOWN_GRACE_S", 30.0)
     blob_cap_chars: int = var("AGENT_BLOB_CAP_CHARS", 8000)
-    metrics_port: int | None = var("AGENT_METRICS_PORT")  # None: no Prometheus endpoint
+    metrics_port: int | None = var("AGENT_METRICS_PORT", most=PORT)  # None: no Prometheus endpoint
     metrics_host: str = var("AGENT_METRICS_HOST", "127.0.0.1")  # metrics name tasks and tools: not for the world
 
 
@@ -227,7 +245,7 @@ class EgressSettings(Group):
 
 @dataclass(frozen=True)
 class SearchSettings(Group):
-    backend: str | None = var("AGENT_SEARCH_BACKEND")  # None: the first configured, Tavily first
+    backend: str | None = var("AGENT_SEARCH_BACKEND", choices=SEARCH_BACKENDS)  # None: the first configured, Tavily first
     tavily_api_key: str | None = var("TAVILY_API_KEY", secret=True)
     tavily_base_url: str | None = var("TAVILY_BASE_URL")
     brave_api_key: str | None = var("BRAVE_API_KEY", secret=True)
@@ -294,7 +312,7 @@ class TaskDefaults(Group):
     """What the CLI starts a task with when its options do not say."""
 
     model: str | None = var("AGENT_MODEL")
-    provider: str = var("AGENT_PROVIDER", "openai")
+    provider: str = var("AGENT_PROVIDER", "openai", choices=PROVIDER_MODES)
     fallback: str | None = var("AGENT_FALLBACK")
     stream: bool = var("AGENT_STREAM", True)
 

@@ -20,13 +20,14 @@ from typing import Protocol
 import httpx
 
 from core.messages import LlmRequest, TurnResult
+from core.settings import PROVIDER_MODES
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
 from providers.responses import ResponsesProvider
 from providers.settings import ProviderSettings
 from providers.xml_tools import XmlToolsProvider
 
-MODES = ("openai", "anthropic", "anthropic_xml", "openai_responses")
+MODES = PROVIDER_MODES  # AGENT_PROVIDER takes these (core/settings.py)
 
 
 class Provider(Protocol):

@@ -11,6 +11,7 @@ model nobody priced. Sources, the file's format: docs/providers.md.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +80,7 @@ def load_prices(tables: ModelTableSettings) -> dict[str, Price]:
         for model, entry in read_models_file(models_path).items():
             priced = {k: v for k, v in entry.items() if k in PRICE_FIELDS}
             if priced:
-                prices[model] = _price(priced, f"{models_path}: {model}")
+                prices[model] = _price(priced, f"{MODELS_FILE_ENV}={models_path}: {model}")
     if tables.prices_file is None:
         return prices
     path = str(tables.prices_file)
@@ -90,8 +91,17 @@ def load_prices(tables: ModelTableSettings) -> dict[str, Price]:
     if not isinstance(raw, dict):
         raise ValueError(f"{PRICES_FILE_ENV}={path}: expected a JSON object of models")
     for model, entry in raw.items():
-        prices[model] = _price(entry, f"{path}: {model}")
+        prices[model] = _price(entry, f"{PRICES_FILE_ENV}={path}: {model}")
     return prices
+
+
+def check_tables(tables: ModelTableSettings) -> None:
+    """Read the prices and models files as a task would (ValueError naming the file), so an
+    entry point refuses a bad one in one line when it starts, not at a task's first call."""
+    load_prices(tables)
+    from providers.models import load_models
+
+    load_models(tables)
 
 
 # The row each (table, model) matched: a model named in no row (a local server's own name)
@@ -153,7 +163,7 @@ def _price(entry: Any, where: str) -> Price:
     values: dict[str, float] = {}
     for key in ("input", "output", "cache_read", "cache_write"):
         value = entry.get(key, entry.get("input") if key.startswith("cache") else None)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
             raise ValueError(f"{where}: {key} must be a non-negative number, got {value!r}")
         values[key] = float(value)
     return Price(**values)

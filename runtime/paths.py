@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from core.settings import PathSettings
+from core.settings import PathSettings, Settings
 
 APP_NAME = "durable-agent"
 
@@ -34,3 +34,15 @@ def data_dir(settings: PathSettings) -> Path:
         path = (settings.xdg_data_home or Path.home() / ".local" / "share") / APP_NAME
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def hidden_paths(settings: Settings) -> tuple[Path, ...]:
+    """The worker's own files a sandboxed command must not see (the host's are hidden by the
+    sandbox itself): its data directory (store, audit log, checkpoints, sessions, the
+    workspaces of evals), secrets file, context store and MCP config (it may name tokens)."""
+    paths = [data_dir(settings.paths)]
+    db = settings.store.context_db
+    for path in (settings.secrets.file, Path(db).expanduser() if db and "://" not in db else None, settings.mcp.config):
+        if path is not None:
+            paths.append(path)
+    return tuple(paths)

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
@@ -114,11 +115,17 @@ class EncryptionCodec(PayloadCodec):
                 f"(known: {', '.join(self._ciphers)}); keep old keys listed after the new one"
             )
         nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
+        if len(nonce) < NONCE_BYTES:
+            raise CodecError(f"payload marked encrypted with key id {key_id!r} is {len(payload.data)} bytes, "
+                             "shorter than its nonce")
         try:
             plain = cipher.decrypt(nonce, sealed, None)
         except InvalidTag:
             raise CodecError(f"payload encrypted with key id {key_id!r} failed authentication") from None
-        return Payload.FromString(plain)
+        try:
+            return Payload.FromString(plain)
+        except DecodeError:  # sealed with our key, but not a payload: someone else's data
+            raise CodecError(f"payload encrypted with key id {key_id!r} does not hold a payload") from None
 
 
 def encryption_for(settings: CodecSettings) -> EncryptionCodec | None:

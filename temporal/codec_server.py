@@ -86,7 +86,7 @@ def make_server(
                 return self._respond(413, {"message": f"body over {MAX_BODY_BYTES} bytes"})
             try:
                 payloads = json_format.Parse(self.rfile.read(int(length)) or b"{}", Payloads())
-            except json_format.ParseError as exc:
+            except (json_format.ParseError, ValueError) as exc:  # not JSON, not UTF-8, not payloads
                 return self._respond(400, {"message": f"invalid payloads: {exc}"})
             run = codec.encode if action == "encode" else codec.decode
             try:

@@ -71,7 +71,7 @@ def exit_now() -> str:
 def hang() -> str:
     """Block the whole server (a synchronous sleep: it answers nothing meanwhile)."""
     mark("hang")
-    time.sleep(3600)
+    time.sleep(3600)  # nothing: the caller's timeout or cancellation is what ends the call
     return "never"
 
 

@@ -45,3 +45,16 @@ def test_a_worker_with_a_bad_setting_refuses_to_start_naming_the_variable(tmp_pa
         assert done.returncode == 2
         line = done.stderr.strip()
         assert "\n" not in line and name in line and "Traceback" not in line
+
+
+def test_a_worker_with_a_bad_prices_or_models_file_refuses_to_start_naming_it(tmp_path):
+    """Before issue 41 the worker got past its settings and failed building its activities, a
+    traceback (here it stopped at the unreachable Temporal address first, not naming the file)."""
+    (tmp_path / "prices.json").write_text('{"gpt-x": {"input": 1}}')  # no output price
+    (tmp_path / "models.json").write_text("{not json")
+    for name, value in (("AGENT_PRICES_FILE", "prices.json"), ("AGENT_MODELS_FILE", "models.json"),
+                        ("AGENT_PRICES_FILE", "missing.json"), ("AGENT_STREAM", "maybe")):
+        done = _worker(tmp_path, **{name: str(tmp_path / value) if value.endswith(".json") else value})
+        assert done.returncode == 2
+        line = done.stderr.strip()
+        assert "\n" not in line and name in line and "Traceback" not in line

@@ -91,8 +91,9 @@ class ToolDefinition(Generic[ArgsT]):
     # A function decides per call from the arguments.
     local: bool | Callable[[ArgsT], bool] = False
     # Whether a call changes nothing a task is asked to check before it finishes: no file
-    # written, no command run, nothing clicked or sent (a read, a page, a message to the
-    # user). A task whose calls were all read-only finishes without a verification reminder.
+    # written, no command run that may write, nothing clicked or sent (a read, a page, a
+    # message to the user, ``cat a.txt``). A task whose calls were all read-only finishes
+    # without a verification reminder; a read-only command after a change is its check.
     read_only: bool | Callable[[ArgsT], bool] = False
     # Whether a read-only call may run at the same time as the other such calls of the same
     # reply (they read what no call beside them changes): they run together, each as its own

@@ -8,7 +8,9 @@ the deny list before anything is sent, and the connection made to the address ch
 Redirects are followed by hand, at most ``MAX_REDIRECTS``, each hop checked the same way,
 and a URL seen twice is reported as a redirect loop. The whole download has
 ``FETCH_TIMEOUT_S`` (connecting ``CONNECT_TIMEOUT_S``); the body is streamed and reading
-stops at ``MAX_BODY_BYTES``. Binary types are refused before their body is read. Status
+stops at ``MAX_BODY_BYTES``. Binary types are refused before their body is read, and a body
+whose first bytes are not text (a gzip served as text/plain, a compressed body of NULs) is
+refused naming what it holds and its size, once ``SNIFF_BYTES`` are read. Status
 400 and above is a ``FetchFailed``, as is every other failure; nothing else raises but
 cancellation. Bytes that do not decode in the declared charset (UTF-8 if none) become U+FFFD.
 """
@@ -23,6 +25,7 @@ from typing import Literal
 
 import httpx
 
+from core.binary import SNIFF_BYTES, binary_kind, size_text
 from tools.egress import Egress, Refused, Unreachable
 from tools.web import new_client
 
@@ -118,7 +121,7 @@ async def _read(response: httpx.Response) -> Page:
             f"{response.url} is {media}, not a web page or text; "
             "fetch_url reads only HTML, text and JSON"
         )
-    body, cut = bytearray(), False
+    body, cut, looked = bytearray(), False, False
     async for chunk in response.aiter_bytes():
         room = MAX_BODY_BYTES - len(body)
         if len(chunk) > room:
@@ -126,11 +129,27 @@ async def _read(response: httpx.Response) -> Page:
             cut = True
             break
         body += chunk
-    if kind is None:  # no Content-Type: look at the bytes
-        kind = _sniff(bytes(body[:1024]))
-        if kind is None:
-            raise FetchFailed(f"{response.url} has no content type and looks binary")
-    return Page(response.url, kind, charset, bytes(body), cut)
+        if not looked and len(body) >= SNIFF_BYTES:  # binary: stop before decompressing the rest
+            looked = True
+            _refuse_binary(response, media, charset, body, done=False)
+    _refuse_binary(response, media, charset, body, done=not cut)
+    return Page(response.url, kind or _sniff(bytes(body[:1024])), charset, bytes(body), cut)
+
+
+def _refuse_binary(response: httpx.Response, media: str, charset: str | None, body: bytearray, *, done: bool) -> None:
+    """A FetchFailed naming what the body is and its size when its bytes are not text,
+    whatever its Content-Type says (a gzip served as text/plain, a compressed body of NULs)."""
+    what = binary_kind(bytes(body[:SNIFF_BYTES]), charset)
+    if what is None:
+        return
+    encoded = response.headers.get("content-encoding")
+    declared = response.headers.get("content-length")
+    size = size_text(len(body)) if done else f"{size_text(len(body))} read"
+    if declared and declared.isdigit() and (encoded or not done):
+        size += f" of {size_text(int(declared))}{' compressed' if encoded else ''}"
+    label = f"labelled {media}" if media else "without a content type"
+    raise FetchFailed(f"{response.url} is {label} but holds {what} ({size}{f', {encoded}-encoded' if encoded else ''}); "
+                      "fetch_url reads only HTML, text and JSON, so it was not read")
 
 
 def _content_type(header: str) -> tuple[str, str | None]:
@@ -153,9 +172,8 @@ def _kind(media: str) -> Kind | None:
     return None
 
 
-def _sniff(head: bytes) -> Kind | None:
-    if b"\0" in head:
-        return None
+def _sniff(head: bytes) -> Kind:
+    """What text without a Content-Type is (its bytes were found to be text)."""
     lowered = head.lstrip().lower()
     return "html" if lowered.startswith((b"<!doctype html", b"<html")) else "text"
 

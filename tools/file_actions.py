@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from core.binary import SNIFF_BYTES, binary_kind, size_text
 from core.images import image_dimensions, sniff_image_type
 from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
 from tools.base import ToolOutcome
@@ -31,14 +32,15 @@ from tools.shell import OUTPUT_CAP_CHARS
 MAX_LIST_ENTRIES = 1000
 MAX_GREP_MATCHES = 200
 MAX_GREP_LINE_CHARS = 500
-BINARY_SNIFF_BYTES = 8192
 IMAGE_HEADER_BYTES = 64 * 1024  # where an image too large to send is looked for its size
 
 
-def _is_binary(f: BinaryIO) -> bool:
-    binary = b"\0" in f.read(BINARY_SNIFF_BYTES)
+def _binary_kind(f: BinaryIO) -> str | None:
+    """What the file is when it is not text (``core.binary``): a gzip or a binary saved with
+    a text name is named, not decoded into the context."""
+    kind = binary_kind(f.read(SNIFF_BYTES), "utf-8")  # read as UTF-8: bad bytes become U+FFFD
     f.seek(0)
-    return binary
+    return kind
 
 
 def _existing_file(path: Path, raw: str) -> None:
@@ -87,8 +89,9 @@ def read_file(root: Path, path: Path, raw: str, offset: int | None, limit: int |
         image = _read_image(raw_file, raw)
         if image is not None:
             return image
-        if _is_binary(raw_file):
-            raise Refused(f"{raw!r} is a binary file; it cannot be read as text")
+        if kind := _binary_kind(raw_file):
+            size = size_text(os.fstat(raw_file.fileno()).st_size)
+            raise Refused(f"{raw!r} is a binary file ({kind}, {size}); it cannot be read as text")
         f = io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace", newline="")
         for total, line in enumerate(f, 1):  # read on to count the lines
             if total < first or (stop and total >= stop) or cut:
@@ -195,7 +198,7 @@ def grep(root: Path, path: Path, raw: str, pattern: str) -> ToolOutcome:
     for file in _files_under(root, path):
         try:
             with open_file(root, file.resolve(), str(file), "rb") as raw_file:
-                if _is_binary(raw_file):
+                if _binary_kind(raw_file):
                     continue
                 f = io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace")
                 for lineno, line in enumerate(f, 1):

@@ -184,6 +184,8 @@ TOOL = ToolDefinition(
     classify_in=lambda args, workspace: shell_policy.classify_command(args.command, workspace),
     # A read-only command may run again after a crash; anything else is not rerun blindly.
     idempotent=lambda args: shell_policy.is_read_only(args.command),
+    # The same reading tells verification (workflows/verify.py) a check from a change.
+    read_only=lambda args: shell_policy.is_read_only(args.command),
     compact_keys=("command",),
     summary_keys=("command",),
     untrusted_source=lambda args: f"shell: {str(args.get('command', ''))[:120]}",

@@ -1,8 +1,11 @@
-"""A decision as a person sends it by hand, and the pending call as a person reads it.
+"""A decision or an interjection as a person sends it by hand, and the pending call as a
+person reads it.
 
 The ``decide`` update and the ``approve`` signal take their payload as raw JSON and check it
 here, so a malformed one (``true``, ``{}``, a misspelt field) is refused in one line that
-names the fields, never with a Python traceback. The Temporal UI's current details of a
+names the fields, never with a Python traceback. The ``interject`` signal and its update
+form take theirs as the raw payload, so that even bytes that are not UTF-8 JSON are named
+here rather than dropped by the SDK's converter with a traceback. The Temporal UI's current details of a
 task waiting for approval show the call exactly, why it asks, and the one line that
 approves it. Pure: the workflow calls these.
 """
@@ -11,13 +14,22 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from contracts.task import ApprovalDecision, PendingApproval
+from contracts.task import ApprovalDecision, Interjection, PendingApproval
 from core.markdown import code_block, code_span
+
+# The interject handlers' parameter: the payload as it came (``RawValue``), so that a malformed
+# one is named by ``parse_interjection`` rather than dropped by the SDK's converter with a
+# traceback; an ``Interjection`` to the type checker, which is what senders send.
+if TYPE_CHECKING:
+    RawInterjection = Interjection
+else:
+    RawInterjection = RawValue
 
 FIELDS = ('"approved": true or false (required), "digest": the pending call\'s digest (required), '
           '"reason": text, "decided_by": your name, "remember": true to also allow calls like this '
@@ -27,9 +39,14 @@ DECIDE_DESCRIPTION = (
     '{"approved": true, "digest": "<the digest shown in the current details>"}; fields: ' + FIELDS + "."
 )
 APPROVE_DESCRIPTION = "Like the decide update, without an answer (a malformed payload is ignored). " + DECIDE_DESCRIPTION
+INTERJECTION_FIELDS = '"text": the message (required), "sent_by": your name'
+INTERJECT_UPDATE_DESCRIPTION = ("Like the interject signal, but the caller learns whether it was taken: a "
+                                "malformed payload is refused with the reason. Fields: " + INTERJECTION_FIELDS + ".")
 STOP_DESCRIPTION = 'Stop the task. Payload: optional, the reason as a string or {"reason": "..."}.'
 INTERJECT_DESCRIPTION = ('Send the task a message: it reaches the model before its next step, cutting off a model '
-                         'call or tool that is running. Payload: {"text": "...", "sent_by": "your name"}.')
+                         'call or tool that is running. Payload: {"text": "...", "sent_by": "your name"}. '
+                         'Fire-and-forget: a malformed payload is logged by the worker and dropped; the '
+                         'interject_checked update refuses it with the reason.')
 STATUS_DESCRIPTION = "The task's state, turn, usage, cost, plan, pending approval or question, and permission rules."
 EVENTS_DESCRIPTION = ("The task's entries after a sequence number (argument: an int, 0 for all), with its status "
                       "and outcome: what `watch` shows.")
@@ -74,6 +91,31 @@ def parse_decision(payload: Any, *, digest: bool = True) -> ApprovalDecision | s
         ]
         return f"{'; '.join(problems)}; the fields are {FIELDS}"
     return f"{problems[0]}; the fields are {FIELDS}" if problems else decision
+
+
+def parse_interjection(payload: Any) -> Interjection | str:
+    """The interjection a signal or update carries (its raw payload, or the value itself), or
+    why it carries none, in one line naming the fields."""
+    if isinstance(payload, RawValue):
+        encoding = payload.payload.metadata.get("encoding", b"").decode(errors="replace")
+        if encoding != "json/plain":
+            return f"the payload must be JSON, not {encoding or 'unmarked'} data"
+        try:
+            payload = json.loads(payload.payload.data.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            return f"the payload is not UTF-8 text ({err.reason} at byte {err.start}): {{{INTERJECTION_FIELDS}}}"
+        except ValueError as err:
+            return f"the payload is not JSON ({err}): {{{INTERJECTION_FIELDS}}}"
+    if isinstance(payload, Interjection):
+        return payload
+    if not isinstance(payload, dict) or set(payload) - set(Interjection.model_fields):
+        shown = json.dumps(payload, default=str)[:80]
+        return f"the payload must be a JSON object of {{{INTERJECTION_FIELDS}}}, not {shown}"
+    try:
+        return Interjection.model_validate(payload)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        return f'"{".".join(map(str, first["loc"]))}" {first["msg"].lower()}: {{{INTERJECTION_FIELDS}}}'
 
 
 def payload_for(pending: PendingApproval, approved: bool = True, **extra: Any) -> str:

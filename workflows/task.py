@@ -65,8 +65,25 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
         self.state.stop_reason = reason.strip() or "stopped by user"
 
     @workflow.signal(description=approvals.INTERJECT_DESCRIPTION)
-    def interject(self, message: Interjection) -> None:
-        self.state.inbox.append(message)
+    def interject(self, message: approvals.RawInterjection) -> None:
+        """Fire-and-forget: a malformed payload is logged with its cause and dropped."""
+        parsed = approvals.parse_interjection(message)
+        if isinstance(parsed, str):
+            workflow.logger.warning("ignored interject signal: %s", parsed)
+        else:
+            self.state.inbox.append(parsed)
+
+    @workflow.update(description=approvals.INTERJECT_UPDATE_DESCRIPTION)
+    def interject_checked(self, message: approvals.RawInterjection) -> None:
+        parsed = approvals.parse_interjection(message)
+        assert isinstance(parsed, Interjection)  # the validator checked it
+        self.state.inbox.append(parsed)
+
+    @interject_checked.validator
+    def _validate_interjection(self, message: approvals.RawInterjection) -> None:
+        if isinstance(problem := approvals.parse_interjection(message), str):
+            workflow.logger.warning("refused interject update: %s", problem)
+            raise approvals.Refusal(f"interjection refused: {problem}")
 
     # The decision's payload is taken raw and checked by approvals.parse_decision, so a
     # malformed one is refused in one line naming the fields (a typed parameter would fail

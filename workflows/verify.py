@@ -7,8 +7,14 @@ test they were asked to make pass. So when the task changed something since the 
 the first result is answered with a reminder (``SystemReminder`` reason ``verify``: what was
 asked, what changed, run what proves it) instead of ending the task; the next result ends
 it, whatever ran in between. A task that only read, or one started with ``verify="off"``,
-finishes at once. The reminder costs one turn or more, counted in the turn limit, and is
-left out when the limit leaves no room to check and finish.
+finishes at once. What counts is changes, not commands: a shell command the gate reads as
+read-only (``cat hello.txt``, ``git diff``: ``shell_policy.is_read_only``, declared by the
+tool and recorded with the call, so the workflow only reads it) changes nothing, and run OK
+after a change it is the check itself: the changes before it need no reminder. A command
+that may write (``pytest``, ``make``) is a change, as before. This needs no patch: no shell
+call recorded before it declared itself read-only, so a history replays as it ran. The
+reminder costs one turn or more, counted in the turn limit, and is left out when the limit
+leaves no room to check and finish.
 
 A mixin of the task workflow: deterministic, no I/O.
 """
@@ -25,15 +31,21 @@ with workflow.unsafe.imports_passed_through():
     from workflows.engine import LoopBase
 
 TURNS_TO_CHECK = 2  # a turn to run the check and one to finish again
+CHECKS = "shell"  # the tool whose read-only calls check what changed before them
 
 
 class VerifyMixin(LoopBase):
     def _note_change(self, call: ToolCallRequest, result: ToolOutcome) -> None:
-        """Remember a call that changed something (it ran OK and is not read-only)."""
-        if result.status == "ok" and not call.read_only:
+        """Remember a call that changed something (it ran OK and is not read-only); forget
+        the changes a read-only command checked."""
+        if result.status != "ok":
+            return
+        if not call.read_only:
             line = policy.change_line(call)
             if line not in self.state.changes:
                 self.state.changes.append(line)
+        elif call.name == CHECKS:
+            self.state.changes.clear()
 
     def _verify_before_finishing(self) -> bool:
         """Called when the model sends its result: True (and a reminder appended) when the

@@ -37,7 +37,10 @@ async def run(args: argparse.Namespace) -> int:
     state_dir = data_dir(settings.paths) / "gateway"
     adapters = []
     for config in channels:
-        adapter = build_adapter(config, state_dir)
+        try:
+            adapter = build_adapter(config, state_dir)
+        except ValueError as err:  # a table with a key the platform does not take, or lacking one it needs
+            raise UserError(str(err)) from None
         if isinstance(adapter, str):
             print(adapter, file=sys.stderr)
         else:

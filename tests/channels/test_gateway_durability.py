@@ -1,6 +1,9 @@
 """The gateway as people run it (``starter.py gateway``), on a real Synapse: SIGKILLed between a
 message and its answer and started again, or run twice at once, each message starts one task
-and gets one answer (issue 31's second "done when")."""
+and gets one answer (issue 31's second "done when"). Each test first sees the message handed
+over twice (two inbound signals in the conversation's history: the restarted gateway read the
+batch again, or both gateways read it), then that the conversation, having handled both, ran
+one task (issue 41: no sleep stands in for either)."""
 
 from __future__ import annotations
 
@@ -18,16 +21,18 @@ from tests.channels.synapse import PASSWORDS, Synapse, require_synapse
 require_synapse()
 pytest.importorskip("nio", reason="matrix-nio is not installed: pip install 'durable-agent[channels]'")
 
+from temporalio.api.enums.v1 import EventType  # noqa: E402
+from temporalio.service import RPCError, RPCStatusCode  # noqa: E402
+
 from channels.matrix_session import MatrixState  # noqa: E402
-from contracts.channels import ChatRef, ConversationState, conversation_id  # noqa: E402
+from contracts.channels import INBOUND_SIGNAL, ChatRef, ConversationState, conversation_id  # noqa: E402
 from fakes.scripted import Step  # noqa: E402
 from tests.channels.matrix_users import ChatUser  # noqa: E402
-from tests.workflows.harness import scripted_worker, wait_until  # noqa: E402
+from tests.workflows.harness import scripted_worker, signals_handled, wait_until  # noqa: E402
 from workflows.conversation import ConversationWorkflow  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 AGENT = "@agent:localhost"
-SETTLE_S = 3.0  # after the answer: long enough for a duplicate to show, were there one
 
 
 def answer(text: str, **kw) -> Step:
@@ -77,9 +82,35 @@ async def started(proc: subprocess.Popen, data: Path, synapse: Synapse) -> None:
     assert proc.poll() is None, (data.parent / f"{data.name}.stderr").read_text()[-3000:]
 
 
+def conversation(client, room: str):
+    return client.get_workflow_handle(conversation_id(ChatRef(channel="matrix", conversation=room)))
+
+
 async def tasks_of(client, room: str) -> ConversationState:
-    handle = client.get_workflow_handle(conversation_id(ChatRef(channel="matrix", conversation=room)))
-    return await handle.query(ConversationWorkflow.conversation, result_type=ConversationState)
+    return await conversation(client, room).query(ConversationWorkflow.conversation, result_type=ConversationState)
+
+
+async def inbound_signals(handle) -> int:
+    """How many messages the conversation was handed (0 before the first started it)."""
+    try:
+        events = [e async for e in handle.fetch_history_events()]
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return 0
+    return sum(1 for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+               and e.workflow_execution_signaled_event_attributes.signal_name == INBOUND_SIGNAL)
+
+
+async def handed_over(client, room: str, times: int, timeout_s: float = 60.0) -> None:
+    """Returns once the room's conversation was handed a message ``times`` times in all (its
+    history's inbound signals), and handled them: never more."""
+    handle, deadline = conversation(client, room), asyncio.get_running_loop().time() + timeout_s
+    while (seen := await inbound_signals(handle)) < times:
+        assert asyncio.get_running_loop().time() < deadline, f"handed over {seen} times, not {times}"
+        await asyncio.sleep(0.1)
+    assert seen == times
+    await signals_handled(handle)
 
 
 async def test_a_gateway_killed_before_it_committed_its_position_answers_once(client, task_queue, tmp_path, synapse):
@@ -101,10 +132,9 @@ async def test_a_gateway_killed_before_it_committed_its_position_answers_once(cl
             token_file(data, synapse).write_text(before)  # as if killed before it committed the batch
             procs.append(spawn_gateway(client, task_queue, config, data, token))
             await started(procs[1], data, synapse)
-            await asyncio.sleep(2)  # the restarted gateway read the batch again
+            await handed_over(client, room, 2)  # the restarted gateway read the batch again
             model.release()
             await alice.until(lambda: "the one answer" in alice.bodies(room, AGENT), "the answer")
-            await asyncio.sleep(SETTLE_S)
             await alice.sync()
             assert alice.bodies(room, AGENT).count("the one answer") == 1
             assert len(model.requests) == 1
@@ -130,8 +160,8 @@ async def test_two_gateways_at_once_answer_once(client, task_queue, tmp_path, sy
             room = await alice.create_room(invite=[AGENT])
             await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
             await alice.say(room, "answer once")
+            await handed_over(client, room, 2)  # each gateway read it and handed it over
             await alice.until(lambda: "only once" in alice.bodies(room, AGENT), "the answer")
-            await asyncio.sleep(SETTLE_S)
             await alice.sync()
             assert alice.bodies(room, AGENT).count("only once") == 1
             assert len(model.requests) == 1

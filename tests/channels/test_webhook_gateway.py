@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -89,6 +90,19 @@ def answers(callbacks: Callbacks) -> list[tuple[dict, dict]]:
     return [(headers, body) for headers, body in callbacks.received if body["kind"] == "answer"]
 
 
+async def child_end_handled(handle, timeout_s: float = 30.0) -> None:
+    """Returns once the conversation's history has its task's end and a workflow task completed
+    after it: the conversation has handled it, so its history is whole for the replay."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        kinds = [e.event_type async for e in handle.fetch_history_events()]
+        ended = [i for i, k in enumerate(kinds) if k == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED]
+        if ended and EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED in kinds[ended[-1]:]:
+            return
+        assert asyncio.get_running_loop().time() < deadline, "the conversation did not handle its task's end"
+        await asyncio.sleep(0.05)
+
+
 def post(url: str, event: dict, *, secret: str = SECRET, now: float | None = None) -> httpx.Response:
     body = json.dumps(event).encode()
     return httpx.post(url, content=body, headers=signed_headers(secret, body, now))
@@ -112,8 +126,9 @@ async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_re
         again = await asyncio.to_thread(post, url, event)  # the caller retried: the same event
         assert first.status_code == again.status_code == 202
         await wait_until(lambda: answers(callbacks), 60)
-        await asyncio.sleep(2)
         conversation = conversation_id("hooks:build-42")
+        await client.get_workflow_handle(f"{conversation}-task-1").result()
+        await child_end_handled(client.get_workflow_handle(conversation))
         for workflow_id in (conversation, f"{conversation}-task-1"):  # both replay as recorded
             history = await client.get_workflow_handle(workflow_id).fetch_history()
             replayed = await Replayer(workflows=[ConversationWorkflow, AgentTaskWorkflow],

@@ -42,7 +42,7 @@ async def restarted_while_waiting(client, task_queue, workspace) -> AsyncIterato
             await wait_for_state(handle, TaskState.WAITING_APPROVAL, timeout_s=60)
             kill(first)
             second = spawn_worker(target, task_queue, model.url)
-            await asyncio.sleep(2)
+            await asyncio.sleep(2)  # the second worker is up and polling the queue before the test goes on
             yield handle
         finally:
             for proc in (first, second):

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.settings import (
+    PROVIDER_MODES,
+    SEARCH_BACKENDS,
     SECRET_PREFIX,
     EgressSettings,
     ProviderSettings,
@@ -20,7 +22,9 @@ from core.settings import (
     TracingSettings,
     variables,
 )
+from providers.factory import MODES
 from providers.settings import ProviderSettings as ProvidersOwn
+from tools.search import BACKENDS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -57,11 +61,28 @@ def test_the_deny_list_reads_both_of_its_names():
     "name, value",
     [("AGENT_SANDBOX", "maybe"), ("AGENT_SHELL_MAX_CPU_S", "1.5"), ("AGENT_SHELL_MAX_PROCS", "0"),
      ("AGENT_SHUTDOWN_GRACE_S", "-1"), ("AGENT_BROWSER_IDLE_S", "soon"), ("AGENT_STREAM_IDLE_S", "0"),
-     ("AGENT_XML_WIRE", "gemini")],
+     ("AGENT_XML_WIRE", "gemini"),
+     # Accepted until issue 41: a boolean read anything but "0/false/no/off" as true, a port
+     # any number, a word any word, a number "nan".
+     ("AGENT_STREAM", "maybe"), ("AGENT_CHECKPOINTS", "enabled"), ("AGENT_LOCAL_TOOLS", "ye"),
+     ("AGENT_SHELL_ENV_ALLOW_UNSAFE", "sure"), ("AGENT_EMBEDDED_PORT", "70000"), ("AGENT_METRICS_PORT", "65536"),
+     ("AGENT_LOG_LEVEL", "loud"), ("AGENT_PROVIDER", "gemini"), ("AGENT_SEARCH_BACKEND", "google"),
+     ("AGENT_SHUTDOWN_GRACE_S", "nan"), ("AGENT_BROWSER_IDLE_S", "inf"), ("AGENT_CHECKPOINT_MAX_MB", "NaN")],
 )  # fmt: skip
 def test_a_bad_value_is_refused_naming_its_variable(name, value):
     with pytest.raises(ValueError, match=f"^{name}="):
         Settings.from_env({name: value})
+
+
+def test_booleans_words_and_ports_take_what_they_name():
+    settings = Settings.from_env({"AGENT_STREAM": "Off", "AGENT_LOCAL_TOOLS": "YES", "AGENT_LOG_LEVEL": "debug",
+                                  "AGENT_PROVIDER": "Anthropic_XML", "AGENT_METRICS_PORT": "65535"})
+    assert not settings.task.stream and settings.worker.local_tools and settings.logging.level == "DEBUG"
+    assert settings.task.provider == "anthropic_xml" and settings.worker.metrics_port == 65535
+
+
+def test_the_words_the_settings_take_are_the_providers_and_backends_there_are():
+    assert PROVIDER_MODES == MODES and SEARCH_BACKENDS == tuple(BACKENDS)
 
 
 def test_secrets_and_keys_are_read_but_never_shown():

@@ -65,6 +65,11 @@ async def serving(url: str, proc: subprocess.Popen) -> None:
     raise AssertionError("the llama.cpp server did not come up")
 
 
+def denial(result: ToolResult) -> bool:
+    """A result that says the call was not run because a person or a rule refused it."""
+    return result.content.startswith(("[denied]", "[denied by rule"))
+
+
 async def test_a_real_llama_cpp_server_on_the_defaults_makes_a_tool_call_and_gets_its_result(
         client, task_queue, workspace, tmp_path):
     port = free_port()
@@ -92,21 +97,19 @@ async def test_a_real_llama_cpp_server_on_the_defaults_makes_a_tool_call_and_get
         assert started.returncode == 0, started.stderr
         handle = client.get_workflow_handle(started.stdout.strip().splitlines()[-1])
         entries: list = []
-        denied = False
-        for _ in range(600):  # until a tool call has run and its result is in the history
+        for _ in range(600):  # until a tool call has run (not been denied) and its result is in the history
             entries = (await handle.query(AgentTaskWorkflow.events, 0)).entries
-            if any(isinstance(e, ToolResult) for e in entries):
+            if any(isinstance(e, ToolResult) and not denial(e) for e in entries):
                 break
             if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
                 break  # it ended without one: the assertions below say how
-            if not denied and (await handle.query(AgentTaskWorkflow.status)).state == TaskState.WAITING_APPROVAL:
+            if (await handle.query(AgentTaskWorkflow.status)).state == TaskState.WAITING_APPROVAL:
                 # The call is the model's, its arguments sampled: a 135M model may well ask for a
-                # command the gate holds. A person decides; a refusal is the call's result too.
+                # command the gate holds. A person denies it, and the model tries again.
                 refused = subprocess.run(
                     [sys.executable, str(ROOT / "starter.py"), "approve", handle.id, "--deny", "--yes"],
                     env=env, cwd=workspace, capture_output=True, text=True, timeout=60, check=False)
                 assert refused.returncode == 0, refused.stderr
-                denied = True
             assert worker.poll() is None, "the worker exited"
             await asyncio.sleep(1)
         with contextlib.suppress(RPCError):  # unless it ended by itself (the model finished)
@@ -120,8 +123,9 @@ async def test_a_real_llama_cpp_server_on_the_defaults_makes_a_tool_call_and_get
     results = [e for e in entries if isinstance(e, ToolResult)]
     for call in calls:  # shown with -s: what the real model asked for
         print("call:", [(c.name, c.arguments) for c in call.calls])
-    assert calls and results, [type(e).__name__ for e in entries]
-    assert results[0].call_id == calls[0].calls[0].id
+    ran = [r for r in results if not denial(r)]
+    assert calls and ran, [(type(e).__name__, getattr(e, "content", "")[:80]) for e in entries]
+    assert ran[0].call_id in {c.id for call in calls for c in call.calls}  # a call the model made ran
     # The streamed call with tools came back empty and was answered unstreamed, visibly.
     notices = [e.text for e in entries if isinstance(e, StatusNotice) and "empty stream" in e.text]
     assert len(notices) == 1, [e.text for e in entries if isinstance(e, StatusNotice)]

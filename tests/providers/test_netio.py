@@ -100,12 +100,12 @@ async def speaks_out_of_turn(reader: asyncio.StreamReader, writer: asyncio.Strea
         writer.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
         await writer.drain()
         server.events.put_nowait("spoke")
-        await asyncio.sleep(10)
+        await asyncio.sleep(10)  # nothing: the connection stays open after the answer, as a slow server's does
 
 
 async def never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _server: Server) -> None:
     await _read_request(reader)
-    await asyncio.sleep(30)
+    await asyncio.sleep(30)  # nothing: the client's own timeout is what ends the request
 
 
 @pytest.fixture

@@ -102,12 +102,13 @@ def test_load_prices_merges_the_user_file_over_the_builtins(tmp_path: Path):
 @pytest.mark.parametrize(
     "content",
     ["{not json", "[]", '{"m": 3}', '{"m": {"input": 1}}', '{"m": {"input": 1, "output": -2}}',
-     '{"m": {"input": 1, "output": 2, "cached": 1}}', '{"m": {"input": true, "output": 2}}'],
+     '{"m": {"input": 1, "output": 2, "cached": 1}}', '{"m": {"input": true, "output": 2}}',
+     '{"m": {"input": NaN, "output": 2}}', '{"m": {"input": 1, "output": Infinity}}', b"\xff\xfe{".decode("latin-1")],
 )
 def test_load_prices_rejects_a_malformed_file_naming_it(tmp_path: Path, content: str):
     path = tmp_path / "prices.json"
-    path.write_text(content)
-    with pytest.raises(ValueError, match="prices.json"):
+    path.write_bytes(content.encode("latin-1"))
+    with pytest.raises(ValueError, match="^AGENT_PRICES_FILE=.*prices.json"):
         load_prices(ModelTableSettings(prices_file=path))
 
 

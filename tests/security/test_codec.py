@@ -1,4 +1,5 @@
 import base64
+import json
 import threading
 from collections.abc import Iterator
 
@@ -221,3 +222,29 @@ def test_the_codec_server_refuses_to_run_without_a_token_or_keys(capsys):
     with pytest.raises(SystemExit):
         codec_server.main([], CodecSettings(token="t", compress_over=0))
     assert "AGENT_CODEC_KEYS" in capsys.readouterr().err
+
+
+def _sealed(codec: EncryptionCodec, data: bytes) -> Payload:
+    """A payload marked encrypted with ``codec``'s key whose sealed text is ``data``."""
+    return Payload(metadata={"encoding": ENCODING, KEY_ID_METADATA: codec.key_id.encode()}, data=data)
+
+
+def _seal_raw(codec: EncryptionCodec, plain: bytes) -> bytes:
+    nonce = b"\x01" * 12
+    return nonce + codec._ciphers[codec.key_id].encrypt(nonce, plain, None)
+
+
+@pytest.mark.parametrize("make_body, says", [
+    (lambda codec: b"\xff\xfe{", "invalid payloads"),  # not UTF-8
+    (lambda codec: json.dumps(_body(_sealed(codec, b"\x00"))).encode(), "shorter than its nonce"),
+    (lambda codec: json.dumps(_body(_sealed(codec, codec.encrypt(_payload()).data[:12] + b"x" * 20))).encode(),
+     "failed authentication"),
+    (lambda codec: json.dumps(_body(_sealed(codec, _seal_raw(codec, b"\xff\xff not a payload")))).encode(),
+     "does not hold a payload"),
+])  # fmt: skip
+def test_codec_server_answers_a_malformed_body_400_with_the_reason(server, make_body, says):
+    """Before issue 41 the first, second and fourth dropped the connection (a traceback in the server)."""
+    url, codec = server
+    response = _http.post(f"{url}/decode", content=make_body(codec), headers=AUTH)
+    assert response.status_code == 400 and says in response.json()["message"]
+

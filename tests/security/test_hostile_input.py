@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -86,12 +88,22 @@ async def test_hostile_tool_input_gets_a_clear_result(case, hostile_workspace):
     result.model_dump_json()  # and serialisable, whatever bytes came out
 
 
-def test_background_flood_processes_do_not_outlive_the_call(hostile_workspace):
-    # After the flood case above, no `yes` of ours is still running: once the tool stops
-    # reading, its pipe is closed and the writers die of SIGPIPE (zombies await init).
-    out = subprocess.run(["ps", "-eo", "stat=,comm="], capture_output=True, text=True).stdout
-    alive = [line for line in out.splitlines() if line.split()[-1] == "yes" and not line.startswith("Z")]
-    assert alive == []
+async def test_background_flood_processes_do_not_outlive_the_call(hostile_workspace):
+    """Its own flood, marked, so no other test (run before it or beside it) decides: once the
+    tool stops reading, its pipe is closed and the writers die of SIGPIPE (zombies await init)."""
+    marker = f"flood-{uuid.uuid4().hex}"
+    result = await tools.execute("shell", {"command": f"(yes {marker} &); (yes {marker} &); sleep 1", "timeout_s": 5},
+                                 configured.tool_context(workspace=hostile_workspace))
+    assert result.status == "ok" and marker in result.content  # the flood ran, and was read
+
+    def alive() -> list[str]:
+        out = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+        return [line for line in out.splitlines() if marker in line and not line.startswith("Z") and "ps -eo" not in line]
+
+    deadline = time.monotonic() + 10
+    while alive():  # SIGPIPE reaches each writer at its next write
+        assert time.monotonic() < deadline, alive()
+        await asyncio.sleep(0.05)
 
 
 # ---- the provider boundary ----------------------------------------------------------------

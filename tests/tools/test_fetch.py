@@ -1,4 +1,5 @@
 import asyncio
+import gzip
 import re
 import time
 
@@ -169,7 +170,35 @@ async def test_fetch_refuses_binary_content_naming_its_type(server, ctx, path, m
 
 async def test_fetch_refuses_untyped_bytes_that_look_binary(server, ctx):
     result = await _fetch(ctx, server.url("/untyped.bin"))
-    assert result.status == "error" and "looks binary" in result.content
+    assert result.status == "error" and "without a content type but holds binary data (9 bytes)" in result.content
+
+
+BOMB = gzip.compress(b"\0" * 200 * 1024 * 1024, compresslevel=9)  # 200 MB of NULs in about 200 KB
+TEXT = "text/plain; charset=utf-8"
+
+
+@pytest.mark.parametrize("reply, named", [
+    # A gzip bomb: what it unpacks to is read at most to the cap, and named.
+    (Reply(body=BOMB, content_type=TEXT, headers={"Content-Encoding": "gzip"}), "holds binary data ("),
+    (Reply(body=gzip.compress(b"hello " * 1000), content_type=TEXT), "holds gzip-compressed data (53 bytes)"),
+    (Reply(body=bytes(range(256)) * 64, content_type="text/html"), "labelled text/html but holds binary data"),
+    (Reply(body=b"%PDF-1.7\n" + b"x" * 100, content_type="application/json"), "holds a PDF document (109 bytes)"),
+])  # fmt: skip
+async def test_fetch_names_a_binary_body_labelled_as_text_by_type_and_size(server, ctx, reply, named):
+    """Before issue 41 each reached the model decoded as text (U+FFFD and NULs)."""
+    server.routes["/mislabelled"] = reply
+    result = await _fetch(ctx, server.url("/mislabelled"))
+    assert result.status == "error" and named in result.content, result.content
+    assert "fetch_url reads only HTML, text and JSON" in result.content
+    if reply.body is BOMB:  # what it unpacked to is named with what it came as
+        assert "5.0 MB read of 199.1 KB compressed, gzip-encoded)" in result.content
+
+
+async def test_fetch_reads_text_in_a_declared_charset_that_is_not_utf8(server, ctx):
+    server.routes["/latin1"] = Reply(body="Grüße aus Köln, à bientôt".encode("latin-1"),
+                                     content_type="text/plain; charset=iso-8859-1")
+    result = await _fetch(ctx, server.url("/latin1"))
+    assert result.status == "ok" and "Grüße aus Köln" in result.content
 
 
 async def test_fetch_reads_untyped_html_as_html(server, ctx):
@@ -298,8 +327,10 @@ async def test_fetch_heartbeats_while_waiting_for_a_slow_server(server, tmp_path
 
 
 async def test_fetch_cancellation_propagates(server, ctx):
+    asked = len([r for r in server.requests if r.path == "/slow"])
     task = asyncio.create_task(_fetch(ctx, server.url("/slow")))
-    await asyncio.sleep(0.2)
+    while len([r for r in server.requests if r.path == "/slow"]) == asked:  # the server has the request
+        await asyncio.sleep(0.01)
     task.cancel()
     started = time.monotonic()
     with pytest.raises(asyncio.CancelledError):

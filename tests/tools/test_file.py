@@ -1,3 +1,4 @@
+import gzip
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,19 @@ async def test_file_read_refuses_a_binary_file(ws):
     (ws / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02" * 10)
     result = await _file(ws, action="read", path="blob.bin")
     assert result.status == "error" and "binary" in result.content
+
+
+async def test_file_read_names_a_compressed_file_with_a_text_name_by_type_and_size(ws):
+    """An attachment saved as notes.txt that is a gzip or a PDF: before issue 41 the gzip was
+    "a binary file" (what and how large unsaid) and the PDF, no NUL in its start, was decoded
+    into the context as text."""
+    gz = gzip.compress(b"notes, many notes\n" * 400, mtime=1)
+    pdf = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj <</Type /Catalog>> endobj\n" * 20
+    for data, kind in ((gz, "gzip-compressed data"), (pdf, "a PDF document")):
+        (ws / "notes.txt").write_bytes(data)
+        result = await _file(ws, action="read", path="notes.txt")
+        assert result.status == "error"
+        assert result.content == f"'notes.txt' is a binary file ({kind}, {len(data)} bytes); it cannot be read as text"
 
 
 async def test_file_read_truncates_at_whole_lines_and_says_how_to_read_on(ws):

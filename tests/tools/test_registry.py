@@ -327,12 +327,14 @@ def test_declare_records_which_calls_only_read_and_which_may_run_in_parallel():
     declared = {label: declare(c, offered) for label, c in {
         "read": call("file", action="read", path="a.txt"), "grep": call("file", action="grep", pattern="x"),
         "write": call("file", action="write", path="a.txt", content="A"), "shell": call("shell", command="ls"),
+        "shell write": call("shell", command="ls > out.txt"),
         "result": call("message", type="result", text="done"), "skill": ToolCallRequest(id="c1", name="load_skill", arguments={"name": "pdf"}),
         "view": call("view"), "view tab": call("view", tab=1), "visit": call("visit", url="https://a.example"),
         "bad read": call("file", action="read", path="a.txt", colour="red"),
     }.items()}
     assert {k: (d.read_only, d.parallel) for k, d in declared.items()} == {
-        "read": (True, True), "grep": (True, True), "write": (False, False), "shell": (False, False),
+        "read": (True, True), "grep": (True, True), "write": (False, False), "shell": (True, False),
+        "shell write": (False, False),
         "result": (True, False), "skill": (True, True), "view": (True, True), "view tab": (True, False),
         "visit": (True, False), "bad read": (False, False),
     }

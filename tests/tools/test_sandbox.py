@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -96,10 +97,22 @@ async def test_the_worker_and_its_files_are_out_of_sight(box, tmp_path):
 
 async def test_background_processes_end_with_the_command(box, tmp_path):
     ctx = configured.tool_context(workspace=tmp_path)
-    result = await sandboxing.run(ctx, "(sleep 1; echo late > late.txt) & echo launched")
-    assert result.content.startswith("launched")
-    await asyncio.sleep(1.5)
-    assert not (tmp_path / "late.txt").exists()
+    gate = sandboxing.Gate(tmp_path / "gate")
+    command = "(cat gate; echo late > late.txt) & echo launched; while [ ! -e go ]; do sleep 0.01; done"
+    running = asyncio.create_task(sandboxing.run(ctx, command))
+    deadline = time.monotonic() + 10
+    try:
+        while not gate.reading():  # the child is up and reading
+            assert time.monotonic() < deadline and not running.done(), "the background child never read"
+            await asyncio.sleep(0.02)
+        (tmp_path / "go").touch()
+        result = await running
+        assert result.content.startswith("launched")
+        while not gate.read_by_none():  # the child died with the command
+            assert time.monotonic() < deadline, "the background child outlived its command"
+            await asyncio.sleep(0.02)
+    finally:
+        gate.close()
 
 
 def test_without_bubblewrap_only_read_only_commands_run(tmp_path, monkeypatch):

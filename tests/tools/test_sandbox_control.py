@@ -82,7 +82,7 @@ async def test_control_files_change_only_in_an_approved_command(box, tmp_path, w
     elif attack in ("cp", "rsync"):
         _stage(workspace / "stage")
         if attack == "rsync" and shutil.which("rsync") is None:
-            pytest.skip("rsync is not installed (.ci/run installs it)")
+            sandboxing.skip("rsync is not installed (.ci/run installs it)")
     config = (workspace / ".git" / "config").read_text()
     result = await sandboxing.run(configured.tool_context(workspace, approved=approved), ATTACKS[attack])
     after = {rel: (workspace / rel).read_text() for rel in TARGETS if (workspace / rel).exists()}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.settings import ShellLimits
+from tests import sandboxing
 from tools import sandbox, sandbox_limits
 from tools.sandbox_limits import Confinement, candidates
 
@@ -79,7 +80,7 @@ def test_root_without_a_cgroup_says_it_has_no_process_limit(monkeypatch):
 async def test_each_command_gets_a_pids_cgroup_that_goes_with_it():
     base = sandbox_limits.find_pids_cgroup()
     if base is None:
-        pytest.skip("no writable pids cgroup here")
+        sandboxing.skip("no writable pids cgroup here")
     fence = Confinement(ShellLimits(procs=7), base)
     assert fence.cgroup is not None and fence.cgroup.parent == base
     made = fence.cgroup
@@ -91,7 +92,7 @@ async def test_each_command_gets_a_pids_cgroup_that_goes_with_it():
 async def test_a_cgroup_still_in_use_at_release_goes_once_its_processes_end():
     base = sandbox_limits.find_pids_cgroup()
     if base is None:
-        pytest.skip("no writable pids cgroup here")
+        sandboxing.skip("no writable pids cgroup here")
     fence = Confinement(ShellLimits(), base)
     made = fence.cgroup
     assert made is not None

@@ -21,6 +21,30 @@ async def _run(ctx: ToolContext, command: str, timeout_s: int = 30):
     return await run_shell(ShellArgs(command=command, timeout_s=timeout_s), ctx)
 
 
+async def _until(predicate, within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def gate(tmp_path):
+    opened = sandboxing.Gate(tmp_path / "gate")
+    yield opened
+    opened.close()
+
+
+async def _child_reading(gate: sandboxing.Gate, command: str, **kwargs):
+    """Start ``command`` (its background child reads ``gate``; it may wait for a file ``go``)
+    and return its task once the child is reading."""
+    task = asyncio.create_task(_run(kwargs.pop("ctx"), command, **kwargs))
+    await _until(lambda: gate.reading() or task.done())
+    assert gate.reading(), "the background child never read"
+    (gate.path.parent / "go").touch()
+    return task
+
+
 async def _read_text(path: Path, within_s: float = 5.0) -> str:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
@@ -118,35 +142,34 @@ def box(request, monkeypatch):
     return sandboxing.require(monkeypatch)
 
 
-async def test_shell_timeout_kills_the_whole_process_group(box, ctx, tmp_path):
+async def test_shell_timeout_kills_the_whole_process_group(box, ctx, gate):
     started = time.monotonic()
-    result = await _run(ctx, "echo started; (sleep 2; echo late > late.txt) & sleep 30", timeout_s=1)
+    task = await _child_reading(gate, "echo started; (cat gate; echo late > late.txt) & sleep 30", ctx=ctx, timeout_s=1)
+    result = await task
     assert time.monotonic() - started < 5
     assert result.status == "error"
     assert "timed out after 1 s" in result.content
     assert result.content.startswith("started\n")
-    await asyncio.sleep(2.5)
-    assert not (tmp_path / "late.txt").exists()  # the background child died with the command
+    await _until(gate.read_by_none)  # the background child died with the command
 
 
-async def test_shell_cancellation_kills_the_process_group_and_propagates(box, ctx, tmp_path):
-    task = asyncio.create_task(_run(ctx, "(sleep 2; echo late > late.txt) & echo up > up.txt; sleep 2; echo main > main.txt"))
-    await _read_text(tmp_path / "up.txt")
+async def test_shell_cancellation_kills_the_process_group_and_propagates(box, ctx, tmp_path, gate):
+    task = await _child_reading(gate, "(cat gate; echo late > late.txt) & cat gate; echo main > main.txt", ctx=ctx)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.sleep(2.5)
+    await _until(gate.read_by_none)  # the command and its child are gone
     assert not (tmp_path / "late.txt").exists() and not (tmp_path / "main.txt").exists()
 
 
-async def test_shell_returns_when_a_background_child_keeps_the_output_open(box, ctx, tmp_path):
+async def test_shell_returns_when_a_background_child_keeps_the_output_open(box, ctx, gate):
     started = time.monotonic()
-    result = await _run(ctx, "(sleep 3; echo late > late.txt) & echo launched")
+    command = "(cat gate; echo late > late.txt) & echo launched; while [ ! -e go ]; do sleep 0.01; done"
+    result = await (await _child_reading(gate, command, ctx=ctx))
     assert time.monotonic() - started < shell_process.DRAIN_GRACE_S + 3
     assert result.content == "launched\n[exit code: 0]"
     if box.active:  # in the sandbox, what a command started ends with it
-        await asyncio.sleep(3.5)
-        assert not (tmp_path / "late.txt").exists()
+        await _until(gate.read_by_none)
 
 
 async def test_shell_heartbeats_while_the_command_runs(tmp_path, monkeypatch):

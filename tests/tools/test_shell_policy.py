@@ -438,10 +438,6 @@ def test_ordinary_command_is_moderate(command):
     assert classify_command(command) == (Danger.MODERATE, "")
 
 
-def test_table_covers_both_ways():
-    assert len(DANGEROUS) >= 90 and len(SAFE) + len(MODERATE) >= 60
-
-
 def test_is_read_only_exactly_when_safe():
     assert is_read_only("git log | head") and is_read_only("ls -la")
     assert not is_read_only("rm notes.txt")

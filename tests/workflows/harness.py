@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from activities.llm import ProviderSettings
@@ -96,3 +97,36 @@ def tool_messages(request: dict) -> list[dict]:
 
 def user_texts(request: dict) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+async def signals_handled(handle: WorkflowHandle, timeout_s: float = 20.0) -> None:
+    """Returns once every signal the run has received was handled: a ``WorkflowTaskCompleted``
+    follows its last ``WorkflowExecutionSignaled`` in the history. The barrier after which what
+    a signal did, or did not do, can be seen, where a fixed sleep would only hope so."""
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        kinds = [e.event_type async for e in handle.fetch_history_events()]
+        signalled = [i for i, kind in enumerate(kinds) if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
+        if signalled and EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED in kinds[signalled[-1]:]:
+            return
+        assert asyncio.get_running_loop().time() < deadline, "timed out waiting for the signals to be handled"
+        await asyncio.sleep(0.05)
+
+
+async def heartbeat_recorded(handle: WorkflowHandle, timeout_s: float = 30.0) -> None:
+    """Returns once the server holds a heartbeat of the run's running activity (its details)."""
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not any(a.heartbeat_details.payloads for a in (await handle.describe()).raw_description.pending_activities):
+        assert asyncio.get_running_loop().time() < deadline, "no heartbeat reached the server"
+        await asyncio.sleep(0.05)
+
+
+async def activities_scheduled(handle: WorkflowHandle, activity_type: str) -> int:
+    """How many activities of ``activity_type`` the run has scheduled so far (its history)."""
+    events = [e async for e in handle.fetch_history_events()]
+    return sum(1 for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+               and e.activity_task_scheduled_event_attributes.activity_type.name == activity_type)

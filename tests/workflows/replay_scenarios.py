@@ -120,12 +120,14 @@ SCENARIOS: dict[str, Scenario] = {
         {"mcp_servers": {"kit": kit_stdio()}},
     ),
     # A reply's reads running together (local and ordinary activities) around one command,
-    # a later call deferred; then the verification reminder before the task may finish.
+    # a later call deferred; then the verification reminder before the task may finish. The
+    # command writes: a read-only one after the first would be the check, and no reminder come
+    # (the recorded v8 run's ``cat a.txt b.txt`` predates that and replays as it ran).
     "verify_parallel": Scenario(
         [
             tool("shell", command="printf A > a.txt && printf B > b.txt"),
             Step(tool_calls=[("file", {"action": "read", "path": "a.txt"}), ("file", {"action": "grep", "pattern": "B"}),
-                             ("file", {"action": "read", "path": "b.txt"}), ("shell", {"command": "cat a.txt b.txt"}),
+                             ("file", {"action": "read", "path": "b.txt"}), ("shell", {"command": "cat a.txt b.txt > ab.txt"}),
                              ("file", {"action": "list", "path": "."}), ("shell", {"command": "echo deferred"})]),
             tool("message", type="result", text="done"),
             tool("shell", command="test -s a.txt"),

@@ -9,12 +9,15 @@ import time
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
+from contracts.activities import TOOL_ACTIVITY
 from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState, TaskStatus
 from fakes.scripted import Step, tool
 from tests.workflows.harness import (
+    activities_scheduled,
     make_input,
     outcome_of,
     scripted_worker,
+    signals_handled,
     start,
     tool_messages,
     user_texts,
@@ -46,7 +49,7 @@ async def test_dangerous_call_waits_for_approval_then_runs(client, task_queue, w
         assert status.pending_approval.tool == "shell"
         assert status.pending_approval.danger == "dangerous"
         assert "rm" in status.pending_approval.reason
-        await asyncio.sleep(0.3)
+        assert await activities_scheduled(handle, TOOL_ACTIVITY) == 0, "scheduled before it was approved"
         assert (workspace / "build").exists(), "ran before it was approved"
         pending = await handle.execute_update(AgentTaskWorkflow.decide, approve(status))
         assert pending.arguments == {"command": "rm -rf build"}
@@ -127,7 +130,7 @@ async def test_a_decision_without_the_calls_digest_is_refused_by_update_and_igno
             await handle.execute_update(AgentTaskWorkflow.decide, blind)
         assert "names no call digest" in str(err.value.cause)
         await handle.signal(AgentTaskWorkflow.approve, blind)
-        await asyncio.sleep(0.5)
+        await signals_handled(handle)
         assert (await handle.query(AgentTaskWorkflow.status)).pending_approval == status.pending_approval
         assert (workspace / "build").exists(), "ran on a decision without a digest"
         await handle.execute_update(AgentTaskWorkflow.decide, approve(status))

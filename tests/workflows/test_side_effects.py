@@ -19,9 +19,11 @@ from runtime.store import ContextStore
 from tests import configured, sandboxing
 from tests.worker_processes import spawn_worker
 from tests.workflows.harness import (
+    heartbeat_recorded,
     make_input,
     outcome_of,
     scripted_worker,
+    signals_handled,
     start,
     tool_messages,
     user_texts,
@@ -85,7 +87,7 @@ async def test_an_approval_of_one_call_never_runs_another(client, task_queue, wo
         assert "changed since it was shown" in str(err.value.cause)
         # A signal with the stale digest is ignored as well: the call still waits.
         await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(approved=True, digest=seen.digest))
-        await asyncio.sleep(0.5)
+        await signals_handled(handle)
         assert (await handle.query(AgentTaskWorkflow.status)).state == TaskState.WAITING_APPROVAL
         await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
             approved=False, digest=now.digest, reason="no", decided_by="tester"))
@@ -136,7 +138,7 @@ async def test_a_command_cut_off_by_a_worker_crash_dies_with_it_and_is_not_run_a
             log = workspace / "log.txt"
             await wait_until(lambda: log.exists() and log.read_text() == "started\n", 30)
             began = asyncio.get_running_loop().time()
-            await asyncio.sleep(1)
+            await heartbeat_recorded(handle)  # the server has the call's "started" heartbeat
             first.send_signal(signal.SIGKILL)
             first.wait(10)
             second = spawn_worker(target, task_queue, model.url, AGENT_SANDBOX=mode)

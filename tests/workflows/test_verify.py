@@ -52,6 +52,35 @@ async def test_a_read_only_task_finishes_at_once(client, task_queue, workspace):
     assert outcome.status == TaskState.DONE and outcome.turns == 3
 
 
+async def test_a_read_only_command_after_a_change_is_the_check(client, task_queue, workspace):
+    """``cat`` after an edit checks it (the gate reads it as read-only): no reminder."""
+    steps = [EDIT, tool("shell", command="cat app.py"), RESULT]
+    async with scripted_worker(client, task_queue, steps) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, INSTRUCTION, verify="auto"))
+    model.assert_consumed()
+    assert outcome.status == TaskState.DONE and outcome.turns == 3
+    assert "return 42" in model.requests[2]["messages"][-1]["content"]  # the check ran and was read
+
+
+async def test_read_only_commands_are_not_changes(client, task_queue, workspace):
+    (workspace / "hello.txt").write_text("hi\n")
+    steps = [tool("shell", command="cat hello.txt"), tool("shell", command="git status || ls"), RESULT]
+    async with scripted_worker(client, task_queue, steps) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, INSTRUCTION, verify="auto"))
+    model.assert_consumed()
+    assert outcome.status == TaskState.DONE and outcome.turns == 3
+
+
+async def test_a_command_that_may_write_after_the_check_is_a_change_again(client, task_queue, workspace):
+    steps = [EDIT, tool("shell", command="cat app.py"), tool("shell", command="touch done.txt"), RESULT, RESULT]
+    async with scripted_worker(client, task_queue, steps) as model:
+        outcome = await run_task(client, task_queue, make_input(workspace, INSTRUCTION, verify="auto"))
+    model.assert_consumed()
+    [reminder] = verify_reminders(model.requests[4])
+    assert "changed: shell · touch done.txt." in reminder  # the edit before the check is not named
+    assert outcome.status == TaskState.DONE and outcome.turns == 5
+
+
 async def test_verify_off_finishes_at_once(client, task_queue, workspace):
     steps = [EDIT, RESULT]
     async with scripted_worker(client, task_queue, steps) as model:
