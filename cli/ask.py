@@ -33,7 +33,8 @@ async def ask_person(
     if pending is not None:
         console.print(f"[bold yellow]? approval needed[/]{whose} {safe(pending.tool)} "
                       f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]")
-        render_call(console, pending.tool, pending.arguments)  # a gated write as its diff, a command as typed
+        if parent:  # the task's own call is on screen, as its entry: one line per call
+            render_call(console, pending.tool, pending.arguments)  # a gated write as its diff, a command as typed
         if not interactive:
             target = safe(workflow_id)
             console.print(f"  approve: python starter.py approve {target} --call {safe(pending.call_id)}   "

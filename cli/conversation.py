@@ -26,7 +26,7 @@ from temporalio.service import RPCError
 from cli import slash
 from cli.follow import POLL_S, Follower
 from cli.local import make_follower
-from cli.render import make_console, safe
+from cli.render import INTERRUPTED, make_console, safe
 from cli.tasks import (
     MAX_INTERJECTION,
     QUERY_TIMEOUT,
@@ -44,11 +44,6 @@ from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
 PROMPT = "› "
-INTERRUPTED = (
-    "The person pressed Ctrl-C: what was running was cut off, and they are waiting to say what comes "
-    'next. Do not go on with the task: end it now with a short result (message type "result") '
-    "saying where things stand."
-)
 
 
 async def converse(talk: Conversation, text: str | None) -> int:
@@ -120,11 +115,12 @@ class Conversation:
     """The tasks of one session, as one person at one terminal has them."""
 
     def __init__(self, client: Client, queue: str, next_input: Callable[[str], TaskInput], settings: Settings, *,
-                 workspace: str, session: str | None, approval: ApprovalMode, console: Console | None = None) -> None:
+                 workspace: str, session: str | None, approval: ApprovalMode, console: Console | None = None,
+                 verbose: bool = False) -> None:
         self.client, self.queue, self.next_input, self.workspace = client, queue, next_input, workspace
         self.settings = settings  # starter.py's
         self.secrets = SecretStore.from_settings(settings.secrets)
-        self.session, self.approval = session, approval
+        self.session, self.approval, self.verbose = session, approval, verbose
         self.console = console or make_console()
         self.tasks: list[str] = []  # the conversation's tasks known here, oldest first
         self.seen: dict[str, int] = {}  # per task: the events shown so far
@@ -197,7 +193,7 @@ class Conversation:
         return outcome
 
     async def _follow(self, workflow_id: str, started: float | None) -> TaskOutcome | None:
-        follower = make_follower(self.client, workflow_id, self.settings)
+        follower = make_follower(self.client, workflow_id, self.settings, verbose=self.verbose)
         follower.seq = self.seen.get(workflow_id, 0)
         following = asyncio.ensure_future(follower.run(lambda: closed_outcome(self.client, workflow_id), started))
         told: asyncio.Future | None = None

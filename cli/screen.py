@@ -37,8 +37,8 @@ FAILED_NOTICE = "task failed: "
 
 
 class ConsoleSink(Sink):
-    def __init__(self, console: Console, *, live: bool | None = None) -> None:
-        self.console = console
+    def __init__(self, console: Console, *, live: bool | None = None, verbose: bool = False) -> None:
+        self.console, self.verbose = console, verbose  # verbose: also what was written for the model
         self.live = (console.is_terminal and not console.is_dumb_terminal) if live is None else live
         self.streamed: set[int] = set()  # elsewhere: turns whose reply was printed as it streamed
         self.open_line = False
@@ -93,10 +93,10 @@ class ConsoleSink(Sink):
                 self.reply = ""  # it goes into the scrollback, whole: out of the live region first
                 self._show_live(refresh=True)
             self._turn_header(entry.turn)
-            render_entry(self.console, entry)
+            render_entry(self.console, entry, verbose=self.verbose)
         else:
             self._turn_header(entry.turn)
-            render_entry(self.console, entry, text_shown=entry.turn in self.streamed)
+            render_entry(self.console, entry, text_shown=entry.turn in self.streamed, verbose=self.verbose)
         self.status(status)
 
     def note(self, text: str) -> None:
