@@ -5,6 +5,9 @@ waiting for approval is one line, not two."""
 from __future__ import annotations
 
 import re
+from io import StringIO
+
+from rich.console import Console
 
 from cli.render import INTERRUPTED, render_entry
 from contracts.task import ApprovalDecision, TaskState
@@ -23,9 +26,10 @@ async def test_watch_hides_reminders_unless_verbose_and_says_times_to_the_second
              tool("message", type="result", text="pushed")]
     async with scripted_worker(client, task_queue, steps):
         handle = await start(client, task_queue, make_input(workspace))
-        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        pending = (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval
+        assert pending is not None
         await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
-            approved=True, digest=status.pending_approval.digest, decided_by="ops"))
+            approved=True, digest=pending.digest, decided_by="ops"))
         await outcome_of(handle)
         code, plain, err = await cli(client, "watch", handle.id, queue=task_queue)
         assert code == 0, err
@@ -38,14 +42,10 @@ async def test_watch_hides_reminders_unless_verbose_and_says_times_to_the_second
 
 
 def test_the_message_a_ctrl_c_sends_is_for_the_model_and_a_notice_is_read_to_the_second():
-    from io import StringIO
-
-    from rich.console import Console
-
     def shown(entry, verbose: bool = False) -> str:
-        console = Console(file=StringIO(), width=200, color_system=None)
-        render_entry(console, entry, verbose=verbose)
-        return console.file.getvalue()
+        out = StringIO()
+        render_entry(Console(file=out, width=200, color_system=None), entry, verbose=verbose)
+        return out.getvalue()
 
     assert shown(UserMessage(text=INTERRUPTED)) == "" and "pressed Ctrl-C" in shown(UserMessage(text=INTERRUPTED), True)
     assert shown(SystemReminder(text="call a tool")) == "" and "! reminder call a tool" in shown(SystemReminder(text="call a tool"), True)
