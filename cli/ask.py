@@ -88,6 +88,19 @@ async def ask_decision(handle, pending: PendingApproval, console, who: str) -> A
                             digest=pending.digest or None, reason=reason, decided_by=who, remember=remember)
 
 
+async def decline(client: Client, workflow_id: str, status: TaskStatus, who: str) -> None:
+    """The person pressed Ctrl-C at the approval prompt of ``status``: the call is declined,
+    in their name, so the line the task writes says who decided (a reply asked for is just
+    withdrawn: the interruption that follows answers it)."""
+    pending = status.pending_approval
+    if pending is None:
+        return
+    decision = ApprovalDecision(approved=False, call_id=pending.call_id, digest=pending.digest or None,
+                                reason="Ctrl-C at the prompt", decided_by=who)
+    with contextlib.suppress(WorkflowUpdateFailedError, RPCError):  # decided meanwhile, or gone
+        await client.get_workflow_handle(workflow_id).execute_update(AgentTaskWorkflow.decide, decision)
+
+
 async def decided_elsewhere(handle, pending: PendingApproval, console, *, say_who: bool) -> None:
     """The prompt is gone: say so, and who decided (the task's own notice follows in the
     entries shown next; a sub-agent's is looked up)."""
