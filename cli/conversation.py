@@ -273,7 +273,12 @@ class Conversation:
             return text
         prompt = PromptLine(self.console, PROMPT)
         prompt.draw(keys.draft)
-        keys.keep_blank, keys.on_draft, keys.on_line = True, prompt.draw, lambda _: self.console.print()
+
+        def entered(_: str) -> None:  # the line is done: nothing more is drawn after the prompt
+            keys.on_draft = nothing
+            self.console.print()
+
+        keys.keep_blank, keys.on_draft, keys.on_line = True, prompt.draw, entered
         reading = asyncio.ensure_future(keys.wait())
         pressed = asyncio.ensure_future(self.pressed.wait())
         try:
