@@ -31,16 +31,7 @@ from cli.follow import POLL_S, Follower
 from cli.local import make_follower
 from cli.render import INTERRUPTED, make_console, safe
 from cli.screen import ConsoleSink
-from cli.tasks import (
-    MAX_INTERJECTION,
-    QUERY_TIMEOUT,
-    UserError,
-    closed_outcome,
-    describe,
-    start_task,
-    ui_link,
-    who,
-)
+from cli.tasks import MAX_INTERJECTION, QUERY_TIMEOUT, UserError, closed_outcome, describe, start_task, ui_link, who
 from cli.typeahead import Keys, PromptLine, nothing
 from contracts.task import ApprovalMode, Interjection, TaskInput, TaskOutcome, TaskState
 from core.entries import UserMessage
@@ -71,7 +62,7 @@ async def converse(talk: Conversation, text: str | None) -> int:
 
 
 class Detached(Exception):
-    """A Ctrl-C that leaves the conversation; a task that runs goes on."""
+    """A Ctrl-C (or a Ctrl-D while a task runs) that leaves the conversation; a task that runs goes on."""
 
 
 def come_back(workflow_id: str | None, running: bool) -> str:
