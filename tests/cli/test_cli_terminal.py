@@ -119,6 +119,7 @@ async def test_watch_asks_for_approval_inline_at_a_terminal(client, task_queue, 
         page = await handle.query("events", 0)
     assert outcome.status == TaskState.DONE and not (workspace / "build").exists()
     assert "fine, it is generated" in str(page)
+    assert Screen(200).feed(term.screen).text().count("→ shell") == 1  # the call's line, not again at its prompt
 
 
 def watch_at_a_terminal(client, workflow_id: str) -> Terminal:
