@@ -4,7 +4,10 @@ On a terminal the bottom of the screen is live (rich's ``Live``, transient): the
 model is streaming and one status line (state, turn, elapsed, tokens, cost, and a spinner
 while the model thinks or a tool runs). A reply reaches the scrollback once, whole, when its
 turn's entry arrives, so nothing is printed twice and nothing is printed into the middle of
-a streaming line; the live region is erased when the task ends or the sink closes. Anywhere
+a streaming line; a reply whose call is cut off (a Ctrl-C, a new message) never gets an entry,
+so it goes to the scrollback as far as it came, marked. In a conversation the line the person
+is typing meanwhile is drawn under the status line (cli/typeahead.py). The live region is
+erased when the task ends or the sink closes. Anywhere
 else (a pipe, a file, ``TERM=dumb``) there is no live region: a reply is printed as it
 streams and its entry adds only what follows it.
 
