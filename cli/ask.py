@@ -35,7 +35,8 @@ async def ask_person(
     if pending is not None:
         console.print(f"[bold yellow]? approval needed[/]{whose} {safe(pending.tool)} "
                       f"[dim]({safe(pending.danger)}: {safe(pending.reason)})[/]")
-        render_call(console, pending.tool, pending.arguments)  # a gated write as its diff, a command as typed
+        if parent:  # the task's own call is on screen, as its entry: one line per call
+            render_call(console, pending.tool, pending.arguments)  # a gated write as its diff, a command as typed
         if not interactive:
             approve = safe(invoked(f"approve {workflow_id} --call {pending.call_id}", temporal))
             console.print(f"  approve: {approve}   deny: {approve} --deny --reason TEXT")
@@ -85,6 +86,19 @@ async def ask_decision(handle, pending: PendingApproval, console, who: str) -> A
         return None
     return ApprovalDecision(approved=remember or answer.lower() in ("y", "yes"), call_id=pending.call_id,
                             digest=pending.digest or None, reason=reason, decided_by=who, remember=remember)
+
+
+async def decline(client: Client, workflow_id: str, status: TaskStatus, who: str) -> None:
+    """The person pressed Ctrl-C at the approval prompt of ``status``: the call is declined,
+    in their name, so the line the task writes says who decided (a reply asked for is just
+    withdrawn: the interruption that follows answers it)."""
+    pending = status.pending_approval
+    if pending is None:
+        return
+    decision = ApprovalDecision(approved=False, call_id=pending.call_id, digest=pending.digest or None,
+                                reason="Ctrl-C at the prompt", decided_by=who)
+    with contextlib.suppress(WorkflowUpdateFailedError, RPCError):  # decided meanwhile, or gone
+        await client.get_workflow_handle(workflow_id).execute_update(AgentTaskWorkflow.decide, decision)
 
 
 async def decided_elsewhere(handle, pending: PendingApproval, console, *, say_who: bool) -> None:

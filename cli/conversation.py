@@ -4,16 +4,18 @@ A conversation is a session: a line typed at the prompt starts its next task (wi
 history of the earlier ones), or reaches the task still running as an interjection;
 ``--continue``/``--resume`` pick it up later (cli/resume.py), slash commands act on it
 (cli/slash.py). Ctrl-C is read by the event loop, never by a thread blocked in ``input``:
-the first while a task runs cuts off the current step with an interjection and returns the
-prompt once the task has taken it; a second leaves, saying how to come back. README,
-Conversations.
+the first while a task runs cuts off the current step with an interjection (a question
+asked then is withdrawn: an approval asked is declined) and returns the prompt once the
+task has taken it; a second leaves, saying how to come back. Every other key is read by the
+conversation too (cli/typeahead.py): what is typed while a task runs is queued, shown as
+queued and sent when the turn ends; Ctrl-D leaves at once, even while a task runs; Enter
+alone shows what the task did since the prompt came back, to its end. README, Conversations.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 import time
@@ -24,20 +26,14 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFail
 from temporalio.service import RPCError
 
 from cli import slash
+from cli.ask import decline
 from cli.follow import POLL_S, Follower
 from cli.hints import invoked
 from cli.local import make_follower
-from cli.render import make_console, safe
-from cli.tasks import (
-    MAX_INTERJECTION,
-    QUERY_TIMEOUT,
-    UserError,
-    closed_outcome,
-    describe,
-    start_task,
-    ui_link,
-    who,
-)
+from cli.render import INTERRUPTED, make_console, safe
+from cli.screen import ConsoleSink
+from cli.tasks import MAX_INTERJECTION, QUERY_TIMEOUT, UserError, closed_outcome, describe, start_task, ui_link, who
+from cli.typeahead import Keys, PromptLine, nothing
 from contracts.task import ApprovalMode, Interjection, TaskInput, TaskOutcome, TaskState
 from core.entries import UserMessage
 from core.settings import Settings, TemporalSettings
@@ -45,11 +41,6 @@ from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
 PROMPT = "› "
-INTERRUPTED = (
-    "The person pressed Ctrl-C: what was running was cut off, and they are waiting to say what comes "
-    'next. Do not go on with the task: end it now with a short result (message type "result") '
-    "saying where things stand."
-)
 
 
 async def converse(talk: Conversation, text: str | None) -> int:
@@ -72,7 +63,7 @@ async def converse(talk: Conversation, text: str | None) -> int:
 
 
 class Detached(Exception):
-    """A Ctrl-C that leaves the conversation; a task that runs goes on."""
+    """A Ctrl-C (or a Ctrl-D while a task runs) that leaves the conversation; a task that runs goes on."""
 
 
 def come_back(workflow_id: str | None, running: bool, temporal: TemporalSettings) -> str:
@@ -86,53 +77,23 @@ def come_back(workflow_id: str | None, running: bool, temporal: TemporalSettings
     return f"left the conversation; come back to it with: {resume}"
 
 
-class Lines:
-    """Lines typed at the prompt, read when the loop sees stdin readable (a terminal in its
-    canonical mode hands over a whole line), so nothing waits in a thread at exit."""
-
-    def __init__(self, fd: int = 0) -> None:
-        self.fd, self.buffer, self.ended = fd, b"", False
-
-    async def next(self) -> str | None:
-        """The next line; None at the end of input (Ctrl-D)."""
-        loop = asyncio.get_running_loop()
-        while b"\n" not in self.buffer and not self.ended:
-            readable = loop.create_future()
-            loop.add_reader(self.fd, _settle, readable)
-            try:
-                await readable
-            finally:
-                loop.remove_reader(self.fd)
-            chunk = os.read(self.fd, 4096)
-            self.buffer += chunk
-            self.ended = not chunk
-        if not self.buffer:
-            return None
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line.decode("utf-8", "replace")
-
-
-def _settle(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 class Conversation:
     """The tasks of one session, as one person at one terminal has them."""
 
     def __init__(self, client: Client, queue: str, next_input: Callable[[str], TaskInput], settings: Settings, *,
-                 workspace: str, session: str | None, approval: ApprovalMode, console: Console | None = None) -> None:
+                 workspace: str, session: str | None, approval: ApprovalMode, console: Console | None = None,
+                 verbose: bool = False) -> None:
         self.client, self.queue, self.next_input, self.workspace = client, queue, next_input, workspace
         self.settings = settings  # starter.py's
         self.secrets = SecretStore.from_settings(settings.secrets)
-        self.session, self.approval = session, approval
+        self.session, self.approval, self.verbose = session, approval, verbose
         self.console = console or make_console()
         self.tasks: list[str] = []  # the conversation's tasks known here, oldest first
         self.seen: dict[str, int] = {}  # per task: the events shown so far
         self.finished: set[str] = set()  # tasks whose end was shown
         self.code = 0  # the exit status of the last task that ended: 0 for DONE
         self.pressed = asyncio.Event()  # a Ctrl-C not handled yet
-        self.lines = Lines()
+        self.typed: Keys | None = None  # at a terminal: the keys, read by the conversation
 
     @property
     def current(self) -> str | None:
@@ -140,13 +101,21 @@ class Conversation:
 
     @contextlib.contextmanager
     def keys(self):
-        """Ctrl-C as the conversation reads it, while inside."""
+        """Ctrl-C, and every other key, as the conversation reads them, while inside."""
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, self.pressed.set)
+        keys = Keys()
+        keys.on_line = self._queued
         try:
-            yield
+            with keys.reading():
+                self.typed = keys
+                yield
         finally:
+            self.typed = None
             loop.remove_signal_handler(signal.SIGINT)
+
+    def _queued(self, line: str) -> None:
+        self.console.print(f"[dim]queued: {safe(line)}[/]")
 
     # ---- tasks ----------------------------------------------------------------------
 
@@ -198,16 +167,22 @@ class Conversation:
         return outcome
 
     async def _follow(self, workflow_id: str, started: float | None) -> TaskOutcome | None:
-        follower = make_follower(self.client, workflow_id, self.settings)
+        follower = make_follower(self.client, workflow_id, self.settings, verbose=self.verbose)
         follower.seq = self.seen.get(workflow_id, 0)
+        keys, sink = self.typed, follower.sink
+        if keys is not None and isinstance(sink, ConsoleSink):  # what is typed meanwhile, by its console
+            sink.typing, keys.on_draft, keys.on_line = keys, lambda _: sink.typed(), sink.queued
         following = asyncio.ensure_future(follower.run(lambda: closed_outcome(self.client, workflow_id), started))
+        leaving = asyncio.ensure_future(keys.ended.wait()) if keys is not None else None
         told: asyncio.Future | None = None
         try:
             while True:
                 pressed = asyncio.ensure_future(self.pressed.wait())
-                await asyncio.wait({following, pressed, *([told] if told else [])},
+                await asyncio.wait({following, pressed, *(f for f in (told, leaving) if f is not None)},
                                    return_when=asyncio.FIRST_COMPLETED)
                 pressed.cancel()
+                if leaving is not None and leaving.done():
+                    raise Detached  # Ctrl-D: the task goes on
                 if following.done():
                     outcome = following.result()
                     self.finished.add(workflow_id)
@@ -220,12 +195,16 @@ class Conversation:
                 if told is not None:
                     raise Detached
                 since = follower.seq
+                if asked := follower.withdraw():  # its prompt goes; an approval asked is declined
+                    await decline(self.client, *asked, who())
                 await self.interject(workflow_id, INTERRUPTED)  # sent before a second Ctrl-C is read
                 follower.sink.note("interrupted: the current step is cut off and the task is told you are "
                                    "waiting (Ctrl-C again to leave)")
                 told = asyncio.ensure_future(self._taken(workflow_id, follower, since))
         finally:
-            for running in (following, told):
+            if keys is not None:
+                keys.on_draft, keys.on_line = nothing, self._queued
+            for running in (following, told, leaving):
                 if running is not None and not running.done():
                     running.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -268,25 +247,42 @@ class Conversation:
     async def answer(self, text: str) -> None:
         if not text:
             current = self.current
-            if current is not None and await self.running(current):
-                await self.follow(current)  # Enter: watch the task that goes on
+            if current is not None and current not in self.finished:
+                await self.follow(current)  # Enter: what the task did since the prompt came back, to its end
         elif slash.is_command(text):
             await slash.run(self, text)
         else:
             await self.say(text)
 
     async def read(self) -> str | None:
-        """One line at the prompt; a Ctrl-C there raises Detached."""
-        self.console.print(f"[bold cyan]{PROMPT}[/]", end="")
-        reading = asyncio.ensure_future(self.lines.next())
+        """One line at the prompt (first, what was queued while a task ran); None at Ctrl-D; a
+        Ctrl-C there raises Detached."""
+        keys = self.typed
+        assert keys is not None, "the prompt is read at a terminal, inside keys()"
+        if keys.lines:  # typed while the task ran: sent now, as if typed here
+            text = keys.next_message(slash.is_command)
+            self.console.print(f"[bold cyan]{PROMPT}[/]{safe(text)}")
+            return text
+        prompt = PromptLine(self.console, PROMPT)
+        prompt.draw(keys.draft)
+
+        def entered(_: str) -> None:  # the line is done: nothing more is drawn after the prompt
+            keys.on_draft = nothing
+            self.console.print()
+
+        keys.keep_blank, keys.on_draft, keys.on_line = True, prompt.draw, entered
+        reading = asyncio.ensure_future(keys.wait())
         pressed = asyncio.ensure_future(self.pressed.wait())
         try:
             await asyncio.wait({reading, pressed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             pressed.cancel()
-        if reading.done():
-            return reading.result()
-        reading.cancel()
+            reading.cancel()
+            keys.keep_blank, keys.on_draft, keys.on_line = False, nothing, self._queued
+        if keys.lines:
+            return keys.lines.pop(0)
+        if keys.ended.is_set():
+            return None
         self.pressed.clear()
         self.console.print()
         raise Detached

@@ -61,6 +61,7 @@ class Follower:
         self.live_shown = 0  # characters of it shown so far
         self.live_done_turn = 0  # turns up to this one have their reply shown in full
         self.closed = False  # Temporal closed the task (terminated it, say): its replay never ends it
+        self.question: tuple[str, TaskStatus, asyncio.Future] | None = None  # (whose, what, its asking)
 
     async def run(self, closed_outcome, started: float | None = None) -> TaskOutcome:
         live = asyncio.ensure_future(self._live_loop())
@@ -146,10 +147,31 @@ class Follower:
         if ask and page.outcome is None and status.state.waiting and waiting_on != self.asked:
             self.asked = waiting_on
             self.sink.waiting(status)
-            with self.sink.paused():
-                await self.ask(self.client, self.workflow_id, status, self.interactive)
+            await self._asked(self.workflow_id, status)
             return True
         return False
+
+    async def _asked(self, workflow_id: str, status: TaskStatus) -> None:
+        """Ask a person, until they answer or the question is withdrawn (``withdraw``)."""
+        with self.sink.paused():
+            asking = asyncio.ensure_future(self.ask(self.client, workflow_id, status, self.interactive))
+            self.question = (workflow_id, status, asking)
+            try:
+                await asyncio.wait({asking})
+            finally:
+                self.question = None
+                asking.cancel()  # when the follower itself is cancelled: so is its question
+        if not asking.cancelled():
+            asking.result()
+
+    def withdraw(self) -> tuple[str, TaskStatus] | None:
+        """Withdraw the question asked now (the person pressed Ctrl-C at it): its prompt is
+        erased and the follower goes on. (whose, what) was asked, if anything was."""
+        if self.question is None:
+            return None
+        workflow_id, status, asking = self.question
+        asking.cancel()
+        return workflow_id, status
 
     def _finish_live_text(self, entry: Entry) -> None:
         """The rest of a reply whose start was shown live (the last heartbeat before the call
@@ -242,5 +264,4 @@ class Follower:
         self.asked_subagents.add((child_id, waiting_on))
         async with self.lock:
             self.sink.subagent_waiting(child_id, status)
-            with self.sink.paused():
-                await self.ask(self.client, child_id, status, self.interactive)
+            await self._asked(child_id, status)

@@ -26,9 +26,11 @@ from tools.browser import chromium_problem
 from worker import build_worker, worker_mcp_servers
 
 
-def make_follower(client: Client, workflow_id: str, settings: Settings, *, json_mode: bool = False) -> Follower:
+def make_follower(client: Client, workflow_id: str, settings: Settings, *, json_mode: bool = False,
+                  verbose: bool = False) -> Follower:
     console = make_console()
-    sink = JsonSink(workflow_id, usage=HistoryUsage(client, workflow_id)) if json_mode else ConsoleSink(console)
+    sink = (JsonSink(workflow_id, usage=HistoryUsage(client, workflow_id)) if json_mode
+            else ConsoleSink(console, verbose=verbose))
     interactive = sys.stdin.isatty() and not json_mode
     secrets = SecretStore.from_settings(settings.secrets)
     followed = workflow_id

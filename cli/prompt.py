@@ -1,9 +1,10 @@
 """A line typed at the terminal, read without a thread.
 
 The event loop watches stdin, so a question can be withdrawn while it waits (the call was
-decided elsewhere: the prompt is erased and what was typed is dropped) and Ctrl-C ends it at
-once. A thread blocked in ``input()`` allows neither, and asyncio waits for it at exit: the
-prompt went stale and Ctrl-C at it hung.
+decided elsewhere, or Ctrl-C was pressed at it: the prompt is erased and what was typed is
+dropped, so no dead prompt stays on the screen to take the next keys). A thread blocked in
+``input()`` allows neither, and asyncio waits for it at exit: the prompt went stale and
+Ctrl-C at it hung.
 """
 
 from __future__ import annotations
@@ -50,14 +51,18 @@ async def read_line(prompt: str, out: TextIO, withdrawn: Callable[[], Awaitable[
                 return await asyncio.wait_for(asyncio.shield(line), POLL_S)
             except TimeoutError:
                 if await withdrawn():
-                    out.write(ERASE_LINE)
-                    out.flush()
-                    with contextlib.suppress(termios.error, OSError):
-                        termios.tcflush(fd, termios.TCIFLUSH)  # a half-typed answer is not for the next question
+                    _erase(fd, out)
                     return None
-    except asyncio.CancelledError:  # Ctrl-C: what follows starts on a line of its own
-        out.write("\n")
-        out.flush()
+    except asyncio.CancelledError:  # Ctrl-C: the question is no longer live, so it goes too
+        _erase(fd, out)
         raise
     finally:
         loop.remove_reader(fd)
+
+
+def _erase(fd: int, out: TextIO) -> None:
+    """The prompt off the screen, and a half-typed answer dropped: it is not for what comes next."""
+    out.write(ERASE_LINE)
+    out.flush()
+    with contextlib.suppress(termios.error, OSError):
+        termios.tcflush(fd, termios.TCIFLUSH)

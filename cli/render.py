@@ -29,6 +29,15 @@ RESULT_PREVIEW_LINES = 6
 _WRAPPER_LINE = re.compile(rf"<{TAG}(?: [^>]*)?>|</{TAG}>|{re.escape(UNTRUSTED_NOTE)}")
 # A tool's own line saying it cut its output (tools/shell_output.py, tools/file_actions.py, the browser).
 _CUT_NOTE = re.compile(r"\[.*\b(?:truncated|capped|cut|not shown|stopped at)\b.*\]")
+# A timestamp's fraction of a second (a notice says when a call was decided): people read seconds.
+_FRACTION = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.\d+")
+# What ``run`` tells the task when the person presses Ctrl-C (cli/conversation.py): written for
+# the model, so a person sees the CLI's own line about it instead (``--verbose`` shows both).
+INTERRUPTED = (
+    "The person pressed Ctrl-C: what was running was cut off, and they are waiting to say what comes "
+    'next. Do not go on with the task: end it now with a short result (message type "result") '
+    "saying where things stand."
+)
 
 
 def make_console() -> Console:
@@ -63,8 +72,21 @@ def preview(result: ToolResult, lines: int = RESULT_PREVIEW_LINES) -> str:
     return "\n".join("    " + row for row in shown)
 
 
-def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) -> None:
-    """One entry; ``text_shown`` when the model's text of this turn was already streamed."""
+def for_people(entry: Entry) -> bool:
+    """Whether ``run`` and ``watch`` show the entry without ``--verbose``: not the engine's
+    reminders to the model, nor the message the CLI sends the model on a Ctrl-C."""
+    return not isinstance(entry, SystemReminder) and not (isinstance(entry, UserMessage) and entry.text == INTERRUPTED)
+
+
+def to_the_second(text: str) -> str:
+    return _FRACTION.sub(r"\1", text)
+
+
+def render_entry(console: Console, entry: Entry, *, text_shown: bool = False, verbose: bool = False) -> None:
+    """One entry; ``text_shown`` when the model's text of this turn was already streamed;
+    ``verbose``: also what was written for the model alone (see ``for_people``)."""
+    if not verbose and not for_people(entry):
+        return
     match entry:
         case UserMessage():
             console.print(f"[bold]user[/]  {safe(entry.text)}")
@@ -104,7 +126,7 @@ def render_entry(console: Console, entry: Entry, *, text_shown: bool = False) ->
         case SystemReminder():
             console.print(f"[yellow]! reminder[/] {safe(shorten(entry.text, 200))}")
         case StatusNotice():
-            console.print(f"[yellow]· {safe(entry.text)}[/]")
+            console.print(f"[yellow]· {safe(to_the_second(entry.text))}[/]")
 
 
 def approval_text(pending: PendingApproval) -> str:

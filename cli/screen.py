@@ -4,7 +4,10 @@ On a terminal the bottom of the screen is live (rich's ``Live``, transient): the
 model is streaming and one status line (state, turn, elapsed, tokens, cost, and a spinner
 while the model thinks or a tool runs). A reply reaches the scrollback once, whole, when its
 turn's entry arrives, so nothing is printed twice and nothing is printed into the middle of
-a streaming line; the live region is erased when the task ends or the sink closes. Anywhere
+a streaming line; a reply whose call is cut off (a Ctrl-C, a new message) never gets an entry,
+so it goes to the scrollback as far as it came, marked. In a conversation the line the person
+is typing meanwhile is drawn under the status line (cli/typeahead.py). The live region is
+erased when the task ends or the sink closes. Anywhere
 else (a pipe, a file, ``TERM=dumb``) there is no live region: a reply is printed as it
 streams and its entry adds only what follows it.
 
@@ -16,8 +19,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -27,18 +31,22 @@ from rich.text import Text
 from cli.render import render_entry, render_outcome, safe
 from cli.sinks import Sink
 from contracts.task import TaskOutcome, TaskState, TaskStatus
-from core.entries import AiMessage, Entry, StatusNotice, ToolCall
+from core.entries import AiMessage, Entry, StatusNotice, ToolCall, UserMessage
 from core.text import shorten, terminal_safe
+
+if TYPE_CHECKING:
+    from cli.typeahead import Keys
 
 BUSY = (TaskState.INITIALIZING, TaskState.THINKING, TaskState.EXECUTING_TOOL, TaskState.FINALIZING)
 REFRESH_PER_S = 10
 # The notice a failing task appends (workflows/engine.py ``_fail``): the outcome's line says it.
 FAILED_NOTICE = "task failed: "
+CUT = "⋯ cut off"  # after a reply whose model call was cut off (a Ctrl-C, a new message): it stays
 
 
 class ConsoleSink(Sink):
-    def __init__(self, console: Console, *, live: bool | None = None) -> None:
-        self.console = console
+    def __init__(self, console: Console, *, live: bool | None = None, verbose: bool = False) -> None:
+        self.console, self.verbose = console, verbose  # verbose: also what was written for the model
         self.live = (console.is_terminal and not console.is_dumb_terminal) if live is None else live
         self.streamed: set[int] = set()  # elsewhere: turns whose reply was printed as it streamed
         self.open_line = False
@@ -47,6 +55,7 @@ class ConsoleSink(Sink):
         self.last: TaskStatus | None = None
         self.since: float | None = None  # when the task started (epoch seconds)
         self.spinner = Spinner("dots", style="cyan")
+        self.typing: Keys | None = None  # in a conversation: what the person types meanwhile
         self._screen: Live | None = None
         self._paused = False
 
@@ -63,7 +72,8 @@ class ConsoleSink(Sink):
     def delta(self, turn: int, text: str) -> None:
         if self.live:
             if turn != self.reply_turn:
-                self.reply, self.reply_turn = "", turn
+                self._keep_cut_reply()
+                self.reply_turn = turn
             self.reply += text
             self._show_live(refresh=True)
             return
@@ -92,12 +102,23 @@ class ConsoleSink(Sink):
             if isinstance(entry, (AiMessage, ToolCall)) and entry.turn == self.reply_turn and self.reply:
                 self.reply = ""  # it goes into the scrollback, whole: out of the live region first
                 self._show_live(refresh=True)
+            elif isinstance(entry, UserMessage) or entry.turn > self.reply_turn:
+                self._keep_cut_reply()  # its call was cut off: its entry never comes
             self._turn_header(entry.turn)
-            render_entry(self.console, entry)
+            render_entry(self.console, entry, verbose=self.verbose)
         else:
             self._turn_header(entry.turn)
-            render_entry(self.console, entry, text_shown=entry.turn in self.streamed)
+            render_entry(self.console, entry, text_shown=entry.turn in self.streamed, verbose=self.verbose)
         self.status(status)
+
+    def typed(self) -> None:
+        """The line being typed changed: it is drawn under the status line."""
+        self._show_live(refresh=True)
+
+    def queued(self, line: str) -> None:
+        """A line typed while the task runs, queued: printed by this console, above its live region."""
+        self._end_line()
+        self.console.print(f"[dim]queued: {safe(line)}[/]")
 
     def note(self, text: str) -> None:
         self._end_line()
@@ -115,7 +136,8 @@ class ConsoleSink(Sink):
         self._stop_live()
         self._paused = True
         try:
-            yield
+            with self.typing.paused() if self.typing is not None else nullcontext():
+                yield
         finally:
             self._paused = False
 
@@ -125,6 +147,7 @@ class ConsoleSink(Sink):
         render_outcome(self.console, outcome, duration_s)
 
     def close(self) -> None:
+        self._keep_cut_reply()
         self._stop_live()
         self.live = False  # nothing goes live after the end
 
@@ -142,6 +165,15 @@ class ConsoleSink(Sink):
         elif refresh:
             self._screen.refresh()
 
+    def _keep_cut_reply(self) -> None:
+        """A reply shown live whose entry will not come (its model call was cut off): into
+        the scrollback as far as it came, marked, instead of vanishing with the live region."""
+        if self.live and self.reply:
+            reply, self.reply = self.reply, ""
+            self._show_live(refresh=True)
+            self._turn_header(self.reply_turn)
+            self.console.print(Text.assemble(("model ", "cyan"), terminal_safe(reply), (f" {CUT}", "dim")))
+
     def _stop_live(self) -> None:
         screen, self._screen = self._screen, None
         if screen is not None:
@@ -155,6 +187,8 @@ class ConsoleSink(Sink):
             rows.extend(lines[-max(1, self.console.height - 3):])  # the tail that fits
         if self.last is not None:
             rows.append(self._status_line(self.last, width))
+        if self.typing is not None and self.typing.draft:
+            rows.append(Text.assemble(("› ", "bold cyan"), terminal_safe(self.typing.draft)))
         return Group(*rows)
 
     def _status_line(self, status: TaskStatus, width: int) -> Text:

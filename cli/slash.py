@@ -146,10 +146,11 @@ async def approval(talk: Conversation, rest: str) -> None:
 async def help_(talk: Conversation, _: str) -> None:
     for command in COMMANDS.values():
         talk.console.print(f"  {command.usage:<16} {command.says}", markup=False)
-    talk.console.print("  Enter            watch the task that goes on (after a Ctrl-C)\n"
+    talk.console.print("  Enter            watch the task that goes on (after a Ctrl-C), or show how it ended\n"
+                       "  typing           while a task runs: queued, and sent when the turn ends\n"
                        "  Ctrl-C           while a task runs: stop its current step, the prompt returns; "
                        "again, or at the prompt: leave (the task goes on)\n"
-                       "  Ctrl-D           leave", markup=False)
+                       "  Ctrl-D           leave, at once (a task that runs goes on)", markup=False)
 
 
 COMMANDS: dict[str, Command] = {

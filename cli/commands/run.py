@@ -50,6 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--continue", dest="continue_", action="store_true",
                    help="continue the conversation of the newest task in this workspace")
     s.add_argument("--resume", metavar="ID", help="continue the conversation of this task (or session)")
+    s.add_argument("--verbose", action="store_true", help="also show what was written for the model alone "
+                   "(the engine's reminders, the message a Ctrl-C sends)")
     s.set_defaults(run=run)
 
 
@@ -93,7 +95,7 @@ async def run(args: argparse.Namespace) -> int:
         workspace = str(workspace_of(args))
         session, latest = await picked_up(client, args, workspace)
         talk = Conversation(client, queue, next_input, args.settings, workspace=workspace, session=session,
-                            approval=ApprovalMode(args.approval))
+                            approval=ApprovalMode(args.approval), verbose=args.verbose)
         talk.tasks += [latest] if latest else []
         if resuming and session:
             replay(talk.console, await earlier_exchanges(client, session))

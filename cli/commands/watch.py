@@ -14,6 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("watch", help="follow a task")
     s.add_argument("id")
     s.add_argument("--json", action="store_true", help="one JSON event per line (see README)")
+    s.add_argument("--verbose", action="store_true", help="also show what was written for the model alone "
+                   "(the engine's reminders, the message a Ctrl-C sends)")
     s.set_defaults(run=run)
 
 
@@ -22,5 +24,6 @@ async def run(args: argparse.Namespace) -> int:
     # events query of a finished one by replaying it.
     client = await connect(args.settings)
     await describe(client, args.id)
-    outcome = await make_follower(client, args.id, args.settings, json_mode=args.json).run(lambda: closed_outcome(client, args.id))
+    follower = make_follower(client, args.id, args.settings, json_mode=args.json, verbose=args.verbose)
+    outcome = await follower.run(lambda: closed_outcome(client, args.id))
     return 0 if outcome.status == TaskState.DONE else 1

@@ -119,6 +119,7 @@ async def test_watch_asks_for_approval_inline_at_a_terminal(client, task_queue, 
         page = await handle.query("events", 0)
     assert outcome.status == TaskState.DONE and not (workspace / "build").exists()
     assert "fine, it is generated" in str(page)
+    assert Screen(200).feed(term.screen).text().count("→ shell") == 1  # the call's line, not again at its prompt
 
 
 def watch_at_a_terminal(client, workflow_id: str) -> Terminal:
@@ -130,13 +131,14 @@ async def test_a_prompt_decided_elsewhere_disappears_and_says_who_decided(client
     steps = [tool("shell", command="git push origin feature"), tool("message", type="result", text="pushed")]
     async with scripted_worker(client, task_queue, steps):
         handle = await start(client, task_queue, make_input(workspace))
-        status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        pending = (await wait_for_state(handle, TaskState.WAITING_APPROVAL)).pending_approval
+        assert pending is not None
         term = watch_at_a_terminal(client, handle.id)
         try:
             await asyncio.to_thread(term.expect, "approve? [y/N/a]")
             os.write(term.master, b"y")  # half an answer, then someone else decides
             await handle.execute_update(AgentTaskWorkflow.decide, ApprovalDecision(
-                approved=True, digest=status.pending_approval.digest, decided_by="ops-in-the-ui"))
+                approved=True, digest=pending.digest, decided_by="ops-in-the-ui"))
             await asyncio.to_thread(term.expect, "DONE")
         finally:
             term.close()
