@@ -329,6 +329,8 @@ async def serve(options: argparse.Namespace) -> int:
     of ``--processes`` of them."""
     if options.metrics_port is not None:  # for this process and the ones it supervises
         os.environ["AGENT_METRICS_PORT"] = str(options.metrics_port)
+    if options.task_queue is not None:
+        os.environ["AGENT_TASK_QUEUE"] = options.task_queue
     if options.processes > 1:
         return await preflight(given(options)) or supervise(
             options.processes, given(options), module="worker", cwd=Path(__file__).resolve().parent)
@@ -342,6 +344,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve Prometheus metrics on this port, the Nth process on PORT+N "
                              "(default: $AGENT_METRICS_PORT, else none)")
+    parser.add_argument("--task-queue", metavar="QUEUE",
+                        help="the task queue to serve (default: $AGENT_TASK_QUEUE, else agent-tasks)")
 
 
 def run_child(stop_requested: list[int], index: int) -> None:

@@ -35,9 +35,9 @@ from temporalio import activity
 import tools
 from activities import metrics
 from activities.mcp import McpToolRunner
-from activities.tool_checkpoints import BeforeCalls, not_undoable
 from activities.tool_records import (
     INTERRUPTED,
+    BeforeCalls,
     _approved,
     _call_key,
     _finished,
@@ -45,6 +45,7 @@ from activities.tool_records import (
     _offline,
     _output_so_far,
     _started,
+    not_undoable,
 )
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
 from core.entries import entry_digest, result_entry

@@ -25,7 +25,8 @@ LONG_LINES = 300
 # Trees that are not the product's source: long files there do not count.
 NOT_SOURCE = ("tests", "benchmarks", "fakes", "evals", ".venv", "data", "build")
 # Where reading the environment belongs: the settings and the entry points.
-ENV_READERS = ("runtime/settings.py", "worker.py", "starter.py")
+# tools/egress_bridge.py is a program of its own, run inside the sandbox by the worker's interpreter.
+ENV_READERS = ("runtime/settings.py", "worker.py", "starter.py", "tools/egress_bridge.py")
 # Where the settings are built: their groups, the one reader, and the entry points that call it
 # (evals and benchmarks included in the count: evals is run by the CLI, which hands it its own).
 SETTINGS_READERS = ("core/settings.py", "runtime/settings.py", "worker.py", "starter.py", "temporal/codec_server.py")

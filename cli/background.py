@@ -106,9 +106,9 @@ async def ensure_worker(client: Client, settings: Settings, files: WorkerFiles) 
     never run two on one queue); True if started."""
     if running_pid(files.pid, WORKER_MARKER) is not None or await _polled_here(client, files.queue):
         return False
-    command = [sys.executable, str(WORKER_SCRIPT), "--processes", "1", *as_arguments(settings.temporal)]
-    env = {**os.environ, "AGENT_TASK_QUEUE": files.queue}
-    proc = spawn_detached(command, files.log, files.pid, cwd=WORKER_SCRIPT.parent, env=env)
+    command = [sys.executable, str(WORKER_SCRIPT), "--processes", "1", "--task-queue", files.queue,
+               *as_arguments(settings.temporal)]
+    proc = spawn_detached(command, files.log, files.pid, cwd=WORKER_SCRIPT.parent)
     files.write_record(settings)
     await _until_polling(client, files.queue, proc, files.log)
     return True

@@ -95,7 +95,8 @@ async def test_user_errors_are_one_clear_line(client, workspace):
 
 
 async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, task_queue, workspace):
-    steps = [tool("shell", command="echo hi"), tool("message", type="result", text="said hi"),
+    # A command that writes: a change the task is asked to check before it ends (a read is not).
+    steps = [tool("shell", command="echo hi | tee hi.txt"), tool("message", type="result", text="said hi"),
              tool("message", type="result", text="said hi")]
     async with scripted_worker(client, task_queue, steps):
         code, out, err = await cli(client, "start", "--workspace", str(workspace), "say hi", queue=task_queue)
@@ -114,10 +115,10 @@ async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, tas
         "turn.completed", "task.completed",
     ]
     assert events[1]["item"] == {"id": "item_0", "type": "user_message", "text": "say hi"}
-    assert events[3]["item"]["tool"] == "shell" and events[3]["item"]["arguments"] == {"command": "echo hi"}
+    assert events[3]["item"]["tool"] == "shell" and events[3]["item"]["arguments"] == {"command": "echo hi | tee hi.txt"}
     assert events[4]["item"]["status"] == "ok" and "hi" in events[4]["item"]["content"]
     assert events[9]["item"]["type"] == "system_reminder" and events[9]["item"]["reason"] == "verify"
-    assert "say hi" in events[9]["item"]["text"] and "shell · echo hi" in events[9]["item"]["text"]
+    assert "say hi" in events[9]["item"]["text"] and "shell · echo hi | tee hi.txt" in events[9]["item"]["text"]
     assert events[-1]["status"] == "DONE" and events[-1]["final_text"] == "said hi"
     assert events[-1]["usage"]["input_tokens"] == 30
 

@@ -178,7 +178,7 @@ async def test_yes_and_allow_commands_like_this_at_the_prompt_lets_the_next_push
         await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         term = watch_at_a_terminal(client, handle.id)
         try:
-            await asyncio.to_thread(term.expect, "= yes, and allow shell(git push) for the rest of this task")
+            await asyncio.to_thread(term.expect, "= yes, and allow shell(git push origin) for the rest of this task")
             await asyncio.to_thread(term.expect, "approve? [y/N/a]")
             term.type("a")
             await asyncio.to_thread(term.expect, "reason (optional):")
@@ -189,6 +189,6 @@ async def test_yes_and_allow_commands_like_this_at_the_prompt_lets_the_next_push
         code, out, err = await cli(client, "status", handle.id, queue=task_queue)
         await handle.terminate("seen enough")
     assert term.screen.count("approve? [") == 1  # feature2 was not asked
-    assert "runs without asking: allowed by the rule shell(git push)" in term.screen
+    assert "runs without asking: allowed by the rule shell(git push origin)" in term.screen
     assert code == 0, err
-    assert 'allowed:  shell(git push) (for this task, answered "allow commands like this")' in out
+    assert 'allowed:  shell(git push origin) (for this task, answered "allow commands like this")' in out
