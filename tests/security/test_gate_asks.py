@@ -4,17 +4,16 @@ like this" (remembered, or a standing rule) allows exactly that kind of call and
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from contracts.task import TaskState
+from contracts.task import ApprovalDecision, TaskState, TaskStatus
 from core.permissions import parse_permissions
 from fakes.scripted import tool
 from tests import sandboxing
-from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
+from tests.workflows.harness import decide_each, make_input, outcome_of, scripted_worker, start
 from tests.workflows.test_people import approve, deny
 from tools.base import Danger
 from tools.shell_policy import classify_command
@@ -72,28 +71,22 @@ async def _asked(client, task_queue, workspace: Path, calls: list[str], *, remem
     """Run ``calls`` in one task; deny every question (approve the first with "allow commands
     like this" when ``remember_first``). Returns what asked and the rules the task allowed."""
     steps = [tool("shell", command=c) for c in calls] + [tool("message", type="result", text="done")]
-    asked: list[str] = []
+    answered: list[str] = []
+
+    def decide(status: TaskStatus) -> ApprovalDecision:
+        answered.append(status.pending_approval.arguments["command"])
+        if remember_first and len(answered) == 1:
+            assert status.pending_approval.rule == "shell(git push origin)"  # the prompt shows the rule stored
+            return approve(status, remember=True)
+        return deny(status, "not in this test")
+
     async with scripted_worker(client, task_queue, steps):
         handle = await start(client, task_queue, make_input(workspace, **overrides))
-        deadline = asyncio.get_running_loop().time() + 120
-        while True:
-            status = await handle.query(AgentTaskWorkflow.status)
-            assert asyncio.get_running_loop().time() < deadline, f"stuck: {status}"
-            if status.state in (TaskState.DONE, TaskState.FAILED):
-                break
-            if status.state == TaskState.WAITING_APPROVAL:
-                pending = status.pending_approval
-                asked.append(pending.arguments["command"])
-                if remember_first and len(asked) == 1:
-                    assert pending.rule == "shell(git push origin)"  # the prompt shows the rule stored
-                    await handle.execute_update(AgentTaskWorkflow.decide, approve(status, remember=True))
-                else:
-                    await handle.execute_update(AgentTaskWorkflow.decide, deny(status, "not in this test"))
-            await asyncio.sleep(0.05)
+        await decide_each(handle, decide)
         outcome = await outcome_of(handle)
         status = await handle.query(AgentTaskWorkflow.status)
     assert outcome.status == TaskState.DONE
-    return asked, status.allowed
+    return answered, status.allowed
 
 
 async def test_every_command_of_the_hunt_asks_and_the_harmless_table_does_not(client, task_queue, tmp_path,

@@ -8,7 +8,6 @@ No harmless read asks."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 import subprocess
@@ -20,9 +19,8 @@ from contracts.task import ApprovalMode, TaskState
 from fakes.scripted import tool
 from tests import sandboxing
 from tests.cli.test_cli import cli
-from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
+from tests.workflows.harness import decide_each, make_input, outcome_of, scripted_worker, start
 from tests.workflows.test_people import deny
-from workflows.task import AgentTaskWorkflow
 
 # Dangerous, and mostly invisible to a command parser: each either asks or does no lasting harm.
 DANGEROUS = [
@@ -127,20 +125,15 @@ async def test_a_fresh_corpus_asks_or_does_no_lasting_harm(client, task_queue, t
 
     calls = ["cat notes.txt", *HARMLESS, *DANGEROUS]
     steps = [tool("shell", command=c) for c in calls] + [tool("message", type="result", text="done")]
-    asked: list[str] = []
+
+    def no_privilege_bit() -> None:
+        assert not _privileged(workspace), "a setuid or setgid file exists on the host"
+
     async with scripted_worker(client, task_queue, steps):
         handle = await start(client, task_queue, make_input(workspace, approval=approval))
-        deadline = asyncio.get_running_loop().time() + 240
-        while True:
-            status = await handle.query(AgentTaskWorkflow.status)
-            assert asyncio.get_running_loop().time() < deadline, f"the corpus is stuck: {status}"
-            if status.state in (TaskState.DONE, TaskState.FAILED):
-                break
-            if status.state == TaskState.WAITING_APPROVAL:
-                asked.append(status.pending_approval.arguments["command"])
-                await handle.execute_update(AgentTaskWorkflow.decide, deny(status, "not in this test"))
-            assert not _privileged(workspace), "a setuid or setgid file exists on the host"
-            await asyncio.sleep(0.05)  # polled: the setuid check runs every 50 ms meanwhile
+        statuses = await decide_each(handle, lambda status: deny(status, "not in this test"), timeout_s=240,
+                                     each_poll=no_privilege_bit)  # polled every 50 ms meanwhile
+        asked = [status.pending_approval.arguments["command"] for status in statuses]
         outcome = await outcome_of(handle)
         assert outcome.status == TaskState.DONE
 

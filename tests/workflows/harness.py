@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from activities.llm import ProviderSettings
-from contracts.task import TaskInput, TaskOutcome
+from contracts.task import ApprovalDecision, TaskInput, TaskOutcome, TaskState, TaskStatus
 from fakes.scripted import ScriptedModelServer, Step
 from tests import configured
 from worker import build_worker
@@ -71,7 +72,6 @@ async def wait_for_state(handle: WorkflowHandle, state, timeout_s: float = 20.0)
     """Poll the status query until the task is in ``state``; return that status."""
     import asyncio
 
-    from contracts.task import TaskStatus
 
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:
@@ -130,3 +130,23 @@ async def activities_scheduled(handle: WorkflowHandle, activity_type: str) -> in
     events = [e async for e in handle.fetch_history_events()]
     return sum(1 for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
                and e.activity_task_scheduled_event_attributes.activity_type.name == activity_type)
+
+
+async def decide_each(
+    handle: WorkflowHandle, decide: Callable[[TaskStatus], ApprovalDecision], *, timeout_s: float = 120.0,
+    each_poll: Callable[[], None] = lambda: None,
+) -> list[TaskStatus]:
+    """Poll the task until it ends, answering each call it waits on with ``decide(status)``;
+    ``each_poll`` runs at every poll (every 50 ms). Returns the statuses that asked, in order."""
+    asked: list[TaskStatus] = []
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        status: TaskStatus = await handle.query(AgentTaskWorkflow.status)
+        assert asyncio.get_running_loop().time() < deadline, f"stuck: {status}"
+        if status.state in (TaskState.DONE, TaskState.FAILED):
+            return asked
+        if status.state == TaskState.WAITING_APPROVAL:
+            asked.append(status)
+            await handle.execute_update(AgentTaskWorkflow.decide, decide(status))
+        each_poll()
+        await asyncio.sleep(0.05)
