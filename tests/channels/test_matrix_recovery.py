@@ -44,6 +44,16 @@ def about_the_token(logs: Sequence[MutableMapping[str, Any]]) -> list[MutableMap
     return [e for e in logs if "token" in e["event"] or "M_UNKNOWN_TOKEN" in str(e.get("error", ""))]
 
 
+async def _talk(server, text: str, answer: str, when: str) -> None:
+    """Alice opens a room with the agent on ``server``, says ``text`` and waits for ``answer``."""
+    alice = await person(server, "alice")
+    room = await alice.create_room(invite=[AGENT])
+    await alice.until(lambda: alice.joined(room, AGENT), f"the agent to join {when}")
+    await alice.say(room, text)
+    await alice.until(lambda: answer in alice.bodies(room, AGENT), f"the answer {when}")
+    await alice.close()
+
+
 async def test_a_reset_homeserver_is_logged_in_to_again_and_the_next_message_answered(
     client, task_queue, workspace, tmp_path, monkeypatch, caplog
 ):
@@ -55,21 +65,10 @@ async def test_a_reset_homeserver_is_logged_in_to_again_and_the_next_message_ans
         with capture_logs() as logs, caplog.at_level(logging.WARNING, logger="nio"):
             async with scripted_worker(client, task_queue, steps) as model, \
                     gateway(client, task_queue, table, tmp_path):
-                alice = await person(servers[0], "alice")
-                room = await alice.create_room(invite=[AGENT])
-                await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
-                await alice.say(room, "hi")
-                await alice.until(lambda: "hello before" in alice.bodies(room, AGENT), "the first answer")
-                await alice.close()
-
+                await _talk(servers[0], "hi", "hello before", "before the reset")
                 await asyncio.to_thread(servers[0].stop)  # reset: a fresh database at the same address
                 servers.append(await homeserver(tmp_path / "second", port=servers[0].port))
-                alice = await person(servers[1], "alice")
-                room = await alice.create_room(invite=[AGENT])
-                await alice.until(lambda: alice.joined(room, AGENT), "the agent to join on the reset server")
-                await alice.say(room, "are you back?")
-                await alice.until(lambda: "hello again" in alice.bodies(room, AGENT), "the answer after the reset")
-                await alice.close()
+                await _talk(servers[1], "are you back?", "hello again", "after the reset")
                 model.assert_consumed()
     finally:
         for server in servers:
