@@ -127,13 +127,15 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
         direct = direct_argvs(args.command)
         if direct is None:
             return ToolOutcome(status="error", content=box.refusal())
+    # Control files are read-only unless the person approved this call (tools/control_paths.py).
+    guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
     try:
         fence = Confinement(box.limits, box.pids_cgroup)
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
+        if guard is not None:
+            control_paths.release(guard)
         return ToolOutcome(status="error", content=f"[not run] the command's limits could not be set up: {err}")
     since = time.time() - CLOCK_SLACK_S
-    # Control files are read-only unless the person approved this call (tools/control_paths.py).
-    guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
     undone: list[str] = []
     try:
         with program_fd() if box.filtered and direct is None else nullcontext() as seccomp:
