@@ -83,12 +83,25 @@ async def connect(settings: Settings, *, start_embedded: bool = True, runtime: R
         config["runtime"] = runtime
     target = config.get("target_host")
     try:
-        client = await Client.connect(**config)
+        client = await (connect_when_up(**config) if embedded else Client.connect(**config))
     except RuntimeError as err:
         raise TemporalUnavailable(f"cannot reach Temporal at {target}: {err}") from None
     if embedded:
         await wait_until_ready(client)
     return client
+
+
+async def connect_when_up(timeout_s: float = 60.0, **config) -> Client:
+    """``Client.connect``, again while a server that has just started says its frontend "is
+    not healthy yet" (it opens its port first)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        try:
+            return await Client.connect(**config)
+        except RuntimeError as err:
+            if "not healthy yet" not in str(err) or asyncio.get_running_loop().time() > deadline:
+                raise
+        await asyncio.sleep(0.1)
 
 
 async def wait_until_ready(client: Client, timeout_s: float = 60.0) -> None:

@@ -126,7 +126,8 @@ async def test_watch_json_prints_the_event_stream_of_a_finished_task(client, tas
 async def test_watch_shows_a_retry_with_its_reason_and_delay(client, task_queue, workspace):
     from fakes.scripted import error
 
-    steps = [error(429, "slow down", headers={"Retry-After": "3"}), tool("message", type="result", text="ok")]
+    # The watch must join while the retry waits: 8 s leaves room for a loaded machine.
+    steps = [error(429, "slow down", headers={"Retry-After": "8"}), tool("message", type="result", text="ok")]
     async with scripted_worker(client, task_queue, steps):
         code, out, err = await cli(client, "start", "--workspace", str(workspace), "retry me", queue=task_queue)
         workflow_id = out.strip().splitlines()[-1]
@@ -136,7 +137,7 @@ async def test_watch_shows_a_retry_with_its_reason_and_delay(client, task_queue,
     assert len(retries) == 1
     assert retries[0]["activity"] == "llm_call" and retries[0]["attempt"] == 1
     assert "429" in retries[0]["reason"] and "slow down" in retries[0]["reason"]
-    assert 0 <= retries[0]["next_in_s"] <= 3.5
+    assert 0 <= retries[0]["next_in_s"] <= 8.5
 
 
 async def test_a_cancelled_task_ends_canceled_and_the_cli_says_so_in_one_line(client, task_queue, workspace):

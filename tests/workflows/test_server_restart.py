@@ -72,7 +72,7 @@ async def test_approval_after_the_dev_server_restarted_on_its_database(tmp_path,
 
 
 async def test_the_first_call_after_a_restart_waits_until_the_server_can_serve_it(tmp_path, workspace):
-    from temporal.client import wait_until_ready
+    from temporal.client import connect_when_up, wait_until_ready
 
     db, port, queue = tmp_path / "temporal.db", free_port(), "ready-queue"
     server = start_server(db, port)
@@ -86,7 +86,7 @@ async def test_the_first_call_after_a_restart_waits_until_the_server_can_serve_i
         server = start_server(db, port)
         while not port_open("127.0.0.1", port):
             await asyncio.sleep(0.02)
-        raw = await Client.connect(f"127.0.0.1:{port}", data_converter=pydantic_data_converter)
+        raw = await connect_when_up(target_host=f"127.0.0.1:{port}", data_converter=pydantic_data_converter)
         await wait_until_ready(raw)
         async with scripted_worker(raw, queue, [tool("message", type="result", text="two")]):
             handle = await raw.start_workflow(  # no retries needed: the server is ready

@@ -161,7 +161,7 @@ async def _reopen(tab: TaskBrowser, urls: list[str], active: int) -> list[str]:
         if (reason := await tab.policy.check(url)) is not None:
             failed.append(f"{url} ({reason})")
             return
-        with Watch(page) as watch:
+        async with Watch(page) as watch:
             try:
                 await page.goto(url, wait_until="load", timeout=NAV_TIMEOUT_MS)
             except Exception as exc:

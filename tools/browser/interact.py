@@ -81,7 +81,7 @@ async def click(args: ClickArgs, ctx: ToolContext) -> ToolOutcome:
         locator = await _locate(tab.page, args.ref)
         if locator is None:
             return _stale(args.ref)
-        with Watch(tab.page, tab) as watch:
+        async with Watch(tab.page, tab) as watch:
             try:
                 await locator.click(timeout=ACTION_TIMEOUT_MS)
             except Exception as exc:
@@ -101,7 +101,7 @@ async def type_text(args: InputArgs, ctx: ToolContext) -> ToolOutcome:
         locator = await _locate(tab.page, args.ref)
         if locator is None:
             return _stale(args.ref)
-        with Watch(tab.page, tab) as watch:
+        async with Watch(tab.page, tab) as watch:
             try:
                 tag = await locator.evaluate("element => element.tagName.toLowerCase()", timeout=ACTION_TIMEOUT_MS)
                 if tag == "select":
@@ -134,7 +134,7 @@ async def scroll(args: ScrollArgs, ctx: ToolContext) -> ToolOutcome:
         size = page.viewport_size or VIEWPORT
         before = await page.evaluate(_POSITION)
         step = args.amount * size["height"] * (1 if args.direction == "down" else -1)
-        with Watch(page, tab) as watch:
+        async with Watch(page, tab) as watch:
             # The wheel, at the middle of the view: it scrolls whatever scrolls there (the
             # window, or the panel of a page that scrolls inside an element).
             await page.mouse.move(size["width"] / 2, size["height"] / 2)

@@ -52,7 +52,7 @@ async def visit(args: VisitArgs, ctx: ToolContext) -> ToolOutcome:
         page = await tab.new_tab() if new else tab.page
         assert page is not None
         lead = [reopened]
-        with Watch(page) as watch:
+        async with Watch(page) as watch:
             try:
                 response = await page.goto(url, wait_until="load", timeout=NAV_TIMEOUT_MS)
             except Exception as exc:

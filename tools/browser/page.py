@@ -41,9 +41,11 @@ ACTION_TIMEOUT_MS = 5_000  # clicks, typing, reading the page
 NAV_TIMEOUT_MS = 20_000  # loading a page
 IDLE_WAIT_MS = 1_500  # after "load", how long to wait at most for the network to go quiet
 # After an action, for what it sets off to start: a navigation's first request comes at
-# once; a new tab takes 0.1 to 0.2 s to be announced on a busy machine, and is looked for
-# after this pause and a quiet spell (QUIET_S) at least.
-SETTLE_PAUSE_S = 0.2
+# once, a script's timers run within this pause (kept on the page's own clock). A window it
+# opens is known at once (Chromium's ``Page.windowOpen``) and waited on until its tab is
+# announced, which takes 0.1 s and more on a busy machine.
+SETTLE_PAUSE_MS = 200
+_PAUSE = "ms => new Promise(done => setTimeout(done, ms))"
 REQUEST_WAIT_S = 2.0  # at most this long for requests an action started (not navigations)
 QUIET_S = 0.1  # no request in flight for this long: the page is quiet
 SNAPSHOT_TRIES = 3
@@ -51,7 +53,7 @@ SNAPSHOT_TRIES = 3
 
 async def loaded(page: Page) -> None:
     """Wait for the page's ``load`` event (at most ``NAV_TIMEOUT_MS``), then for quiet."""
-    with Watch(page) as watch:
+    async with Watch(page) as watch:
         with contextlib.suppress(Exception):
             await page.wait_for_load_state("load", timeout=NAV_TIMEOUT_MS)
         await watch.quiet()
@@ -89,8 +91,12 @@ class Watch:
         self.navigating = False
         self.nav_done = asyncio.Event()
         self.new_tabs: list[Page] = []
+        self.opens_before = 0
+        self.tab_opened = asyncio.Event()
 
-    def __enter__(self) -> Watch:
+    async def __aenter__(self) -> Watch:
+        if self.tab is not None:
+            self.opens_before = await self.tab.windows_opened(self.page)
         self.page.on("request", self._request)
         self.page.on("requestfinished", self._finished)
         self.page.on("requestfailed", self._failed)
@@ -99,7 +105,7 @@ class Watch:
             self.tab.context.on("page", self._new_tab)
         return self
 
-    def __exit__(self, *_exc: object) -> None:
+    async def __aexit__(self, *_exc: object) -> None:
         with contextlib.suppress(Exception):  # the page closed meanwhile
             self.page.remove_listener("request", self._request)
             self.page.remove_listener("requestfinished", self._finished)
@@ -135,6 +141,7 @@ class Watch:
 
     def _new_tab(self, page: Page) -> None:
         self.new_tabs.append(page)
+        self.tab_opened.set()
 
     async def quiet(self, timeout_s: float = IDLE_WAIT_MS / 1000) -> None:
         """Wait until no request has been in flight for ``QUIET_S``, at most ``timeout_s``
@@ -154,7 +161,10 @@ class Watch:
     async def settle(self) -> Page | None:
         """Wait for what the action set off (see the module docstring). Returns the new tab
         it opened, now the active one, or None."""
-        await asyncio.sleep(SETTLE_PAUSE_S)
+        try:  # paused on the page's clock: a timer the action set for sooner has run by then
+            await asyncio.wait_for(self.page.evaluate(_PAUSE, SETTLE_PAUSE_MS), ACTION_TIMEOUT_MS / 1000)
+        except Exception:  # navigated away meanwhile, or hung
+            await asyncio.sleep(SETTLE_PAUSE_MS / 1000)
         if self.navigating:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.nav_done.wait(), NAV_TIMEOUT_MS / 1000)
@@ -163,6 +173,10 @@ class Watch:
             await self.quiet(REQUEST_WAIT_S)
         if self.tab is None:
             return None
+        if await self.tab.windows_opened(self.page) > self.opens_before and not self.new_tabs:
+            # Chromium said a window opens; its tab is announced once it is set up.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.tab_opened.wait(), ACTION_TIMEOUT_MS / 1000)
         opened = next((page for page in reversed(self.new_tabs) if page in self.tab.pages), None)
         if opened is not None:
             self.tab.active = self.tab.pages.index(opened)

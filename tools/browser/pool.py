@@ -246,7 +246,7 @@ class BrowserPool:
         assert isinstance(owner, _Throwaway)
         try:
             page = await context.new_page()
-            with Watch(page) as watch:
+            async with Watch(page) as watch:
                 try:
                     response = await page.goto(url, wait_until="load", timeout=timeout_ms)
                 except Exception as exc:

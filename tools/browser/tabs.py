@@ -44,6 +44,7 @@ class TaskBrowser:
         self.last_used = time.monotonic()
         self.closed = False
         self._notes: list[str] = []
+        self._opens: dict[Page, list[int]] = {}  # windows each tab asked Chromium to open
         context.on("page", self._adopt)
 
     @property
@@ -67,6 +68,20 @@ class TaskBrowser:
         self._adopt(page)
         self.active = self.pages.index(page)
         return page
+
+    async def windows_opened(self, page: Page) -> int:
+        """How many windows ``page`` has opened (``window.open``, a link or form with a
+        target) since it was first asked: Chromium says so at once, long before the
+        new tab is announced."""
+        if page.is_closed():
+            return 0
+        if page not in self._opens:
+            count = self._opens[page] = [0]
+            with contextlib.suppress(Exception):  # it closed meanwhile: it opens nothing more
+                session = await self.context.new_cdp_session(page)
+                session.on("Page.windowOpen", lambda _event: count.__setitem__(0, count[0] + 1))
+                await session.send("Page.enable")
+        return self._opens[page][0]
 
     async def close_pages(self) -> None:
         """Close every tab (the context, its cookies and routes stay)."""
@@ -106,6 +121,7 @@ class TaskBrowser:
             return
         index = self.pages.index(page)
         self.pages.remove(page)
+        self._opens.pop(page, None)
         if index < self.active or self.active >= len(self.pages):
             self.active = max(0, self.active - 1)
 
