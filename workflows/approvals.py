@@ -125,17 +125,19 @@ def payload_for(pending: PendingApproval, approved: bool = True, **extra: Any) -
 
 def approval_details(pending: PendingApproval, shown: str, workflow_id: str) -> str:
     """The Temporal UI's current details of a task waiting for ``pending``: the call ``shown`` in full (code, so Markdown cannot alter them), its danger and why, and how
-    to decide it: the update's payload, and the same from a terminal."""
+    to decide it: the update's payload, and the same from a terminal (broken into short
+    lines: the UI does not wrap code)."""
     why = f"{pending.danger}: {pending.reason}"
-    update = (f"temporal workflow update execute --workflow-id {shlex.quote(workflow_id)} --name decide "
-              f"--input {shlex.quote(payload_for(pending))}")
+    update = (f"temporal workflow update execute \\\n  --workflow-id {shlex.quote(workflow_id)} --name decide \\\n"
+              f"  --input {shlex.quote(payload_for(pending))}")
     lines = [
         code_span(f"waiting_approval: {pending.tool}"), "", code_block(shown), "", f"Why it asks: {code_span(why)}", "",
-        "To approve: More Actions → Send an Update → `decide`, with this payload "
+        "To approve here: More Actions → Send an Update; Name `decide`; press Random UUID (without an "
+        "Update ID the dialog sends nothing); Data: this payload "
         '(`"approved": false` denies; add `"reason"` and `"decided_by"` to say why and who):',
         "", code_block(payload_for(pending)), "",
-        "or from a terminal:", "", code_block(f"{update}\npython starter.py approve {shlex.quote(workflow_id)} "
-                                              f"--call {shlex.quote(pending.call_id)}"),
+        "or from a terminal:", "", code_block(f"{update}\npython starter.py approve {shlex.quote(workflow_id)} \\\n"
+                                              f"  --call {shlex.quote(pending.call_id)}"),
     ]
     if pending.rule:
         lines += ["", f'`"remember": true` with an approval also allows {code_span(pending.rule)} '

@@ -239,11 +239,48 @@ async def test_a_task_waiting_for_approval_shows_running_and_the_pending_call(
     digest = (await tasks.waiting.query("status"))["pending_approval"]["digest"]
     assert shown[:3] == ["waiting_approval: shell", f"{PENDING}\n", "dangerous: deletes recursively or by force (rm)"]
     assert f'{{"approved": true, "digest": "{digest}"}}\n' in shown
-    assert any(text.startswith(f"temporal workflow update execute --workflow-id {tasks.waiting.id} --name decide")
+    assert any(text.startswith(f"temporal workflow update execute \\\n  --workflow-id {tasks.waiting.id} --name decide")
                for text in shown)
     await expect(page.frame_locator('iframe#user-metadata-current-details').get_by_text(
         "More Actions → Send an Update")).to_be_visible(timeout=TIMEOUT_MS)
     await page.screenshot(path=screenshots / "waiting-task-current-details.png")
+
+
+async def test_a_person_approves_a_call_by_following_the_current_details_in_the_dialog(
+    ui_server, module_data_dir, tmp_path, page: Page, screenshots
+):
+    """What the current details say, done by clicking: More Actions → Send an Update, the
+    ``decide`` update, Random UUID (the dialog sends nothing without an Update ID), the
+    payload shown; the task then runs the call and finishes."""
+    client, base = ui_server[0].client, ui_server[1]
+    queue = f"ui-{uuid.uuid4().hex[:8]}"
+    steps = [tool("shell", command="rm -rf build"), tool("message", type="result", text="cleaned")]
+    (tmp_path / "build").mkdir()
+    async with scripted_worker(client, queue, steps) as model:
+        handle = await started(client, queue, make_input(tmp_path, "Clean the build"))
+        await wait_for_state(handle, TaskState.WAITING_APPROVAL)
+        await page.goto(f"{base}/namespaces/default/workflows/{handle.id}")
+        await page.get_by_test_id("user-metadata-tab").click()
+        details = page.frame_locator('iframe#user-metadata-current-details')
+        await expect(details.get_by_text("press Random UUID")).to_be_visible(timeout=TIMEOUT_MS)
+        payload = next(text.strip() for text in await details.locator("code").all_inner_texts()
+                       if text.startswith('{"approved"'))
+
+        await page.get_by_role("button", name="More Actions").click()
+        await page.get_by_role("menuitem", name="Send an Update").click()
+        dialog = page.locator("#modal-content-update-confirmation-modal").locator("visible=true")
+        await page.get_by_test_id("update-select-button").locator("visible=true").click()
+        await page.locator("#update-select-select").get_by_role("option").filter(has_text="decide").first.click()
+        await page.get_by_role("button", name="Random UUID").locator("visible=true").click()
+        await dialog.locator(".cm-content").click()
+        await page.keyboard.insert_text(payload)
+        await page.screenshot(path=screenshots / "send-update-dialog.png")
+        await page.get_by_role("button", name="Submit").locator("visible=true").click()
+
+        outcome = await outcome_of(handle)
+        model.assert_consumed()
+    assert outcome.status == TaskState.DONE and outcome.final_text == "cleaned"
+    assert not (tmp_path / "build").exists()
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shlex
 import subprocess
 
 import pytest
@@ -115,18 +117,30 @@ async def test_decide_with_a_malformed_payload_is_refused_in_one_line_naming_the
 
 
 async def test_the_current_details_of_a_waiting_task_say_why_and_how_to_approve(client, task_queue, workspace):
-    async with scripted_worker(client, task_queue, [tool("shell", command="git push --force origin __main__")]):
+    steps = [tool("shell", command="git push --force origin __main__"), tool("message", type="result", text="pushed")]
+    async with scripted_worker(client, task_queue, steps):
         handle = await start(client, task_queue, make_input(workspace))
         status = await wait_for_state(handle, TaskState.WAITING_APPROVAL)
         # What the UI shows as the current details: the SDK's built-in metadata query.
         metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
         details = metadata.current_details
-        await handle.terminate("seen enough")
+        # The terminal command shown, run as shown (its lines are short: the UI does not wrap code).
+        block = details.split("or from a terminal:\n\n```\n", 1)[1].split("```", 1)[0]
+        command = block.split("\npython starter.py")[0]
+        assert command.startswith(f"temporal workflow update execute \\\n  --workflow-id {handle.id} --name decide")
+        assert max(map(len, block.splitlines())) <= 100, block
+        address = client.service_client.config.target_host
+        shown = await asyncio.to_thread(
+            subprocess.run, ["bash", "-c", command.replace("temporal ", f"{shlex.quote(temporal_cli())} ", 1)],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "TEMPORAL_ADDRESS": address})
+        assert shown.returncode == 0, shown.stderr
+        outcome = await outcome_of(handle)
+    assert outcome.status == TaskState.DONE and outcome.final_text == "pushed"
     digest = status.pending_approval.digest
     assert "```\ngit push --force origin __main__\n```" in details
     assert "pushes to a remote, forcing, deleting or pushing all (git push --force)" in details
     assert f'{{"approved": true, "digest": "{digest}"}}' in details
-    assert f"temporal workflow update execute --workflow-id {handle.id} --name decide" in details
+    assert "press Random UUID" in details
     assert "shell(git push origin --force)" in details  # what "remember" would allow: exactly this
     # Every signal, update and query says what it does and what it takes.
     definition = metadata.definition
