@@ -1,4 +1,4 @@
-"""The command line: ``python starter.py --help`` lists the commands (README, The CLI).
+"""The command line: ``python starter.py --help`` lists the commands (docs/cli.md).
 
 This file builds the parser from the command modules (``cli.commands.COMMANDS``, each with
 ``register`` and ``run``: see ``cli/__init__.py``), runs the one asked for, and turns the

@@ -1,7 +1,7 @@
 """A worker process for the task queue: `python worker.py`.
 
 Runs the task workflow and the LLM and tool activities. The composition root: it reads
-this process's environment once (``load_settings``, see README) and hands each
+this process's environment once (``load_settings``, see docs/settings.md) and hands each
 service its settings.
 """
 

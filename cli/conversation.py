@@ -9,7 +9,7 @@ asked then is withdrawn: an approval asked is declined) and returns the prompt o
 task has taken it; a second leaves, saying how to come back. Every other key is read by the
 conversation too (cli/typeahead.py): what is typed while a task runs is queued, shown as
 queued and sent when the turn ends; Ctrl-D leaves at once, even while a task runs; Enter
-alone shows what the task did since the prompt came back, to its end. README, Conversations.
+alone shows what the task did since the prompt came back, to its end. docs/cli.md, Conversations.
 """
 
 from __future__ import annotations

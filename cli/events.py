@@ -1,5 +1,5 @@
 """The task as a stream of JSON events (``watch ID --json``), one object per line, each with
-a stable ``type`` in the spirit of seed 001: the table of types and fields is the README's
+a stable ``type`` in the spirit of seed 001: the table of types and fields is docs/cli.md's
 (Events for programs). ``thread.started`` comes first and ``task.completed`` last.
 
 A turn's usage is what its model call used (as the history records it), plus what a sub-agent it

@@ -33,7 +33,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                         help="let the task's tools reach the network: shell commands, fetch_url, search, the browser, "
                         "its own HTTP MCP servers (all are cut off by default)")
     parser.add_argument("--context-window", type=positive_int, metavar="TOKENS",
-                        help="the model's context window (default: from the model table, see README)")
+                        help="the model's context window (default: from the model table, see docs/providers.md)")
     parser.add_argument("--provider-wait", type=seconds, default=1800.0, metavar="SECONDS",
                         help="how long a task waits out a model that is down before failing (default: 1800)")
     parser.add_argument("--cost-limit", type=amount, metavar="USD", help="fail the task when it spends more")
@@ -47,7 +47,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--failover-after", type=positive_int, default=3, metavar="N",
                         help="failed attempts on one model before the next in the chain (default: 3)")
     parser.add_argument("--mcp-config", metavar="FILE",
-                        help="MCP servers whose tools the task may use, in the mcpServers JSON format (see README)")
+                        help="MCP servers whose tools the task may use, in the mcpServers JSON format (see docs/mcp.md)")
     parser.add_argument("--tools", type=name_list, metavar="NAMES",
                         help="the tools offered: comma-separated names or globs, built-in or mcp__SERVER__TOOL "
                         "(default: the default tools and every MCP tool)")

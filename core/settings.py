@@ -2,9 +2,9 @@
 
 The entry points build ``Settings.from_env`` from the process's environment and hand each
 service its group; nothing below them reads the environment (issue 29). Each field names
-its variable (``var``); ``variables()`` lists them for the README check. Unset or empty
-keeps the default; a bad value is a ValueError naming the variable, so a worker refuses to
-start in one line. Plain dataclasses, not pydantic: settings never cross a Temporal
+its variable (``var``); ``variables()`` lists them, and docs/configuration.md's table is
+generated from the fields (``python -m benchmarks.docs``). Unset or empty keeps the default;
+a bad value is a ValueError naming the variable, so a worker refuses to start in one line. Plain dataclasses, not pydantic: settings never cross a Temporal
 boundary and each rule is a line here. They sit on the bottom floor so that ``tools/`` and
 ``providers/``, siblings of ``runtime/``, can take their group; ``runtime/settings.py``
 reads the process's environment. How they flow, and how to add one: docs/settings.md.

@@ -133,7 +133,7 @@ async def ensure_search_attributes(client: Client, *, register: bool) -> bool:
     """True when every search attribute the project uses is registered in the namespace.
 
     On the embedded server missing ones are registered; on a real cluster they are
-    only checked (registering needs operator rights: see README), and tasks started
+    only checked (registering needs operator rights: see docs/deployment.md), and tasks started
     without them simply do not set search attributes. ``register``: ``is_embedded``.
     """
     try:

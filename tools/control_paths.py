@@ -10,7 +10,7 @@ could write any of them without a parser ever seeing it, so they are listed here
 and enforced by construction (with the directory ``core.hooksPath`` names in ``.git/config``,
 wherever it is in the workspace): the sandbox binds them read-only (``guard``, used by
 ``tools/shell.py``), the file tool refuses them (``named``), the shell classifier asks before a
-command that names one as a write target, and README.md lists them (``readme_lines``; a test
+command that names one as a write target, and docs/safety.md lists them (``readme_lines``; a test
 keeps the two equal).
 
 A missing control path cannot be bound as it is: a command could create it. For the ones read
@@ -240,5 +240,5 @@ def release(box: Guard) -> list[str]:
 
 
 def readme_lines() -> list[str]:
-    """The list README.md shows (a test checks it is the same)."""
+    """The list docs/safety.md shows (``python -m benchmarks.docs`` writes it; a test checks it)."""
     return [f"- `{c.path}`: {c.why}" for c in CONTROL_PATHS]

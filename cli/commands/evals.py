@@ -26,7 +26,7 @@ from temporal.client import connect, is_embedded
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("eval", help="run a suite of eval cases, K trials each: pass@k, pass^k and a report")
-    s.add_argument("suite", help="the suite file (TOML or JSON; see README, Evals)")
+    s.add_argument("suite", help="the suite file (TOML or JSON; see docs/evals.md)")
     s.add_argument("--trials", type=positive_int, default=1, metavar="K", help="trials per case (default: 1)")
     s.add_argument("--k", type=positive_int, help="pass@k and pass^k at this k (default: --trials)")
     s.add_argument("--concurrency", type=positive_int, default=4, metavar="N", help="trials at once (default: 4)")

@@ -13,7 +13,7 @@ from contracts.task import TaskState
 def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("watch", help="follow a task")
     s.add_argument("id")
-    s.add_argument("--json", action="store_true", help="one JSON event per line (see README)")
+    s.add_argument("--json", action="store_true", help="one JSON event per line (see docs/cli.md)")
     s.add_argument("--verbose", action="store_true", help="also show what was written for the model alone "
                    "(the engine's reminders, the message a Ctrl-C sends)")
     s.set_defaults(run=run)

@@ -1,5 +1,5 @@
 """Settings: every variable read once into its group, bad values named, secrets kept out of
-``repr``, and every variable in the README."""
+``repr``, and every variable in docs/configuration.md's generated table."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import docs
 from core.settings import (
     PROVIDER_MODES,
     SEARCH_BACKENDS,
@@ -26,7 +27,7 @@ from providers.factory import MODES
 from providers.settings import ProviderSettings as ProvidersOwn
 from tools.search import BACKENDS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_unset_variables_keep_the_defaults():
@@ -123,10 +124,31 @@ def _named_in(text: str, name: str) -> bool:
     return re.search(rf"(?<![A-Z0-9_]){re.escape(name)}(?![A-Z0-9_])", text) is not None
 
 
-def test_every_variable_the_settings_read_is_in_the_readme():
-    text = README.read_text(encoding="utf-8")
-    missing = [name for name in variables() if not _named_in(text, name)]
-    assert not missing, f"README.md does not name these variables: {', '.join(missing)}"
+def test_the_configuration_page_lists_every_variable_the_settings_read():
+    written = docs.written(docs.named("variables"), ROOT)
+    assert written is not None, "docs/configuration.md has no generated table of variables"
+    assert written == docs.env_table(), f"docs/configuration.md's table of variables is stale: run {docs.REGENERATE}"
+    missing = [name for name in variables() if not _named_in(written, name)]
+    assert not missing, f"docs/configuration.md does not name these variables: {', '.join(missing)}"
+
+
+def test_the_table_shows_each_default_the_code_has():
+    table = docs.env_table()
+    assert "| `AGENT_SHELL_MAX_PROCS` | processes and threads of one command | `256` |" in table
+    assert "| `AGENT_NETWORK_ALLOW` |" in table and "| `public` |" in table
+    assert f"| `{SECRET_PREFIX}<NAME>` |" in table
+
+
+def test_a_variable_with_no_description_stops_the_table(monkeypatch):
+    monkeypatch.delitem(docs.VARIABLES, "AGENT_SANDBOX")
+    with pytest.raises(KeyError, match="AGENT_SANDBOX has no line"):
+        docs.env_table()
+
+
+def test_a_default_in_words_is_refused_where_the_code_has_one(monkeypatch):
+    monkeypatch.setitem(docs.VARIABLES, "AGENT_SANDBOX", ("the sandbox", "whatever"))
+    with pytest.raises(ValueError, match="AGENT_SANDBOX: give its default in words"):
+        docs.env_table()
 
 
 def test_an_embeddings_endpoint_needs_its_model():

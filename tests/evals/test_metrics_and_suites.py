@@ -157,9 +157,9 @@ async def test_the_routed_server_answers_each_workspace_from_its_own_script_and_
             assert "a2" in answer["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
 
 
-def test_the_readme_example_case_is_a_valid_suite(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    example = readme.split("## Evals", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+def test_the_docs_example_case_is_a_valid_suite(tmp_path):
+    page = (ROOT / "docs" / "evals.md").read_text()
+    example = page.split("```toml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "example.toml").write_text(example)
     (case,) = load_suite(tmp_path / "example.toml").cases
     assert case.name == "fix-failing-test" and case.script and case.interjections and case.replies

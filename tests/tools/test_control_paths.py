@@ -1,29 +1,28 @@
-"""Control files (``tools/control_paths.py``) without a sandbox: the list README.md shows, which
+"""Control files (``tools/control_paths.py``) without a sandbox: the list docs/safety.md shows, which
 paths are control files by name, the file tool's refusal, and the gate asking before a command
 or a write that names one. What a sandboxed command can do to them is in
 ``tests/tools/test_sandbox_control.py``."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
+from benchmarks import docs
 from tests import configured
 from tools import control_paths
 from tools.base import Danger
 from tools.file import FileArgs, classify, file_tool
 from tools.shell_policy import classify_command
 
-README = Path(__file__).parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_readme_lists_exactly_the_control_paths():
-    text = README.read_text(encoding="utf-8")
-    block = re.search(r"<!-- control-paths:[^\n]*-->\n(.*?)\n<!-- /control-paths -->", text, re.S)
-    assert block is not None, "README.md has no control-paths list"
-    assert block.group(1).splitlines() == control_paths.readme_lines()
+def test_the_safety_page_lists_exactly_the_control_paths():
+    written = docs.written(docs.named("control paths"), ROOT)
+    assert written is not None, "docs/safety.md has no generated control-paths list"
+    assert written.splitlines() == control_paths.readme_lines(), f"the list is stale: run {docs.REGENERATE}"
 
 
 @pytest.mark.parametrize("rel, expected", [

@@ -1,21 +1,20 @@
 """The gate's rules as rows with examples (issue 39): verified when the package is imported, a
-broken row fails that verification, the README's table is generated from them, and the package
+broken row fails that verification, docs/safety.md's table is generated from them, and the package
 stays rows plus the code that needs code."""
 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
 
+from benchmarks import docs
 from tools.shell_policy import classify_command
 from tools.shell_policy.rows import readme_table, row, verify
 from tools.shell_policy.table import ROWS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tools" / "shell_policy"
-README = PACKAGE.parents[1] / "README.md"
 
 
 def test_every_row_has_two_examples_that_match_and_one_that_does_not():
@@ -47,13 +46,10 @@ def test_a_broken_row_fails_the_import(monkeypatch):
         exec(source.rstrip().splitlines()[-1], {**vars(package), "ROWS": [*ROWS, broken]})
 
 
-def test_the_readme_lists_the_rows_by_kind():
-    text = README.read_text()
-    table = re.search(r"<!-- gate rows:[^\n]*-->\n(.*?)\n<!-- end of gate rows -->", text, re.S)
-    assert table is not None, "the README has no generated table of the gate's rows"
-    assert table.group(1) == readme_table(ROWS), (
-        "regenerate the README's table: python -c 'from tools.shell_policy.rows import readme_table; "
-        "from tools.shell_policy.table import ROWS; print(readme_table(ROWS))'")
+def test_the_safety_page_lists_the_rows_by_kind():
+    table = docs.written(docs.named("gate rows"), PACKAGE.parents[1])
+    assert table is not None, "docs/safety.md has no generated table of the gate's rows"
+    assert table == readme_table(ROWS), f"docs/safety.md's table of the gate's rows is stale: run {docs.REGENERATE}"
 def test_no_underscore_name_is_imported_across_the_package():
     for path in PACKAGE.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

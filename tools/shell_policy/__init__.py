@@ -14,7 +14,7 @@ sent over the network, and variables that name a command (``PAGER=``, a relative
 
 The rules are rows of data (``table.py``): a program, the subcommand or options it is about,
 the verdict, the reason a person reads, and examples that must match and must not, checked when
-this package is imported (``rows.py``); the README's approvals section lists them by kind. Code
+this package is imported (``rows.py``); docs/safety.md's approvals section lists them by kind. Code
 is left for what rows can't say: the walk (``walk.py``), wrappers and nested shells
 (``wrappers.py``), scripts and inline interpreter code (``scripts.py``), paths written or read
 (``paths.py``, ``writes.py``), requests, SQL and signals (``services.py``), and git, cloud CLIs
