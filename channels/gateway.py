@@ -40,7 +40,7 @@ from temporal.plugin import AgentPlugin
 from workflows.conversation import ConversationWorkflow
 
 # What each platform's adapter is built on: what to install when it is missing.
-LIBRARIES = {"matrix": "matrix-nio", "slack": "slack_sdk", "telegram": "python-telegram-bot"}
+LIBRARIES = {"matrix": "matrix-nio", "slack": "slack_sdk", "telegram": "python-telegram-bot", "webhook": "aiohttp"}
 
 _log = structlog.get_logger(__name__)
 
