@@ -57,6 +57,18 @@ def _activity_name(value: object, where: str) -> str:
     return defn.name
 
 
+def _value(node: ast.expr, namespace: dict[str, object], where: str) -> object:
+    """What the activity argument names as written: a string, a module-level name, or a dotted
+    reference (``SomeActivities.method``)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return namespace[node.id]
+    if isinstance(node, ast.Attribute):
+        return getattr(_value(node.value, namespace, where), node.attr)
+    raise AssertionError(f"{where}: an activity named by an expression this test cannot read")
+
+
 def called_in_source(cls: type) -> dict[str, str]:
     """Activity name -> where ``cls`` (and the workflow modules it imports) calls it."""
     called = {}
@@ -68,9 +80,7 @@ def called_in_source(cls: type) -> dict[str, str]:
                 continue
             where = f"{module}:{node.lineno}"
             assert node.args, f"{where}: the activity is not the first argument"
-            # The target as written: a constant, a module-level name, or a dotted reference.
-            target = eval(compile(ast.Expression(node.args[0]), where, "eval"), dict(namespace))  # noqa: S307
-            called[_activity_name(target, where)] = where
+            called[_activity_name(_value(node.args[0], namespace, where), where)] = where
     return called
 
 
