@@ -1,8 +1,9 @@
 """A worker process for the task queue: `python worker.py`.
 
 Runs the task workflow and the LLM and tool activities. The composition root: it reads
-this process's environment once (``load_settings``, see README) and hands each
-service its settings.
+this process's environment once (``load_settings``, see README), builds the services the
+activities share (``TaskServices``) and hands them to the activities of its plugin
+(``task_plugin``: temporal/plugin.py's ``AgentPlugin``, the one way a worker is built).
 """
 
 from __future__ import annotations
