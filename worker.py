@@ -1,8 +1,9 @@
 """A worker process for the task queue: `python worker.py`.
 
 Runs the task workflow and the LLM and tool activities. The composition root: it reads
-this process's environment once (``load_settings``, see docs/settings.md) and hands each
-service its settings.
+this process's environment once (``load_settings``, see docs/settings.md), builds the services the
+activities share (``TaskServices``) and hands them to the activities of its plugin
+(``task_plugin``: temporal/plugin.py's ``AgentPlugin``, the one way a worker is built).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
 from activities import metrics as activity_metrics
 from activities.attachments import AttachmentActivities
@@ -52,7 +52,7 @@ from temporal.client import TemporalUnavailable, connect
 from temporal.connection import add_options as add_connection_options
 from temporal.connection import given, resolve
 from temporal.metrics import approvals_waiting, declare, metrics_runtime
-from temporal.sandbox import LeanSandboxedWorkflowRunner
+from temporal.plugin import AgentPlugin
 from temporal.server import ServerError
 from temporal.tracing import shutdown_tracing
 from tools import egress, sandbox
@@ -92,18 +92,6 @@ def check_egress(settings: EgressSettings) -> None:
     egress.allow_list(settings.network_allow)
 
 
-# Our own packages are deterministic by construction (workflows/ does no I/O, reads no clock;
-# the before-stop check greps for it), so the sandbox may share them instead of re-executing
-# them for every workflow instance, which dominated the worker's CPU with many short tasks.
-SANDBOX_RESTRICTIONS = SandboxRestrictions.default.with_passthrough_modules(
-    "core", "contracts", "workflows", "activities", "providers", "tools", "prompts", "temporal", "runtime",
-    "pydantic", "structlog", "httpx",
-)
-# The SDK's sandbox, looking up payload serialization contexts without re-entering it
-# (temporal/sandbox.py says why: it was the largest part of the worker's CPU per turn).
-WORKFLOW_RUNNER = LeanSandboxedWorkflowRunner(restrictions=SANDBOX_RESTRICTIONS)
-
-
 def workflow_context(client: Client) -> ContextSource:
     """How a worker reads entries its store lacks: the ``model_context`` query of the task's run."""
 
@@ -124,6 +112,57 @@ def workflow_mcp_tools(client: Client) -> ToolsSource:
     return fetch
 
 
+@dataclass
+class TaskServices:
+    """What the task activities share, built once per worker and injected into them; closed
+    with the worker (``AgentWorker``)."""
+
+    store: Store
+    secrets: SecretStore
+    mcp: McpSessions  # MCP servers: started on first use, shared by every task this worker serves
+    browsers: BrowserPool  # Chromium starts on the first browser call
+    commands_out: CommandEgress  # shell commands' one way out: listens from the first
+    catalog: McpCatalog
+    audit: AuditLog
+
+    @classmethod
+    def build(cls, client: Client, config: Settings, store: Store | ContextStore | None = None) -> TaskServices:
+        check_egress(config.egress)
+        store = as_store(store) if store is not None else open_store(config.store, config.paths)
+        secrets = SecretStore.from_settings(config.secrets)
+        mcp = McpSessions(secrets, worker_mcp_servers(config), log_dir=data_dir(config.paths) / "mcp",
+                          egress=config.egress)
+        return cls(store=store, secrets=secrets, mcp=mcp, browsers=BrowserPool(config.browser),
+                   commands_out=CommandEgress(config.egress), catalog=McpCatalog(workflow_mcp_tools(client)),
+                   audit=AuditLog(default_audit_path(config.paths), secrets))
+
+
+def task_plugin(
+    client: Client,
+    services: TaskServices,
+    config: Settings,
+    *,
+    own_queue: str,
+    settings: ProviderSettings | None = None,
+    local_tools: bool | None = None,
+) -> AgentPlugin:
+    """The task worker's plugin: ``AgentTaskWorkflow`` and every activity it calls, built from
+    ``services`` (``tests/test_registration.py`` checks each activity a workflow names is here)."""
+    settings = ProviderSettings(**asdict(config.providers)) if settings is None else settings
+    if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
+        local_tools = config.worker.local_tools
+    s = services
+    llm = LlmActivities(settings, s.store, s.secrets, history=workflow_context(client), own_queue=own_queue,
+                        mcp=s.catalog, local_tools=local_tools, tables=config.models)
+    tools = ToolActivities(s.store, s.secrets, config, s.audit, mcp=McpToolRunner(s.mcp), browsers=s.browsers,
+                           command_egress=s.commands_out)
+    sessions = SessionActivities(s.store)
+    activities = [llm.call_llm, tools.run_tool, tools.redact_text, tools.close_browser, sessions.load_session,
+                  sessions.record_session, PromptActivities(s.store, s.secrets, config).prompt_context,
+                  McpActivities(s.mcp, s.catalog).list_tools, AttachmentActivities(s.store).save_attachments]
+    return AgentPlugin("tasks", workflows=[AgentTaskWorkflow], activities=activities, codec=config.codec)
+
+
 def build_worker(
     client: Client,
     *,
@@ -136,33 +175,13 @@ def build_worker(
     config: Settings,
 ) -> AgentWorker:
     # The composition root: stores, secrets and settings are built once here and injected.
-    check_egress(config.egress)
-    store = as_store(store) if store is not None else open_store(config.store, config.paths)
-    secrets = SecretStore.from_settings(config.secrets)
-    settings = ProviderSettings(**asdict(config.providers)) if settings is None else settings
+    services = TaskServices.build(client, config, store)
     shared = queue or task_queue(config.temporal)
     # Temporal's own form (pid@host), made unique: it is in every event a worker completes,
     # and with the queue name below in every activity a task schedules, so it is kept short.
     identity = f"{os.getpid()}@{socket.gethostname()}.{uuid.uuid4().hex[:4]}"
     own = f"{shared}@{identity}"  # this worker alone: a task's later calls prefer it (warm cache)
-    # MCP servers: started on first use, shared by every task this worker serves, stopped with it.
-    mcp = McpSessions(secrets, worker_mcp_servers(config), log_dir=data_dir(config.paths) / "mcp", egress=config.egress)
-    browsers = BrowserPool(config.browser)  # Chromium starts on the first browser call
-    commands_out = CommandEgress(config.egress)  # shell commands' one way out: listens from the first
-    catalog = McpCatalog(workflow_mcp_tools(client))
-    if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
-        local_tools = config.worker.local_tools
-    llm = LlmActivities(settings, store, secrets, history=workflow_context(client), own_queue=own, mcp=catalog,
-                        local_tools=local_tools, tables=config.models)
-    audit = AuditLog(default_audit_path(config.paths), secrets)
-    tools = ToolActivities(store, secrets, config, audit, mcp=McpToolRunner(mcp), browsers=browsers,
-                           command_egress=commands_out)
-    mcp_listing = McpActivities(mcp, catalog)
-    sessions = SessionActivities(store)
-    prompt = PromptActivities(store, secrets, config)
-    activities = [llm.call_llm, tools.run_tool, tools.redact_text, tools.close_browser, sessions.load_session,
-                  sessions.record_session, prompt.prompt_context, mcp_listing.list_tools,
-                  AttachmentActivities(store).save_attachments]
+    plugin = task_plugin(client, services, config, own_queue=own, settings=settings, local_tools=local_tools)
     options: dict[str, Any] = dict(
         max_concurrent_activities=max_concurrent_activities,
         # Heartbeats carry cancellation (stop, interjection) to running activities, and the
@@ -180,12 +199,9 @@ def build_worker(
     # is 10 s; the CLI also unpins a task it gets no answer for: cli/workers.py).
     shared_options = dict(options, sticky_queue_schedule_to_start_timeout=STICKY_WAIT)
     return AgentWorker(
-        Worker(client, task_queue=shared, workflows=[AgentTaskWorkflow], workflow_runner=WORKFLOW_RUNNER,
-               activities=activities, **shared_options),
-        Worker(client, task_queue=own, activities=activities, **options),
-        mcp,
-        browsers,
-        commands_out,
+        Worker(client, task_queue=shared, plugins=[plugin], **shared_options),
+        Worker(client, task_queue=own, plugins=[plugin.activities_only()], **options),
+        services,
     )
 
 
@@ -194,11 +210,8 @@ class AgentWorker:
     this worker's own queue (activities only), which the calls of a task it has served go to
     first: Temporal's worker-specific task queues, for a warm context cache."""
 
-    def __init__(
-        self, shared: Worker, own: Worker, mcp: McpSessions, browsers: BrowserPool, commands_out: CommandEgress
-    ) -> None:
-        self.shared, self.own, self.mcp, self.browsers = shared, own, mcp, browsers
-        self.commands_out = commands_out
+    def __init__(self, shared: Worker, own: Worker, services: TaskServices) -> None:
+        self.shared, self.own, self.services = shared, own, services
 
     async def run(self) -> None:
         try:
@@ -210,10 +223,10 @@ class AgentWorker:
         """Stop this worker's MCP servers, its browser and its commands' proxy, once nothing runs
         that could use them."""
         try:
-            await self.mcp.close()
+            await self.services.mcp.close()
         finally:
-            self.commands_out.close()
-            await self.browsers.close_all()
+            self.services.commands_out.close()
+            await self.services.browsers.close_all()
 
     async def shutdown(self) -> None:
         await asyncio.gather(self.shared.shutdown(), self.own.shutdown())

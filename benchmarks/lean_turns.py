@@ -64,8 +64,9 @@ with workflow.unsafe.imports_passed_through():
     from core.entries import Entry, ToolResult
     from runtime.settings import load_settings
     from runtime.store import ContextStore
+    from temporal.plugin import SANDBOX_RESTRICTIONS
     from temporal.server import NO_EAGER_ACTIVITIES, start_local_env
-    from worker import SANDBOX_RESTRICTIONS, build_worker
+    from worker import build_worker
     from workflows.search_attributes import initial_search_attributes
     from workflows.task import AgentTaskWorkflow
 

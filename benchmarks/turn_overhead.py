@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from runtime.secrets import SecretStore
     from runtime.settings import load_settings
     from runtime.store import ContextStore
+    from temporal.plugin import AgentPlugin
     from temporal.server import start_local_env
     from tools.base import ToolOutcome
     from workflows.task import AgentTaskWorkflow
@@ -126,11 +127,11 @@ async def main(turns: int, repeat: int) -> None:
                         llm = LlmActivities(ProviderSettings(openai_base_url=model.url), store, secrets,
                                             tables=config.models)
                         tools = ToolActivities(store, secrets, config)
-                        async with Worker(
-                            env.client, task_queue=queue,
-                            workflows=[AgentTaskWorkflow, FloorWorkflow, NoopFloorWorkflow],
-                            activities=[llm.call_llm, tools.run_tool, tools.redact_text, noop, PromptActivities(store, secrets, config).prompt_context],
-                        ):
+                        plugin = AgentPlugin(  # the runner, converter and interceptors of every worker of ours
+                            "bench", workflows=[AgentTaskWorkflow, FloorWorkflow, NoopFloorWorkflow],
+                            activities=[llm.call_llm, tools.run_tool, tools.redact_text, noop,
+                                        PromptActivities(store, secrets, config).prompt_context])
+                        async with Worker(env.client, task_queue=queue, plugins=[plugin]):
                             if kind == "agent":
                                 agent_s.append(await timed(run_agent(env.client, queue, ws, turns)))
                             elif kind == "floor":

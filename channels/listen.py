@@ -1,8 +1,9 @@
 """One local HTTP endpoint for the platforms that push events to us (Slack's Events API and
-interactivity, Telegram's webhook): an aiohttp server that runs until its task is cancelled.
+interactivity, Telegram's webhook, our signed webhooks): an aiohttp server that runs until its
+task is cancelled. The gateway's one inbound HTTP stack.
 
-aiohttp is already what slack_sdk's async client and Socket Mode stand on, so this adds no
-server stack. ``ready`` is set with the bound URL once it listens (port 0 picks a free one).
+aiohttp is already what slack_sdk's async client and Socket Mode and matrix-nio stand on, so
+this adds no server stack. ``ready`` is set with the bound URL once it listens (port 0 picks a free one).
 """
 
 from __future__ import annotations

@@ -22,15 +22,12 @@ from collections.abc import Mapping
 
 import httpx
 import structlog
-import uvicorn
+from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from channels.base import Deliver, RateLimited
 from channels.config import ChannelConfig
+from channels.listen import Endpoint
 from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
 TOLERANCE_S = 300
@@ -93,32 +90,29 @@ class WebhookAdapter:
         self.secret, self.host, self.port = settings.secret, settings.host, settings.port
         self.callback_url = settings.callback_url
         self.http = httpx.AsyncClient(timeout=30)
-        self.server: uvicorn.Server | None = None
+        self.endpoint = Endpoint(self.host, self.port, "/")  # the gateway's one HTTP server stack (aiohttp)
 
     async def receive(self, deliver: Deliver) -> None:
-        async def inbound(request: Request) -> JSONResponse:
-            body = await request.body()
+        async def inbound(request: web.Request) -> web.Response:
+            body = await request.read()
             problem = signature_problem(self.secret, request.headers, body)
             if problem:
                 _log.warning("refused a webhook call", channel=self.name, problem=problem)
-                return JSONResponse({"error": problem}, status_code=401)
+                return web.json_response({"error": problem}, status=401)
             try:
                 event = WebhookEvent.model_validate_json(body)
             except ValidationError as err:
-                return JSONResponse({"error": err.errors()[0]["msg"]}, status_code=400)
+                return web.json_response({"error": err.errors()[0]["msg"]}, status=400)
             if not self.config.allows(event.author):
                 _log.warning("ignored a message from a user who is not allowed", channel=self.name, user=event.author)
-                return JSONResponse({"error": f"{event.author} may not talk to the agent"}, status_code=403)
+                return web.json_response({"error": f"{event.author} may not talk to the agent"}, status=403)
             chat = ChatRef(channel=self.name, conversation=event.conversation, thread=event.thread)
             await deliver(InboundMessage(
                 event_id=event.id, chat=chat, author=event.author, text=event.text, reaction=event.reaction,
                 reply_to=event.reply_to))
-            return JSONResponse({"accepted": event.id}, status_code=202)  # Temporal has it
+            return web.json_response({"accepted": event.id}, status=202)  # Temporal has it
 
-        app = Starlette(routes=[Route("/", inbound, methods=["POST"])])
-        self.server = uvicorn.Server(uvicorn.Config(app, host=self.host, port=self.port, log_level="warning",
-                                                    lifespan="off"))
-        await self.server.serve()
+        await self.endpoint.serve(inbound)  # until cancelled
 
     async def send(self, message: OutboundMessage) -> Delivered:
         if not self.callback_url:
@@ -136,8 +130,6 @@ class WebhookAdapter:
         return Delivered(message_ids=[str(answer.get("id") or message.key) if isinstance(answer, dict) else message.key])
 
     async def close(self) -> None:
-        if self.server is not None:
-            self.server.should_exit = True
         await self.http.aclose()
 
 

@@ -1,7 +1,8 @@
 """Which tools a task offers the model, and which of them it shows on a turn.
 
 Pure data and functions over tool names, so the workflow can read them without importing
-the tools; ``tests/tools/test_registry.py`` keeps them in step with what the tools declare.
+the tools. Which tools run as a child workflow or are hidden from sub-agents is declared once,
+in core/tool_args.py, for the tools and the workflow alike.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts.mcp import MCP_PREFIX, matches
+from core.tool_args import CHILD_WORKFLOW_TOOLS, NOT_FOR_SUBAGENTS
 from core.tool_outcome import BrowserState
 
 # The one default tool list: what a task offers when its input names none. Opt-in tools
@@ -21,10 +23,6 @@ DEFAULT_TOOLS = [
 # (``LoopState.browser``), so a task that never browses sees only ``visit``.
 PAGE_TOOLS = ("view", "click", "input", "scroll", "screenshot")
 BROWSER_TOOLS = ("visit", *PAGE_TOOLS)
-# What the tools declare (``for_subagents=False``, ``runs_in="child_workflow"``), as data the
-# workflow may read without importing the tools; a test keeps the two in step.
-NOT_FOR_SUBAGENTS = ("load_skill", "memory")
-CHILD_WORKFLOW_TOOLS = ("spawn",)
 
 
 def offered_names(

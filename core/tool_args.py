@@ -1,12 +1,19 @@
 """Argument models of the tools whose calls the engine itself reads: ``plan`` (the engine
 keeps the plan and reminds the model of it) and ``spawn`` (a sub-agent runs as a child
-workflow). Pure pydantic: the tools use them for validation, the workflow for state."""
+workflow). Pure pydantic: the tools use them for validation, the workflow for state. Here too, the one
+declaration of the tools the engine treats apart, read by the tools (``ToolDefinition.runs_in``,
+``for_subagents``) and by the workflow (``contracts.toolset.offered_names``) alike."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
+
+# A call of these runs as a child workflow (a sub-agent), never in the tool activity.
+CHILD_WORKFLOW_TOOLS = ("spawn",)
+# These only make sense with the full prompt: hidden from sub-agents, whose prompt is minimal.
+NOT_FOR_SUBAGENTS = ("load_skill", "memory")
 
 
 class StrictArgs(BaseModel):

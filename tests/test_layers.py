@@ -21,8 +21,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli", "benchmarks"),
     ("evals",),
     ("worker",),
-    ("activities",),
-    ("prompts", "temporal", "workflows", "channels"),
+    ("activities", "channels"),  # channels/: the adapters, and the gateway that runs them (a worker)
+    ("prompts", "temporal", "workflows"),
     ("contracts", "providers", "tools", "runtime", "fakes"),
     ("core",),
 ]

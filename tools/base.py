@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from core.coerce import schema_of
 from core.messages import ToolSpec
 from core.settings import Settings
-from core.tool_args import StrictArgs
+from core.tool_args import CHILD_WORKFLOW_TOOLS, NOT_FOR_SUBAGENTS, StrictArgs
 from core.tool_outcome import BrowserState, Danger, ToolOutcome
 
 if TYPE_CHECKING:
@@ -81,9 +81,6 @@ class ToolDefinition(Generic[ArgsT]):
     # reads and writes of the same content may; a command with effects may not (the model
     # is told it was interrupted instead). A function decides per call from the arguments.
     idempotent: bool | Callable[[ArgsT], bool] = False
-    # Where a call runs: "activity" (the tool activity runs the handler) or
-    # "child_workflow" (the engine runs a sub-agent; the handler only refuses).
-    runs_in: Literal["activity", "child_workflow"] = "activity"
     # Whether a call may run as a Temporal local activity (the same tool activity, on the
     # worker running the task's workflow): quick, in-process and read-only, so that a crash
     # cut off is simply run again. It costs one marker event instead of an activity's three
@@ -99,9 +96,6 @@ class ToolDefinition(Generic[ArgsT]):
     # reply (they read what no call beside them changes): they run together, each as its own
     # activity. A function decides per call from the arguments.
     parallel: bool | Callable[[ArgsT], bool] = False
-    # False for tools that only make sense with the full prompt (memory, skills): hidden
-    # from sub-agents, whose prompt is minimal.
-    for_subagents: bool = True
     # Keys of the arguments that name the call in an activity summary (the Temporal UI's
     # ``tool · shell · ls -la``); None: every argument but bulky contents.
     summary_keys: tuple[str, ...] | None = None
@@ -110,6 +104,20 @@ class ToolDefinition(Generic[ArgsT]):
     # For tools that bring outside content: the source to name when wrapping the output
     # as untrusted data (None: the output is not wrapped).
     untrusted_source: Callable[[dict[str, Any]], str | None] | None = None
+
+    @property
+    def runs_in(self) -> Literal["activity", "child_workflow"]:
+        """Where a call runs: "activity" (the tool activity runs the handler) or "child_workflow"
+        (the engine runs a sub-agent; the handler only refuses). Declared once, in
+        ``core.tool_args.CHILD_WORKFLOW_TOOLS``, which the workflow reads too."""
+        return "child_workflow" if self.name in CHILD_WORKFLOW_TOOLS else "activity"
+
+    @property
+    def for_subagents(self) -> bool:
+        """False for tools that only make sense with the full prompt (memory, skills): hidden
+        from sub-agents, whose prompt is minimal. Declared once, in
+        ``core.tool_args.NOT_FOR_SUBAGENTS``, which the workflow reads too."""
+        return self.name not in NOT_FOR_SUBAGENTS
 
     def summarize(self, arguments: dict[str, Any]) -> str:
         """The call's detail in one line, for the Temporal UI and the CLI."""

@@ -267,5 +267,4 @@ TOOL = ToolDefinition(
     parallel=True,  # when read-only: searches share one index (tests/tools/test_memory_search.py)
     classify=classify,
     compact_keys=("action",),
-    for_subagents=False,
 )

@@ -242,5 +242,4 @@ TOOL = ToolDefinition(
     read_only=True,
     parallel=True,
     compact_keys=("name", "file"),
-    for_subagents=False,
 )

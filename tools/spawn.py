@@ -35,5 +35,4 @@ TOOL = ToolDefinition(
     danger=Danger.SAFE,
     idempotent=True,
     compact_keys=("task",),
-    runs_in="child_workflow",
-)
+)  # runs as a child workflow: core.tool_args.CHILD_WORKFLOW_TOOLS

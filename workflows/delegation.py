@@ -5,8 +5,6 @@ A mixin of the task workflow (``workflows/task.py``): deterministic, no I/O.
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
@@ -61,16 +59,8 @@ class DelegationMixin(LoopBase):
             TASK_WORKFLOW, child, id=child_id, result_type=TaskOutcome,
             static_summary=code_span(f"sub-agent: {args.task[:200]}"),  # the UI renders Markdown
         )
-        interrupt = asyncio.ensure_future(workflow.wait_condition(self._interrupted))
-        try:
-            await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the parent is being cancelled: so is its sub-agent
-            interrupt.cancel()
-            await self._cancel_and_wait(handle)
-            raise
-        if not handle.done():  # stop and interjection reach the child too
+        if not await self._done_or_interrupted(handle):  # stop and interjection reach the child too
             await handle.signal("stop", "the parent task was interrupted")
-        interrupt.cancel()
         try:
             outcome: TaskOutcome = await handle
         except ChildWorkflowError as err:

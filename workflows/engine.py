@@ -159,9 +159,10 @@ class LoopBase:
     def _interrupted(self) -> bool:
         return self.state.stop_reason is not None or bool(self.state.inbox)
 
-    async def _interruptible(self, handle: Any) -> Any:
-        """Await an activity or child; cancel an activity on a stop or an interjection.
-        None means interrupted."""
+    async def _done_or_interrupted(self, handle: Any) -> bool:
+        """Wait until an activity or child is done (True) or the task is interrupted by a stop
+        or an interjection (False), whichever comes first: the one race every call runs. The
+        task cancelled meanwhile: so is what it runs. Issues no command of its own."""
         interrupt = asyncio.ensure_future(workflow.wait_condition(self._interrupted))
         try:
             await workflow.wait([handle, interrupt], return_when=asyncio.FIRST_COMPLETED)
@@ -169,8 +170,12 @@ class LoopBase:
             interrupt.cancel()
             await self._cancel_and_wait(handle)
             raise
-        if handle.done():
-            interrupt.cancel()
+        interrupt.cancel()  # done, or already fired
+        return handle.done()
+
+    async def _interruptible(self, handle: Any) -> Any:
+        """Await an activity; cancel it on a stop or an interjection. None means interrupted."""
+        if await self._done_or_interrupted(handle):
             return handle.result()
         handle.cancel()
         try:

@@ -1,7 +1,8 @@
 """``gateway --config channels.toml``: talk to the agent from chat (Matrix, webhooks, ...).
 
-Runs the adapters of the file's tables and the worker of their conversations (cli/gateway.py);
-a channel whose library is missing is skipped with one line saying what to install.
+Argument handling only: the gateway itself (the adapters of the file's tables and the worker of
+their conversations) is channels/gateway.py; a channel whose library is missing is skipped with
+one line saying what to install.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from channels.config import load_channels
+from channels.gateway import Defaults, Gateway, load_adapters
 from cli.background import connect_serving
-from cli.gateway import Defaults, Gateway, build_adapter
 from cli.tasks import UserError, configured_model, model_window, provider_mode
 from contracts.channels import GATEWAY_TASK_QUEUE
 from runtime.paths import data_dir
@@ -31,20 +31,11 @@ async def run(args: argparse.Namespace) -> int:
     settings = args.settings  # starter.py's (its log lines go to the data directory's worker.log)
     secrets = SecretStore.from_settings(settings.secrets)
     try:
-        channels = load_channels(args.config, secrets)
+        adapters, off = load_adapters(args.config, secrets, data_dir(settings.paths) / "gateway")
     except ValueError as err:
         raise UserError(str(err)) from None
-    state_dir = data_dir(settings.paths) / "gateway"
-    adapters = []
-    for config in channels:
-        try:
-            adapter = build_adapter(config, state_dir)
-        except ValueError as err:  # a table with a key the platform does not take, or lacking one it needs
-            raise UserError(str(err)) from None
-        if isinstance(adapter, str):
-            print(adapter, file=sys.stderr)
-        else:
-            adapters.append((config, adapter))
+    for line in off:
+        print(line, file=sys.stderr)
     if not adapters:
         raise UserError("no channel can run: see above")
     model = configured_model(args)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from channels.config import load_channels
+from channels.gateway import build_adapter
 from channels.slack import SlackAdapter
 from channels.telegram import TelegramAdapter
-from cli.gateway import build_adapter
 from runtime.secrets import SecretStore
 
 SECRETS = SecretStore({"SLACK_BOT_TOKEN": "xoxb-1234567890-abcdef", "SLACK_SIGNING_SECRET": "8f742231b10e8888abcd",

@@ -16,9 +16,9 @@ import pytest
 
 from channels.base import Adapter
 from channels.config import ChannelConfig
+from channels.gateway import Defaults, Gateway
 from channels.slack import SlackAdapter
 from channels.telegram import TelegramAdapter
-from cli.gateway import Defaults, Gateway
 from contracts.channels import ChatRef, ConversationState, InboundMessage, conversation_id
 from fakes.scripted import tool
 from fakes.slack_api import SlackServer

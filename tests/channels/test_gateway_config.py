@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from channels.config import ChannelConfig, load_channels
+from channels.gateway import Defaults, Gateway, build_adapter
 from channels.webhook import WebhookAdapter
-from cli.gateway import Defaults, Gateway, build_adapter
 from contracts.attachments import Attachment
 from contracts.channels import ChatRef, InboundMessage, conversation_id
 from runtime.secrets import SecretStore

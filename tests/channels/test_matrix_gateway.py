@@ -17,8 +17,8 @@ require_synapse()
 pytest.importorskip("nio", reason="matrix-nio is not installed: pip install 'durable-agent[channels]'")
 
 from channels.config import ChannelConfig  # noqa: E402
+from channels.gateway import Defaults, Gateway  # noqa: E402
 from channels.matrix import MatrixAdapter  # noqa: E402
-from cli.gateway import Defaults, Gateway  # noqa: E402
 from contracts.channels import ChatRef, ConversationState, conversation_id  # noqa: E402
 from fakes.scripted import tool  # noqa: E402
 from tests.channels.matrix_users import ChatUser  # noqa: E402

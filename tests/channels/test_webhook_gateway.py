@@ -14,16 +14,16 @@ from pathlib import Path
 
 import httpx
 from temporalio.api.enums.v1 import EventType
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from channels.config import ChannelConfig
+from channels.gateway import Defaults, Gateway
 from channels.webhook import WebhookAdapter, signature_problem, signed_headers
-from cli.gateway import Defaults, Gateway
 from cli.task_schedules import create_task_schedule, delete_task_schedule, trigger_task_schedule
 from contracts.channels import conversation_id
 from fakes.scripted import Step, tool
 from runtime.secrets import SecretStore
+from temporal.plugin import AgentPlugin
 from tests.ports import free_port
 from tests.workflows.harness import make_input, scripted_worker, wait_until
 from workflows.conversation import ConversationWorkflow
@@ -78,7 +78,7 @@ async def webhook_gateway(client, task_queue: str, workspace: Path, data: Path,
                         secrets=SecretStore({"DEPLOY_TOKEN": "tok-5e3c7a9b"}))
     running = asyncio.create_task(Gateway(client, [(table, adapter)], defaults, queue=f"{task_queue}-gw").run())
     try:
-        await wait_until(lambda: adapter.server is not None and adapter.server.started, 30)
+        await wait_until(adapter.endpoint.ready.is_set, 30)
         yield f"http://127.0.0.1:{port}/"
     finally:
         running.cancel()
@@ -131,8 +131,7 @@ async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_re
         await child_end_handled(client.get_workflow_handle(conversation))
         for workflow_id in (conversation, f"{conversation}-task-1"):  # both replay as recorded
             history = await client.get_workflow_handle(workflow_id).fetch_history()
-            replayed = await Replayer(workflows=[ConversationWorkflow, AgentTaskWorkflow],
-                                      data_converter=pydantic_data_converter).replay_workflow(history)
+            replayed = await Replayer(workflows=[], plugins=[AgentPlugin.replaying(ConversationWorkflow, AgentTaskWorkflow)]).replay_workflow(history)
             assert replayed.replay_failure is None, workflow_id
     (headers, answer), = answers(callbacks)
     assert answer["text"] == "all green" and answer["chat"]["conversation"] == "build-42"

@@ -33,6 +33,7 @@ from fakes.scripted import ScriptedModelServer, Step, tool
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from runtime.store import ContextStore
+from temporal.plugin import AgentPlugin
 from tests import configured
 from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, tool_messages
 from workflows.task import AgentTaskWorkflow
@@ -223,9 +224,10 @@ async def test_a_broken_provider_fails_one_task_clearly_while_the_worker_serves_
         llm._providers["broken"] = broken
         tools_ = ToolActivities(store, configured.secrets(), configured.settings())
         sessions = SessionActivities(store)
-        async with Worker(client, task_queue=task_queue, workflows=[AgentTaskWorkflow],
-                          activities=[llm.call_llm, tools_.run_tool, tools_.redact_text, sessions.load_session, sessions.record_session,
-                                      PromptActivities(store, configured.secrets(), configured.settings()).prompt_context]):
+        plugin = AgentPlugin("tasks", workflows=[AgentTaskWorkflow], activities=[
+            llm.call_llm, tools_.run_tool, tools_.redact_text, sessions.load_session, sessions.record_session,
+            PromptActivities(store, configured.secrets(), configured.settings()).prompt_context])
+        async with Worker(client, task_queue=task_queue, plugins=[plugin]):
             bad = await client.start_workflow(
                 AgentTaskWorkflow.run, make_input(workspace, "broken task", provider="broken"),
                 id=f"bad-{os.getpid()}-{task_queue}", task_queue=task_queue,

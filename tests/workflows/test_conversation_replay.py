@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from contracts.channels import conversation_id
+from temporal.plugin import AgentPlugin
 from tests.workflows.conversation_scenario import CHAT, HISTORIES
 from workflows.conversation import DECISIONS_PATCH, ConversationWorkflow
 
@@ -26,6 +26,6 @@ def test_there_is_a_history_from_before_and_after_the_current_patch():
 async def test_a_recorded_conversation_replays_deterministically(path: Path):
     # Under the id it ran with: a conversation names its tasks after itself.
     history = WorkflowHistory.from_json(conversation_id(f"hooks:{CHAT}"), path.read_text())
-    replayer = Replayer(workflows=[ConversationWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[], plugins=[AgentPlugin.replaying(ConversationWorkflow)])
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import subprocess
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from contracts.task import ApprovalDecision, TaskState
 from fakes.scripted import Step, tool
+from temporal.plugin import AgentPlugin
 from tests.mcp_support import git_server, kit_http, kit_stdio, marks, time_server
 from tests.workflows.harness import (
     make_input,
@@ -109,7 +109,7 @@ async def test_tools_are_listed_again_when_a_server_says_its_list_changed(client
     model.assert_consumed()
     assert outcome.status == TaskState.DONE
     history = await client.get_workflow_handle(handle.id).fetch_history()
-    replayed = await Replayer(workflows=[AgentTaskWorkflow], data_converter=pydantic_data_converter).replay_workflow(
+    replayed = await Replayer(workflows=[], plugins=[AgentPlugin.replaying(AgentTaskWorkflow)]).replay_workflow(
         history)
     assert replayed.replay_failure is None  # the listing, and the listing again, replay as recorded
     assert "mcp__kit__extra" not in offered(model.requests[0])

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from temporal.plugin import AgentPlugin
 from tests.workflows.replay_scenarios import HISTORIES, SCENARIOS, VERSION, record_histories
 from workflows import policy
 from workflows.task import AgentTaskWorkflow
@@ -22,7 +22,7 @@ RECORDED = sorted(HISTORIES.glob("*.json"))
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[AgentTaskWorkflow], data_converter=pydantic_data_converter)
+    return Replayer(workflows=[], plugins=[AgentPlugin.replaying(AgentTaskWorkflow)])  # as the worker runs it
 
 
 def patch_ids(path: Path) -> list[str]:

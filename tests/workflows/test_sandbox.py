@@ -23,8 +23,8 @@ from temporalio.converter import (
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from temporal.plugin import SANDBOX_RESTRICTIONS
 from temporal.sandbox import LeanSandboxedWorkflowRunner, _LeanInstance
-from worker import SANDBOX_RESTRICTIONS
 
 SEEN: list[tuple[str, str]] = []  # (direction, context) for every payload the codec saw
 

@@ -22,9 +22,9 @@ import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.deliver import DeliverActivities
 from channels.base import Adapter, within_limit
-from channels.config import ChannelConfig
+from channels.config import ChannelConfig, load_channels
+from channels.deliver import DeliverActivities
 from contracts.channels import (
     GATEWAY_TASK_QUEUE,
     INBOUND_SIGNAL,
@@ -33,13 +33,14 @@ from contracts.channels import (
     InboundMessage,
     conversation_id,
 )
+from core.settings import CodecSettings
 from runtime.secrets import SecretStore
 from temporal.client import ensure_search_attributes
-from worker import WORKFLOW_RUNNER
+from temporal.plugin import AgentPlugin
 from workflows.conversation import ConversationWorkflow
 
 # What each platform's adapter is built on: what to install when it is missing.
-LIBRARIES = {"matrix": "matrix-nio", "slack": "slack_sdk", "telegram": "python-telegram-bot"}
+LIBRARIES = {"matrix": "matrix-nio", "slack": "slack_sdk", "telegram": "python-telegram-bot", "webhook": "aiohttp"}
 
 _log = structlog.get_logger(__name__)
 
@@ -55,6 +56,28 @@ def build_adapter(config: ChannelConfig, state_dir: Path) -> Adapter | str:
         return (f"channel [{config.name}] is off: {library} is not installed "
                 f"(pip install 'durable-agent[channels]')")
     return module.adapter(config, state_dir)
+
+
+def load_adapters(path: Path, secrets: SecretStore, state_dir: Path) -> tuple[list[tuple[ChannelConfig, Adapter]], list[str]]:
+    """The adapters of the channels file at ``path``, and one line for each channel that is off
+    (its library missing). ValueError: a file or table that cannot be used (a key the platform
+    does not take, or lacking one it needs)."""
+    adapters, off = [], []
+    for config in load_channels(path, secrets):
+        adapter = build_adapter(config, state_dir)
+        if isinstance(adapter, str):
+            off.append(adapter)
+        else:
+            adapters.append((config, adapter))
+    return adapters, off
+
+
+def gateway_plugin(adapters: dict[str, Adapter], codec: CodecSettings | None = None) -> AgentPlugin:
+    """The gateway worker's plugin: the conversation workflow, and the activities that reach the
+    channels through their ``adapters`` (by channel name)."""
+    activities = DeliverActivities(adapters)
+    return AgentPlugin("gateway", workflows=[ConversationWorkflow],
+                       activities=[activities.deliver, activities.fetch_attachments], codec=codec)
 
 
 @dataclass
@@ -77,11 +100,7 @@ class Gateway:
         self.register = register
         self.configs = {config.name: config for config, _ in channels}
         self.search_attributes = False  # whether the tasks may set theirs: known once running
-        activities = DeliverActivities({a.name: a for _, a in channels})
-        self.worker = Worker(
-            client, task_queue=queue, workflows=[ConversationWorkflow], workflow_runner=WORKFLOW_RUNNER,
-            activities=[activities.deliver, activities.fetch_attachments],
-        )
+        self.worker = Worker(client, task_queue=queue, plugins=[gateway_plugin({a.name: a for _, a in channels})])
 
     async def run(self) -> None:
         """Until cancelled: the worker, and every adapter's receive loop."""
