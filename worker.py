@@ -17,7 +17,6 @@ import socket
 import sys
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -29,16 +28,17 @@ from temporalio.worker.workflow_sandbox import SandboxRestrictions
 
 from activities import metrics as activity_metrics
 from activities.attachments import AttachmentActivities
-from activities.llm import ContextSource, LlmActivities, ProviderSettings
+from activities.llm import LlmActivities
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
 from activities.mcp_sessions import McpSessions, load_worker_config
+from activities.model_view import ContextSource
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
-from core.settings import EgressSettings, TemporalSettings
+from core.settings import EgressSettings, ProviderSettings, TemporalSettings
 from providers.keys import missing_key
 from providers.pricing import check_tables
 from runtime.audit import AuditLog, default_audit_path
@@ -139,7 +139,7 @@ def build_worker(
     check_egress(config.egress)
     store = as_store(store) if store is not None else open_store(config.store, config.paths)
     secrets = SecretStore.from_settings(config.secrets)
-    settings = ProviderSettings(**asdict(config.providers)) if settings is None else settings
+    settings = config.providers if settings is None else settings
     shared = queue or task_queue(config.temporal)
     # Temporal's own form (pid@host), made unique: it is in every event a worker completes,
     # and with the queue name below in every activity a task schedules, so it is kept short.

@@ -30,19 +30,18 @@ from contracts.activities import LLM_ACTIVITY, LiveText, LlmCallInput
 from core.errors import ErrorKind
 from core.heartbeat import with_heartbeats
 from core.messages import LlmRequest, ToolCallRequest, TurnResult
-from core.settings import ModelTableSettings
+from core.settings import ModelTableSettings, ProviderSettings
 from core.text import escape_surrogates
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError, stated_context_window
 from providers.factory import Provider, make_provider
 from providers.models import accepts_images, load_models, model_spec, reply_budget
 from providers.pricing import cost_usd, is_priced, load_prices
-from providers.settings import ProviderSettings
 from runtime.secrets import SecretStore
 from runtime.store import ContextGap, ContextStore, Store, as_store
 from temporal.tracing import chat_span
 
-__all__ = ["ContextSource", "LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
+__all__ = ["LlmActivities", "bounded", "to_application_error"]
 
 MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
 # A server's Retry-After is honoured up to this; a longer outage is waited out by the task

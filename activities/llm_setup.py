@@ -23,10 +23,10 @@ from contracts.mcp import MCP_PREFIX, McpTool
 from core.cache import BoundedCache
 from core.errors import ErrorKind
 from core.messages import SystemPrompt, ToolSpec
+from core.settings import ProviderSettings
 from prompts import PromptContext, build_system_prompt
 from providers.models import ModelSpec
 from providers.pricing import lookup
-from providers.settings import ProviderSettings
 from providers.window import WindowCache
 from runtime.logs import get_logger
 from runtime.store import Store

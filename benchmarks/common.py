@@ -20,9 +20,9 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome
 from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, Step
 from runtime.logs import configure_logging
 from runtime.secrets import SecretStore

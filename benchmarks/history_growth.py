@@ -25,7 +25,6 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.llm import ProviderSettings
 from benchmarks.common import (
     context_entries,
     quiet_logging,
@@ -36,6 +35,7 @@ from benchmarks.common import (
     workspace_with_files,
 )
 from contracts.task import TaskInput, TaskOutcome
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, Step, tool
 from runtime.settings import load_settings
 from runtime.store import ContextStore

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.llm import ProviderSettings
 from benchmarks.common import quiet_logging
 from contracts.task import TaskInput
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, Step
 from runtime.settings import load_settings
 from runtime.store import ContextStore

@@ -12,8 +12,8 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from activities.llm import ProviderSettings
 from contracts.task import ApprovalDecision, TaskInput, TaskOutcome, TaskState, TaskStatus
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, Step
 from tests import configured
 from worker import build_worker

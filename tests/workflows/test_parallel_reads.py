@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from activities.llm import ProviderSettings
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, Step, tool
 from tests import configured
 from tests.mcp_support import kit_stdio
