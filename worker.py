@@ -40,7 +40,7 @@ from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import EgressSettings, ProviderSettings, TemporalSettings
 from providers.keys import missing_key
-from providers.pricing import check_tables
+from providers.model_table import load_models
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
@@ -70,7 +70,7 @@ def connected_settings(connection: Mapping[str, str] | None = None) -> Settings:
     over them: read once, here (ValueError naming a bad variable or profile, or a prices or
     models file the worker could not use)."""
     settings = load_settings()
-    check_tables(settings.models)
+    load_models(settings.models)  # a bad prices or models file stops the worker here, in one line
     return dataclasses.replace(settings, temporal=resolve(settings.temporal, dict(connection or {})))
 
 

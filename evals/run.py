@@ -40,7 +40,7 @@ from evals.people import ANSWER_WAIT, Person
 from evals.suite import Case, JudgeConfig, Suite, SuiteError, load_recording
 from evals.transcript import read_transcript
 from fakes.routed import RoutedModelServer, steps_from_turns
-from providers.models import load_models, model_spec
+from providers.model_table import context_window, load_models
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from runtime.store import open_store
@@ -320,4 +320,4 @@ async def _exists(handle: WorkflowHandle) -> bool:
 
 def model_window(model: str, tables: ModelTableSettings) -> int:
     """The model's context window, by the model tables (``AGENT_MODELS_FILE``)."""
-    return model_spec(model, load_models(tables)).context_window
+    return context_window(model, load_models(tables))
