@@ -23,7 +23,8 @@ from temporalio.testing import WorkflowEnvironment
 from contracts.task import TaskInput, TaskOutcome
 from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
 from core.settings import ProviderSettings
-from fakes.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from runtime.logs import configure_logging
 from runtime.secrets import SecretStore
 from runtime.settings import load_settings

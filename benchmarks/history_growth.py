@@ -36,7 +36,8 @@ from benchmarks.common import (
 )
 from contracts.task import TaskInput, TaskOutcome
 from core.settings import ProviderSettings
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.server import NO_EAGER_ACTIVITIES, start_local_env

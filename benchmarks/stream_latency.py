@@ -28,7 +28,8 @@ from temporalio.client import Client
 from benchmarks.common import quiet_logging
 from contracts.task import TaskInput
 from core.settings import ProviderSettings
-from fakes.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.server import NO_EAGER_ACTIVITIES, start_local_env

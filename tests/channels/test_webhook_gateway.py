@@ -22,7 +22,8 @@ from channels.webhook import WebhookAdapter, signature_problem, signed_headers
 from cli.gateway import Defaults, Gateway
 from cli.task_schedules import create_task_schedule, delete_task_schedule, trigger_task_schedule
 from contracts.channels import conversation_id
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from runtime.secrets import SecretStore
 from tests.ports import free_port
 from tests.workflows.harness import make_input, scripted_worker, wait_until

@@ -16,7 +16,8 @@ from evals.run import EvalOptions, run_suite
 from evals.suite import JudgeConfig, Suite, load_suite
 from evals.transcript import read_transcript
 from fakes.routed import RoutedModelServer
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from tests import configured
 from tests.cli.test_cli import cli
 from tests.worker_processes import spawn_worker

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ToolCallRequest, ToolSpec, Usage
-from fakes.scripted import ScriptedModelServer, Step, text
+from fakes.scripted import ScriptedModelServer, text
+from fakes.step import Step
 from providers.anthropic import AnthropicProvider
 from providers.anthropic_wire import count_breakpoints
 from providers.model_table import BUILTIN_MODELS, cost_usd

@@ -14,7 +14,8 @@ from structlog.testing import capture_logs
 
 from core.errors import ErrorKind
 from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
-from fakes.scripted import ScriptedModelServer, Step, text
+from fakes.scripted import ScriptedModelServer, text
+from fakes.step import Step
 from providers.arguments import INVALID_ARGUMENTS, RAW_LIMIT
 from providers.errors import SUMMARY_LIMIT, ProviderError
 from providers.openai import OpenAIProvider

@@ -29,7 +29,8 @@ from cli.tasks import MAX_INLINE_INSTRUCTION, instruction_text
 from contracts.task import TaskState
 from core.messages import ChatMessage, LlmRequest
 from core.settings import ProviderSettings
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from runtime.store import ContextStore

@@ -14,7 +14,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from contracts.task import ApprovalDecision, TaskInput, TaskOutcome, TaskState, TaskStatus
 from core.settings import ProviderSettings
-from fakes.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from tests import configured
 from worker import build_worker
 from workflows.policy import failed_outcome

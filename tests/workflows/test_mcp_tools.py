@@ -10,7 +10,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from contracts.task import ApprovalDecision, TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.mcp_support import git_server, kit_http, kit_stdio, marks, time_server
 from tests.workflows.harness import (
     make_input,
