@@ -96,6 +96,8 @@ def test_a_wrong_way_import_is_caught(tmp_path):
     assert any("providers/errors.py:1" in v and "tools.registry" in v for v in found)
 
 
+# The one left: tools/browser/page.py's Watch reads the task's tabs (tools/browser/tabs.py), which
+# take their timeouts from page.py.
 MAX_CIRCLES = 1
 
 
