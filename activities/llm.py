@@ -62,7 +62,7 @@ class LlmActivities:
         mcp: McpCatalog | None = None,
         local_tools: bool = True,
     ) -> None:
-        # The worker's provider settings, secrets and model tables (build_worker).
+        # The worker's provider settings, secrets and model table (build_worker).
         self.settings = settings
         self.secrets = secrets
         self.breaker = breaker or CircuitBreaker()

@@ -319,5 +319,5 @@ async def _exists(handle: WorkflowHandle) -> bool:
 
 
 def model_window(model: str, tables: ModelTableSettings) -> int:
-    """The model's context window, by the model tables (``AGENT_MODELS_FILE``)."""
+    """The model's context window, by the model table (providers/model_table.py, ``AGENT_MODELS_FILE``)."""
     return context_window(model, load_models(tables))

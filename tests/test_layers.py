@@ -42,12 +42,14 @@ def _sources(root: Path) -> list[Path]:
 
 
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, dotted name) of every import in ``tree``, wherever it sits; ``from a.b import c``
+    names a.b.c (a module, or a name in a.b)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
     return found
 
 
@@ -114,18 +116,11 @@ def module_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         graph[name] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                named = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                named = [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                continue
-            for target in named:
-                while target and target not in paths:
-                    target = target.rpartition(".")[0]
-                if target and target != name:
-                    graph[name].add(target)
+        for _, target in _imported(ast.parse(path.read_text(encoding="utf-8"))):
+            while target and target not in paths:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                graph[name].add(target)
     return graph
 
 
