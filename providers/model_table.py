@@ -93,15 +93,15 @@ def load_models(tables: ModelTableSettings) -> dict[str, ModelRow]:
     file raises ValueError naming it: the entry points call this when they start)."""
     models = dict(BUILTIN_MODELS)
     if tables.models_file is not None:
-        for model, entry, where in read_table(tables.models_file, MODELS_FILE_ENV, LIMIT_FIELDS + PRICE_FIELDS):
+        for model, entry, where in _read_table(tables.models_file, MODELS_FILE_ENV, LIMIT_FIELDS + PRICE_FIELDS):
             models[model] = _limits(entry, models.get(model, ModelRow()), where)
     if tables.prices_file is not None:
-        for model, entry, where in read_table(tables.prices_file, PRICES_FILE_ENV, PRICE_FIELDS):
+        for model, entry, where in _read_table(tables.prices_file, PRICES_FILE_ENV, PRICE_FIELDS):
             models[model] = dataclasses.replace(models.get(model, ModelRow()), price=_price(entry, where))
     return models
 
 
-def read_table(path: Path, env: str, fields: tuple[str, ...]) -> list[tuple[str, dict[str, Any], str]]:
+def _read_table(path: Path, env: str, fields: tuple[str, ...]) -> list[tuple[str, dict[str, Any], str]]:
     """A user's file: a JSON object of models, each an object of ``fields``; with where each is."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
