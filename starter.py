@@ -20,7 +20,7 @@ from cli.hints import INSTALLED, program
 from cli.parsing import Parser
 from cli.tasks import UserError
 from cli.version import PACKAGE, package_version
-from providers.pricing import check_tables
+from providers.model_table import load_models
 from runtime.logs import configure_logging, sdk_logs_to
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = load_settings()  # read once, here
-        check_tables(settings.models)  # the prices and models files the variables name
+        load_models(settings.models)  # the prices and models files the variables name, refused here
         settings = dataclasses.replace(settings, temporal=resolve(settings.temporal, given(args)))
     except ValueError as err:  # a variable with a bad value, a file it names, or a profile that cannot be read
         print(f"error: {err}", file=sys.stderr)

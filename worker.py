@@ -18,7 +18,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -29,18 +29,19 @@ from temporalio.worker import Worker
 
 from activities import metrics as activity_metrics
 from activities.attachments import AttachmentActivities
-from activities.llm import ContextSource, LlmActivities, ProviderSettings
+from activities.llm import LlmActivities
 from activities.mcp import McpActivities, McpCatalog, McpToolRunner, ToolsSource
 from activities.mcp_sessions import McpSessions, load_worker_config
+from activities.model_view import ContextSource
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from contracts.activities import CONTEXT_QUERY, ContextPage
 from contracts.mcp import MCP_TOOLS_QUERY, McpServerConfig, McpTool
 from contracts.task import DEFAULT_TASK_QUEUE
-from core.settings import EgressSettings, TemporalSettings
+from core.settings import EgressSettings, ProviderSettings, TemporalSettings
 from providers.keys import missing_key
-from providers.pricing import check_tables
+from providers.model_table import load_models
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
@@ -70,7 +71,7 @@ def connected_settings(connection: Mapping[str, str] | None = None) -> Settings:
     over them: read once, here (ValueError naming a bad variable or profile, or a prices or
     models file the worker could not use)."""
     settings = load_settings()
-    check_tables(settings.models)
+    load_models(settings.models)  # a bad prices or models file stops the worker here, in one line
     return dataclasses.replace(settings, temporal=resolve(settings.temporal, dict(connection or {})))
 
 
@@ -148,7 +149,7 @@ def task_plugin(
 ) -> AgentPlugin:
     """The task worker's plugin: ``AgentTaskWorkflow`` and every activity it calls, built from
     ``services`` (``tests/test_registration.py`` checks each activity a workflow names is here)."""
-    settings = ProviderSettings(**asdict(config.providers)) if settings is None else settings
+    settings = config.providers if settings is None else settings
     if local_tools is None:  # reads as local activities unless AGENT_LOCAL_TOOLS=0
         local_tools = config.worker.local_tools
     s = services

@@ -30,19 +30,17 @@ from contracts.activities import LLM_ACTIVITY, LiveText, LlmCallInput
 from core.errors import ErrorKind
 from core.heartbeat import with_heartbeats
 from core.messages import LlmRequest, ToolCallRequest, TurnResult
-from core.settings import ModelTableSettings
+from core.settings import ModelTableSettings, ProviderSettings
 from core.text import escape_surrogates
 from providers.circuit import CircuitBreaker, endpoint_key
 from providers.errors import ProviderError, stated_context_window
 from providers.factory import Provider, make_provider
-from providers.models import accepts_images, load_models, model_spec, reply_budget
-from providers.pricing import cost_usd, is_priced, load_prices
-from providers.settings import ProviderSettings
+from providers.model_table import accepts_images, cost_usd, find_price, load_models, reply_budget
 from runtime.secrets import SecretStore
 from runtime.store import ContextGap, ContextStore, Store, as_store
 from temporal.tracing import chat_span
 
-__all__ = ["ContextSource", "LlmActivities", "ProviderSettings", "bounded", "to_application_error"]
+__all__ = ["LlmActivities", "bounded", "to_application_error"]
 
 MAX_FIELD_CHARS = 256 * 1024  # well under Temporal's 2 MB payload limit, whatever the model sends
 # A server's Retry-After is honoured up to this; a longer outage is waited out by the task
@@ -64,11 +62,10 @@ class LlmActivities:
         mcp: McpCatalog | None = None,
         local_tools: bool = True,
     ) -> None:
-        # The worker's provider settings, secrets and model tables (build_worker).
+        # The worker's provider settings, secrets and model table (build_worker).
         self.settings = settings
         self.secrets = secrets
         self.breaker = breaker or CircuitBreaker()
-        self.prices = load_prices(tables)
         self.models = load_models(tables)
         self._providers: dict[str, Provider] = {}
         self.store = as_store(store)
@@ -131,7 +128,7 @@ class LlmActivities:
             model=inp.model, system=setup.system, messages=view.messages, tools=setup.specs, stream=inp.stream,
             compact=setup.compact, thinking_budget=inp.thinking_budget,
             # The model's longest reply, within what the window leaves after the prompt.
-            max_tokens=reply_budget(model_spec(inp.model, self.models), inp.context_window,
+            max_tokens=reply_budget(inp.model, self.models, inp.context_window,
                                     setup.tokens + view.report.tokens_after + view.image_tokens),
         )
         provider, endpoint = self._provider(inp.provider), self._endpoint(inp.provider)
@@ -174,8 +171,8 @@ class LlmActivities:
         result.context = report if report.compacted_turns or report.dropped_turns or report.truncated_results else None
         result.provider = None  # the call's own provider (in its input): not recorded again
         result.worker_queue = self.own_queue if activity.info().task_queue != self.own_queue else None
-        result.cost_usd = cost_usd(model, result.usage, self.prices)
-        result.cost_estimated = bool(getattr(result.usage, "estimated", False)) or not is_priced(model, self.prices)
+        result.cost_usd = cost_usd(model, result.usage, self.models)
+        result.cost_estimated = bool(getattr(result.usage, "estimated", False)) or find_price(model, self.models) is None
 
 
 class LiveBeat:

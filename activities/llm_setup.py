@@ -3,7 +3,7 @@
 The workflow leaves out what the activity knows (the task's id, the default tool list) and,
 for a call pinned here, what the worker that served the task keeps (its context id and prompt
 inputs). The system prompt and the tools' specs are built here, once per task and worker, so
-neither is repeated in the history; a model no table knows gets the window its server says it
+neither is repeated in the history; a model whose window the table lacks gets the window its server says it
 serves (providers/window.py), so the prompt, compaction and the reply's budget fit it.
 """
 
@@ -23,10 +23,9 @@ from contracts.mcp import MCP_PREFIX, McpTool
 from core.cache import BoundedCache
 from core.errors import ErrorKind
 from core.messages import SystemPrompt, ToolSpec
+from core.settings import ProviderSettings
 from prompts import PromptContext, build_system_prompt
-from providers.models import ModelSpec
-from providers.pricing import lookup
-from providers.settings import ProviderSettings
+from providers.model_table import ModelRow, knows_window
 from providers.window import WindowCache
 from runtime.logs import get_logger
 from runtime.store import Store
@@ -52,7 +51,7 @@ class Setup:
 class LlmSetup:
     """Per worker: each task's setup as last sent, its built prompts and its tools' sizes."""
 
-    def __init__(self, settings: ProviderSettings, store: Store, models: Mapping[str, ModelSpec],
+    def __init__(self, settings: ProviderSettings, store: Store, models: Mapping[str, ModelRow],
                  mcp: McpCatalog) -> None:
         self.settings, self.store, self.models = settings, store, models
         self.mcp = mcp  # the MCP tools each task listed
@@ -96,7 +95,7 @@ class LlmSetup:
         """The window an OpenAI-wire server says it serves a model with, when no table knows
         the model (providers/window.py); None otherwise."""
         openai_wire = inp.provider == "openai" or (inp.provider == "anthropic_xml" and self.settings.xml_wire == "openai")
-        if not openai_wire or lookup(inp.model, self.models) is not None:
+        if not openai_wire or knows_window(inp.model, self.models):
             return None
         key = self.settings.openai_api_key
         return await self._windows.get(self.settings.openai_base_url, inp.model,

@@ -26,7 +26,7 @@ from core.images import sniff_image_type
 from core.messages import ChatMessage, ContextReport, ImagePart, TurnResult
 from core.tool_outcome import MAX_IMAGE_BYTES, ImageRef
 from core.turns import CHARS_PER_TOKEN, estimate_tokens
-from providers.models import MODELS_FILE_ENV
+from providers.model_table import MODELS_FILE_ENV
 from providers.usage import IMAGE_TOKENS
 from runtime.logs import get_logger
 from runtime.secrets import SecretStore

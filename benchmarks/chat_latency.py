@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fakes.scripted import Step
+from fakes.step import Step
 from runtime.logs import configure_logging
 from runtime.secrets import SecretStore
 from runtime.settings import load_settings

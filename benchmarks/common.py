@@ -20,10 +20,11 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome
 from core.entries import AiMessage, Entry, ToolCall, ToolResult, UserMessage
-from fakes.scripted import ScriptedModelServer, Step
+from core.settings import ProviderSettings
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from runtime.logs import configure_logging
 from runtime.secrets import SecretStore
 from runtime.settings import load_settings

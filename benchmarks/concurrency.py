@@ -19,9 +19,9 @@ import time
 import uuid
 from pathlib import Path
 
-from activities.llm import ProviderSettings
 from benchmarks.common import ListThenFinish, start_env, start_model
 from contracts.task import TaskInput
+from core.settings import ProviderSettings
 from runtime.settings import load_settings
 from runtime.store import ContextStore
 from worker import build_worker

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.llm import ProviderSettings
 from benchmarks.common import (
     context_entries,
     quiet_logging,
@@ -36,7 +35,9 @@ from benchmarks.common import (
     workspace_with_files,
 )
 from contracts.task import TaskInput, TaskOutcome
-from fakes.scripted import ScriptedModelServer, Step, tool
+from core.settings import ProviderSettings
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.server import NO_EAGER_ACTIVITIES, start_local_env

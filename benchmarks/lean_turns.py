@@ -58,10 +58,10 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 with workflow.unsafe.imports_passed_through():
     from pydantic import TypeAdapter
 
-    from activities.llm import ProviderSettings
     from benchmarks.common import FINISH, quiet_logging, run_stats, said_bytes, start_model, workspace_with_files
     from contracts.task import TaskInput
     from core.entries import Entry, ToolResult
+    from core.settings import ProviderSettings
     from runtime.settings import load_settings
     from runtime.store import ContextStore
     from temporal.plugin import SANDBOX_RESTRICTIONS

@@ -23,11 +23,12 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.llm import ProviderSettings
 from benchmarks.common import run_stats, start_env, workspace_with_files
 from contracts.task import TaskInput, TaskState
+from core.settings import ProviderSettings
 from core.turns import CHARS_PER_TOKEN
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from runtime.settings import load_settings
 from worker import build_worker
 from workflows.task import AgentTaskWorkflow

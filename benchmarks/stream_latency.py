@@ -25,10 +25,11 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.llm import ProviderSettings
 from benchmarks.common import quiet_logging
 from contracts.task import TaskInput
-from fakes.scripted import ScriptedModelServer, Step
+from core.settings import ProviderSettings
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from runtime.settings import load_settings
 from runtime.store import ContextStore
 from temporal.server import NO_EAGER_ACTIVITIES, start_local_env

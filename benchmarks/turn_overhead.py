@@ -27,7 +27,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from activities.llm import LlmActivities, ProviderSettings
+    from activities.llm import LlmActivities
     from activities.prompt import PromptActivities
     from activities.tools import ToolActivities
     from benchmarks.common import quiet_logging
@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.task import TaskInput
     from core.entries import UserMessage
     from core.messages import TurnResult
+    from core.settings import ProviderSettings
     from fakes.scripted import ScriptedModelServer, tool
     from runtime.secrets import SecretStore
     from runtime.settings import load_settings

@@ -9,7 +9,6 @@ from contextlib import AsyncExitStack
 
 from temporalio.client import Client
 
-from activities.llm import ProviderSettings
 from cli.ask import ask_person
 from cli.follow import Follower
 from cli.render import make_console
@@ -18,7 +17,7 @@ from cli.sinks import JsonSink
 from cli.tasks import UserError, who
 from cli.usage import HistoryUsage
 from contracts.task import TaskStatus
-from core.settings import Settings
+from core.settings import ProviderSettings, Settings
 from runtime.secrets import SecretStore
 from runtime.store import open_store
 from tools import sandbox

@@ -1,5 +1,7 @@
 """The slash commands at a conversation's prompt (cli/conversation.py), one function each in
-one table, from which ``/help`` and the line for an unknown command are read."""
+one table, from which ``/help`` and the line for an unknown command are read. A command sees
+the conversation as ``Talk``, what it reads and does of it, so the conversation, which runs
+the commands, is the only one of the two that imports the other."""
 
 from __future__ import annotations
 
@@ -8,31 +10,51 @@ import re
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
-from temporalio.client import WorkflowExecutionStatus
+from rich.console import Console
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from cli.commands.rewind import rewind_task
 from cli.render import safe
 from cli.resume import session_tasks
 from cli.tasks import QUERY_TIMEOUT, closed_outcome, describe, who
-from contracts.task import ApprovalMode
+from contracts.task import ApprovalMode, TaskOutcome
 from core.entries import Entry
 from core.messages import Usage
+from core.settings import Settings
 from runtime.checkpoints import CheckpointError, Checkpoints
 from workflows.task import AgentTaskWorkflow
-
-if TYPE_CHECKING:
-    from cli.conversation import Conversation
 
 DIFF_LINES = 400  # a longer diff is cut, saying how much more there is
 COLOURS = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), ("@@", "cyan"), ("diff ", "bold"))
 
 
+class Talk(Protocol):
+    """The conversation (cli/conversation.py) as the commands see it."""
+
+    client: Client
+    console: Console
+    settings: Settings
+    workspace: str
+    session: str | None
+    approval: ApprovalMode  # the next tasks'
+    tasks: list[str]  # the conversation's tasks known here, oldest first
+    seen: dict[str, int]  # per task: the events shown so far
+    finished: set[str]  # tasks whose end was shown
+
+    @property
+    def current(self) -> str | None: ...
+
+    async def running(self, workflow_id: str) -> bool: ...
+
+    async def follow(self, workflow_id: str, started: float | None = None) -> TaskOutcome | None: ...
+
+
 class Command(NamedTuple):
     usage: str
     says: str
-    run: Callable[[Conversation, str], Awaitable[None]]
+    run: Callable[[Talk, str], Awaitable[None]]
 
 
 def is_command(text: str) -> bool:
@@ -40,7 +62,7 @@ def is_command(text: str) -> bool:
     return re.fullmatch(r"/[a-z]+(\s.*)?", text, re.DOTALL) is not None
 
 
-async def run(talk: Conversation, text: str) -> None:
+async def run(talk: Talk, text: str) -> None:
     name, _, rest = text[1:].partition(" ")
     command = COMMANDS.get(name)
     if command is None:
@@ -49,7 +71,7 @@ async def run(talk: Conversation, text: str) -> None:
     await command.run(talk, rest.strip())
 
 
-async def cost(talk: Conversation, _: str) -> None:
+async def cost(talk: Talk, _: str) -> None:
     usage, spent, estimated = Usage(), 0.0, False
     tasks = await conversation_tasks(talk)
     for workflow_id in tasks:
@@ -66,7 +88,7 @@ async def cost(talk: Conversation, _: str) -> None:
                        f"{usage.output_tokens:,} out tokens{cache} · ${spent:.4f}{' (estimated)' if estimated else ''}")
 
 
-async def diff(talk: Conversation, _: str) -> None:
+async def diff(talk: Talk, _: str) -> None:
     points = Checkpoints.from_settings(talk.settings.checkpoints, talk.settings.paths)
     text = await asyncio.to_thread(workspace_diff, Path(talk.workspace), await conversation_tasks(talk), points)
     lines = text.rstrip("\n").splitlines()
@@ -97,13 +119,13 @@ def workspace_diff(workspace: Path, tasks: list[str], points: Checkpoints) -> st
     return (tracked.stdout + listed) or "no changes (git diff HEAD is empty)"
 
 
-async def conversation_tasks(talk: Conversation) -> list[str]:
+async def conversation_tasks(talk: Talk) -> list[str]:
     """The conversation's tasks, oldest first: those the list knows and those started here."""
     listed = list(reversed(await session_tasks(talk.client, talk.session))) if talk.session else []
     return listed + [t for t in talk.tasks if t not in listed]
 
 
-async def rewind(talk: Conversation, rest: str) -> None:
+async def rewind(talk: Talk, rest: str) -> None:
     current = talk.current
     if current is None or not rest.isdigit():
         talk.console.print("usage: /rewind N (the last task, back to the end of its turn N)" if current else
@@ -116,7 +138,7 @@ async def rewind(talk: Conversation, rest: str) -> None:
     await talk.follow(current)
 
 
-async def shown_through(talk: Conversation, workflow_id: str, turn: int) -> int:
+async def shown_through(talk: Talk, workflow_id: str, turn: int) -> int:
     """The events of the task up to the end of ``turn`` (shown already)."""
     page = await talk.client.get_workflow_handle(workflow_id).query(AgentTaskWorkflow.events, 0,
                                                                     rpc_timeout=QUERY_TIMEOUT)
@@ -124,7 +146,7 @@ async def shown_through(talk: Conversation, workflow_id: str, turn: int) -> int:
     return kept[-1].seq + 1 if kept else 0
 
 
-async def stop(talk: Conversation, _: str) -> None:
+async def stop(talk: Talk, _: str) -> None:
     current = talk.current
     if current is None or not await talk.running(current):
         talk.console.print("no task is running")
@@ -133,7 +155,7 @@ async def stop(talk: Conversation, _: str) -> None:
     await talk.follow(current)
 
 
-async def approval(talk: Conversation, rest: str) -> None:
+async def approval(talk: Talk, rest: str) -> None:
     modes = [m.value for m in ApprovalMode]
     if rest and rest not in modes:
         talk.console.print(f"approval modes: {', '.join(modes)}")
@@ -143,7 +165,7 @@ async def approval(talk: Conversation, rest: str) -> None:
     talk.console.print(f"approval for the next tasks: {talk.approval.value}")
 
 
-async def help_(talk: Conversation, _: str) -> None:
+async def help_(talk: Talk, _: str) -> None:
     for command in COMMANDS.values():
         talk.console.print(f"  {command.usage:<16} {command.says}", markup=False)
     talk.console.print("  Enter            watch the task that goes on (after a Ctrl-C), or show how it ended\n"

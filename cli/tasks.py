@@ -34,7 +34,7 @@ from core.permissions import Permissions
 from core.settings import ModelTableSettings, SearchSettings, TaskDefaults, TemporalSettings
 from providers.factory import MODES
 from providers.keys import missing_key
-from providers.models import load_models, model_spec
+from providers.model_table import context_window, load_models
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from temporal.client import ensure_search_attributes, is_embedded, ui_base_url
@@ -172,7 +172,7 @@ def selected_tools(args: argparse.Namespace) -> dict:
 
 def model_window(model: str, tables: ModelTableSettings) -> int:
     try:
-        return model_spec(model, load_models(tables)).context_window
+        return context_window(model, load_models(tables))
     except ValueError as err:  # a bad AGENT_MODELS_FILE
         raise UserError(str(err)) from None
 

@@ -232,7 +232,7 @@ class TurnResult(BaseModel):
     finish_reason: str | None = omitted("tool_calls")  # the usual reason, left out (None is written)
     model: str | None = omitted()
     provider: str | None = omitted()  # which configured provider answered
-    cost_usd: float = omitted(0.0)  # priced by the activity from the price table
+    cost_usd: float = omitted(0.0)  # priced by the activity from the model table
     cost_estimated: bool = omitted(False)  # the model has no price row, or the usage was estimated
     # Set by the LLM activity when the turn compacted or cut the context (None: nothing to report).
     context: ContextReport | None = omitted()

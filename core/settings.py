@@ -290,7 +290,8 @@ class McpSettings(Group):
 
 @dataclass(frozen=True)
 class ProviderSettings(Group):
-    """The fields of ``providers.settings.ProviderSettings``, which worker.py builds from these."""
+    """Endpoints and keys for every provider (providers.factory). Keys stay on the worker: the
+    workflow names a mode, never a key, and ``repr`` leaves them out."""
 
     openai_base_url: str = var("OPENAI_BASE_URL", "https://api.openai.com/v1")
     openai_api_key: str | None = var("OPENAI_API_KEY", secret=True)
@@ -298,6 +299,7 @@ class ProviderSettings(Group):
     anthropic_api_key: str | None = var("ANTHROPIC_API_KEY", secret=True)
     anthropic_version: str = var("ANTHROPIC_VERSION", "2023-06-01")
     xml_wire: Literal["anthropic", "openai"] = var("AGENT_XML_WIRE", "anthropic")
+    # A stream that has started and then sends nothing for this long ends the attempt (retryable).
     stream_idle_s: float = var("AGENT_STREAM_IDLE_S", 60.0, positive=True)
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ToolSpec
+from core.settings import ProviderSettings
 from core.text import shorten
 from evals.graders import RubricGrader, Trial, Verdict
 from evals.suite import JudgeConfig
 from providers.errors import ProviderError
 from providers.factory import Provider, make_provider
-from providers.settings import ProviderSettings
 
 SYSTEM = """\
 You grade the work of an AI agent. You get the task it was given, a transcript of what it did

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -30,10 +30,9 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import CancelledError, TerminatedError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.llm import ProviderSettings
 from contracts.task import TaskInput, TaskOutcome, TaskState
 from core.markdown import code_span
-from core.settings import ModelTableSettings, Settings
+from core.settings import ModelTableSettings, ProviderSettings, Settings
 from evals.graders import RubricGrader, Trial, Verdict, grade_code
 from evals.judge import Judge
 from evals.metrics import Report, Skipped, TrialResult, case_report, overall
@@ -41,7 +40,7 @@ from evals.people import ANSWER_WAIT, Person
 from evals.suite import Case, JudgeConfig, Suite, SuiteError, load_recording
 from evals.transcript import read_transcript
 from fakes.routed import RoutedModelServer, steps_from_turns
-from providers.models import load_models, model_spec
+from providers.model_table import context_window, load_models
 from runtime.paths import data_dir
 from runtime.secrets import SecretStore
 from runtime.store import open_store
@@ -112,7 +111,7 @@ async def run_suite(client: Client, suite: Suite, options: EvalOptions, progress
             await start_worker(stack, client, queue, settings, options.settings)
         judge_config = options.judge or suite.judge or (
             JudgeConfig(model=options.model, provider=options.provider) if options.mode == "model" else None)
-        judge_settings = options.judge_settings or ProviderSettings(**asdict(options.settings.providers))
+        judge_settings = options.judge_settings or options.settings.providers
         judge = Judge(judge_config, judge_settings) if judge_config else None
         if judge:
             stack.push_async_callback(judge.aclose)
@@ -320,5 +319,5 @@ async def _exists(handle: WorkflowHandle) -> bool:
 
 
 def model_window(model: str, tables: ModelTableSettings) -> int:
-    """The model's context window, by the model tables (``AGENT_MODELS_FILE``)."""
-    return model_spec(model, load_models(tables)).context_window
+    """The model's context window, by the model table (providers/model_table.py, ``AGENT_MODELS_FILE``)."""
+    return context_window(model, load_models(tables))

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from contracts.task import ApprovalMode
 from core.messages import TurnResult
 from evals.graders import Grader
-from fakes.scripted import Step
+from fakes.step import Step
 
 CASE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,59}$"
 

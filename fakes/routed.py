@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.messages import TurnResult, thinking_text
-from fakes.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 
 WORKSPACE_LINE = re.compile(r"^- Workspace: (.+)$", re.MULTILINE)
 

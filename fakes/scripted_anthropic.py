@@ -38,13 +38,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fakes.deltas import pieces
 from fakes.scripted_strict import IMAGE_FORMATS, Rejection, image_format
-
-if TYPE_CHECKING:
-    from fakes.scripted import Step
+from fakes.step import Step
 
 MESSAGES_PATH = "/v1/messages"
 # The blocks a tool_result's content list may hold (the SDK's ToolResultBlockParam).
@@ -64,8 +62,6 @@ _ERROR_TYPES = {
 
 def overloaded(headers: dict[str, str] | None = None) -> Step:
     """A 529 ``overloaded_error`` step, as Anthropic answers when it is busy."""
-    from fakes.scripted import Step
-
     return Step(status=529, error_body=error_body(529, {}), headers=headers or {})
 
 

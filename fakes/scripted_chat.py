@@ -8,13 +8,11 @@ order OpenAI sends.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fakes import scripted_anthropic
 from fakes.deltas import pieces
-
-if TYPE_CHECKING:
-    from fakes.scripted import Step
+from fakes.step import Step
 
 
 def frames(step: Step, number: int, model: str, include_usage: bool, created: float) -> list[str]:

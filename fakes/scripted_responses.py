@@ -37,13 +37,11 @@ import binascii
 import json
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fakes.deltas import pieces
 from fakes.scripted_strict import IMAGE_FORMATS, Rejection, image_format
-
-if TYPE_CHECKING:
-    from fakes.scripted import Step
+from fakes.step import Step
 
 RESPONSES_PATH = "/v1/responses"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"

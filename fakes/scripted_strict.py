@@ -54,7 +54,7 @@ With ``multimodal=False`` the server is llama.cpp started without a multimodal p
 unexpected, you may need to provide the mmproj", "type": "server_error"}}``, before any other
 rule. (A 500 is retryable by its status: the providers know these words and fail the call
 at once, with a hint, providers/errors.py; and a model not marked ``"vision": true`` is
-sent a note instead of its images, providers/models.py.)
+sent a note instead of its images, providers/model_table.py.)
 
 Why tool_choice: llama.cpp's server reads a missing ``tool_choice`` as "auto" in its
 source (``json_value(body, "tool_choice", std::string("auto"))``), but servers and proxies

@@ -20,11 +20,10 @@ from typing import Protocol
 import httpx
 
 from core.messages import LlmRequest, TurnResult
-from core.settings import PROVIDER_MODES
+from core.settings import PROVIDER_MODES, ProviderSettings
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
 from providers.responses import ResponsesProvider
-from providers.settings import ProviderSettings
 from providers.xml_tools import XmlToolsProvider
 
 MODES = PROVIDER_MODES  # AGENT_PROVIDER takes these (core/settings.py)

@@ -1,7 +1,7 @@
 """The context store on PostgreSQL: one store shared by workers on every host.
 
 Chosen with ``AGENT_CONTEXT_DB=postgresql://user:password@host/db``. Same tables and the
-same guarantees as the SQLite store (``runtime/store.py``): writes keyed by (context id,
+same guarantees as the SQLite store (``runtime/sqlite_store.py``; both meet ``runtime/store_types.py``): writes keyed by (context id,
 seq) replace, so a retried activity never duplicates an entry; each entry carries the
 digest the workflow expects, so a stale one is a gap, not trusted. It is still only a
 faster path to what the history holds: the workflow can rebuild every entry.
@@ -20,8 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import TypeAdapter
 
 from core.entries import Entry, entry_digest
-from runtime.store import FINISHED, StoreUnavailable, checked_range
-from runtime.store_types import schema
+from runtime.store_types import FINISHED, StoreUnavailable, checked_range, schema
 
 # Writes replace: a retried activity rewrites the same row.
 _PUT_ENTRY = (

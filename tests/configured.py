@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from activities.llm import LlmActivities, ProviderSettings
-from core.settings import Settings
+from activities.llm import LlmActivities
+from core.settings import ProviderSettings, Settings
 from runtime.secrets import SecretStore
 from runtime.settings import load_settings
 from runtime.sqlite_store import default_store_path

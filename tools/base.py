@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -21,8 +21,15 @@ from core.tool_args import CHILD_WORKFLOW_TOOLS, NOT_FOR_SUBAGENTS, StrictArgs
 from core.tool_outcome import BrowserState, Danger, ToolOutcome
 
 if TYPE_CHECKING:
-    from tools.browser.pool import BrowserPool
     from tools.shell_network import CommandEgress
+
+
+class Browsers(Protocol):
+    """The worker's browser (tools/browser/pool.py's BrowserPool) as a tool context carries it,
+    so that this floor of the tools imports no tool: the browser tools take it back as their
+    pool, and the worker closes each task's pages when the task ends."""
+
+    async def close_task(self, task_id: str) -> None: ...
 
 
 @dataclass
@@ -51,7 +58,7 @@ class ToolContext:
     # A browser tool on a worker that does not hold this task's pages reopens these.
     browser: BrowserState | None = None
     # The worker's browser (one Chromium for its tasks); None: no browser here.
-    browsers: BrowserPool | None = None
+    browsers: Browsers | None = None
     # Where tools keep indexes they can rebuild from the workspace (the memory search index,
     # under the worker's data directory); None: an index in memory for each call.
     index_dir: Path | None = None

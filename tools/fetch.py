@@ -43,7 +43,7 @@ from tools import fetch_download, web
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.browser.chromium import BrowserUnavailable, chromium_problem
 from tools.browser.policy import Policy
-from tools.browser.pool import RenderFailed
+from tools.browser.pool import BrowserPool, RenderFailed
 from tools.egress import NO_NETWORK, Egress
 from tools.fetch_download import FetchFailed, Page, check_url, decode, download
 from tools.web import html_to_markdown
@@ -167,7 +167,7 @@ async def _render(url: str, ctx: ToolContext) -> tuple[tuple[str, str] | None, s
     if (reason := await policy.check(url)) is not None:
         return None, f"it was not rendered in a headless browser: {reason}"
     pool = ctx.browsers
-    if pool is None:
+    if not isinstance(pool, BrowserPool):
         return None, "it was not rendered in a headless browser: this worker has none"
     if (problem := chromium_problem(pool.settings)) is not None:
         return None, f"it was not rendered in a headless browser: {problem}"

@@ -21,7 +21,6 @@ from rich.console import Console
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from activities.llm import ProviderSettings
 from cli.background import connect, connect_serving
 from cli.commands import start
 from cli.conversation import Conversation, converse
@@ -32,6 +31,7 @@ from cli.resume import earlier_exchanges, picked_up
 from cli.tasks import UserError, configured_model, task_input, workspace_of
 from cli.workers import unpolled_notice
 from contracts.task import ApprovalMode, TaskInput, TaskState
+from core.settings import ProviderSettings
 from workflows.task import AgentTaskWorkflow
 
 FINAL = (TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED)

@@ -7,11 +7,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import ProviderSettings
 from contracts.activities import ContextPage, LlmCallInput, PromptParams
 from core.entries import ToolCall, ToolResult, UserMessage
 from core.errors import ErrorKind
 from core.messages import ToolCallRequest
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, error, tool
 from providers.circuit import CircuitBreaker
 from runtime.store import ContextStore

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm import ProviderSettings
 from activities.model_view import IMAGE_MISSING_NOTE, IMAGE_OMITTED_NOTE, MAX_IMAGES_SENT
 from contracts.activities import LlmCallInput, PromptParams
 from core.entries import Entry, ToolCall, ToolResult, UserMessage
 from core.messages import ToolCallRequest
+from core.settings import ProviderSettings
 from core.tool_outcome import ImageRef
 from fakes.scripted import ScriptedModelServer, text
 from providers.usage import IMAGE_TOKENS

@@ -13,9 +13,8 @@ from activities.llm_setup import COMPACT_WINDOW, LlmSetup, Setup
 from activities.mcp import McpCatalog
 from contracts.activities import LlmCallInput, PromptParams
 from core.errors import ErrorKind
-from core.settings import ModelTableSettings
-from providers.models import load_models
-from providers.settings import ProviderSettings
+from core.settings import ModelTableSettings, ProviderSettings
+from providers.model_table import load_models
 from runtime.store import ContextStore, as_store
 
 PROMPT = PromptParams(workspace="/tmp", date="2026-01-01")

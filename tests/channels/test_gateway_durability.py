@@ -26,7 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode  # noqa: E402
 
 from channels.matrix_session import MatrixState  # noqa: E402
 from contracts.channels import INBOUND_SIGNAL, ChatRef, ConversationState, conversation_id  # noqa: E402
-from fakes.scripted import Step  # noqa: E402
+from fakes.step import Step  # noqa: E402
 from tests.channels.matrix_users import ChatUser  # noqa: E402
 from tests.workflows.harness import scripted_worker, signals_handled, wait_until  # noqa: E402
 from workflows.conversation import ConversationWorkflow  # noqa: E402

@@ -21,7 +21,8 @@ from channels.gateway import Defaults, Gateway
 from channels.webhook import WebhookAdapter, signature_problem, signed_headers
 from cli.task_schedules import create_task_schedule, delete_task_schedule, trigger_task_schedule
 from contracts.channels import conversation_id
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from runtime.secrets import SecretStore
 from temporal.plugin import AgentPlugin
 from tests.ports import free_port

@@ -24,7 +24,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from cli.background import parts
 from cli.commands.run import DEMO_ENDED
 from contracts.task import TaskOutcome, TaskState
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from temporal.server import port_open, running_pid
 from tests.cli.test_cli import cli
 from tests.ports import free_embedded_port

@@ -12,7 +12,8 @@ from pathlib import Path
 from temporalio.client import WorkflowExecutionStatus
 
 from contracts.task import TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.workflows.harness import scripted_worker, wait_for_state
 from workflows.search_attributes import AGENT_STATE
 from workflows.task import AgentTaskWorkflow

@@ -15,7 +15,7 @@ from datetime import timedelta
 from temporalio.client import Client
 
 from contracts.task import TaskState
-from fakes.scripted import Step
+from fakes.step import Step
 from tests.cli.test_cli import ROOT, cli
 from tests.workflows.harness import make_input, scripted_worker, wait_for_state
 from workflows.task import AgentTaskWorkflow

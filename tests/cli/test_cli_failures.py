@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakes.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from tests.cli.test_background import embedded, starter
 
 WRONG_KEY = {"error": {

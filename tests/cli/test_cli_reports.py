@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fakes.scripted import Step
+from fakes.step import Step
 from tests.cli.test_cli import cli
 from tests.workflows.harness import scripted_worker
 

@@ -12,7 +12,8 @@ from rich.console import Console
 from cli.render import INTERRUPTED, render_entry
 from contracts.task import ApprovalDecision, TaskState
 from core.entries import StatusNotice, SystemReminder, UserMessage
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.cli.test_cli import cli
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start, wait_for_state
 from workflows.task import AgentTaskWorkflow

@@ -15,7 +15,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from cli.slash import is_command
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import TaskOutcome, TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.cli.test_cli import cli
 from tests.cli.test_cli_terminal import ROOT, Terminal
 from tests.cli.vt import Screen

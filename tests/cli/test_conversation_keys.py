@@ -9,7 +9,8 @@ import re
 from cli.screen import CUT
 from cli.tasks import who
 from contracts.task import TaskOutcome, TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.cli.test_conversation import PROMPT, expect, run_in_terminal, seen, sleeping, task_id
 from tests.workflows.harness import outcome_of, scripted_worker, user_texts, wait_until
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from core.settings import (
     SEARCH_BACKENDS,
     SECRET_PREFIX,
     EgressSettings,
-    ProviderSettings,
     SandboxSettings,
     SecretSettings,
     Settings,
@@ -24,7 +22,6 @@ from core.settings import (
     variables,
 )
 from providers.factory import MODES
-from providers.settings import ProviderSettings as ProvidersOwn
 from tools.search import BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,16 +98,6 @@ def test_the_shell_inherits_only_the_base_variables_and_those_allowed():
                "AGENT_SHELL_ENV_ALLOW": "GIT_AUTHOR_NAME"}
     assert dict(Settings.from_env(environ).shell.inherited) == {"PATH": "/bin", "LC_ALL": "C", "HOME": "/h",
                                                                 "GIT_AUTHOR_NAME": "a"}
-
-
-def test_the_provider_group_is_the_one_the_providers_take():
-    # worker.py builds providers.settings.ProviderSettings from this group (issue 29's second pass
-    # makes them one class): the fields and their defaults must stay the same.
-    ours = {f.name: f.default for f in dataclasses.fields(ProviderSettings)}
-    theirs = {f.name: f.default for f in dataclasses.fields(ProvidersOwn)}
-    assert ours == theirs
-    environ = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1", "AGENT_XML_WIRE": "OpenAI", "AGENT_STREAM_IDLE_S": "5"}
-    assert ProvidersOwn(**dataclasses.asdict(ProviderSettings.from_env(environ))) == ProvidersOwn.from_env(environ)
 
 
 def test_each_variable_is_read_by_one_setting():

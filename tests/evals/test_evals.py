@@ -10,13 +10,14 @@ import subprocess
 from pathlib import Path
 
 from contracts.task import ApprovalDecision, TaskInput, TaskState
+from core.settings import ProviderSettings
 from evals.metrics import TrialResult
 from evals.run import EvalOptions, run_suite
 from evals.suite import JudgeConfig, Suite, load_suite
 from evals.transcript import read_transcript
 from fakes.routed import RoutedModelServer
-from fakes.scripted import ScriptedModelServer, Step, tool
-from providers.settings import ProviderSettings
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from tests import configured
 from tests.cli.test_cli import cli
 from tests.worker_processes import spawn_worker

@@ -22,8 +22,9 @@ from core.messages import (
     TurnResult,
     thinking_text,
 )
-from fakes.scripted import ScriptedModelServer, Step, error, text, tool
+from fakes.scripted import ScriptedModelServer, error, text, tool
 from fakes.scripted_anthropic import overloaded
+from fakes.step import Step
 from providers.anthropic import AnthropicProvider
 from providers.errors import ProviderError
 from tests.providers.support import Recorder

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ToolCallRequest, ToolSpec, Usage
-from fakes.scripted import ScriptedModelServer, Step, text
+from fakes.scripted import ScriptedModelServer, text
+from fakes.step import Step
 from providers.anthropic import AnthropicProvider
 from providers.anthropic_wire import count_breakpoints
-from providers.pricing import BUILTIN_PRICES, cost_usd
+from providers.model_table import BUILTIN_MODELS, cost_usd
 from providers.xml_tools import XmlToolsProvider
 
 CACHED = {"type": "ephemeral"}
@@ -105,4 +106,4 @@ def test_cost_prices_cache_reads_and_writes_apart_from_uncached_input():
     assert usage.input_tokens == 21 + 188 + 3520
     # claude-sonnet-4: $3 input, $15 output, $0.30 cache read, $3.75 cache write per million tokens
     expected = (21 * 3.00 + 3520 * 0.30 + 188 * 3.75 + 40 * 15.00) / 1_000_000
-    assert cost_usd("claude-sonnet-4-5-20250929", usage, BUILTIN_PRICES) == pytest.approx(expected)
+    assert cost_usd("claude-sonnet-4-5-20250929", usage, BUILTIN_MODELS) == pytest.approx(expected)

@@ -9,7 +9,8 @@ import pytest
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming, MessageCreateParamsStreaming
 
 from core.messages import ChatMessage, LlmRequest, ThinkingPart, ToolCallRequest, ToolSpec
-from fakes.scripted import ScriptedModelServer, Step, text
+from fakes.scripted import ScriptedModelServer, text
+from fakes.step import Step
 from providers.anthropic import AnthropicProvider
 from tests.providers.test_oracles import violations
 

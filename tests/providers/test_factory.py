@@ -6,12 +6,12 @@ import httpx
 import pytest
 
 from core.messages import ChatMessage, LlmRequest
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, text
 from providers.anthropic import AnthropicProvider
 from providers.factory import MODES, Provider, make_provider
 from providers.openai import OpenAIProvider
 from providers.responses import ResponsesProvider
-from providers.settings import ProviderSettings
 from providers.xml_tools import XmlToolsProvider
 
 ENV = {
@@ -50,7 +50,7 @@ def test_settings_repr_hides_the_keys():
 
 
 def test_settings_reject_an_unknown_xml_wire():
-    with pytest.raises(ValueError, match="xml_wire"):
+    with pytest.raises(ValueError, match="AGENT_XML_WIRE='gemini'"):
         ProviderSettings.from_env({"AGENT_XML_WIRE": "gemini"})
 
 

@@ -21,7 +21,7 @@ from fakes.scripted import ScriptedModelServer, text
 from providers.anthropic import AnthropicProvider
 from providers.anthropic_wire import MAX_BREAKPOINTS, count_breakpoints
 from providers.errors import ProviderError
-from providers.models import BUILTIN_MODELS, accepts_images, load_models
+from providers.model_table import BUILTIN_MODELS, accepts_images, load_models
 from providers.openai import OpenAIProvider
 from providers.responses import ResponsesProvider
 from providers.usage import IMAGE_TOKENS, estimate_tokens, request_text

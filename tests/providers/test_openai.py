@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
-from fakes.scripted import ScriptedModelServer, Step, error, text
+from fakes.scripted import ScriptedModelServer, error, text
+from fakes.step import Step
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from tests.providers.support import Recorder

@@ -18,7 +18,8 @@ import pytest
 from core.errors import ErrorKind
 from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
 from fakes import scripted_strict
-from fakes.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from providers.errors import SUMMARY_LIMIT, ProviderError
 from providers.openai import OpenAIProvider
 

@@ -14,7 +14,8 @@ from structlog.testing import capture_logs
 
 from core.errors import ErrorKind
 from core.messages import ChatMessage, LlmRequest, ToolCallRequest, ToolSpec
-from fakes.scripted import ScriptedModelServer, Step, text
+from fakes.scripted import ScriptedModelServer, text
+from fakes.step import Step
 from providers.arguments import INVALID_ARGUMENTS, RAW_LIMIT
 from providers.errors import SUMMARY_LIMIT, ProviderError
 from providers.openai import OpenAIProvider
@@ -324,8 +325,8 @@ async def test_include_usage_ignored_by_the_server_is_estimated():
 async def test_a_stream_that_stalls_after_starting_ends_the_attempt_as_retryable(wire: str):
     """Some chunks, then silence with the connection open: the attempt ends after the idle
     limit instead of the whole attempt's 10 minutes, and says the stream stalled."""
+    from core.settings import ProviderSettings
     from providers.factory import make_provider
-    from providers.settings import ProviderSettings
 
     with ScriptedModelServer([Step(text="a long answer that stops", stall_after=2)]) as server:
         settings = ProviderSettings(openai_base_url=server.url, openai_api_key="k", anthropic_base_url=server.anthropic_url,

@@ -30,7 +30,8 @@ from pydantic import BaseModel, TypeAdapter
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
 from fakes import scripted_anthropic, scripted_chat
-from fakes.scripted import ScriptedModelServer, Step
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from providers.anthropic import AnthropicProvider
 from providers.openai import OpenAIProvider
 from providers.xml_tools import XmlToolsProvider

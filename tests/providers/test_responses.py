@@ -19,7 +19,8 @@ from pydantic import TypeAdapter
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
 from fakes import scripted_responses
-from fakes.scripted import ScriptedModelServer, Step, error, text
+from fakes.scripted import ScriptedModelServer, error, text
+from fakes.step import Step
 from providers.errors import ProviderError
 from providers.responses import ResponsesProvider
 from tests.providers.test_oracles import extras, violations

@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from fakes.scripted import ScriptedModelServer, Step, demo_steps, error, text, tool
+from fakes.scripted import ScriptedModelServer, demo_steps, error, text, tool
+from fakes.step import Step
 
 CHAT = "/chat/completions"
 HI = [{"role": "user", "content": "hi"}]  # strict mode refuses an empty message list, as OpenAI does

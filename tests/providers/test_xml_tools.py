@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from core.messages import ChatMessage, LlmRequest, SystemPrompt, ThinkingPart, ToolCallRequest, ToolSpec
-from fakes.scripted import ScriptedModelServer, Step, error, text
+from fakes.scripted import ScriptedModelServer, error, text
+from fakes.step import Step
 from providers.anthropic import AnthropicProvider
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider

@@ -8,8 +8,8 @@ import urllib.request
 
 from temporalio.client import Client
 
-from activities.llm import ProviderSettings
 from contracts.task import TaskState
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, tool
 from temporal.codec import EncryptionCodec, data_converter, generate_key
 from temporal.codec_server import make_server

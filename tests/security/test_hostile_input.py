@@ -22,14 +22,15 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 import tools
-from activities.llm import ProviderSettings
 from activities.prompt import PromptActivities
 from activities.session import SessionActivities
 from activities.tools import ToolActivities
 from cli.tasks import MAX_INLINE_INSTRUCTION, instruction_text
 from contracts.task import TaskState
 from core.messages import ChatMessage, LlmRequest
-from fakes.scripted import ScriptedModelServer, Step, tool
+from core.settings import ProviderSettings
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from providers.errors import ProviderError
 from providers.openai import OpenAIProvider
 from runtime.store import ContextStore

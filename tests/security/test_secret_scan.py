@@ -10,7 +10,8 @@ import structlog
 import runtime.logs as log_module
 from cli.tasks import instruction_text
 from contracts.task import TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from runtime.audit import default_audit_path
 from tests import configured
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start

@@ -12,9 +12,10 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from activities.llm import ProviderSettings
 from contracts.task import ApprovalDecision, TaskInput, TaskOutcome, TaskState, TaskStatus
-from fakes.scripted import ScriptedModelServer, Step
+from core.settings import ProviderSettings
+from fakes.scripted import ScriptedModelServer
+from fakes.step import Step
 from tests import configured
 from worker import build_worker
 from workflows.policy import failed_outcome

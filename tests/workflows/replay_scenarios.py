@@ -21,7 +21,8 @@ from temporalio.client import Client, WorkflowHandle
 
 from contracts.task import ApprovalDecision, Interjection, TaskState
 from core.permissions import parse_permissions
-from fakes.scripted import ScriptedModelServer, Step, error, text, tool
+from fakes.scripted import ScriptedModelServer, error, text, tool
+from fakes.step import Step
 from temporal.server import start_local_env
 from tests.mcp_support import kit_stdio
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, wait_for_state, wait_until

@@ -28,7 +28,8 @@ from temporalio.api.enums.v1 import EventType
 
 from contracts.task import ApprovalDecision, TaskState
 from contracts.toolset import PAGE_TOOLS
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from tests import configured
 from tests.browsing import require_browser
 from tests.tools.web_fixtures import LocalWebServer, Reply, Seen

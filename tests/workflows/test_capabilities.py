@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from contracts.task import TaskOutcome, TaskState
-from fakes.scripted import Step, text, tool
+from fakes.scripted import text, tool
+from fakes.step import Step
 from tests.workflows.harness import (
     make_input,
     outcome_of,

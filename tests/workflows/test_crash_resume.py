@@ -7,7 +7,8 @@ import signal
 import uuid
 
 from contracts.task import TaskState
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from tests.worker_processes import spawn_worker
 from tests.workflows.harness import make_input, outcome_of
 from workflows.task import AgentTaskWorkflow

@@ -8,7 +8,8 @@ import signal
 import uuid
 
 from contracts.task import TaskState
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from runtime.pg_store import PostgresStore
 from tests.worker_processes import spawn_worker
 from tests.workflows.harness import make_input, outcome_of, tool_messages, user_texts, wait_until

@@ -6,7 +6,8 @@ from __future__ import annotations
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
 from contracts.task import TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
 from workflows.policy import failed_outcome
 

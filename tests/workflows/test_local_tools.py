@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from activities.llm import ProviderSettings
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import TaskState
+from core.settings import ProviderSettings
 from fakes.scripted import ScriptedModelServer, tool
 from tests import configured
 from tests.workflows.harness import make_input, outcome_of, start

@@ -7,7 +7,8 @@ import signal
 import uuid
 
 from contracts.task import Interjection, TaskOutcome, TaskState
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from runtime.store import ContextStore
 from tests import configured
 from tests.worker_processes import spawn_worker

@@ -9,7 +9,8 @@ import subprocess
 from temporalio.worker import Replayer
 
 from contracts.task import ApprovalDecision, TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from temporal.plugin import AgentPlugin
 from tests.mcp_support import git_server, kit_http, kit_stdio, marks, time_server
 from tests.workflows.harness import (

@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from activities.llm import ProviderSettings
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState
-from fakes.scripted import ScriptedModelServer, Step, tool
+from core.settings import ProviderSettings
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from tests import configured
 from tests.mcp_support import kit_stdio
 from tests.workflows.harness import make_input, outcome_of, start, tool_messages, wait_for_state

@@ -11,7 +11,8 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from contracts.activities import TOOL_ACTIVITY
 from contracts.task import ApprovalDecision, ApprovalMode, Interjection, TaskState, TaskStatus
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.workflows.harness import (
     activities_scheduled,
     make_input,

@@ -10,7 +10,8 @@ from activities.llm import RETRY_AFTER_CAP, to_application_error
 from contracts.task import TaskState
 from core.entries import StatusNotice
 from core.errors import ErrorKind
-from fakes.scripted import Step, error, tool
+from fakes.scripted import error, tool
+from fakes.step import Step
 from providers.errors import ProviderError
 from tests.workflows.harness import make_input, outcome_of, scripted_worker, start
 from workflows.task import AgentTaskWorkflow

@@ -11,7 +11,8 @@ from cli.follow import Follower
 from cli.sinks import Sink
 from contracts.task import ModelRef, TaskState
 from core.messages import ToolCallRequest
-from fakes.scripted import ScriptedModelServer, Step, error, text, tool
+from fakes.scripted import ScriptedModelServer, error, text, tool
+from fakes.step import Step
 from providers.xml_tools import render_tool_call
 from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, start
 from workflows.task import AgentTaskWorkflow

@@ -14,7 +14,8 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from contracts.task import ApprovalDecision, Interjection, TaskState
 from core.messages import call_digest
-from fakes.scripted import ScriptedModelServer, Step, tool
+from fakes.scripted import ScriptedModelServer, tool
+from fakes.step import Step
 from runtime.store import ContextStore
 from tests import configured, sandboxing
 from tests.worker_processes import spawn_worker

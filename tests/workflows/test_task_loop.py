@@ -9,7 +9,8 @@ import pytest
 
 from contracts.task import TaskState, TaskStatus
 from contracts.toolset import default_shown
-from fakes.scripted import Step, error, text, tool
+from fakes.scripted import error, text, tool
+from fakes.step import Step
 from tests.workflows.harness import make_input, outcome_of, run_task, scripted_worker, start
 from workflows.task import AgentTaskWorkflow
 

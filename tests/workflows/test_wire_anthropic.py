@@ -10,7 +10,8 @@ import pytest
 
 from cli.tasks import task_input
 from contracts.task import TaskState
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.configured import cli_args
 from tests.workflows.harness import make_input, run_task, scripted_worker
 

@@ -12,7 +12,8 @@ import pytest
 from cli.tasks import task_input
 from contracts.task import TaskState
 from core.messages import ToolCallRequest
-from fakes.scripted import Step, text, tool
+from fakes.scripted import text, tool
+from fakes.step import Step
 from providers.arguments import INVALID_ARGUMENTS
 from providers.xml_tools import render_tool_call
 from tests.configured import cli_args

@@ -8,7 +8,8 @@ import pytest
 
 from contracts.task import TaskState
 from fakes import scripted_responses
-from fakes.scripted import Step, tool
+from fakes.scripted import tool
+from fakes.step import Step
 from tests.workflows.harness import make_input, run_task, scripted_worker
 
 

@@ -54,7 +54,7 @@ async def with_browser(ctx: ToolContext, work: Work, *, needs_page: bool = True,
     browser's state after the call, except when the browser died during it (the record
     stands, and the next call reopens from it)."""
     pool = ctx.browsers
-    if pool is None:
+    if not isinstance(pool, BrowserPool):  # None: this worker has no browser
         return error(NO_BROWSER)
     if (problem := chromium_problem(pool.settings)) is not None:
         return error(problem)

@@ -12,13 +12,10 @@ import posixpath
 import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tools.control_paths import named
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad
-
-if TYPE_CHECKING:  # the walk imports these paths; a check only reads the call it is given
-    from tools.shell_policy.walk import Call
 
 # Home in all its spellings; /home/<user> and /root are someone's home too.
 _HOME = re.compile(r"^(?:~[\w.-]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(?=/|$)")
@@ -145,10 +142,25 @@ def persisting(w: Word, cwd: str | None = None) -> str | None:
     return None
 
 
-def reads_secret(c: Call, head: Word) -> Verdict:
+class Command(Protocol):
+    """What the checks below read of the command they judge (walk.Call, whose walk judges words
+    by the paths here, so this module does not import it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def args(self) -> Sequence[Word]: ...
+    @property
+    def env(self) -> Sequence[tuple[str, Word]]: ...
+    @property
+    def cwd(self) -> str | None: ...
+    def outside(self, w: Word) -> bool: ...
+
+
+def reads_secret(c: Command, head: Word) -> Verdict:
     """Every command's arguments, and the values of its VAR=value assignments."""
     for w in [*c.args, *(value for _, value in c.env)]:
-        if is_secret(w, c.scan.cwd):
+        if is_secret(w, c.cwd):
             return bad(f"reads a secret file ({c.name} {w.show})")
     return SAFE
 
@@ -173,7 +185,7 @@ def mode_risk(mode: str) -> str | None:
     return None
 
 
-def check_modes(c: Call, modes: Sequence[Word]) -> Verdict:
+def check_modes(c: Command, modes: Sequence[Word]) -> Verdict:
     """``install -m``, ``mkdir -m``: DANGEROUS for setuid, setgid or world-writable modes."""
     for mode in modes:
         if mode.text is None:
@@ -187,7 +199,7 @@ def check_modes(c: Call, modes: Sequence[Word]) -> Verdict:
 _PRESERVES = re.compile(r"-[a-zA-Z]*[ap][a-zA-Z]*|--archive|--perms|--preserve(?:=.*(?:mode|all|ownership).*)?")
 
 
-def keeps_mode(c: Call, sources: Sequence[Word]) -> Verdict:
+def keeps_mode(c: Command, sources: Sequence[Word]) -> Verdict:
     """``cp -p``/``-a``/``--preserve``, ``rsync -a``/``-p`` of a file from outside the workspace."""
     flags = [w.text or "" for w in c.args if (w.text or "").startswith("-")]
     keeping = [f for f in flags if _PRESERVES.fullmatch(f) and not f.startswith("--no-")]

@@ -235,6 +235,10 @@ class Call:
     scan: Scan = field(repr=False)
     env: Sequence[tuple[str, Word]] = ()  # VAR=value before it, or given to `env`
 
+    @property
+    def cwd(self) -> str | None:
+        return self.scan.cwd
+
     def outside(self, w: Word) -> bool:
         return self.scan.outside(w)
 
