@@ -152,7 +152,7 @@ def docs_cli_commands() -> list[list[str]]:
     found = []
     for page in sorted((ROOT / "docs").glob("*.md")):
         for block in blocks("bash", page.read_text(encoding="utf-8")):
-            for line in block.splitlines():
+            for line in block.replace("\\\n", " ").splitlines():
                 _, rest = assignments(shlex.split(line, comments=True))
                 if "starter.py" in rest:
                     found.append(rest[rest.index("starter.py") + 1:])
