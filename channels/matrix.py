@@ -47,6 +47,7 @@ from nio import (
     RoomSendResponse,
     SyncResponse,
 )
+from pydantic import BaseModel, ConfigDict
 
 from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, code_html, split_text
 from channels.config import ChannelConfig
@@ -62,15 +63,31 @@ BUTTON_KEYS = {"approve": "✅", "deny": "❌", "stop": "🛑"}
 _log = structlog.get_logger(__name__)
 
 
+class MatrixSettings(BaseModel):
+    """The ``[matrix]`` table's own keys (``allowed_users``, ``approvers``: channels/config.py);
+    a key not here, or of the wrong type, is refused by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    homeserver: str  # https://matrix.example.org
+    user_id: str  # the bot's account: @agent:example.org
+    password: str = ""  # logs in, and again when the homeserver forgets the login
+    access_token: str = ""  # instead of a password (not renewed when refused)
+    device_id: str = ""  # the access token's device
+
+
 class MatrixAdapter:
     def __init__(self, config: ChannelConfig, state_dir: Path) -> None:
         self.name = config.name
         self.config = config
-        self.user_id: str = config.need("user_id")
-        self.homeserver: str = config.need("homeserver")
+        self.settings = settings = config.settings(MatrixSettings)
+        if not (settings.password or settings.access_token):
+            raise ValueError(f"channel [{config.name}]: logging in needs password or access_token")
+        self.user_id = settings.user_id
+        self.homeserver = settings.homeserver
         self.state = MatrixState(state_dir, self.homeserver, self.user_id)
         self.client = AsyncClient(
-            self.homeserver, self.user_id, device_id=config.get("device_id"),
+            self.homeserver, self.user_id, device_id=settings.device_id or None,
             # Temporal retries a send (waiting out a 429); nio's own retries would stack on it.
             config=AsyncClientConfig(max_limit_exceeded=0, max_timeouts=2, encryption_enabled=False),
         )
@@ -85,7 +102,7 @@ class MatrixAdapter:
                 await self._login()
                 await self._follow(deliver)
             except LoginRefused as err:
-                if not self.config.get("password"):
+                if not self.settings.password:
                     _log.error("matrix refused the access token and the table has no password to log in again;"
                                " the channel stops", channel=self.name, homeserver=self.homeserver, error=str(err))
                     return
@@ -202,11 +219,11 @@ class MatrixAdapter:
         if self._logged_in:
             return
         saved = self.state.login() or ("", "")
-        token = (None if self._token_refused else self.config.get("access_token")) or saved[0]
+        token = (None if self._token_refused else self.settings.access_token) or saved[0]
         if token:  # the table's, or the one a password login left here
             self.client.access_token = token
             self.client.user_id = self.user_id
-            self.client.device_id = self.config.get("device_id") or saved[1]
+            self.client.device_id = self.settings.device_id or saved[1]
         else:
             await self._password_login()
         self._logged_in = True
@@ -217,7 +234,7 @@ class MatrixAdapter:
         retrying = Retrying(f"login as {self.user_id}", self.name)
         while True:
             try:
-                response = await self.client.login(self.config.need("password"), device_name="durable-agent gateway")
+                response = await self.client.login(self.settings.password, device_name="durable-agent gateway")
             except (ClientError, TimeoutError) as err:
                 response = err
             if isinstance(response, LoginResponse):
