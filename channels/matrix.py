@@ -2,7 +2,10 @@
 
 Inbound: the sync loop, from the sync token saved in the state directory; the token is saved
 only after every event of a batch went to ``deliver`` (Temporal has it), so a gateway killed
-mid-batch gets the batch again and the conversation drops what it already has. A first start
+mid-batch gets the batch again and the conversation drops what it already has. A batch the
+homeserver cut short (``limited``: Synapse sends at most 10 events a room, so a burst while the
+gateway hands over a large image is more) has what it left out fetched from the room's history
+(``/messages`` back to the previous token), oldest first, so no message is skipped. A first start
 begins from now (the rooms' earlier messages are not replayed). A homeserver that fails or
 cannot be reached is logged once, as what it is, and synced again with backoff. One that
 refuses the access token (a reset server, a revoked token) is logged in to again with the
@@ -11,8 +14,9 @@ means nothing to a new server, and replaying a room's history would answer old m
 again (what was said while the login was refused goes unanswered). Without a password the
 channel stops, saying so in one line. Invites from allowed users are joined. Text messages,
 images and files (fetched from the media repository, up to ``ATTACHMENT_BYTES``) and
-reactions (✅ ❌ 🛑 on the approval message) of allowed users become ``InboundMessage``; the
-bot's own events and anyone else's are dropped (logged). Notices
+reactions (✅ ❌ 🛑 on the approval message) of allowed users become ``InboundMessage``; any
+other message (anyone else's, an edit, another reaction, a kind not read) is dropped with one
+log line saying why; the bot's own events are not messages. Notices
 (``m.notice``, what bots send) are never answered. A thread (``m.thread``) is a conversation of
 its own, as in Slack: the agent answers in it, and a reaction counts for the thread its
 message is in.
@@ -43,6 +47,7 @@ from nio import (
     RoomGetEventResponse,
     RoomMessageImage,
     RoomMessageMedia,
+    RoomMessagesResponse,
     RoomMessageText,
     RoomSendResponse,
     SyncResponse,
@@ -57,6 +62,7 @@ from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessa
 
 LIMIT = 30_000  # characters per message: well under Synapse's 64 KiB event
 SYNC_WAIT_MS = 10_000
+GAP_PAGE = 100  # events a page when fetching what a limited sync batch left out
 REACTIONS = {"✅": "approve", "✔️": "approve", "👍": "approve", "❌": "deny", "👎": "deny", "🛑": "stop"}
 BUTTON_KEYS = {"approve": "✅", "deny": "❌", "stop": "🛑"}
 
@@ -122,43 +128,90 @@ class MatrixAdapter:
             batch = await self._sync(token, timeout=SYNC_WAIT_MS)
             await self._join_invites(batch)
             for room_id, room in batch.rooms.join.items():
-                for event in room.timeline.events:
+                events = room.timeline.events
+                if room.timeline.limited:  # more came than a batch holds: the rest is fetched, not skipped
+                    events = await self._gap(room_id, room.timeline.prev_batch, token, events)
+                for event in events:
                     message = self.normalize(room_id, event)
                     if message is not None:
                         await deliver(await self._completed(message))
             token = self.state.save_sync_token(batch.next_batch)  # only now: Temporal has every message
 
+    async def _gap(self, room_id: str, prev_batch: str | None, since: str, batch: list[Any]) -> list[Any]:
+        """``batch`` after the events a limited sync left out: those between ``since`` and the
+        batch, fetched from the room's history (``/messages``, back to ``since``), oldest first."""
+        earlier: list[Any] = []
+        start = prev_batch
+        while start:
+            page = await self._page(room_id, start, since)
+            earlier += page.chunk
+            if not page.chunk or not page.end or page.end == start:
+                break
+            start = page.end
+        known = {getattr(e, "event_id", None) for e in batch}
+        earlier = [e for e in reversed(earlier) if getattr(e, "event_id", None) not in known]
+        _log.info("matrix sync was limited: fetched the events it left out", channel=self.name, room=room_id,
+                  fetched=len(earlier))
+        return earlier + batch
+
+    async def _page(self, room_id: str, start: str, since: str) -> RoomMessagesResponse:
+        """One page of a room's history back from ``start`` to ``since``, tried again as a sync is."""
+        retrying = Retrying("fetch of a room's history", self.name)
+        while True:
+            try:
+                response = await self.client.room_messages(room_id, start=start, end=since, limit=GAP_PAGE)
+            except (ClientError, TimeoutError) as err:
+                response = err
+            if isinstance(response, RoomMessagesResponse):
+                retrying.done()
+                return response
+            if refused(response):
+                raise LoginRefused(str(response))
+            await retrying.after(response)
+
     def normalize(self, room_id: str, event: Any) -> InboundMessage | None:
+        """The person's message ``event`` is, or None. Each message not taken is logged with
+        why (one line); the bot's own events and the room's state are not messages."""
         sender = getattr(event, "sender", "")
         if sender == self.user_id:
             return None  # the bot never answers itself
-        content = (getattr(event, "source", None) or {}).get("content", {})
+        source = getattr(event, "source", None) or {}
+        content = source.get("content") or {}
         thread: str | None = None
         attachments: list[Attachment] = []
         if isinstance(event, ReactionEvent):
             action = REACTIONS.get(event.key) or REACTIONS.get(event.key.replace("\ufe0f", ""))
             text, reply_to = "", event.reacts_to
             if action is None:
-                return None
+                return self._dropped(f"a reaction ({event.key}) that is not ✅ ❌ or 🛑", event, room_id)
         elif isinstance(event, RoomMessageText | RoomMessageMedia):
             relates = content.get("m.relates_to") or {}
-            if content.get("msgtype") in ("m.notice", None) or relates.get("rel_type") == "m.replace":
-                return None  # notices (bots) and edits are not messages to answer
+            if relates.get("rel_type") == "m.replace":
+                return self._dropped("an edit: the message it edits was taken as it was sent", event, room_id)
             action, text, attachments = None, event.body, _attachments(event, content)
             if attachments and content.get("filename", event.body) == event.body:
                 text = ""  # a file's body is its name, unless a caption was given
             if relates.get("rel_type") == "m.thread":
                 thread = relates.get("event_id")
             reply_to = None if relates.get("is_falling_back") else (relates.get("m.in_reply_to") or {}).get("event_id")
+        elif source.get("type") == "m.room.message":
+            kind = content.get("msgtype")
+            why = ("a notice: what bots send, never answered" if kind == "m.notice"
+                   else f"a message of a kind the agent does not read (msgtype {kind!r})")
+            return self._dropped(why, event, room_id)
         else:
-            return None
+            return None  # the room's state, redactions, receipts: not messages
         if not self.config.allows(sender):
-            _log.warning("ignored a message from a user who is not allowed", channel=self.name, user=sender,
-                         room=room_id)
-            return None
+            return self._dropped("from a user who is not allowed", event, room_id, warn=True)
         return InboundMessage(event_id=event.event_id,
                               chat=ChatRef(channel=self.name, conversation=room_id, thread=thread),
                               author=sender, text=text, reply_to=reply_to, reaction=action, attachments=attachments)
+
+    def _dropped(self, why: str, event: Any, room_id: str, *, warn: bool = False) -> None:
+        """One line for a message not handed to a conversation, saying why."""
+        log = _log.warning if warn else _log.info
+        log(f"ignored a message: {why}", channel=self.name, user=getattr(event, "sender", ""), room=room_id,
+            event_id=getattr(event, "event_id", ""))
 
     async def _completed(self, message: InboundMessage) -> InboundMessage:
         """What ``normalize`` cannot know from the event alone: the thread of the message a

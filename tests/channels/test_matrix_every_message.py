@@ -9,6 +9,7 @@ import io
 import json
 
 import pytest
+from structlog.testing import capture_logs
 
 from tests.channels.synapse import require_synapse
 
@@ -65,12 +66,13 @@ async def upload(alice: ChatUser, data: bytes, name: str, content_type: str) -> 
     return uploaded.content_uri
 
 
-async def send(alice: ChatUser, room: str, content: dict, root: str | None) -> None:
+async def send(alice: ChatUser, room: str, content: dict, root: str | None = None) -> str:
     if root is not None:  # in the thread, as Element sends it
         content["m.relates_to"] = {"rel_type": "m.thread", "event_id": root, "is_falling_back": True,
                                    "m.in_reply_to": {"event_id": root}}
     sent = await alice.client.room_send(room, "m.room.message", content)
     assert isinstance(sent, RoomSendResponse), sent
+    return sent.event_id
 
 
 @pytest.mark.parametrize("where", ["room", "thread"])
@@ -87,9 +89,7 @@ async def test_an_image_a_file_and_a_text_sent_as_an_answer_comes_each_reach_a_t
             await alice.until(lambda: alice.joined(room, AGENT), "the agent to join")
             root = None
             if where == "thread":  # a notice is never answered: the thread's root starts nothing
-                sent = await alice.client.room_send(room, "m.room.message", {"msgtype": "m.notice", "body": "topic"})
-                assert isinstance(sent, RoomSendResponse), sent
-                root = sent.event_id
+                root = await send(alice, room, {"msgtype": "m.notice", "body": "topic"})
             picture = await upload(alice, PICTURE, f"{where}.png", "image/png")
             notes = await upload(alice, NOTES, f"{where}-notes.txt", "text/plain")
             await send(alice, room, {"msgtype": "m.text", "body": "hello"}, root)
@@ -122,9 +122,10 @@ async def test_an_image_a_file_and_a_text_sent_as_an_answer_comes_each_reach_a_t
     assert not model.unexpected and not model.rejected
 
 
-async def test_a_burst_larger_than_a_sync_batch_reaches_deliver_whole(tmp_path, synapse):
+async def test_a_burst_larger_than_a_sync_batch_reaches_deliver_whole_and_each_drop_is_logged(tmp_path, synapse):
     """More messages than one sync's timeline holds (Synapse: 10 a room) arrive while the
-    gateway is busy with the first: a limited batch's gap is fetched, none is skipped."""
+    gateway is busy with the first: a limited batch's gap is fetched, none is skipped; what is
+    not a message to answer (an edit, an emote, a stray reaction) is one log line each."""
     alice = await person(synapse, "alice")
     adapter = MatrixAdapter(matrix_table(synapse), tmp_path / "gateway")
     first, go_on, got = asyncio.Event(), asyncio.Event(), []
@@ -147,16 +148,27 @@ async def test_a_burst_larger_than_a_sync_batch_reaches_deliver_whole(tmp_path, 
             while not first.is_set():
                 assert not receiving.done(), receiving
                 await asyncio.sleep(0.05)
-        for n in range(1, 25):
-            await alice.say(room, f"message {n}")
-        go_on.set()
-        async with asyncio.timeout(60):
-            while "message 24" not in got:  # the last: what came before it has come by then
-                assert not receiving.done(), receiving
-                await asyncio.sleep(0.05)
+        with capture_logs() as logs:
+            for n in range(1, 25):
+                sent = await alice.say(room, f"message {n}")
+            edit = {"msgtype": "m.text", "body": "* changed", "m.new_content": {"msgtype": "m.text", "body": "changed"},
+                    "m.relates_to": {"rel_type": "m.replace", "event_id": sent}}
+            dropped = [await send(alice, room, edit), await send(alice, room, {"msgtype": "m.emote", "body": "waves"}),
+                       await alice.react(room, sent, "🎉")]
+            await alice.say(room, "message 25")
+            go_on.set()
+            async with asyncio.timeout(60):
+                while "message 25" not in got:  # the last: what came before it has come by then
+                    assert not receiving.done(), receiving
+                    await asyncio.sleep(0.05)
     finally:
         receiving.cancel()
         await asyncio.gather(receiving, return_exceptions=True)
         await adapter.close()
         await alice.close()
-    assert got == [f"message {n}" for n in range(25)]
+    assert got == [f"message {n}" for n in range(26)]
+    lines = {e["event_id"]: e["event"] for e in logs if e["event"].startswith("ignored a message")}
+    assert [lines.get(event_id, "") for event_id in dropped] == [
+        "ignored a message: an edit: the message it edits was taken as it was sent",
+        "ignored a message: a message of a kind the agent does not read (msgtype 'm.emote')",
+        "ignored a message: a reaction (🎉) that is not ✅ ❌ or 🛑"]
