@@ -22,7 +22,9 @@ its own, as in Slack: the agent answers in it, and a reaction counts for the thr
 message is in.
 
 Outbound: ``m.notice`` messages sent with the message key as the transaction id, so Synapse
-posts a retried send once; progress edits its message in place (``m.replace``); the approval
+posts a retried send once; progress edits its message in place (``m.replace``), and so does the
+answer that ends it, unless it needs more than one message: then the progress message is
+redacted and the answer posted; the approval
 message gets the ✅ and ❌ reactions to tap. The login and the sync token are kept per
 homeserver and user (channels/matrix_session.py).
 
@@ -49,6 +51,7 @@ from nio import (
     RoomMessageMedia,
     RoomMessagesResponse,
     RoomMessageText,
+    RoomRedactResponse,
     RoomSendResponse,
     SyncResponse,
 )
@@ -301,8 +304,13 @@ class MatrixAdapter:
     async def send(self, message: OutboundMessage) -> Delivered:
         await self._login()
         room = message.chat.conversation
-        if message.edit_of is not None:  # progress: the same message, edited in place
-            body = split_text(message.text, LIMIT)[0]
+        pieces = split_text(message.text, LIMIT)
+        if message.edit_of is not None and message.kind == "answer" and len(pieces) > 1:
+            # An answer too long for the progress message it ends: that goes, the answer is posted.
+            await self._redact(room, message.edit_of, f"{message.key}.redact")
+            message = message.model_copy(update={"edit_of": None})
+        if message.edit_of is not None:  # progress, a decision, an answer: the same message, edited in place
+            body = pieces[0]
             new = _notice(body)
             content = {**new, "body": f"* {body}", "m.new_content": new,
                        "m.relates_to": {"rel_type": "m.replace", "event_id": message.edit_of}}
@@ -310,7 +318,7 @@ class MatrixAdapter:
             return Delivered(message_ids=[message.edit_of])
         ids = []
         thread = message.chat.thread
-        for n, piece in enumerate(split_text(message.text, LIMIT)):
+        for n, piece in enumerate(pieces):
             content = _notice(piece)
             reply_to = message.reply_to if n == 0 else None
             if thread:  # in the thread; a reply there quotes its message, else falls back to the thread
@@ -332,6 +340,14 @@ class MatrixAdapter:
         if response.status_code == "M_LIMIT_EXCEEDED" or getattr(response, "retry_after_ms", None):
             raise RateLimited((response.retry_after_ms or 1000) / 1000)
         raise RuntimeError(f"matrix send to {room} failed: {response}")
+
+    async def _redact(self, room: str, event_id: str, tx_id: str) -> None:
+        response = await self.client.room_redact(room, event_id, tx_id=tx_id)
+        if isinstance(response, RoomRedactResponse):
+            return
+        if response.status_code == "M_LIMIT_EXCEEDED" or getattr(response, "retry_after_ms", None):
+            raise RateLimited((response.retry_after_ms or 1000) / 1000)
+        raise RuntimeError(f"matrix redaction in {room} failed: {response}")
 
     async def close(self) -> None:
         await self.client.close()

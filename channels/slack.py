@@ -236,6 +236,12 @@ class SlackAdapter:
     async def send(self, message: OutboundMessage) -> Delivered:
         pieces = split_text(_escape(message.text) or "…", SECTION_LIMIT)
         ids = self.posted.ids(message.key)  # pieces an earlier attempt posted: not again
+        edit_of = message.edit_of
+        if edit_of and message.kind == "answer" and len(pieces) > 1:
+            # An answer too long for the progress message it ends: that goes, the answer is posted.
+            if not ids:
+                await self._delete(message.chat.conversation, edit_of)
+            edit_of = None
         for at, piece in enumerate(pieces[len(ids):], start=len(ids)):
             blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": piece}}]
             if at == len(pieces) - 1 and message.buttons:
@@ -244,15 +250,22 @@ class SlackAdapter:
                      "text": {"type": "plain_text", "text": b.label}, **({"style": _STYLES[b.action]}
                                                                           if b.action in _STYLES else {})}
                     for b in message.buttons]})
-            if at == 0 and message.edit_of:
+            if at == 0 and edit_of:
                 response = await self._call(self.web.chat_update, channel=message.chat.conversation,
-                                            ts=message.edit_of, text=piece, blocks=blocks)
+                                            ts=edit_of, text=piece, blocks=blocks)
             else:
                 response = await self._call(self.web.chat_postMessage, channel=message.chat.conversation,
                                             thread_ts=message.chat.thread, text=piece, blocks=blocks)
             ids.append(str(response["ts"]))
             self.posted.add(message.key, ids[-1])
         return Delivered(message_ids=ids)
+
+    async def _delete(self, channel: str, ts: str) -> None:
+        try:
+            await self._call(self.web.chat_delete, channel=channel, ts=ts)
+        except SlackApiError as error:
+            if error.response.get("error") != "message_not_found":  # a retry: deleted the first time
+                raise
 
     async def _call(self, method: Any, **arguments: Any) -> Any:
         try:

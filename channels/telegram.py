@@ -209,11 +209,17 @@ class TelegramAdapter:
         # A reply names a Telegram message id (digits); anything else is no message to quote.
         reply_to = message.reply_to if message.reply_to and message.reply_to.isdigit() else None
         ids = self.posted.ids(message.key)  # pieces an earlier attempt posted: not again
+        edit_of = message.edit_of
         try:
+            if edit_of and message.kind == "answer" and len(pieces) > 1:
+                # An answer too long for the progress message it ends: that goes, the answer is posted.
+                if not ids:
+                    await self._delete(chat_id, int(edit_of))
+                edit_of = None
             for at, piece in enumerate(pieces[len(ids):], start=len(ids)):
                 markup = keyboard if at == len(pieces) - 1 else None
-                if at == 0 and message.edit_of:
-                    ids.append(await self._edit(chat_id, int(message.edit_of), piece, markup))
+                if at == 0 and edit_of:
+                    ids.append(await self._edit(chat_id, int(edit_of), piece, markup))
                 else:
                     replying = ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True) \
                         if at == 0 and reply_to else None
@@ -235,6 +241,13 @@ class TelegramAdapter:
             if "message is not modified" not in str(error).lower():  # a retried edit that already landed
                 raise
         return str(message_id)
+
+    async def _delete(self, chat_id: int, message_id: int) -> None:
+        try:
+            await self.bot.delete_message(chat_id, message_id)
+        except BadRequest as error:
+            if "not found" not in str(error).lower():  # a retry: deleted the first time
+                raise
 
     async def close(self) -> None:
         await self.bot.shutdown()

@@ -6,7 +6,8 @@ set of event ids, carried across continue-as-new), hands a message to the task t
 interjection, which also answers its question) or starts the session's next task as a child that
 outlives it (after having the gateway fetch the files a message named but did not carry:
 Slack's), turns the task's reports (``task_report``: progress, an approval waiting, a
-question, the end) into chat messages sent by the ``deliver`` activity, and decides approvals
+question, the end) into chat messages sent by the ``deliver`` activity (the progress message
+ends as the answer, so each answer shows once), and decides approvals
 from reactions by the chat's approvers. Why an entity workflow and not a routing rule:
 docs/channels.md. Deterministic: no I/O.
 """
@@ -52,6 +53,9 @@ APPROVE_HINT = "Tap ✅ to run it or ❌ to refuse it"  # buttons (Slack, Telegr
 # a decided approval message is edited to its decision, without its buttons; a question from
 # a task this conversation did not start is posted, and the next message answers it.
 DECISIONS_PATCH = "conversation-2026-11-27"
+# And from here: a task's progress message is edited into its answer (or deleted where the answer
+# needs more than one message), and the message tool's call shows no progress of its own.
+ANSWER_PATCH = "conversation-2026-11-28"
 
 
 @workflow.defn(name=CONVERSATION_WORKFLOW)
@@ -197,6 +201,8 @@ class ConversationWorkflow:
         if report.task_id != state.running:
             await self._on_other_task(report)
         elif report.kind == "progress":
+            if not report.text and workflow.patched(ANSWER_PATCH):
+                return  # the message tool's call: the answer or the question, which come as such
             sent = await self._say(f"⏳ {report.text}", kind="progress", edit_of=state.progress_id)
             state.progress_id = state.progress_id or sent.message_ids[0]
         elif report.kind == "approval":
@@ -205,9 +211,16 @@ class ConversationWorkflow:
             await self._say(report.text, kind="question")
         else:
             progress, state.running, state.approval, state.progress_id = state.progress_id, None, None, None
-            if progress is not None:
-                await self._say("✔️ finished" if not report.failed else "✖️ ended", kind="progress", edit_of=progress)
-            await self._say(report.text or "(done, with no answer)", kind="answer")
+            answer = report.text or "(done, with no answer)"
+            if progress is not None and workflow.patched(ANSWER_PATCH):
+                # The progress message becomes the answer (the adapter deletes it instead and
+                # posts the answer when it needs more than one message): each answer shows once.
+                await self._say(answer, kind="answer", edit_of=progress)
+            else:
+                if progress is not None:
+                    await self._say("✔️ finished" if not report.failed else "✖️ ended", kind="progress",
+                                    edit_of=progress)
+                await self._say(answer, kind="answer")
             for n, message in enumerate(report.unread):  # came as it finished: the next task's
                 state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
                                                     author=message.sent_by, text=message.text,
