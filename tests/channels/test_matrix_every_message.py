@@ -118,7 +118,6 @@ async def test_an_image_a_file_and_a_text_sent_as_an_answer_comes_each_reach_a_t
         await alice.close()
     assert seen == {"image": True, "file": True, "text": True}, json.dumps(
         [user_parts(r) for r in model.requests])[:3000]
-    print("REQUESTS", len(model.requests), state.tasks, [len(user_parts(r)) for r in model.requests])
     assert not model.unexpected and not model.rejected
 
 
