@@ -2,10 +2,8 @@
 
 Inbound: the sync loop, from the sync token saved in the state directory; the token is saved
 only after every event of a batch went to ``deliver`` (Temporal has it), so a gateway killed
-mid-batch gets the batch again and the conversation drops what it already has. A batch the
-homeserver cut short (``limited``: Synapse sends at most 10 events a room, so a burst while the
-gateway hands over a large image is more) has what it left out fetched from the room's history
-(``/messages`` back to the previous token), oldest first, so no message is skipped. A first start
+mid-batch gets the batch again and the conversation drops what it already has; a batch the
+homeserver cut short comes with what it left out (channels/matrix_session.py). A first start
 begins from now (the rooms' earlier messages are not replayed). A homeserver that fails or
 cannot be reached is logged once, as what it is, and synced again with backoff. One that
 refuses the access token (a reset server, a revoked token) is logged in to again with the
@@ -35,10 +33,9 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
-from aiohttp import ClientError
 from nio import (
     AsyncClient,
     AsyncClientConfig,
@@ -49,40 +46,25 @@ from nio import (
     RoomGetEventResponse,
     RoomMessageImage,
     RoomMessageMedia,
-    RoomMessagesResponse,
     RoomMessageText,
     RoomRedactResponse,
     RoomSendResponse,
     SyncResponse,
 )
-from pydantic import BaseModel, ConfigDict
 
 from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, code_html, split_text
 from channels.config import ChannelConfig
-from channels.matrix_session import LoginRefused, MatrixState, Retrying, refused
+from channels.matrix_session import LoginRefused, MatrixSettings, MatrixState, retried, sync, with_gap
 from contracts.attachments import Attachment
 from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
 LIMIT = 30_000  # characters per message: well under Synapse's 64 KiB event
 SYNC_WAIT_MS = 10_000
-GAP_PAGE = 100  # events a page when fetching what a limited sync batch left out
 REACTIONS = {"✅": "approve", "✔️": "approve", "👍": "approve", "❌": "deny", "👎": "deny", "🛑": "stop"}
 BUTTON_KEYS = {"approve": "✅", "deny": "❌", "stop": "🛑"}
 
 _log = structlog.get_logger(__name__)
-
-
-class MatrixSettings(BaseModel):
-    """The ``[matrix]`` table's own keys (``allowed_users``, ``approvers``: channels/config.py);
-    a key not here, or of the wrong type, is refused by name."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    homeserver: str  # https://matrix.example.org
-    user_id: str  # the bot's account: @agent:example.org
-    password: str = ""  # logs in, and again when the homeserver forgets the login
-    access_token: str = ""  # instead of a password (not renewed when refused)
-    device_id: str = ""  # the access token's device
+_Sent = TypeVar("_Sent")
 
 
 class MatrixAdapter:
@@ -124,53 +106,21 @@ class MatrixAdapter:
     async def _follow(self, deliver: Deliver) -> None:
         token = self.state.sync_token()
         if token is None:  # a first start: from now on
-            first = await self._sync(None, timeout=0)
+            first = await sync(self.client, None, 0, self.name)
             await self._join_invites(first)
             token = self.state.save_sync_token(first.next_batch)
         while True:
-            batch = await self._sync(token, timeout=SYNC_WAIT_MS)
+            batch = await sync(self.client, token, SYNC_WAIT_MS, self.name)
             await self._join_invites(batch)
             for room_id, room in batch.rooms.join.items():
                 events = room.timeline.events
                 if room.timeline.limited:  # more came than a batch holds: the rest is fetched, not skipped
-                    events = await self._gap(room_id, room.timeline.prev_batch, token, events)
+                    events = await with_gap(self.client, room_id, room.timeline.prev_batch, token, events, self.name)
                 for event in events:
                     message = self.normalize(room_id, event)
                     if message is not None:
                         await deliver(await self._completed(message))
             token = self.state.save_sync_token(batch.next_batch)  # only now: Temporal has every message
-
-    async def _gap(self, room_id: str, prev_batch: str | None, since: str, batch: list[Any]) -> list[Any]:
-        """``batch`` after the events a limited sync left out: those between ``since`` and the
-        batch, fetched from the room's history (``/messages``, back to ``since``), oldest first."""
-        earlier: list[Any] = []
-        start = prev_batch
-        while start:
-            page = await self._page(room_id, start, since)
-            earlier += page.chunk
-            if not page.chunk or not page.end or page.end == start:
-                break
-            start = page.end
-        known = {getattr(e, "event_id", None) for e in batch}
-        earlier = [e for e in reversed(earlier) if getattr(e, "event_id", None) not in known]
-        _log.info("matrix sync was limited: fetched the events it left out", channel=self.name, room=room_id,
-                  fetched=len(earlier))
-        return earlier + batch
-
-    async def _page(self, room_id: str, start: str, since: str) -> RoomMessagesResponse:
-        """One page of a room's history back from ``start`` to ``since``, tried again as a sync is."""
-        retrying = Retrying("fetch of a room's history", self.name)
-        while True:
-            try:
-                response = await self.client.room_messages(room_id, start=start, end=since, limit=GAP_PAGE)
-            except (ClientError, TimeoutError) as err:
-                response = err
-            if isinstance(response, RoomMessagesResponse):
-                retrying.done()
-                return response
-            if refused(response):
-                raise LoginRefused(str(response))
-            await retrying.after(response)
 
     def normalize(self, room_id: str, event: Any) -> InboundMessage | None:
         """The person's message ``event`` is, or None. Each message not taken is logged with
@@ -244,23 +194,6 @@ class MatrixAdapter:
             return attachment.model_copy(update={"size": len(response.body)})
         return attachment.model_copy(update={"data_b64": base64.b64encode(data).decode(), "size": len(data)})
 
-    async def _sync(self, token: str | None, timeout: int) -> SyncResponse:
-        """The next batch. A homeserver that fails or cannot be reached is tried again, less
-        often the longer it lasts, and logged when the error changes and when it is over, not
-        each time; one that refuses the access token raises ``LoginRefused``."""
-        retrying = Retrying("sync", self.name)
-        while True:
-            try:
-                response = await self.client.sync(timeout=timeout, since=token, full_state=token is None)
-            except (ClientError, TimeoutError) as err:
-                response = err
-            if isinstance(response, SyncResponse):
-                retrying.done()
-                return response
-            if refused(response):
-                raise LoginRefused(str(response))
-            await retrying.after(response)
-
     async def _join_invites(self, batch: SyncResponse) -> None:
         for room_id, info in batch.rooms.invite.items():
             inviter = next((e.sender for e in info.invite_state
@@ -287,17 +220,9 @@ class MatrixAdapter:
     async def _password_login(self) -> None:
         """Log in with the table's password until the homeserver takes it: a server just reset
         may not have the account back yet, and a wrong password is one logged line."""
-        retrying = Retrying(f"login as {self.user_id}", self.name)
-        while True:
-            try:
-                response = await self.client.login(self.settings.password, device_name="durable-agent gateway")
-            except (ClientError, TimeoutError) as err:
-                response = err
-            if isinstance(response, LoginResponse):
-                retrying.done()
-                self.state.save_login(response.access_token, response.device_id)
-                return
-            await retrying.after(response)
+        response = await retried(lambda: self.client.login(self.settings.password, device_name="durable-agent gateway"),
+                                 LoginResponse, f"login as {self.user_id}", self.name, refusals=False)
+        self.state.save_login(response.access_token, response.device_id)
 
     # ---- outbound -----------------------------------------------------------------
 
@@ -310,9 +235,8 @@ class MatrixAdapter:
             await self._redact(room, message.edit_of, f"{message.key}.redact")
             message = message.model_copy(update={"edit_of": None})
         if message.edit_of is not None:  # progress, a decision, an answer: the same message, edited in place
-            body = pieces[0]
-            new = _notice(body)
-            content = {**new, "body": f"* {body}", "m.new_content": new,
+            new = _notice(pieces[0])
+            content = {**new, "body": f"* {pieces[0]}", "m.new_content": new,
                        "m.relates_to": {"rel_type": "m.replace", "event_id": message.edit_of}}
             await self._send(room, "m.room.message", content, message.key)
             return Delivered(message_ids=[message.edit_of])
@@ -334,23 +258,22 @@ class MatrixAdapter:
         return Delivered(message_ids=ids)
 
     async def _send(self, room: str, kind: str, content: dict, tx_id: str) -> str:
-        response = await self.client.room_send(room, kind, content, tx_id=tx_id)
-        if isinstance(response, RoomSendResponse):
-            return response.event_id
-        if response.status_code == "M_LIMIT_EXCEEDED" or getattr(response, "retry_after_ms", None):
-            raise RateLimited((response.retry_after_ms or 1000) / 1000)
-        raise RuntimeError(f"matrix send to {room} failed: {response}")
+        return _done(await self.client.room_send(room, kind, content, tx_id=tx_id), RoomSendResponse, room).event_id
 
     async def _redact(self, room: str, event_id: str, tx_id: str) -> None:
-        response = await self.client.room_redact(room, event_id, tx_id=tx_id)
-        if isinstance(response, RoomRedactResponse):
-            return
-        if response.status_code == "M_LIMIT_EXCEEDED" or getattr(response, "retry_after_ms", None):
-            raise RateLimited((response.retry_after_ms or 1000) / 1000)
-        raise RuntimeError(f"matrix redaction in {room} failed: {response}")
+        _done(await self.client.room_redact(room, event_id, tx_id=tx_id), RoomRedactResponse, room)
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _done(response: Any, want: type[_Sent], room: str) -> _Sent:
+    """``response`` when it is ``want``; a 429 as ``RateLimited`` (Temporal waits it out)."""
+    if isinstance(response, want):
+        return response
+    if response.status_code == "M_LIMIT_EXCEEDED" or getattr(response, "retry_after_ms", None):
+        raise RateLimited((response.retry_after_ms or 1000) / 1000)
+    raise RuntimeError(f"matrix {want.__name__} in {room} failed: {response}")
 
 
 def _notice(text: str) -> dict[str, Any]:

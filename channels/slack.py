@@ -201,6 +201,8 @@ class SlackAdapter:
             _log.debug("slack: a bot's message ignored", bot=event.get("bot_id") or event.get("user"))
             return None
         if event.get("subtype") not in _KEPT_SUBTYPES or not event.get("user"):
+            _log.info("slack: ignored a message: an edit, a deletion or a kind the agent does not read",
+                      subtype=event.get("subtype"), user=event.get("user"), event_id=payload.get("event_id"))
             return None
         direct = event.get("channel_type") == "im"
         thread = event.get("thread_ts") or (None if direct else event["ts"])
@@ -217,6 +219,7 @@ class SlackAdapter:
         action = (payload.get("actions") or [{}])[0]
         verb = str(action.get("value", "")).split(":", 1)[0]
         if verb not in ("approve", "deny", "stop"):
+            _log.info("slack: ignored a button that is not the agent's", value=str(action.get("value", ""))[:40])
             return None
         container = payload.get("container") or {}
         thread = container.get("thread_ts") or (payload.get("message") or {}).get("thread_ts")

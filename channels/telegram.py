@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import hmac
 import warnings
@@ -165,6 +166,7 @@ class TelegramAdapter:
         if query is not None:
             verb = (query.data or "").split(":", 1)[0]
             if query.from_user.is_bot or verb not in _CONFIRMED or not isinstance(query.message, Message):
+                _log.info("telegram: ignored a button press that decides nothing", update_id=update.update_id)
                 return None
             return InboundMessage(
                 event_id=str(update.update_id), chat=self._chat(query.message), author=str(query.from_user.id),
@@ -178,6 +180,7 @@ class TelegramAdapter:
             return None
         text = self._command(message.text or message.caption or "")
         if text == "/start":  # what Telegram sends when a person opens the bot: no task
+            _log.info("telegram: ignored /start (a person opening the bot)", update_id=update.update_id)
             return None
         reply = message.reply_to_message
         return InboundMessage(
@@ -211,10 +214,8 @@ class TelegramAdapter:
         ids = self.posted.ids(message.key)  # pieces an earlier attempt posted: not again
         edit_of = message.edit_of
         try:
-            if edit_of and message.kind == "answer" and len(pieces) > 1:
-                # An answer too long for the progress message it ends: that goes, the answer is posted.
-                if not ids:
-                    await self._delete(chat_id, int(edit_of))
+            if edit_of and message.kind == "answer" and len(pieces) > 1:  # too long for the progress message it ends:
+                await self._delete(chat_id, int(edit_of))  # that goes (a retry finds it gone), the answer is posted
                 edit_of = None
             for at, piece in enumerate(pieces[len(ids):], start=len(ids)):
                 markup = keyboard if at == len(pieces) - 1 else None
@@ -243,11 +244,8 @@ class TelegramAdapter:
         return str(message_id)
 
     async def _delete(self, chat_id: int, message_id: int) -> None:
-        try:
+        with contextlib.suppress(BadRequest):  # not found (a retry: deleted the first time), or too old to delete
             await self.bot.delete_message(chat_id, message_id)
-        except BadRequest as error:
-            if "not found" not in str(error).lower():  # a retry: deleted the first time
-                raise
 
     async def close(self) -> None:
         await self.bot.shutdown()

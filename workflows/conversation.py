@@ -69,8 +69,9 @@ class ConversationWorkflow:
 
     @workflow.signal(name=INBOUND_SIGNAL)
     def inbound(self, message: InboundMessage) -> None:
-        if message.event_id in self.state.seen:
-            return  # delivered twice (a gateway restarted, or two ran): handled once
+        if message.event_id in self.state.seen:  # delivered twice (a gateway restarted, or two ran): handled once
+            workflow.logger.info("ignored a message: %s was handled already", message.event_id)
+            return
         self.state.seen = [*self.state.seen[-(SEEN_KEPT - 1):], message.event_id]
         self.state.pending.append(message)
 
@@ -117,6 +118,8 @@ class ConversationWorkflow:
             return
         elif message.text.strip() or message.attachments:
             await self._start_task(message)
+        else:
+            workflow.logger.info("ignored a message: %s has no text and no file", message.event_id)
 
     async def _with_files(self, message: InboundMessage) -> InboundMessage:
         """``message`` with the bytes of the files it named but did not carry (a Slack event is
@@ -140,6 +143,7 @@ class ConversationWorkflow:
     async def _decide(self, message: InboundMessage) -> None:
         shown = self.state.approval
         if shown is None or message.reply_to != shown.message_id:
+            workflow.logger.info("ignored a message: %s reacts to no call waiting here", message.event_id)
             return  # a reaction on another message: not a decision
         if not message.approver:
             await self._say(f"{message.author} may not approve calls here; the call still waits.",
