@@ -65,7 +65,8 @@ class ChatReporter:
         # The end goes last: after the reports still on their way. A conversation gone is no
         # failure of the task.
         await asyncio.gather(*self.sending, return_exceptions=True)
-        self._send(TaskReport(task_id="", kind="ended", text=text, failed=failed, unread=list(state.inbox)))
+        self._send(TaskReport(task_id="", kind="ended", text=text, failed=failed, unread=list(state.inbox),
+                              heard=list(state.heard)))
         await asyncio.gather(*self.sending, return_exceptions=True)
         self.sending = []
 

@@ -66,6 +66,9 @@ class ConversationWorkflow:
         self.state: ConversationState = inp.state
         self.reports: list[TaskReport] = []
         self.handled = 0
+        # The messages handed to the running task, until its end says which it heard. Not
+        # carried across continue-as-new: they are in this run's history already.
+        self.told: list[InboundMessage] = []
 
     @workflow.signal(name=INBOUND_SIGNAL)
     def inbound(self, message: InboundMessage) -> None:
@@ -112,9 +115,11 @@ class ConversationWorkflow:
             if await self._tell(state.running, "stop", f"stopped by {message.author} in the chat"):
                 await self._say(f"Stopping (asked by {message.author}).")
         elif (to := state.running or self._asking()) is not None and await self._tell(to, "interject", Interjection(
-                text=message.text, sent_by=message.author, attachments=message.attachments)):
+                text=message.text, sent_by=message.author, attachments=message.attachments, ref=message.event_id)):
             if to == state.asking:
                 state.asking = None  # answered
+            else:
+                self.told.append(message)
             return
         elif message.text.strip() or message.attachments:
             await self._start_task(message)
@@ -196,7 +201,7 @@ class ConversationWorkflow:
         # Its end comes as a report (across this run's continue-as-new too); a failed task's
         # error is looked at here so it is not logged as never retrieved.
         child.add_done_callback(lambda done: done.cancelled() or done.exception())
-        state.running, state.progress_id = task_id, None
+        state.running, state.progress_id, self.told = task_id, None, []
 
     # ---- a task's report -------------------------------------------------------------
 
@@ -215,6 +220,13 @@ class ConversationWorkflow:
             await self._say(report.text, kind="question")
         else:
             progress, state.running, state.approval, state.progress_id = state.progress_id, None, None, None
+            for n, message in enumerate(report.unread):  # came as it finished: the next task's
+                state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
+                                                    author=message.sent_by, text=message.text,
+                                                    attachments=message.attachments))
+            if report.heard is not None:  # and those that came after it took its unread: the next task's too
+                state.pending += [m for m in self.told if m.event_id not in report.heard]
+            self.told = []
             answer = report.text or "(done, with no answer)"
             if progress is not None and workflow.patched(ANSWER_PATCH):
                 # The progress message becomes the answer (the adapter deletes it instead and
@@ -225,10 +237,6 @@ class ConversationWorkflow:
                     await self._say("✔️ finished" if not report.failed else "✖️ ended", kind="progress",
                                     edit_of=progress)
                 await self._say(answer, kind="answer")
-            for n, message in enumerate(report.unread):  # came as it finished: the next task's
-                state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
-                                                    author=message.sent_by, text=message.text,
-                                                    attachments=message.attachments))
 
     async def _on_other_task(self, report: TaskReport) -> None:
         """A task this conversation did not start (a schedule's, which names the chat) or no
