@@ -1,6 +1,9 @@
 """Every message the Matrix channel accepts reaches a task (issue 41, item 5), on a real Synapse:
 an image, a file and a text sent within 100 ms of an answer, in the room and in a thread, each
-reach the model's request, the image as an image (a model that takes images)."""
+reach the model's request, the image as an image (a model that takes images). Two ways they
+were lost: a sync batch Synapse cut short (``limited``, more than 10 events: the burst test
+below), and a message handed to the task as it finished (test_conversation_late_message.py;
+here it shows only when the timing falls in that window)."""
 
 from __future__ import annotations
 
