@@ -1,4 +1,5 @@
-"""Staying connected to a Matrix homeserver. What the adapter keeps between runs in the
+"""Staying connected to a Matrix homeserver: the ``[matrix]`` table's keys (``MatrixSettings``),
+the sync and the history a cut-short sync left out, and what the adapter keeps between runs in the
 gateway's state directory: the login a password made (access token and device, so a restarted
 gateway is the same device and its transaction ids still count) and the sync token (where the
 next sync starts).
@@ -9,6 +10,10 @@ from now, instead of sending one server's token to another. A server that forgot
 token revoked) answers 401 (``refused``): the adapter drops both (``forget``) and logs in again.
 A sync or a login that fails is tried again with backoff (``Retrying``), logged as what it is
 once, not at every try; nio's own line for each (a schema warning, "Timed out") is dropped.
+
+A sync batch the homeserver cut short (``limited``: Synapse sends at most 10 events a room
+unless asked for more, so a burst while the gateway hands over a large image is more) comes
+with what it left out, fetched from the room's history (``with_gap``), so no message is skipped.
 """
 
 from __future__ import annotations
@@ -18,11 +23,18 @@ import json
 import logging
 import os
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import structlog
-from nio import ErrorResponse
+from aiohttp import ClientError
+from nio import AsyncClient, ErrorResponse, RoomMessagesResponse, SyncResponse
+from pydantic import BaseModel, ConfigDict
 
+_R = TypeVar("_R")
+
+GAP_PAGE = 100  # events a page when fetching what a limited sync batch left out
 PAUSE_S = 1.0  # after a failed try; doubled after each further failure, up to the max
 PAUSE_MAX_S = 30.0
 
@@ -40,6 +52,19 @@ class _ReportedByTheAdapter(logging.Filter):
 
 for _nio_log in ("nio.responses", "nio.client.async_client"):  # a filter holds for its own logger only
     logging.getLogger(_nio_log).addFilter(_ReportedByTheAdapter())
+
+
+class MatrixSettings(BaseModel):
+    """The ``[matrix]`` table's own keys (``allowed_users``, ``approvers``: channels/config.py);
+    a key not here, or of the wrong type, is refused by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    homeserver: str  # https://matrix.example.org
+    user_id: str  # the bot's account: @agent:example.org
+    password: str = ""  # logs in, and again when the homeserver forgets the login
+    access_token: str = ""  # instead of a password (not renewed when refused)
+    device_id: str = ""  # the access token's device
 
 
 class LoginRefused(Exception):
@@ -115,3 +140,48 @@ def _write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+async def sync(client: AsyncClient, token: str | None, timeout_ms: int, channel: str) -> SyncResponse:
+    """The next batch after ``token`` (None: the first, with the rooms' state), tried again
+    while the homeserver fails; ``LoginRefused`` when it refuses the access token."""
+    return await retried(lambda: client.sync(timeout=timeout_ms, since=token, full_state=token is None),
+                          SyncResponse, "sync", channel)
+
+
+async def with_gap(client: AsyncClient, room_id: str, prev_batch: str | None, since: str, batch: list[Any],
+                   channel: str) -> list[Any]:
+    """A limited batch's events after those it left out: the room's history between ``since``
+    and the batch (``/messages`` back to ``since``), oldest first."""
+    earlier: list[Any] = []
+    start = prev_batch
+    while start:
+        page = await retried(lambda at=start: client.room_messages(room_id, start=at, end=since, limit=GAP_PAGE),
+                              RoomMessagesResponse, "fetch of a room's history", channel)
+        earlier += page.chunk
+        if not page.chunk or not page.end or page.end == start:
+            break
+        start = page.end
+    known = {getattr(e, "event_id", None) for e in batch}
+    earlier = [e for e in reversed(earlier) if getattr(e, "event_id", None) not in known]
+    _log.info("matrix sync was limited: fetched the events it left out", channel=channel, room=room_id,
+              fetched=len(earlier))
+    return earlier + batch
+
+
+async def retried(call: Callable[[], Awaitable[object]], want: type[_R], what: str, channel: str, *,
+                  refusals: bool = True) -> _R:
+    """``call``'s answer of type ``want``, tried again with backoff while it is anything else;
+    ``refusals``: a refused access token raises ``LoginRefused`` instead (not for a login)."""
+    retrying = Retrying(what, channel)
+    while True:
+        try:
+            response = await call()
+        except (ClientError, TimeoutError) as err:
+            response = err
+        if isinstance(response, want):
+            retrying.done()
+            return response
+        if refusals and refused(response):
+            raise LoginRefused(str(response))
+        await retrying.after(response)

@@ -201,6 +201,8 @@ class SlackAdapter:
             _log.debug("slack: a bot's message ignored", bot=event.get("bot_id") or event.get("user"))
             return None
         if event.get("subtype") not in _KEPT_SUBTYPES or not event.get("user"):
+            _log.info("slack: ignored a message: an edit, a deletion or a kind the agent does not read",
+                      subtype=event.get("subtype"), user=event.get("user"), event_id=payload.get("event_id"))
             return None
         direct = event.get("channel_type") == "im"
         thread = event.get("thread_ts") or (None if direct else event["ts"])
@@ -217,6 +219,7 @@ class SlackAdapter:
         action = (payload.get("actions") or [{}])[0]
         verb = str(action.get("value", "")).split(":", 1)[0]
         if verb not in ("approve", "deny", "stop"):
+            _log.info("slack: ignored a button that is not the agent's", value=str(action.get("value", ""))[:40])
             return None
         container = payload.get("container") or {}
         thread = container.get("thread_ts") or (payload.get("message") or {}).get("thread_ts")
@@ -236,6 +239,12 @@ class SlackAdapter:
     async def send(self, message: OutboundMessage) -> Delivered:
         pieces = split_text(_escape(message.text) or "…", SECTION_LIMIT)
         ids = self.posted.ids(message.key)  # pieces an earlier attempt posted: not again
+        edit_of = message.edit_of
+        if edit_of and message.kind == "answer" and len(pieces) > 1:
+            # An answer too long for the progress message it ends: that goes, the answer is posted.
+            if not ids:
+                await self._delete(message.chat.conversation, edit_of)
+            edit_of = None
         for at, piece in enumerate(pieces[len(ids):], start=len(ids)):
             blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": piece}}]
             if at == len(pieces) - 1 and message.buttons:
@@ -244,15 +253,22 @@ class SlackAdapter:
                      "text": {"type": "plain_text", "text": b.label}, **({"style": _STYLES[b.action]}
                                                                           if b.action in _STYLES else {})}
                     for b in message.buttons]})
-            if at == 0 and message.edit_of:
+            if at == 0 and edit_of:
                 response = await self._call(self.web.chat_update, channel=message.chat.conversation,
-                                            ts=message.edit_of, text=piece, blocks=blocks)
+                                            ts=edit_of, text=piece, blocks=blocks)
             else:
                 response = await self._call(self.web.chat_postMessage, channel=message.chat.conversation,
                                             thread_ts=message.chat.thread, text=piece, blocks=blocks)
             ids.append(str(response["ts"]))
             self.posted.add(message.key, ids[-1])
         return Delivered(message_ids=ids)
+
+    async def _delete(self, channel: str, ts: str) -> None:
+        try:
+            await self._call(self.web.chat_delete, channel=channel, ts=ts)
+        except SlackApiError as error:
+            if error.response.get("error") != "message_not_found":  # a retry: deleted the first time
+                raise
 
     async def _call(self, method: Any, **arguments: Any) -> Any:
         try:

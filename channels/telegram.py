@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import hmac
 import warnings
@@ -165,6 +166,7 @@ class TelegramAdapter:
         if query is not None:
             verb = (query.data or "").split(":", 1)[0]
             if query.from_user.is_bot or verb not in _CONFIRMED or not isinstance(query.message, Message):
+                _log.info("telegram: ignored a button press that decides nothing", update_id=update.update_id)
                 return None
             return InboundMessage(
                 event_id=str(update.update_id), chat=self._chat(query.message), author=str(query.from_user.id),
@@ -178,6 +180,7 @@ class TelegramAdapter:
             return None
         text = self._command(message.text or message.caption or "")
         if text == "/start":  # what Telegram sends when a person opens the bot: no task
+            _log.info("telegram: ignored /start (a person opening the bot)", update_id=update.update_id)
             return None
         reply = message.reply_to_message
         return InboundMessage(
@@ -209,11 +212,15 @@ class TelegramAdapter:
         # A reply names a Telegram message id (digits); anything else is no message to quote.
         reply_to = message.reply_to if message.reply_to and message.reply_to.isdigit() else None
         ids = self.posted.ids(message.key)  # pieces an earlier attempt posted: not again
+        edit_of = message.edit_of
         try:
+            if edit_of and message.kind == "answer" and len(pieces) > 1:  # too long for the progress message it ends:
+                await self._delete(chat_id, int(edit_of))  # that goes (a retry finds it gone), the answer is posted
+                edit_of = None
             for at, piece in enumerate(pieces[len(ids):], start=len(ids)):
                 markup = keyboard if at == len(pieces) - 1 else None
-                if at == 0 and message.edit_of:
-                    ids.append(await self._edit(chat_id, int(message.edit_of), piece, markup))
+                if at == 0 and edit_of:
+                    ids.append(await self._edit(chat_id, int(edit_of), piece, markup))
                 else:
                     replying = ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True) \
                         if at == 0 and reply_to else None
@@ -235,6 +242,10 @@ class TelegramAdapter:
             if "message is not modified" not in str(error).lower():  # a retried edit that already landed
                 raise
         return str(message_id)
+
+    async def _delete(self, chat_id: int, message_id: int) -> None:
+        with contextlib.suppress(BadRequest):  # not found (a retry: deleted the first time), or too old to delete
+            await self.bot.delete_message(chat_id, message_id)
 
     async def close(self) -> None:
         await self.bot.shutdown()

@@ -136,3 +136,7 @@ class TaskReport(BaseModel):
     # With "ended": messages the task was sent but never read (they came as it finished); the
     # conversation takes them as new messages.
     unread: list[Interjection] = Field(default_factory=list)
+    # With "ended": the ``ref`` of every chat message the task received, read or not (None: a
+    # task from before it said). A message the conversation sent it that is not here came as
+    # it finished, after ``unread`` was taken: the conversation takes it as a new message.
+    heard: list[str] | None = None

@@ -16,7 +16,7 @@ from contracts.attachments import Attachment
 from contracts.mcp import McpServerConfig, McpTool
 from contracts.toolset import offered_names
 from core.entries import Entry
-from core.lean import omitted_empty
+from core.lean import omitted, omitted_empty
 from core.messages import Usage
 from core.permissions import PermissionRule, Permissions
 from core.tool_args import PlanItem
@@ -100,6 +100,7 @@ class Interjection(BaseModel):
     sent_by: str = "user"
     # Files and images sent with it (a chat's): saved to the workspace as it is delivered.
     attachments: list[Attachment] = omitted_empty(list)
+    ref: str | None = omitted()  # a chat message's event id: named back as the task ends (``LoopState.heard``)
 
 
 class ModelRef(BaseModel):
@@ -136,6 +137,7 @@ class LoopState(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     loop_recent: list[str] = Field(default_factory=list)  # signatures of the latest tool calls
     inbox: list[Interjection] = Field(default_factory=list)  # messages not yet delivered
+    heard: list[str] = omitted_empty(list)  # the ``ref`` of each message received (a chat's), in order
     runs: int = 1  # workflow runs so far, this one included (the carry holds the previous count)
     prompt_date: str = ""
     last_report_turns: int = 0

@@ -9,7 +9,9 @@ adapter is tested on the documented wire, errors included, and no client library
                                                  ``no_text``, ``msg_too_long`` (text over 40,000),
                                                  ``invalid_blocks`` (over 50 blocks, a section's
                                                  text over 3,000, a button value over 2,000),
-                                                 ``message_not_found``, ``cant_update_message``
+                                                 ``message_not_found``, ``cant_update_message``,
+                                                 ``cant_delete_message`` (chat.delete of another's:
+                                                 ``deleted`` holds what was deleted)
     rate limit                                   ``limit_next(n, retry_after[, method])``: the next
                                                  n calls answer HTTP 429, ``Retry-After``, ``ratelimited``
     Events API                                   ``send_event``: an ``event_callback`` signed v0
@@ -71,6 +73,7 @@ class SlackServer:
     ack_deadline_s: float = 3.0  # Events API: Slack's own, so a test sees a slow answer as Slack does
     file_delay_s: float = 0.0  # before a private file's bytes are answered
     messages: list[Posted] = field(default_factory=list)
+    deleted: list[Posted] = field(default_factory=list)  # chat.delete took them out of ``messages``
     calls: list[str] = field(default_factory=list)
     ephemeral: list[dict[str, Any]] = field(default_factory=list)
 
@@ -129,10 +132,11 @@ class SlackServer:
             self.rate_limited += 1
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
                                      headers={"Retry-After": str(self._retry_after)})
+        args: dict[str, Any] = dict(request.query)  # as Slack, arguments in the query too (slack_sdk's chat_delete)
         if request.content_type == "application/json":
-            args: dict[str, Any] = await request.json()
+            args |= await request.json()
         else:
-            args = dict(await request.post())
+            args |= dict(await request.post())
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or str(args.get("token", ""))
         if not token:
             return _error("not_authed")
@@ -145,7 +149,7 @@ class SlackServer:
         if token != self.bot_token:
             return _error("not_allowed_token_type")
         handler = {"auth.test": self._auth_test, "chat.postMessage": self._post, "chat.update": self._update,
-                   "chat.postEphemeral": self._ephemeral}.get(method)
+                   "chat.delete": self._delete, "chat.postEphemeral": self._ephemeral}.get(method)
         if handler is None:
             return _error("unknown_method")
         return handler(args)
@@ -190,6 +194,16 @@ class SlackServer:
             return _error("cant_update_message")
         found.text, found.blocks, found.edits = checked[0], checked[1], found.edits + 1
         return web.json_response({"ok": True, "channel": found.channel, "ts": found.ts, "text": found.text})
+
+    def _delete(self, args: dict[str, Any]) -> web.Response:
+        found = next((m for m in self.messages if m.channel == args.get("channel") and m.ts == args.get("ts")), None)
+        if found is None:
+            return _error("message_not_found")
+        if found.user != BOT_USER:
+            return _error("cant_delete_message")
+        self.messages.remove(found)
+        self.deleted.append(found)
+        return web.json_response({"ok": True, "channel": found.channel, "ts": found.ts})
 
     def _ephemeral(self, args: dict[str, Any]) -> web.Response:
         checked = self._checked(args)

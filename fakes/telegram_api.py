@@ -12,6 +12,8 @@
     callback_data over 64 bytes                  400 "Bad Request: BUTTON_DATA_INVALID"
     editMessageText of no such message /         400 "Bad Request: message to edit not found" /
       with the same text and keyboard            "Bad Request: message is not modified: ..."
+    deleteMessage of no such message             400 "Bad Request: message to delete not found"
+                                                 (``deleted`` holds what was deleted)
     answerCallbackQuery of an unknown query      400 "Bad Request: query is too old and response
                                                  timeout expired or query ID is invalid"
     getUpdates while a webhook is set            409 "Conflict: can't use getUpdates method while
@@ -67,6 +69,7 @@ class TelegramServer:
     chats: dict[int, str] = field(default_factory=lambda: {1001: "private", -100200: "supergroup"})
     redeliver_after_s: float = 0.2  # Telegram backs off for longer; shorter here so a test is quick
     sent: list[Sent] = field(default_factory=list)
+    deleted: list[Sent] = field(default_factory=list)  # deleteMessage took them out of ``sent``
     answered: list[dict[str, Any]] = field(default_factory=list)
     served: list[int] = field(default_factory=list)  # update ids, each time getUpdates returned one
     webhook_url: str = ""
@@ -191,7 +194,8 @@ class TelegramServer:
         elif request.can_read_body:
             args |= {k: _decoded(v) for k, v in (await request.post()).items()}
         handler = {"getMe": self._get_me, "getFile": self._get_file, "getUpdates": self._get_updates,
-                   "sendMessage": self._send, "editMessageText": self._edit, "answerCallbackQuery": self._answer,
+                   "sendMessage": self._send, "editMessageText": self._edit, "deleteMessage": self._delete,
+                   "answerCallbackQuery": self._answer,
                    "setWebhook": self._set_webhook, "deleteWebhook": self._delete_webhook,
                    }.get(request.match_info["method"])
         if handler is None:
@@ -280,6 +284,15 @@ class TelegramServer:
         found.text, found.reply_markup, found.edits = str(args["text"]), args.get("reply_markup"), found.edits + 1
         found.entities = args.get("entities", [])
         return _ok(self._message(found))
+
+    async def _delete(self, args: dict[str, Any]) -> web.Response:
+        found = next((s for s in self.sent if s.chat_id == int(args["chat_id"])
+                      and s.message_id == int(args.get("message_id") or 0)), None)
+        if found is None:
+            return _fail(400, "Bad Request: message to delete not found")
+        self.sent.remove(found)
+        self.deleted.append(found)
+        return _ok(True)
 
     async def _answer(self, args: dict[str, Any]) -> web.Response:
         if args.get("callback_query_id") not in self._queries:

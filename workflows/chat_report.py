@@ -21,6 +21,16 @@ with workflow.unsafe.imports_passed_through():
     from workflows import policy
 
 
+def progress_text(turn: int, call: ToolCallRequest) -> str:
+    """The call a task runs, as a person in the chat reads it (``step 3: shell ls -la``); empty
+    for the ``message`` tool, whose call is the answer or the question itself, shown as such.
+    (Still reported, empty: a report less would be a command less, and break the replay of a
+    task that ran before this.)"""
+    if call.name == "message":
+        return ""
+    return f"step {turn}: {call.name} {policy.shorten(policy.tool_detail(call), 200)}".rstrip()
+
+
 def call_text(tool: str, arguments: dict) -> str:
     """A call as a person approves it: a shell command as it is, else its arguments."""
     command = arguments.get("command") if tool == "shell" else None
@@ -38,7 +48,7 @@ class ChatReporter:
             return
         phase = state.phase
         if phase == TaskState.EXECUTING_TOOL and call is not None:
-            self._send(TaskReport(task_id="", kind="progress", text=f"turn {state.turn}: {policy.tool_summary(call)}"))
+            self._send(TaskReport(task_id="", kind="progress", text=progress_text(state.turn, call)))
         elif phase == TaskState.WAITING_APPROVAL and state.pending is not None:
             p = state.pending
             text = f"{p.tool}: {call_text(p.tool, p.arguments)}\n({p.danger}: {p.reason})"
@@ -55,7 +65,8 @@ class ChatReporter:
         # The end goes last: after the reports still on their way. A conversation gone is no
         # failure of the task.
         await asyncio.gather(*self.sending, return_exceptions=True)
-        self._send(TaskReport(task_id="", kind="ended", text=text, failed=failed, unread=list(state.inbox)))
+        self._send(TaskReport(task_id="", kind="ended", text=text, failed=failed, unread=list(state.inbox),
+                              heard=list(state.heard)))
         await asyncio.gather(*self.sending, return_exceptions=True)
         self.sending = []
 

@@ -6,7 +6,8 @@ set of event ids, carried across continue-as-new), hands a message to the task t
 interjection, which also answers its question) or starts the session's next task as a child that
 outlives it (after having the gateway fetch the files a message named but did not carry:
 Slack's), turns the task's reports (``task_report``: progress, an approval waiting, a
-question, the end) into chat messages sent by the ``deliver`` activity, and decides approvals
+question, the end) into chat messages sent by the ``deliver`` activity (the progress message
+ends as the answer, so each answer shows once), and decides approvals
 from reactions by the chat's approvers. Why an entity workflow and not a routing rule:
 docs/channels.md. Deterministic: no I/O.
 """
@@ -52,6 +53,9 @@ APPROVE_HINT = "Tap ✅ to run it or ❌ to refuse it"  # buttons (Slack, Telegr
 # a decided approval message is edited to its decision, without its buttons; a question from
 # a task this conversation did not start is posted, and the next message answers it.
 DECISIONS_PATCH = "conversation-2026-11-27"
+# And from here: a task's progress message is edited into its answer (or deleted where the answer
+# needs more than one message), and the message tool's call shows no progress of its own.
+ANSWER_PATCH = "conversation-2026-11-28"
 
 
 @workflow.defn(name=CONVERSATION_WORKFLOW)
@@ -62,11 +66,15 @@ class ConversationWorkflow:
         self.state: ConversationState = inp.state
         self.reports: list[TaskReport] = []
         self.handled = 0
+        # The messages handed to the running task, until its end says which it heard. Not
+        # carried across continue-as-new: they are in this run's history already.
+        self.told: list[InboundMessage] = []
 
     @workflow.signal(name=INBOUND_SIGNAL)
     def inbound(self, message: InboundMessage) -> None:
-        if message.event_id in self.state.seen:
-            return  # delivered twice (a gateway restarted, or two ran): handled once
+        if message.event_id in self.state.seen:  # delivered twice (a gateway restarted, or two ran): handled once
+            workflow.logger.info("ignored a message: %s was handled already", message.event_id)
+            return
         self.state.seen = [*self.state.seen[-(SEEN_KEPT - 1):], message.event_id]
         self.state.pending.append(message)
 
@@ -107,12 +115,16 @@ class ConversationWorkflow:
             if await self._tell(state.running, "stop", f"stopped by {message.author} in the chat"):
                 await self._say(f"Stopping (asked by {message.author}).")
         elif (to := state.running or self._asking()) is not None and await self._tell(to, "interject", Interjection(
-                text=message.text, sent_by=message.author, attachments=message.attachments)):
+                text=message.text, sent_by=message.author, attachments=message.attachments, ref=message.event_id)):
             if to == state.asking:
                 state.asking = None  # answered
+            else:
+                self.told.append(message)
             return
         elif message.text.strip() or message.attachments:
             await self._start_task(message)
+        else:
+            workflow.logger.info("ignored a message: %s has no text and no file", message.event_id)
 
     async def _with_files(self, message: InboundMessage) -> InboundMessage:
         """``message`` with the bytes of the files it named but did not carry (a Slack event is
@@ -136,6 +148,7 @@ class ConversationWorkflow:
     async def _decide(self, message: InboundMessage) -> None:
         shown = self.state.approval
         if shown is None or message.reply_to != shown.message_id:
+            workflow.logger.info("ignored a message: %s reacts to no call waiting here", message.event_id)
             return  # a reaction on another message: not a decision
         if not message.approver:
             await self._say(f"{message.author} may not approve calls here; the call still waits.",
@@ -188,7 +201,7 @@ class ConversationWorkflow:
         # Its end comes as a report (across this run's continue-as-new too); a failed task's
         # error is looked at here so it is not logged as never retrieved.
         child.add_done_callback(lambda done: done.cancelled() or done.exception())
-        state.running, state.progress_id = task_id, None
+        state.running, state.progress_id, self.told = task_id, None, []
 
     # ---- a task's report -------------------------------------------------------------
 
@@ -197,6 +210,8 @@ class ConversationWorkflow:
         if report.task_id != state.running:
             await self._on_other_task(report)
         elif report.kind == "progress":
+            if not report.text and workflow.patched(ANSWER_PATCH):
+                return  # the message tool's call: the answer or the question, which come as such
             sent = await self._say(f"⏳ {report.text}", kind="progress", edit_of=state.progress_id)
             state.progress_id = state.progress_id or sent.message_ids[0]
         elif report.kind == "approval":
@@ -205,13 +220,23 @@ class ConversationWorkflow:
             await self._say(report.text, kind="question")
         else:
             progress, state.running, state.approval, state.progress_id = state.progress_id, None, None, None
-            if progress is not None:
-                await self._say("✔️ finished" if not report.failed else "✖️ ended", kind="progress", edit_of=progress)
-            await self._say(report.text or "(done, with no answer)", kind="answer")
             for n, message in enumerate(report.unread):  # came as it finished: the next task's
                 state.pending.append(InboundMessage(event_id=f"{report.task_id}/unread/{n}", chat=self.inp.chat,
                                                     author=message.sent_by, text=message.text,
                                                     attachments=message.attachments))
+            if report.heard is not None:  # and those that came after it took its unread: the next task's too
+                state.pending += [m for m in self.told if m.event_id not in report.heard]
+            self.told = []
+            answer = report.text or "(done, with no answer)"
+            if progress is not None and workflow.patched(ANSWER_PATCH):
+                # The progress message becomes the answer (the adapter deletes it instead and
+                # posts the answer when it needs more than one message): each answer shows once.
+                await self._say(answer, kind="answer", edit_of=progress)
+            else:
+                if progress is not None:
+                    await self._say("✔️ finished" if not report.failed else "✖️ ended", kind="progress",
+                                    edit_of=progress)
+                await self._say(answer, kind="answer")
 
     async def _on_other_task(self, report: TaskReport) -> None:
         """A task this conversation did not start (a schedule's, which names the chat) or no

@@ -14,7 +14,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.activities import REDACT_ACTIVITY
-    from contracts.task import ApprovalDecision, PendingApproval, TaskState
+    from contracts.task import ApprovalDecision, Interjection, PendingApproval, TaskState
     from core.entries import StatusNotice
     from core.messages import ToolCallRequest
     from core.permissions import allowing, remembered
@@ -118,6 +118,12 @@ class PeopleMixin(LoopBase):
         if self.state.decision is not None:
             return "the pending call has already been decided"
         return None
+
+    def _receive(self, message: Interjection) -> None:
+        """An interjection, queued for the next turn; a chat's is named back when the task ends."""
+        self.state.inbox.append(message)
+        if message.ref is not None:
+            self.state.heard.append(message.ref)
 
     async def _deliver_interjections(self) -> None:
         while self.state.inbox:

@@ -71,13 +71,13 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
         if isinstance(parsed, str):
             workflow.logger.warning("ignored interject signal: %s", parsed)
         else:
-            self.state.inbox.append(parsed)
+            self._receive(parsed)
 
     @workflow.update(description=approvals.INTERJECT_UPDATE_DESCRIPTION)
     def interject_checked(self, message: approvals.RawInterjection) -> None:
         parsed = approvals.parse_interjection(message)
         assert isinstance(parsed, Interjection)  # the validator checked it
-        self.state.inbox.append(parsed)
+        self._receive(parsed)
 
     @interject_checked.validator
     def _validate_interjection(self, message: approvals.RawInterjection) -> None:

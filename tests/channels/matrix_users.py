@@ -69,6 +69,19 @@ class ChatUser:
         return [e["content"]["m.new_content"]["body"] for e in self.events.get(room, [])
                 if e.get("sender") == sender and "m.new_content" in e.get("content", {})]
 
+    def visible(self, room: str, sender: str) -> list[str]:
+        """What a person sees of ``sender``'s messages in ``room``, in order: each as its last
+        edit left it, the redacted ones gone."""
+        events = self.events.get(room, [])
+        redacted = {e.get("redacts") or e["content"].get("redacts") for e in events if e.get("type") == "m.room.redaction"}
+        edited: dict[str, str] = {}
+        for e in events:
+            relates = e.get("content", {}).get("m.relates_to") or {}
+            if e.get("sender") == sender and relates.get("rel_type") == "m.replace":
+                edited[relates["event_id"]] = e["content"]["m.new_content"]["body"]
+        return [edited.get(e["event_id"], e["content"]["body"]) for e in self.notices(room, sender)
+                if e["event_id"] not in redacted]
+
     def joined(self, room: str, user_id: str) -> bool:
         return any(e.get("type") == "m.room.member" and e.get("state_key") == user_id
                    and e["content"].get("membership") == "join" for e in self.events.get(room, []))

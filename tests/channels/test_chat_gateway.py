@@ -97,8 +97,10 @@ async def test_slack_a_thread_runs_a_task_approved_by_button_and_gets_its_long_a
     # The approval message now says what was decided, and its buttons are gone.
     assert approval.text.startswith("Approved by UALICE:\nshell: rm -rf build")
     assert all(b["type"] != "actions" for b in approval.blocks)
-    [progress] = [m for m in slack.messages if m.edits and m is not approval]  # one, updated in place
-    assert progress.text == "✔️ finished"
+    # The progress message, too small for the answer, went: the answer shows once, in plain words.
+    [progress] = slack.deleted
+    assert progress.text.startswith("⏳ step 1: shell rm -rf build") and "tool ·" not in progress.text
+    assert not [m for m in slack.messages if m.text.startswith("⏳")]
     assert len(model.requests) == 3
     model.assert_consumed()
 
@@ -138,8 +140,10 @@ async def test_telegram_a_chat_runs_a_task_approved_by_button_and_gets_its_long_
     assert any(s.text.startswith("Approved by 11") for s in telegram.sent)
     # The approval message now says what was decided, and its keyboard is gone.
     assert approval.text.startswith("Approved by 11:\nshell: rm -rf build") and approval.reply_markup is None
-    [progress] = [s for s in telegram.sent if s.edits and s is not approval]  # one, edited in place
-    assert progress.text == "✔️ finished"
+    # The progress message, too small for the answer, went: the answer shows once, in plain words.
+    [progress] = telegram.deleted
+    assert progress.text.startswith("⏳ step 1: shell rm -rf build") and "tool ·" not in progress.text
+    assert not [s for s in telegram.sent if s.text.startswith("⏳")]
     model.assert_consumed()
 
 

@@ -1,5 +1,7 @@
 """The gateway on a real Synapse: people write in rooms, the agent answers there, and approves
-its dangerous calls by the reactions of the room's approvers (issue 31's first "done when")."""
+its dangerous calls by the reactions of the room's approvers (issue 31's first "done when");
+each answer shows once, in plain words: the progress message becomes it, or goes when the
+answer needs more than one message (issue 40)."""
 
 from __future__ import annotations
 
@@ -89,15 +91,16 @@ async def test_a_room_talks_to_the_agent_approves_by_reaction_and_keeps_its_hist
             assert (workspace / "build").exists(), "a non-approver's reaction ran the call"
 
             await alice.react(room, approval["event_id"], "✅")
-            await alice.until(lambda: "removed the build" in alice.bodies(room, agent), "the final answer")
+            await alice.until(lambda: "removed the build" in alice.visible(room, agent), "the final answer")
             assert not (workspace / "build").exists()
             bodies = alice.bodies(room, agent)
             assert any(b.startswith("Approved by @alice:localhost") for b in bodies)
             assert any(e.startswith("Approved by @alice:localhost:\nshell: rm -rf build") for e in alice.edits(room, agent))
             progress = [b for b in bodies if b.startswith("⏳")]
-            assert len(progress) == 1, bodies  # one progress message, edited in place
-            assert any("rm -rf build" in b for b in progress + alice.edits(room, agent))
-            assert "✔️ finished" in alice.edits(room, agent)
+            assert progress == ["⏳ step 1: shell rm -rf build"], bodies  # one progress message, in plain words
+            seen = alice.visible(room, agent)  # the progress message became the answer: it shows once
+            assert seen.count("removed the build") == 1 and not [b for b in seen if b.startswith("⏳")], seen
+            assert not [b for b in bodies + alice.edits(room, agent) if "tool ·" in b or "step 2" in b]  # nor the answer's call
 
             await alice.say(room, "what did you do?")
             await alice.until(lambda: "I removed the build directory" in alice.bodies(room, agent), "the second answer")
@@ -142,9 +145,9 @@ async def test_a_question_is_answered_in_the_room_and_stop_stops_the_task(
                               "the command's progress")
             assert "notes.md" in request_text(model.requests[1])
             await alice.say(room, "stop")
-            await alice.until(lambda: any(b.startswith("failed: stopped") for b in alice.bodies(room, agent)),
+            await alice.until(lambda: any(b.startswith("failed: stopped") for b in alice.visible(room, agent)),
                               "the task's end")
-            bodies = alice.bodies(room, agent)
+            bodies = alice.visible(room, agent)
             assert any(b.startswith("Stopping (asked by @alice:localhost)") for b in bodies)
             assert any("stopped by @alice:localhost in the chat" in b for b in bodies)
             model.assert_consumed()
@@ -160,18 +163,21 @@ async def test_someone_not_allowed_is_ignored_and_a_long_answer_is_split(
     carol, alice = await person(synapse, "carol"), await person(synapse, "alice")
     table = matrix_table(synapse, workspace=str(workspace))
     try:
-        async with scripted_worker(client, task_queue, [tool("message", type="result", text=long)]) as model, \
-                gateway(client, task_queue, table, tmp_path):
+        steps = [tool("shell", command="ls"), tool("message", type="result", text=long)]  # ls: progress, no change
+        async with scripted_worker(client, task_queue, steps) as model, gateway(client, task_queue, table, tmp_path):
             room = await alice.create_room(invite=[agent, carol.user_id])
             await alice.until(lambda: alice.joined(room, agent), "the agent to join")
             await carol.sync()
             await carol.say(room, "delete everything")
             await alice.say(room, "say hi")
             await alice.until(lambda: any("paragraph 64" in b for b in alice.bodies(room, agent)), "the whole answer")
-            pieces = [b for b in alice.bodies(room, agent) if "paragraph" in b and not b.startswith("⏳")]
+            await alice.until(lambda: not [b for b in alice.visible(room, agent) if b.startswith("⏳")],
+                              "the progress message to go")  # the answer is longer than one message
+            assert any(b.startswith("⏳ step 1: shell ls") for b in alice.bodies(room, agent))  # it was there
+            pieces = alice.visible(room, agent)
             assert len(pieces) == 3 and all(len(p) <= 30_000 for p in pieces)  # Matrix: 30,000 a message
             assert "".join(pieces).replace("\n", "").replace(" ", "") == long.replace("\n", "").replace(" ", "")
-            assert len(model.requests) == 1 and "delete everything" not in request_text(model.requests[0])
+            assert len(model.requests) == 2 and "delete everything" not in request_text(model.requests[0])
             model.assert_consumed()
     finally:
         await alice.close()

@@ -140,6 +140,24 @@ async def test_progress_is_one_message_edited_in_place():
     assert again.message_ids == first.message_ids and progress.edits == 1 and progress.text == "turn 2 &lt;b&gt;"
 
 
+async def test_an_answer_replaces_its_progress_message_or_deletes_it_when_too_long():
+    async with running() as (slack, adapter, _):
+        chat = ChatRef(channel="slack", conversation="D0001")
+        short = await adapter.send(OutboundMessage(chat=chat, key="p1", kind="progress", text="⏳ step 1: shell ls"))
+        await adapter.send(OutboundMessage(chat=chat, key="a1", kind="answer", text="all fine",
+                                           edit_of=short.message_ids[0]))
+        long = await adapter.send(OutboundMessage(chat=chat, key="p2", kind="progress", text="⏳ step 1: shell ls"))
+        text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(12))  # over one section's 3,000
+        for _ in range(2):  # the second is a retried activity: deleted and posted once
+            await adapter.send(OutboundMessage(chat=chat, key="a2", kind="answer", text=text,
+                                               edit_of=long.message_ids[0]))
+    posted = slack.in_channel("D0001")
+    assert posted[0].text == "all fine" and posted[0].edits == 1  # the progress message became the answer
+    assert [m.ts for m in slack.deleted] == long.message_ids, slack.calls  # too long for it: it went
+    assert " ".join(m.text for m in posted[1:]).split() == text.split()
+    assert not [m for m in posted if m.text.startswith("⏳")]
+
+
 async def test_a_429_surfaces_as_rate_limited_with_slacks_retry_after():
     async with running() as (slack, adapter, _):
         slack.limit_next(1, retry_after=17)

@@ -132,6 +132,23 @@ async def test_a_10000_character_answer_is_split_under_the_4096_limit_and_progre
     assert len(telegram.sent) == 4 and telegram.sent[3].text == "turn 2" and telegram.sent[3].edits == 1
 
 
+async def test_an_answer_replaces_its_progress_message_or_deletes_it_when_too_long():
+    async with running() as (telegram, adapter, _):
+        chat = ChatRef(channel="telegram", conversation="1001")
+        short = await adapter.send(OutboundMessage(chat=chat, key="p1", kind="progress", text="⏳ step 1: shell ls"))
+        await adapter.send(OutboundMessage(chat=chat, key="a1", kind="answer", text="all fine",
+                                           edit_of=short.message_ids[0]))
+        long = await adapter.send(OutboundMessage(chat=chat, key="p2", kind="progress", text="⏳ step 1: shell ls"))
+        text = "\n\n".join(f"Paragraph {i}: " + "word " * 60 for i in range(15))  # over one message's 4,096
+        for _ in range(2):  # the second is a retried activity: deleted and posted once
+            await adapter.send(OutboundMessage(chat=chat, key="a2", kind="answer", text=text,
+                                               edit_of=long.message_ids[0]))
+    assert telegram.sent[0].text == "all fine" and telegram.sent[0].edits == 1  # the progress message became it
+    assert [str(s.message_id) for s in telegram.deleted] == long.message_ids  # too long for it: it went
+    assert " ".join(s.text for s in telegram.sent[1:]).split() == text.split()
+    assert not [s for s in telegram.sent if s.text.startswith("⏳")]
+
+
 async def test_code_shows_as_code_and_html_in_an_answer_is_text():
     text = "Run:\n```sh\necho '<b>' && ls\n```\nthen `cat a&b.txt`, not <i>this</i>."
     async with running() as (telegram, adapter, _):

@@ -13,13 +13,14 @@ from temporalio.worker import Replayer
 from contracts.channels import conversation_id
 from temporal.plugin import AgentPlugin
 from tests.workflows.conversation_scenario import CHAT, HISTORIES
-from workflows.conversation import DECISIONS_PATCH, ConversationWorkflow
+from workflows.conversation import ANSWER_PATCH, DECISIONS_PATCH, ConversationWorkflow
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
 
 
-def test_there_is_a_history_from_before_and_after_the_current_patch():
-    assert {p.stem for p in RECORDED} >= {f"before-{DECISIONS_PATCH.removeprefix('conversation-')}", DECISIONS_PATCH}
+@pytest.mark.parametrize("patch", [DECISIONS_PATCH, ANSWER_PATCH])
+def test_there_is_a_history_from_before_and_after_each_current_patch(patch: str):
+    assert {p.stem for p in RECORDED} >= {f"before-{patch.removeprefix('conversation-')}", patch}
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])
