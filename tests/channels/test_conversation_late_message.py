@@ -77,11 +77,12 @@ async def test_a_message_that_lands_as_the_task_finishes_starts_the_next_task(cl
                     await asyncio.sleep(0.05)
             await conversation.signal(INBOUND_SIGNAL, InboundMessage(event_id="e2", chat=chat, author="ci-bot",
                                                                      text="second"))
-            while True:  # the first task's end handled, and nothing left to do
-                state = await conversation.query(ConversationWorkflow.conversation, result_type=ConversationState)
-                if "done: first" in said and state.running is None and not state.pending:
-                    break
+            # The first task's end is handled, then "second" (unheard) starts the next task and is
+            # answered; lost, it never is and the timeout fails the test. (Nothing running and
+            # nothing pending is no barrier: that holds while the first answer is delivered.)
+            while "done: second" not in said:
                 await asyncio.sleep(0.05)
+            state = await conversation.query(ConversationWorkflow.conversation, result_type=ConversationState)
         await conversation.terminate()
     assert state.tasks == 2, said  # "second" came after the first task's report was taken: it started the next
     assert said == ["done: first", "done: second"]
