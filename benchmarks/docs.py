@@ -69,7 +69,8 @@ VARIABLES: dict[str, tuple[str, str | None]] = {
     "AGENT_SECRETS_FILE": ("a file of `NAME=value` lines (the variables win)", "none"),
     SECRET_PREFIX: ("`AGENT_SECRET_<NAME>=value`: a secret, redacted to `{{secret:NAME}}`", "none"),
     "AGENT_LOG_LEVEL": ("the log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL` (the CLI's lines go to "
-                        "`<data dir>/worker.log`)", "`WARNING` for the CLI, `INFO` for a worker"),
+                        "`<data dir>/worker.log`, the gateway's to its stderr)", "`WARNING` for the CLI, `INFO` for a worker and "
+                        "the gateway"),
     "AGENT_TRACE_FILE": ("finished spans appended as JSON lines", "off"),
     "OTEL_EXPORTER_OTLP_ENDPOINT": ("an OTLP/HTTP collector (`/v1/traces` is added); its exporter reads the other "
                                     "`OTEL_EXPORTER_OTLP_*`", "off"),
