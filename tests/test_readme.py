@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 import starter
@@ -29,7 +29,7 @@ from fakes.scripted import ScriptedModelServer, tool
 from runtime.secrets import SecretStore
 from tests.cli.test_background import embedded
 from tests.links import broken_links
-from tests.workflows.harness import wait_for_state
+from workflows.task import AgentTaskWorkflow
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -218,6 +218,17 @@ def shell_steps(env: dict[str, str], block: str, **overrides: str) -> tuple[dict
     return env, rest
 
 
+async def waiting_for(handle: WorkflowHandle, tool_name: str, timeout_s: float = 60) -> None:
+    """Returns once the task waits for a person's decision on a call of ``tool_name``."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        status = await handle.query(AgentTaskWorkflow.status)
+        if status.pending_approval is not None and status.pending_approval.tool == tool_name:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"not waiting for a {tool_name} call: {status}"
+        await asyncio.sleep(0.1)
+
+
 async def test_the_real_model_and_approve_and_watch_blocks_run_on_a_local_openai_compatible_server(tmp_path):
     """The two blocks in one shell, in a directory with TODOs and logs: the exports of the first
     stay for the second, with OPENAI_BASE_URL at the scripted server and a model the tables do
@@ -251,7 +262,7 @@ async def test_the_real_model_and_approve_and_watch_blocks_run_on_a_local_openai
             client = await Client.connect(f"127.0.0.1:{env['AGENT_EMBEDDED_PORT']}",
                                           data_converter=pydantic_data_converter)
             handle = client.get_workflow_handle(task_id, result_type=TaskOutcome)
-            await wait_for_state(handle, TaskState.WAITING_APPROVAL, timeout_s=60)
+            await waiting_for(handle, "shell")
 
             code, out, err = await readme_command(env, listing, here)
             assert code == 0 and task_id in out and "rm logs/old.log" in out, out + err
@@ -265,8 +276,7 @@ async def test_the_real_model_and_approve_and_watch_blocks_run_on_a_local_openai
             code, out, err = await readme_command(env, [*substituted, "--yes"], here)
             assert code == 0 and "approved: shell call" in out and task_id in out, out + err
             # --approval always asks for the report too: yes, and for the rest of the task.
-            status = await wait_for_state(handle, TaskState.WAITING_APPROVAL, timeout_s=60)
-            assert status.pending_approval and status.pending_approval.tool == "message"
+            await waiting_for(handle, "message")
             code, out, err = await readme_command(env, [*substituted, "--yes", "--remember"], here)
             assert code == 0 and "approved: message call" in out, out + err
 
