@@ -65,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.settings = settings  # every command takes what it needs from here
     log_file = data_dir(settings.paths) / WORKER_LOG  # a worker run in-process logs there, not over the output
-    configure_logging(settings.logging.level or "WARNING", secrets=SecretStore.from_settings(settings.secrets),
-                      file=log_file)
+    service = getattr(args, "logs_to_console", False)  # a service's lines (the gateway's) are its console
+    configure_logging(settings.logging.level or ("INFO" if service else "WARNING"),
+                      secrets=SecretStore.from_settings(settings.secrets), file=None if service else log_file)
     sdk_logs_to(log_file)
     try:
         return asyncio.run(args.run(args))

@@ -57,8 +57,8 @@ GROUPS: dict[str, tuple[str, str]] = {
 # (None, "" or ()): what an empty value stands for is decided where the group is used.
 VARIABLES: dict[str, tuple[str, str | None]] = {
     "AGENT_DATA_DIR": ("the data directory: context store, audit log, checkpoints, sessions, the embedded "
-                       "server's database and logs", "`data/` in a source checkout, else `$XDG_DATA_HOME/durable-agent`"),
-    "XDG_DATA_HOME": ("where an installed copy's data directory goes", "`~/.local/share`"),
+                       "server's database and logs", "`$XDG_DATA_HOME/durable-agent`, for the installed command and a checkout alike"),
+    "XDG_DATA_HOME": ("where the data directory goes when `AGENT_DATA_DIR` is not set", "`~/.local/share`"),
     "AGENT_CONTEXT_DB": ("the context store: a SQLite file, or a `postgresql://` URL shared by every host",
                          "`<data dir>/context.db`"),
     "AGENT_CHECKPOINTS": ("`false` (`0`, `no`, `off`) records no workspace checkpoints", None),
@@ -69,7 +69,8 @@ VARIABLES: dict[str, tuple[str, str | None]] = {
     "AGENT_SECRETS_FILE": ("a file of `NAME=value` lines (the variables win)", "none"),
     SECRET_PREFIX: ("`AGENT_SECRET_<NAME>=value`: a secret, redacted to `{{secret:NAME}}`", "none"),
     "AGENT_LOG_LEVEL": ("the log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL` (the CLI's lines go to "
-                        "`data/worker.log`)", "`WARNING` for the CLI, `INFO` for a worker"),
+                        "`<data dir>/worker.log`, the gateway's to its stderr)", "`WARNING` for the CLI, `INFO` for a worker and "
+                        "the gateway"),
     "AGENT_TRACE_FILE": ("finished spans appended as JSON lines", "off"),
     "OTEL_EXPORTER_OTLP_ENDPOINT": ("an OTLP/HTTP collector (`/v1/traces` is added); its exporter reads the other "
                                     "`OTEL_EXPORTER_OTLP_*`", "off"),

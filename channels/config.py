@@ -11,6 +11,7 @@ agent), ``approvers`` (who may approve its calls; each must be allowed too) and 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,6 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runtime.secrets import SecretStore
 
 _Settings = TypeVar("_Settings", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a person may not do what their message asks: ``why`` for the gateway's console,
+    ``told`` for them (the adapters that can tell a person quietly say it)."""
+
+    why: str
+    told: str
+
+
+NOT_AN_APPROVER = Refusal("not an approver", "Only approvers may decide a call.")
+NOT_ALLOWED = Refusal("not in allowed_users", "You are not allowed to talk to this agent.")
 
 
 class ChannelConfig(BaseModel):
@@ -33,13 +47,12 @@ class ChannelConfig(BaseModel):
     def allows(self, user: str) -> bool:
         return user in self.allowed_users or user in self.approvers
 
-    def refusal(self, user: str, reaction: str | None = None) -> str | None:
+    def refusal(self, user: str, reaction: str | None = None) -> Refusal | None:
         """Why ``user`` may not do this (approving or denying a call needs an approver;
-        anything else an allowed user), or None when they may. The adapters that can tell a
-        person quietly (a Slack ephemeral message, a Telegram callback answer) say it."""
+        anything else an allowed user), or None when they may."""
         if reaction in ("approve", "deny"):
-            return None if user in self.approvers else "Only approvers may decide a call."
-        return None if self.allows(user) else "You are not allowed to talk to this agent."
+            return None if user in self.approvers else NOT_AN_APPROVER
+        return None if self.allows(user) else NOT_ALLOWED
 
     def settings(self, model: type[_Settings]) -> _Settings:
         """The table's platform keys as the adapter's typed settings (ValueError naming the table)."""

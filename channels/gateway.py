@@ -18,12 +18,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from channels.base import Adapter, within_limit
 from channels.config import ChannelConfig, load_channels
+from channels.console import handed_over
 from channels.deliver import DeliverActivities
 from contracts.channels import (
     GATEWAY_TASK_QUEUE,
@@ -41,8 +41,6 @@ from workflows.conversation import ConversationWorkflow
 
 # What each platform's adapter is built on: what to install when it is missing.
 LIBRARIES = {"matrix": "matrix-nio", "slack": "slack_sdk", "telegram": "python-telegram-bot", "webhook": "aiohttp"}
-
-_log = structlog.get_logger(__name__)
 
 
 def build_adapter(config: ChannelConfig, state_dir: Path) -> Adapter | str:
@@ -118,11 +116,12 @@ class Gateway:
         message = message.model_copy(update={"text": self.defaults.secrets.redact(message.text),
                                               "approver": message.author in config.approvers,
                                               "attachments": within_limit(message.attachments)})
+        conversation = conversation_id(message.chat)
         await self.client.start_workflow(
-            ConversationWorkflow.run, self.conversation_input(message.chat), id=conversation_id(message.chat),
+            ConversationWorkflow.run, self.conversation_input(message.chat), id=conversation,
             task_queue=self.queue, start_signal=INBOUND_SIGNAL, start_signal_args=[message],
         )
-        _log.info("message handed to its conversation", channel=message.chat.channel, event_id=message.event_id)
+        handed_over(message, conversation)
 
     def conversation_input(self, chat: ChatRef) -> ConversationInput:
         config, d = self.configs[chat.channel], self.defaults

@@ -51,6 +51,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, split_text
 from channels.config import ChannelConfig
+from channels.console import dropped
 from channels.listen import Endpoint
 from channels.posted import PostedRecord, record_path
 from contracts.attachments import Attachment
@@ -166,10 +167,10 @@ class SlackAdapter:
             return
         refusal = self.config.refusal(message.author, message.reaction)
         if refusal:
-            _log.warning("slack: refused", user=message.author, reaction=message.reaction, chat=message.chat.key)
+            dropped(message, refusal.why)
             if message.reaction:  # a button: say so, to that person only
                 await self._call(self.web.chat_postEphemeral, channel=message.chat.conversation,
-                                 user=message.author, text=refusal, thread_ts=message.chat.thread)
+                                 user=message.author, text=refusal.told, thread_ts=message.chat.thread)
             return
         await deliver(message)
 

@@ -39,6 +39,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from channels.base import ATTACHMENT_BYTES, Deliver, RateLimited, code_html, split_text
 from channels.config import ChannelConfig
+from channels.console import dropped
 from channels.listen import Endpoint
 from channels.posted import PostedRecord, record_path
 from contracts.attachments import Attachment
@@ -151,9 +152,9 @@ class TelegramAdapter:
             return
         refusal = self.config.refusal(message.author, message.reaction)
         if refusal:
-            _log.warning("telegram: refused", user=message.author, reaction=message.reaction, chat=message.chat.key)
+            dropped(message, refusal.why)
             if query:
-                await query.answer(refusal, show_alert=True)
+                await query.answer(refusal.told, show_alert=True)
             return
         if update.message and message.attachments:
             message = message.model_copy(update={"attachments": await _fetched(update.message)})

@@ -26,7 +26,8 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from channels.base import Deliver, RateLimited
-from channels.config import ChannelConfig
+from channels.config import NOT_ALLOWED, ChannelConfig
+from channels.console import dropped
 from channels.listen import Endpoint
 from contracts.channels import ChatRef, Delivered, InboundMessage, OutboundMessage
 
@@ -103,13 +104,13 @@ class WebhookAdapter:
                 event = WebhookEvent.model_validate_json(body)
             except ValidationError as err:
                 return web.json_response({"error": err.errors()[0]["msg"]}, status=400)
-            if not self.config.allows(event.author):
-                _log.warning("ignored a message from a user who is not allowed", channel=self.name, user=event.author)
-                return web.json_response({"error": f"{event.author} may not talk to the agent"}, status=403)
             chat = ChatRef(channel=self.name, conversation=event.conversation, thread=event.thread)
-            await deliver(InboundMessage(
-                event_id=event.id, chat=chat, author=event.author, text=event.text, reaction=event.reaction,
-                reply_to=event.reply_to))
+            message = InboundMessage(event_id=event.id, chat=chat, author=event.author, text=event.text,
+                                     reaction=event.reaction, reply_to=event.reply_to)
+            if not self.config.allows(event.author):
+                dropped(message, NOT_ALLOWED.why)
+                return web.json_response({"error": f"{event.author} may not talk to the agent"}, status=403)
+            await deliver(message)
             return web.json_response({"accepted": event.id}, status=202)  # Temporal has it
 
         await self.endpoint.serve(inbound)  # until cancelled

@@ -39,6 +39,7 @@ from cli.workers import RPC_TIMEOUT
 from contracts.task import DEFAULT_TASK_QUEUE
 from core.settings import Settings
 from runtime.paths import data_dir
+from runtime.settings import child_environment
 from temporal import client as temporal_client
 from temporal.codec import codec_for
 from temporal.connection import as_arguments
@@ -108,7 +109,9 @@ async def ensure_worker(client: Client, settings: Settings, files: WorkerFiles) 
         return False
     command = [sys.executable, str(WORKER_SCRIPT), "--processes", "1", "--task-queue", files.queue,
                *as_arguments(settings.temporal)]
-    proc = spawn_detached(command, files.log, files.pid, cwd=WORKER_SCRIPT.parent)
+    # It runs from its own folder: the data directory is handed over absolute, not re-read from there.
+    env = child_environment(AGENT_DATA_DIR=str(data_dir(settings.paths)))
+    proc = spawn_detached(command, files.log, files.pid, cwd=WORKER_SCRIPT.parent, env=env)
     files.write_record(settings)
     await _until_polling(client, files.queue, proc, files.log)
     return True

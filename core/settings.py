@@ -106,7 +106,7 @@ def _scalar(kind: Any, raw: str) -> Any:
 
 @dataclass(frozen=True)
 class PathSettings(Group):
-    data_dir: Path | None = var("AGENT_DATA_DIR")  # None: <checkout>/data, or $XDG_DATA_HOME/durable-agent
+    data_dir: Path | None = var("AGENT_DATA_DIR")  # None: $XDG_DATA_HOME/durable-agent, for every copy of the code
     xdg_data_home: Path | None = var("XDG_DATA_HOME")  # None: ~/.local/share
 
 

@@ -1,15 +1,16 @@
 """Where the project keeps its files on this host: one place to decide, used by the store,
-the audit log, the prompt context and the embedded Temporal server.
+the audit log, the prompt context, the background workers and the embedded Temporal server.
 
-In a source checkout everything lives under ``<checkout>/data``; an installed copy (a
-non-editable ``pip install .``) uses ``$XDG_DATA_HOME/durable-agent`` (by default
-``~/.local/share/durable-agent``), since its package folder is no place for data.
-``AGENT_DATA_DIR`` (``PathSettings.data_dir``) overrides both.
+One rule, whatever runs the code (the installed ``durable-agent`` command, ``python
+starter.py`` in a checkout, an editable install of either) and from whichever directory:
+``AGENT_DATA_DIR`` (``PathSettings.data_dir``) when set, else ``$XDG_DATA_HOME/durable-agent``
+(by default ``~/.local/share/durable-agent``). Nothing depends on where the code or the current
+directory is, so every copy on a host finds the same embedded server, background workers and
+context store, as it finds the same server port (docs/deployment.md#the-data-directory).
 """
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 from core.settings import PathSettings, Settings
@@ -17,21 +18,11 @@ from core.settings import PathSettings, Settings
 APP_NAME = "durable-agent"
 
 
-@cache  # the code does not move while it runs (and resolving it costs a realpath per call)
-def source_root() -> Path | None:
-    """The checkout this code runs from, or None for an installed copy."""
-    root = Path(__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").is_file() else None
-
-
 def data_dir(settings: PathSettings) -> Path:
-    """The data directory ``settings`` name, created on first use."""
-    if settings.data_dir is not None:
-        path = settings.data_dir
-    elif (root := source_root()) is not None:
-        path = root / "data"
-    else:
-        path = (settings.xdg_data_home or Path.home() / ".local" / "share") / APP_NAME
+    """The data directory ``settings`` name, created on first use; absolute, so a process this
+    one starts elsewhere (a background worker) is handed the same one."""
+    path = settings.data_dir or (settings.xdg_data_home or Path.home() / ".local" / "share") / APP_NAME
+    path = path.expanduser().absolute()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

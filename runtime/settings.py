@@ -20,4 +20,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings.from_env(os.environ if environ is None else environ)
 
 
-__all__ = ["Settings", "load_settings"]
+def child_environment(**overrides: str) -> dict[str, str]:
+    """This process's environment with ``overrides``: for a process it starts that reads its
+    settings as this one did, but for what the parent already decided (its data directory)."""
+    return {**os.environ, **overrides}
+
+
+__all__ = ["Settings", "child_environment", "load_settings"]

@@ -2,7 +2,8 @@
 
 Argument handling only: the gateway itself (the adapters of the file's tables and the worker of
 their conversations) is channels/gateway.py; a channel whose library is missing is skipped with
-one line saying what to install.
+one line saying what to install. Its log lines are its console: one for each message handed over
+or dropped (channels/console.py), at INFO unless ``AGENT_LOG_LEVEL`` says otherwise.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser("gateway", help="connect chat channels (channels.toml) to the agent")
     s.add_argument("--config", required=True, type=Path, help="the channels file: one table per channel")
     s.add_argument("--queue", default=GATEWAY_TASK_QUEUE, help="the gateway's own task queue")
-    s.set_defaults(run=run)
+    s.set_defaults(run=run, logs_to_console=True)  # one line per message on stderr (channels/console.py)
 
 
 async def run(args: argparse.Namespace) -> int:
-    settings = args.settings  # starter.py's (its log lines go to the data directory's worker.log)
+    settings = args.settings  # starter.py's (its log lines go to stderr, the SDK's to the data directory's worker.log)
     secrets = SecretStore.from_settings(settings.secrets)
     try:
         adapters, off = load_adapters(args.config, secrets, data_dir(settings.paths) / "gateway")

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+from structlog.testing import capture_logs
 
 from channels.base import RateLimited
 from channels.slack import SlackAdapter
@@ -103,10 +104,13 @@ async def test_an_approvers_button_becomes_an_approval_replying_to_the_approval_
 
 
 async def test_a_non_approvers_button_is_not_delivered_and_is_told_no():
-    async with running() as (slack, _, inbox):
-        assert await slack.press("UBOB", "C0001", "1700000002.000100", "agent_approve", "approve:k") == [200]
+    with capture_logs() as logs:
+        async with running() as (slack, _, inbox):
+            assert await slack.press("UBOB", "C0001", "1700000002.000100", "agent_approve", "approve:k") == [200]
     assert inbox.attempts == 0
     assert slack.ephemeral == [{"channel": "C0001", "user": "UBOB", "text": "Only approvers may decide a call."}]
+    assert [entry["event"] for entry in logs if entry["log_level"] == "info"] == [
+        "message dropped: slack:C0001 · ubob (UBOB) · pressed approve (not an approver)"]
 
 
 async def test_a_bad_or_stale_signature_is_refused_and_the_url_challenge_answered():

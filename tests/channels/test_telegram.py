@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+from structlog.testing import capture_logs
 from telegram.error import InvalidToken
 
 from channels.base import RateLimited
@@ -73,13 +74,16 @@ async def test_a_failed_webhook_delivery_is_answered_500_and_sent_again():
     assert statuses == [500, 200] and inbox.attempts == 2 and len(inbox.messages) == 1
 
 
-async def test_strangers_and_bots_are_ignored():
+async def test_strangers_and_bots_are_ignored_and_a_strangers_message_is_one_console_line():
     async with running() as (telegram, _, inbox):
-        await telegram.user_says(MALLORY, 1001, "rm -rf /")
-        await telegram.user_says(7000099, 1001, "beep", is_bot=True)
-        await telegram.user_says(BOB, 1001, "the one that counts")
-        message = await inbox.next()
+        with capture_logs() as logs:
+            await telegram.user_says(MALLORY, 1001, "rm -rf /")
+            await telegram.user_says(7000099, 1001, "beep", is_bot=True)
+            await telegram.user_says(BOB, 1001, "the one that counts")
+            message = await inbox.next()
     assert inbox.attempts == 1 and message.author == str(BOB)
+    assert [entry["event"] for entry in logs if entry["log_level"] == "info"] == [
+        f"message dropped: telegram:1001 · user{MALLORY} ({MALLORY}) · “rm -rf /” (not in allowed_users)"]
 
 
 @pytest.mark.parametrize("mode", ["polling", "webhook"])
@@ -92,15 +96,18 @@ async def test_an_approvers_button_becomes_an_approval_and_a_non_approvers_is_an
         [approval] = telegram.sent
         assert approval.message_thread_id == 77
         approve = approval.reply_markup["inline_keyboard"][0][0]["callback_data"]  # type: ignore[index]
-        await telegram.press(BOB, approval, approve)
-        await telegram.press(ALICE, approval, approve)
-        decision = await inbox.next()
-        await until(lambda: len(telegram.answered) == 2)  # the answer follows deliver
+        with capture_logs() as logs:
+            await telegram.press(BOB, approval, approve)
+            await telegram.press(ALICE, approval, approve)
+            decision = await inbox.next()
+            await until(lambda: len(telegram.answered) == 2)  # the answer follows deliver
     assert inbox.attempts == 1
     assert decision.reaction == "approve" and decision.author == str(ALICE) and decision.chat == chat
     assert decision.reply_to == sent.message_ids[0]
     assert telegram.answered == [{"text": "Only approvers may decide a call.", "show_alert": True},
                                  {"text": "Approved.", "show_alert": False}]
+    assert [entry["event"] for entry in logs if entry["log_level"] == "info"] == [
+        f"message dropped: telegram:-100200:77 · user{BOB} ({BOB}) · pressed approve (not an approver)"]
 
 
 async def test_a_wrong_webhook_secret_token_is_refused():

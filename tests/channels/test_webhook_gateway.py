@@ -1,10 +1,15 @@
 """The webhook channel through the gateway: signed calls in, signed callbacks out, a replayed or
-unsigned call refused, the same event id twice handled once."""
+unsigned call refused, the same event id twice handled once; each message handed over or dropped
+is one line on the gateway's console (``starter.py gateway``'s stderr)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -13,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+from structlog.testing import capture_logs
 from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Replayer
 
@@ -25,6 +31,7 @@ from fakes.scripted import tool
 from fakes.step import Step
 from runtime.secrets import SecretStore
 from temporal.plugin import AgentPlugin
+from temporal.server import port_open
 from tests.ports import free_port
 from tests.workflows.harness import make_input, scripted_worker, wait_until
 from workflows.conversation import ConversationWorkflow
@@ -119,13 +126,23 @@ async def test_a_signed_webhook_call_gets_one_signed_answer_and_bad_calls_are_re
              "text": "summarize the build (deploy token tok-5e3c7a9b)"}
     async with scripted_worker(client, task_queue, [tool("message", type="result", text="all green")]) as model, \
             webhook_gateway(client, task_queue, workspace, tmp_path, callbacks) as url:
-        refused = await asyncio.to_thread(post, url, event, secret="wrong")
-        stale = await asyncio.to_thread(post, url, event, now=time.time() - 3600)
-        stranger = await asyncio.to_thread(post, url, {**event, "id": "evt-0", "author": "someone"})
-        assert (refused.status_code, stale.status_code, stranger.status_code) == (401, 401, 403)
-        first = await asyncio.to_thread(post, url, event)
-        again = await asyncio.to_thread(post, url, event)  # the caller retried: the same event
-        assert first.status_code == again.status_code == 202
+        with capture_logs() as logs:
+            refused = await asyncio.to_thread(post, url, event, secret="wrong")
+            stale = await asyncio.to_thread(post, url, event, now=time.time() - 3600)
+            stranger = await asyncio.to_thread(post, url, {**event, "id": "evt-0", "author": "someone"})
+            assert (refused.status_code, stale.status_code, stranger.status_code) == (401, 401, 403)
+            first = await asyncio.to_thread(post, url, event)
+            again = await asyncio.to_thread(post, url, event)  # the caller retried: the same event
+            assert first.status_code == again.status_code == 202
+        # One console line per message: the stranger's dropped, and each hand-over (the retry's
+        # too: the conversation drops the repeat), the secret redacted before it is shown.
+        lines = [(entry["event_id"], entry["event"]) for entry in logs if entry.get("log_level") == "info"]
+        assert lines == [
+            ("evt-0", "message dropped: hooks:build-42 · someone · “summarize the build (deploy token tok-5e3c7a9b)” "
+                      "(not in allowed_users)"),
+            *[("evt-1", "message handed over: hooks:build-42 · ci-bot · “summarize the build (deploy token "
+                        "{{secret:DEPLOY_TOKEN}})” → conversation-hooks:build-42")] * 2,
+        ]
         await wait_until(lambda: len(answers(callbacks)) == 2, 60)  # the first try, 429'd, and the retry
         conversation = conversation_id("hooks:build-42")
         await client.get_workflow_handle(f"{conversation}-task-1").result()
@@ -237,3 +254,46 @@ async def test_an_approver_refuses_a_call_by_replying_to_the_approval_message(cl
     assert (workspace / "build").exists()
     assert "[denied]" in json.dumps(model.requests[1]) and "lead (hooks)" in json.dumps(model.requests[1])
     assert [body["text"] for _, body in answers(callbacks)] == ["kept it"]
+
+
+async def test_the_gateway_command_shows_one_line_per_message_on_its_console(client, task_queue, tmp_path):
+    """``starter.py gateway`` as people run it: a message handed over and one dropped are one
+    human line each on its stderr, with the chat, the sender, the text's start and where it went."""
+    port = free_port()
+    config = tmp_path / "channels.toml"
+    config.write_text(f"""
+[hooks]
+type = "webhook"
+secret = "{{{{secret:HOOK}}}}"
+port = {port}
+allowed_users = ["ci-bot"]
+""")
+    env = dict(os.environ, TEMPORAL_ADDRESS=client.service_client.config.target_host, TEMPORAL_NAMESPACE="default",
+               AGENT_TASK_QUEUE=task_queue, AGENT_MODEL="scripted-model", AGENT_DATA_DIR=str(tmp_path / "data"),
+               AGENT_SECRET_HOOK=SECRET)
+    env.pop("AGENT_LOG_LEVEL", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "starter.py", "gateway", "--config", str(config), "--queue", f"{task_queue}-gw",
+        cwd=Path(__file__).resolve().parents[2], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    try:
+        await wait_until(lambda: port_open("127.0.0.1", port) or proc.returncode is not None, 60)
+        assert proc.returncode is None
+        url = f"http://127.0.0.1:{port}/"
+        text = "please   summarize\nthe build of main, and say which tests failed and why they failed today"
+        said = await asyncio.to_thread(post, url, {"id": "evt-9", "conversation": "build-9", "author": "ci-bot",
+                                                   "text": text})
+        stranger = await asyncio.to_thread(post, url, {"id": "evt-8", "conversation": "build-9", "author": "eve",
+                                                       "text": "hi"})
+        assert (said.status_code, stranger.status_code) == (202, 403)
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        _, err_b = await asyncio.wait_for(proc.communicate(), 60)
+    err = err_b.decode()
+    events = [json.loads(line)["event"] for line in err.splitlines() if line.startswith("{")]
+    assert events == [
+        "message handed over: hooks:build-9 · ci-bot · “please summarize the build of main, and say which tests "
+        "fai…” → conversation-hooks:build-9",  # the text's start, on one line
+        "message dropped: hooks:build-9 · eve · “hi” (not in allowed_users)",
+    ], err
