@@ -46,6 +46,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -194,7 +195,7 @@ def command_line(
     ``egress`` (the proxy's socket, where the command finds it) is its only way out;
     ``control`` (``tools/control_paths.py``'s guard) read-only over the workspace's bind;
     ``seccomp`` is a descriptor of ``sandbox_seccomp.program_fd()``, passed to ``bwrap``."""
-    ws = Path(os.path.realpath(workspace))
+    ws = os.path.realpath(workspace)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for entry in PROC_READ_ONLY:
         args += ["--ro-bind-try", f"/proc/{entry}", f"/proc/{entry}"]
@@ -211,30 +212,45 @@ def command_line(
         args += ["--seccomp", str(seccomp)]
     # Mounts apply in order, so a parent comes before what is inside it: the workspace may sit
     # in a hidden directory (bound after it), or a hidden file in the workspace. A hidden
-    # directory is an empty tmpfs, made read-only last.
-    mounts: dict[Path, tuple[int, list[str]]] = {}
-    private = [Path(p) for pattern in HOST_PRIVATE for p in (glob.glob(pattern) if "*" in pattern else [pattern])]
-    for path in [*private, *hidden]:
-        real = Path(os.path.realpath(path))
-        if real == ws or real in mounts or not real.exists():
+    # directory is an empty tmpfs, made read-only last. Paths are plain strings here, each
+    # resolved and stat'ed once: this runs before every command.
+    mounts: dict[str, tuple[int, list[str]]] = {}
+    private = [p for pattern in HOST_PRIVATE for p in (glob.glob(pattern) if "*" in pattern else [pattern])]
+    for path in [*private, *map(str, hidden)]:
+        real = os.path.realpath(path)
+        if real == ws or real in mounts:
             continue  # never hide the workspace itself
-        mounts[real] = (0, ["--tmpfs", str(real)] if real.is_dir() else ["--ro-bind", "/dev/null", str(real)])
+        try:
+            is_dir = stat.S_ISDIR(os.stat(real).st_mode)
+        except OSError:
+            continue  # nothing there to hide
+        mounts[real] = (0, ["--tmpfs", real] if is_dir else ["--ro-bind", "/dev/null", real])
     hides = list(mounts)
     for path in readable:
-        real = Path(os.path.realpath(path))
-        if real != ws and any(real.is_relative_to(h) for h in hides):
-            mounts[real] = (1, ["--ro-bind-try", str(real), str(real)])
-    mounts[ws] = (2, ["--bind", str(ws), str(ws)])
+        real = os.path.realpath(path)
+        if real != ws and any(_inside(real, h) for h in hides):
+            mounts[real] = (1, ["--ro-bind-try", real, real])
+    mounts[ws] = (2, ["--bind", ws, ws])
     for mount in control:  # after the workspace (deeper), each parent before what it holds
         at = str(mount.path)
         binds = {"pin": ["--bind", at, at], "ro": ["--ro-bind", at, at], "empty": ["--tmpfs", at, "--remount-ro", at]}
-        mounts.setdefault(mount.path, (3, binds[mount.how]))
-    for _path, (_order, mount) in sorted(mounts.items(), key=lambda m: (len(m[0].parts), m[1][0])):
+        mounts.setdefault(at, (3, binds[mount.how]))
+    for _path, (_order, mount) in sorted(mounts.items(), key=lambda m: (_depth(m[0]), m[1][0])):
         args += mount
     for path in hides:  # read-only once what sits inside is mounted: a write fails as elsewhere
         if mounts[path][1][0] == "--tmpfs":
-            args += ["--remount-ro", str(path)]
+            args += ["--remount-ro", path]
     if egress is not None:  # into the sandbox's own /tmp, made above
         args += ["--ro-bind", str(egress[0]), egress[1]]
-    args += ["--chdir", str(ws), "--", *argv]
+    args += ["--chdir", ws, "--", *argv]
     return args
+
+
+def _inside(path: str, parent: str) -> bool:
+    """``path`` is ``parent`` or below it (both resolved)."""
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _depth(path: str) -> int:
+    """How many components ``path`` (resolved, absolute) has: a parent's is smaller."""
+    return 0 if path == "/" else path.count("/")
