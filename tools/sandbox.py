@@ -219,13 +219,13 @@ def command_line(
     mounts: dict[str, tuple[int, list[str]]] = {}
     private = [p for pattern in HOST_PRIVATE for p in (glob.glob(pattern) if "*" in pattern else [pattern])]
     for path in [*private, *map(str, hidden)]:
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)  # most of HOST_PRIVATE is not there
+        except OSError:
+            continue  # nothing there to hide
         real = os.path.realpath(path)
         if real == ws or real in mounts:
             continue  # never hide the workspace itself
-        try:
-            is_dir = stat.S_ISDIR(os.stat(real).st_mode)
-        except OSError:
-            continue  # nothing there to hide
         mounts[real] = (0, ["--tmpfs", real] if is_dir else ["--ro-bind", "/dev/null", real])
     hides = list(mounts)
     for path in readable:
