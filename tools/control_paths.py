@@ -44,7 +44,9 @@ import glob
 import os
 import re
 import shutil
+import stat
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -139,55 +141,99 @@ class Guard:
 
 _HOOKS_PATH = re.compile(r"^\s*hookspath\s*=(.*)$", re.I | re.M)
 _HELD: Counter[Path] = Counter()  # placeholders of the commands running in this process
+_REMOVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="control-placeholders")
 
 
 def guard(workspace: Path) -> Guard:
     """The binds that make ``workspace``'s control paths read-only for one command; ``release``
     it when the command is over."""
-    ws = Path(os.path.realpath(workspace))
+    ws = os.path.realpath(workspace)
+    fs = _Lookup()
     with os.scandir(ws) as entries:
         venvs = [e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, "pyvenv.cfg"))]
-    mounts: dict[Path, Mount] = {}
-    watched: dict[Path, str | None] = {}
+    mounts: dict[str, Mount] = {}
+    watched: dict[str, str | None] = {}
     for control in CONTROL_PATHS:
         for head in venvs if control.parts[0] == VENV else control.parts[:1]:
             rest = "/".join(control.parts[1:])
+            top = f"{ws.rstrip('/')}/{head}"
             if glob.has_magic(rest):
-                paths = [ws / head / found for found in glob.glob(rest, root_dir=ws / head)]
+                paths = [f"{top}/{found}" for found in glob.glob(rest, root_dir=top)]
             else:
-                paths = [ws / head / rest if rest else ws / head]
+                paths = [f"{top}/{rest}" if rest else top]
             for path in paths:
-                watched.update(_links(ws, path))
-                if control.missing == "watch" and not os.path.lexists(path):
+                watched.update(_links(ws, path, fs))
+                if control.missing == "watch" and not fs.exists(path):
                     watched[path] = None
-                elif control.missing == "placeholder" or os.path.lexists(path):
-                    _walk(ws, Path(os.path.realpath(path)), control.why, mounts)
+                elif control.missing == "placeholder" or fs.exists(path):
+                    _walk(ws, fs.realpath(ws, path), control.why, mounts, fs)
     for hooks in _hooks_paths(ws):  # wherever the repository's config says its hooks are
-        _walk(ws, Path(os.path.realpath(ws / hooks)), "git runs these hooks on the host (core.hooksPath)", mounts)
-    placeholders = tuple(p for p, m in mounts.items() if m.how == "empty" or p in _HELD)
+        why = "git runs these hooks on the host (core.hooksPath)"
+        _walk(ws, os.path.realpath(os.path.join(ws, hooks)), why, mounts, fs)
+    placeholders = tuple(m.path for m in mounts.values() if m.how == "empty" or m.path in _HELD)
     _HELD.update(placeholders)
     ordered = sorted(mounts.values(), key=lambda m: len(m.path.parts))
-    return Guard(ws, tuple(ordered), placeholders, tuple(watched.items()))
+    return Guard(Path(ws), tuple(ordered), placeholders, tuple((Path(p), link) for p, link in watched.items()))
 
 
-def _hooks_paths(ws: Path) -> list[str]:
+class _Lookup:
+    """``lstat`` of workspace paths, each made once per ``guard`` (most share ``.git``): the
+    guard runs before every command, so its system calls are counted."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, os.stat_result | None] = {}
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        if path not in self._seen:
+            try:
+                self._seen[path] = os.lstat(path)
+            except OSError:
+                self._seen[path] = None
+        return self._seen[path]
+
+    def exists(self, path: str) -> bool:  # os.path.lexists
+        return self.lstat(path) is not None
+
+    def is_link(self, path: str) -> bool:
+        found = self.lstat(path)
+        return found is not None and stat.S_ISLNK(found.st_mode)
+
+    def is_dir(self, path: str) -> bool:  # following a symlink, as os.path.isdir
+        found = self.lstat(path)
+        if found is not None and stat.S_ISLNK(found.st_mode):
+            return os.path.isdir(path)
+        return found is not None and stat.S_ISDIR(found.st_mode)
+
+    def realpath(self, ws: str, path: str) -> str:
+        """``os.path.realpath(path)`` for a path below the resolved ``ws`` made of plain names:
+        itself unless a component is a symlink."""
+        at = ws.rstrip("/")
+        for part in path[len(at) + 1:].split("/"):
+            at = f"{at}/{part}"
+            if self.is_link(at):
+                return os.path.realpath(path)
+        return path
+
+
+def _hooks_paths(ws: str) -> list[str]:
     """The ``core.hooksPath`` values in the workspace's ``.git/config`` (relative to the workspace)."""
     try:
-        text = (ws / ".git" / "config").read_text(encoding="utf-8", errors="replace")
+        with open(os.path.join(ws, ".git", "config"), encoding="utf-8", errors="replace") as config:
+            text = config.read()
     except OSError:
         return []
     values = [value.strip().strip('"') for value in _HOOKS_PATH.findall(text)]
     return [value for value in values if value and not value.startswith("~")]  # a home is outside
 
 
-def _links(ws: Path, path: Path) -> dict[Path, str | None]:
+def _links(ws: str, path: str, fs: _Lookup) -> dict[str, str | None]:
     """The symlinks on the way from ``ws`` to ``path``, with their targets."""
-    found: dict[Path, str | None] = {}
-    at = ws
-    for part in path.relative_to(ws).parts:
-        at = at / part
-        if not os.path.islink(at):
-            if not at.is_dir():
+    found: dict[str, str | None] = {}
+    at = ws.rstrip("/")
+    for part in path[len(at) + 1:].split("/"):
+        at = f"{at}/{part}"
+        if not fs.is_link(at):
+            if not fs.is_dir(at):
                 break
             continue
         found[at] = os.readlink(at)
@@ -195,35 +241,36 @@ def _links(ws: Path, path: Path) -> dict[Path, str | None]:
     return found
 
 
-def _walk(ws: Path, target: Path, why: str, mounts: dict[Path, Mount]) -> None:
+def _walk(ws: str, target: str, why: str, mounts: dict[str, Mount], fs: _Lookup) -> None:
     """Pin each directory from ``ws`` down to ``target``, then bind it read-only; a placeholder
     at its first missing component; a file on the way (``.git`` pointing elsewhere) read-only."""
-    if not target.is_relative_to(ws) or target == ws:
-        return  # outside the workspace everything is read-only already
-    path = ws
-    parts = target.relative_to(ws).parts
+    path = ws.rstrip("/")
+    if not target.startswith(f"{path}/"):
+        return  # outside the workspace everything is read-only already (or the workspace itself)
+    parts = target[len(path) + 1:].split("/")
     for i, part in enumerate(parts):
-        path = path / part
-        if not os.path.lexists(path):
-            mounts.setdefault(path, Mount(path, "empty", why))  # the first control path's reason
+        path = f"{path}/{part}"
+        if not fs.exists(path):
+            mounts.setdefault(path, Mount(Path(path), "empty", why))  # the first control path's reason
             return
-        if i == len(parts) - 1 or not path.is_dir():
-            mounts[path] = Mount(path, "ro", why)
+        if i == len(parts) - 1 or not fs.is_dir(path):
+            mounts[path] = Mount(Path(path), "ro", why)
             return
         if path not in mounts:
-            mounts[path] = Mount(path, "pin", why)
+            mounts[path] = Mount(Path(path), "pin", why)
 
 
 def release(box: Guard) -> list[str]:
     """After the command: its placeholders removed when still empty and no other command holds
     them; a watched path put back as it was (absent, or the same symlink). Returns the paths put
     back, for the result."""
+    free = []
     for path in box.placeholders:
         _HELD[path] -= 1
         if _HELD[path] <= 0:
             del _HELD[path]
-            with contextlib.suppress(OSError):
-                os.rmdir(path)  # fails, as it should, once something is in it
+            free.append(path)
+    _remove_empty(free)
     undone = []
     for path, link in box.watched:
         now = os.readlink(path) if os.path.islink(path) else "" if os.path.lexists(path) else None
@@ -237,6 +284,24 @@ def release(box: Guard) -> list[str]:
             os.symlink(link, path)
         undone.append(str(path.relative_to(box.workspace)))
     return undone
+
+
+def _remove_empty(paths: list[Path]) -> None:
+    """Removes each of ``paths`` that is still an empty directory, the deepest first (one may
+    hold another's mount point: ``.git/hooks`` made in a ``.git`` another command holds).
+    Those of one depth are removed in parallel: ``rmdir`` can wait on the disk (ext4 mounted
+    with ``discard`` frees a directory's block synchronously, ~1 ms each on a VM's disk)."""
+    for depth in sorted({len(path.parts) for path in paths}, reverse=True):
+        level = [path for path in paths if len(path.parts) == depth]
+        if len(level) == 1:
+            _rmdir_if_empty(level[0])
+        else:
+            list(_REMOVER.map(_rmdir_if_empty, level))
+
+
+def _rmdir_if_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(path)  # fails, as it should, once something is in it
 
 
 def readme_lines() -> list[str]:

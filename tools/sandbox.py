@@ -17,11 +17,15 @@ Why it holds as root, the default in containers (each measured here, bwrap 0.8, 
   read-only mounts; reads of root-owned secrets only by hiding them, so they are named.
   ``/run`` goes whole: a read-only mount does not stop ``connect()`` on a Unix socket
   (Docker, D-Bus, PostgreSQL).
-- ``/proc/sys`` is bound read-only over the sandbox's ``/proc`` (with the other entries that
-  write to the host's kernel): bwrap covers some of them itself but skips ``/proc/sys``,
-  whose directory is not writable although its files (``core_pattern``, ``drop_caches``)
-  are. A user namespace would not help: bwrap maps the command to the caller's uid, so on
-  the host it stays uid 0 either way, and the kernel checks that uid for ``/proc/sys``.
+- The sandbox's ``/proc`` is remounted read-only as a whole, so ``/proc/sys`` and the other
+  entries that write to the host's kernel (``PROC_READ_ONLY``) are: bwrap covers some of
+  them itself but skips ``/proc/sys``, whose directory is not writable although its files
+  (``core_pattern``, ``drop_caches``) are. A user namespace would not help: bwrap maps the
+  command to the caller's uid, so on the host it stays uid 0 either way, and the kernel
+  checks that uid for ``/proc/sys``. One remount, not a bind per entry: each bind costs
+  bwrap a read of the whole mount table (~0.2 ms). A command's own ``/proc/self`` files
+  (``oom_score_adj``, ``comm``) are read-only with it; writing through ``/proc/self/fd``
+  (``/dev/stdout``) still works, as it reaches the file, not ``/proc``.
 - Binds are ``nosuid`` inside, but a setuid file made in the workspace sits on the host's
   disk: a seccomp filter (``tools/sandbox_seccomp.py``) has the kernel refuse every call
   that would set the bit, so none is ever made; ``tools/sandbox_setuid.py`` still takes
@@ -46,6 +50,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -59,7 +64,7 @@ from tools.sandbox_seccomp import program_fd
 MODE_ENV = "AGENT_SANDBOX"
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
 PROBE_TIMEOUT_S = 10.0
-# Entries of /proc that write to the host's kernel, bound read-only (those that exist).
+# Entries of /proc that write to the host's kernel: read-only with the rest of the sandbox's /proc.
 PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "sysvipc", "acpi", "driver", "tty", "scsi", "mtrr")
 # What no command reads: home directories, sockets, and secrets that root owns.
 HOST_PRIVATE = (
@@ -194,10 +199,8 @@ def command_line(
     ``egress`` (the proxy's socket, where the command finds it) is its only way out;
     ``control`` (``tools/control_paths.py``'s guard) read-only over the workspace's bind;
     ``seccomp`` is a descriptor of ``sandbox_seccomp.program_fd()``, passed to ``bwrap``."""
-    ws = Path(os.path.realpath(workspace))
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for entry in PROC_READ_ONLY:
-        args += ["--ro-bind-try", f"/proc/{entry}", f"/proc/{entry}"]
+    ws = os.path.realpath(workspace)
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc"]
     args += [
         "--tmpfs", "/tmp",
         "--tmpfs", "/dev/shm",
@@ -211,30 +214,45 @@ def command_line(
         args += ["--seccomp", str(seccomp)]
     # Mounts apply in order, so a parent comes before what is inside it: the workspace may sit
     # in a hidden directory (bound after it), or a hidden file in the workspace. A hidden
-    # directory is an empty tmpfs, made read-only last.
-    mounts: dict[Path, tuple[int, list[str]]] = {}
-    private = [Path(p) for pattern in HOST_PRIVATE for p in (glob.glob(pattern) if "*" in pattern else [pattern])]
-    for path in [*private, *hidden]:
-        real = Path(os.path.realpath(path))
-        if real == ws or real in mounts or not real.exists():
+    # directory is an empty tmpfs, made read-only last. Paths are plain strings here, each
+    # resolved and stat'ed once: this runs before every command.
+    mounts: dict[str, tuple[int, list[str]]] = {}
+    private = [p for pattern in HOST_PRIVATE for p in (glob.glob(pattern) if "*" in pattern else [pattern])]
+    for path in [*private, *map(str, hidden)]:
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)  # most of HOST_PRIVATE is not there
+        except OSError:
+            continue  # nothing there to hide
+        real = os.path.realpath(path)
+        if real == ws or real in mounts:
             continue  # never hide the workspace itself
-        mounts[real] = (0, ["--tmpfs", str(real)] if real.is_dir() else ["--ro-bind", "/dev/null", str(real)])
+        mounts[real] = (0, ["--tmpfs", real] if is_dir else ["--ro-bind", "/dev/null", real])
     hides = list(mounts)
     for path in readable:
-        real = Path(os.path.realpath(path))
-        if real != ws and any(real.is_relative_to(h) for h in hides):
-            mounts[real] = (1, ["--ro-bind-try", str(real), str(real)])
-    mounts[ws] = (2, ["--bind", str(ws), str(ws)])
+        real = os.path.realpath(path)
+        if real != ws and any(_inside(real, h) for h in hides):
+            mounts[real] = (1, ["--ro-bind-try", real, real])
+    mounts[ws] = (2, ["--bind", ws, ws])
     for mount in control:  # after the workspace (deeper), each parent before what it holds
         at = str(mount.path)
         binds = {"pin": ["--bind", at, at], "ro": ["--ro-bind", at, at], "empty": ["--tmpfs", at, "--remount-ro", at]}
-        mounts.setdefault(mount.path, (3, binds[mount.how]))
-    for _path, (_order, mount) in sorted(mounts.items(), key=lambda m: (len(m[0].parts), m[1][0])):
+        mounts.setdefault(at, (3, binds[mount.how]))
+    for _path, (_order, mount) in sorted(mounts.items(), key=lambda m: (_depth(m[0]), m[1][0])):
         args += mount
     for path in hides:  # read-only once what sits inside is mounted: a write fails as elsewhere
         if mounts[path][1][0] == "--tmpfs":
-            args += ["--remount-ro", str(path)]
+            args += ["--remount-ro", path]
     if egress is not None:  # into the sandbox's own /tmp, made above
         args += ["--ro-bind", str(egress[0]), egress[1]]
-    args += ["--chdir", str(ws), "--", *argv]
+    args += ["--chdir", ws, "--", *argv]
     return args
+
+
+def _inside(path: str, parent: str) -> bool:
+    """``path`` is ``parent`` or below it (both resolved)."""
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _depth(path: str) -> int:
+    """How many components ``path`` (resolved, absolute) has: a parent's is smaller."""
+    return 0 if path == "/" else path.count("/")

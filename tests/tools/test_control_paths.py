@@ -116,3 +116,19 @@ def test_a_command_that_visibly_writes_a_control_file_asks(command):
 ])
 def test_commands_that_leave_control_files_alone_do_not_ask_for_them(command):
     assert classify_command(command)[0] is not Danger.DANGEROUS
+
+
+def test_placeholders_nested_across_two_commands_are_all_removed(tmp_path):
+    """A second command's guard, while the first's placeholder ``.git`` stands, pins it and puts
+    ``.git/hooks`` inside it: once both are released, neither is left (the deepest goes first)."""
+    first = control_paths.guard(tmp_path)
+    for path in first.placeholders:  # bwrap makes the mount points
+        path.mkdir()
+    second = control_paths.guard(tmp_path)
+    hooks = tmp_path / ".git" / "hooks"
+    assert hooks in second.placeholders and (tmp_path / ".git") in second.placeholders
+    hooks.mkdir()
+    control_paths.release(first)
+    assert hooks.is_dir()  # the second command still holds what it stands on
+    control_paths.release(second)
+    assert list(tmp_path.iterdir()) == []

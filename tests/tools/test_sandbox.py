@@ -176,7 +176,7 @@ def test_a_command_line_covers_proc_and_hides_the_hosts_secrets_around_the_works
     argv = sandbox.command_line("bwrap", ["true"], workspace=workspace,
                                 hidden=(tmp_path / "home",), readable=(shown, tmp_path / "elsewhere"))
     text = " ".join(argv)
-    assert argv.index("--proc") < argv.index("--ro-bind-try") and "--ro-bind-try /proc/sys /proc/sys" in text
+    assert argv.index("--proc") < argv.index("--remount-ro") and "--proc /proc --remount-ro /proc" in text
     assert "--tmpfs /root" in text and "--tmpfs /home" in text and "--tmpfs /run" in text
     if Path("/etc/shadow").exists():
         assert "--ro-bind /dev/null /etc/shadow" in text
