@@ -9,19 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from tools.base import Danger
+from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten, worse
 
-_GIT_SAFE = frozenset(
-    """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file grep
-    rev-list name-rev merge-base show-ref for-each-ref whatchanged count-objects help version var check-ignore
-    check-attr verify-commit verify-tag show-branch cherry range-diff fsck""".split()
-)
-_GIT_FORCE_LETTER = frozenset(
-    {"checkout", "switch", "branch", "tag", "rm", "mv", "add", "worktree", "submodule", "fetch", "pull", "clean",
-     "update-ref", "symbolic-ref", "remote", "stash", "filter-branch", "notes", "replace", "clone"}
-)
-# Keys whose value git runs as a command or reads more config from (include.path can set any of them).
 GIT_COMMAND_CONFIG = re.compile(
     r"^((alias|submodule\.[^=]*\.update)[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass"
     r"|credential\.([^=]*\.)?helper|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.([^=]*\.)?program"
@@ -33,90 +25,128 @@ _WRITES_CONFIG = "writes .git/config, which names commands git runs on the host"
 _GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
 
 
-def _git(c: Call) -> Verdict:
-    top = opts(c.args, "Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"),
-                posix=True)
+def _git(c: Call) -> Verdict | None:
+    """What rows can't say: a ``-c`` setting that names a command, ``git config``, ``git clone``'s
+    settings and target, and the pager ``git grep -O`` runs. The rest is ``GIT`` below."""
+    top = opts(c.args, *VALUE_OPTIONS["git"], posix=True)
     for setting in top.values("-c", "--config-env"):
         if setting.text is None or GIT_COMMAND_CONFIG.match(setting.text):
             return bad(f"runs a command set through git config (git -c {setting.show})")
-    if not top.pos:
-        return SAFE
-    sub, args = top.pos[0].text or "", top.pos[1:]
+    sub, args = (top.pos[0].text or "", top.pos[1:]) if top.pos else ("", [])
     raw = [w.text or "" for w in args]
-    o = opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
-    words = o.texts()
-    force = any(a.startswith("--force") for a in raw)
-    if (force and sub != "push") or (sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean"):  # push: its rows
-        return bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
-    match sub:
-        case "reset" if o.has("--hard"):
-            return bad("discards work (git reset --hard)")
-        case "rebase":
-            return MODERATE if o.has("--abort", "--quit") else bad("rewrites history (git rebase)")
-        case "filter-branch" | "filter-repo":
-            return bad(f"rewrites history (git {sub})")
-        case "clean":
-            if o.has("-f"):
-                return bad("deletes untracked files (git clean -f)")
-            return SAFE if o.has("-n", "--dry-run") else MODERATE
-        case "branch":
-            if o.has("-D"):
-                return bad("deletes a branch (git branch -D)")
-            writes = o.has("-d", "--delete", "-m", "-M", "-c", "-C", "--move", "--copy", "-u", "--set-upstream-to",
-                           "--unset-upstream", "--edit-description")
-            return MODERATE if writes or (words and not o.has("--list", "-l")) else SAFE
-        case "tag":
-            if o.has("-d", "--delete"):
-                return bad("deletes a tag (git tag -d)")
-            return SAFE if not words or o.has("-l", "--list") else MODERATE
-        case "stash":
-            if words[:1] in (["drop"], ["clear"]):
-                return bad(f"drops stashed work (git stash {words[0]})")
-            return SAFE if words[:1] in (["list"], ["show"]) else MODERATE
-        case "checkout" if "--" in raw or "." in words:
-            return bad("discards uncommitted changes (git checkout -- ...)")
-        case "restore" if not o.has("--staged", "-S") or o.has("--worktree", "-W"):
-            return bad("discards uncommitted changes (git restore)")
-        case "update-ref" if o.has("-d"):
-            return bad("deletes a ref (git update-ref -d)")
-        case "reflog":
-            if words[:1] in (["expire"], ["delete"]):
-                return bad(f"expires history (git reflog {words[0]})")
-            return SAFE
-        case "gc" if any(a in ("--prune=now", "--prune=all") for a in raw) or "--prune" in raw and "now" in raw:
-            return bad("prunes unreachable commits (git gc --prune=now)")
-        case "prune":
-            return bad("prunes unreachable commits (git prune)")
-        case "send-email":
-            return bad("sends email (git send-email)")
-        case "config":
-            return _git_config(args)
-        case "remote" if words[:1] and words[0] in ("add", "set-url", "rename", "remove", "rm", "set-branches"):
-            return bad(f"{_WRITES_CONFIG} (git remote {words[0]})")
-        case "remote":
-            return SAFE if not words or words[0] in ("show", "get-url", "-v") else MODERATE
-        case "clone" | "init" | "submodule" if any(a.startswith("--template") for a in raw):
-            return bad(f"installs hooks from a template (git {sub} --template)")
-        case "init":
-            return bad("creates .git, whose hooks and config git runs on the host (git init)")
-        case "submodule" if words[:1] and words[0] in ("add", "init", "deinit", "set-url", "set-branch", "sync"):
-            return bad(f"writes .gitmodules and .git/config, which choose what git fetches and runs "
-                        f"(git submodule {words[0]})")
-        case "clone":
-            setting = _clone_setting(args)
-            if setting is not None:
-                return bad(f"sets a command git will run (git clone {shorten(setting)})")
-            return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
-        case "grep" if any(a.startswith(("-O", "--open-files-in-pager")) for a in raw):
-            pager = next(a for a in raw if a.startswith(("-O", "--open-files-in-pager")))
-            value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
-            return worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
-        case "worktree" | "submodule" | "notes" if words[:1] in (["list"], ["status"], ["show"]):
-            return SAFE
-    if sub in _GIT_SAFE:
-        outputs = [a for a in raw if a.startswith("--output")]
-        return MODERATE if outputs else SAFE
-    return MODERATE
+    if sub == "config":
+        return _git_config(args)
+    if sub == "clone" and not any(a.startswith("--template") for a in raw):
+        setting = _clone_setting(args)
+        if setting is not None:
+            return bad(f"sets a command git will run (git clone {shorten(setting)})")
+        pos = opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack")).pos
+        return c.targets_outside(pos[1:2], "git clone") if len(pos) >= 2 else MODERATE
+    pager = next((a for a in raw if sub == "grep" and a.startswith(("-O", "--open-files-in-pager"))), None)
+    if pager is not None:
+        value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
+        return worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
+    return None
+
+
+_G = "git"
+_READS = """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file
+    grep rev-list name-rev merge-base show-ref for-each-ref whatchanged count-objects help version var check-ignore
+    check-attr verify-commit verify-tag show-branch cherry range-diff fsck""".split()
+_FORCE_LETTER = """checkout switch branch tag rm mv add worktree submodule fetch pull update-ref symbolic-ref remote
+    stash filter-branch notes replace clone""".split()
+_LISTS = r"(?: (?!--(?:unset|edit|set))-\S+)*$|(?:^| )%s (?:-\S+ )*(?:-l|--list)(?= |$)"
+# git's subcommands, in order: the first row that matches decides; what none matches runs in the sandbox.
+GIT: list[Row] = [
+    row("runs another program by option", _G, "runs another program ({name} {word})",
+        ["git fetch --upload-pack='rm -rf x' origin", "git push --receive-pack='rm x' origin main",
+         "git -c core.quotepath=off status", "git archive --remote=r --exec=x HEAD", "git fetch --upload-pa=./x origin"],
+        ["git fetch origin", "git status", "git -c color.ui=auto log"],
+        pattern=r"(?:^| )--(?:upload-p|receive-p|exec)[\w-]*(?:=| )\S*|(?:^| )-c ?core\.\S*"),
+    row("runs another program by option", _G, "runs another program on each file ({name} {sub} {word})",
+        ["git difftool -x 'rm -rf x' HEAD", "git difftool --extcmd=x HEAD~1", "git mergetool --extcmd=./m"],
+        ["git difftool HEAD", "git diff -x"], sub=("difftool", "mergetool"), flags=("-x",), pattern=r"(?:^| )--extc[\w-]*"),
+    # Pushing: the flags that make a push worse are part of what a rule must name to allow it.
+    row("rewrites or pushes history", _G, "pushes to a remote, forcing, deleting or pushing all ({name} {sub} {word})",
+        ["git push --force", "git push -f origin main", "git push origin +HEAD:main", "git push --delete origin x",
+         "git push origin :old", "git push --mirror", "git push --all origin", "git push --tags",
+         "git push --force-with-lease origin main", "git push --del origin x", "git push --for"],
+        ["git push origin HEAD:main", "git push upstream feature", "git push --follow-tags origin main"],
+        sub=("push",), worse=True, flags=("-f", "-d"),  # and --force..., --delete, --mirror, --tags, --all, --prune
+        pattern=r"(?:^| )(?:[+:]\S+|--(?:for|de|mi|ta|al|pru)[\w-]*)"),
+    row("rewrites or pushes history", _G, "pushes to a remote ({name} {sub})",
+        ["git push origin main", "git push", "git -C repo -c color.ui=auto push", "git -C repo push"],
+        ["git status", "git pull"], sub=("push",)),
+    row("discards work", _G, "forces a git operation ({name} {sub} {word})",
+        ["git checkout --force main", "git add -f secrets.env", "git reset --force", "git checkout -fb x",
+         "git branch -f main HEAD~3"], ["git checkout main", "git clean -n", "git commit -m 'x -f'"],
+        pattern=r"(?:^| )--force[\w-]*"),
+    row("discards work", _G, "forces a git operation ({name} {sub} {word})",
+        ["git rm -rf src", "git fetch -f origin"], ["git rm src", "git clean -fd"], sub=tuple(_FORCE_LETTER), flags=("-f",)),
+    row("discards work", _G, "discards work ({name} {sub} --hard)", ["git reset --hard HEAD~3", "git reset --hard"],
+        ["git reset HEAD~1", "git reset --soft HEAD~1"], sub=("reset",), flags=("--hard",)),
+    row("runs in the sandbox", _G, "", ["git rebase --abort", "git rebase --quit"], ["git rebase -i HEAD~3"],
+        verdict=Danger.MODERATE, sub=("rebase",), flags=("--abort", "--quit")),
+    row("rewrites or pushes history", _G, "rewrites history ({name} {sub})",
+        ["git rebase -i HEAD~3", "git filter-branch --tree-filter 'rm x' HEAD",
+         "git filter-repo --path secrets --invert-paths"], ["git rebase --abort"],
+        sub=("rebase", "filter-branch", "filter-repo")),
+    row("discards work", _G, "deletes untracked files ({name} {sub} -f)", ["git clean -fdx", "git clean -f -d"],
+        ["git clean -n", "git clean -d -n"], sub=("clean",), flags=("-f", "--force")),
+    row("reads", _G, "", ["git clean -n", "git clean --dry-run -d"], ["git clean -f"], verdict=Danger.SAFE,
+        sub=("clean",), flags=("-n", "--dry-run")),
+    row("discards work", _G, "deletes a branch ({name} {sub} -D)", ["git branch -D feature", "git branch -vD x"],
+        ["git branch -d feature"], sub=("branch",), flags=("-D",)),
+    row("discards work", _G, "deletes a tag ({name} {sub} -d)", ["git tag -d v1.0", "git tag --delete v1"],
+        ["git tag v1.0"], sub=("tag",), flags=("-d", "--delete")),
+    row("reads", _G, "", ["git branch -a", "git branch", "git branch --list 'f*'", "git tag", "git tag -l 'v*'"],
+        ["git branch new", "git branch --unset-upstream", "git tag -a v1 -m x"], verdict=Danger.SAFE,
+        sub=("branch", "tag"), pattern=rf"(?:^| )branch{_LISTS % 'branch'}|(?:^| )tag{_LISTS % 'tag'}"),
+    row("discards work", _G, "drops stashed work ({name} {sub})", ["git stash drop", "git stash clear"],
+        ["git stash list", "git stash"], sub=("stash drop", "stash clear")),
+    row("discards work", _G, "discards uncommitted changes ({name} {sub} {word})",
+        ["git checkout -- .", "git checkout .", "git checkout HEAD -- src/app.py"], ["git checkout -b feature"],
+        sub=("checkout",), pattern=r"(?:^| )(?:--|\.)(?= |$)"),
+    row("discards work", _G, "discards uncommitted changes ({name} {sub})",
+        ["git restore src/app.py", "git restore --staged --worktree x"], ["git restore --staged x"],
+        sub=("restore",), flags=("-W", "--worktree")),
+    row("runs in the sandbox", _G, "", ["git restore --staged x", "git restore -S x"], ["git restore x"],
+        verdict=Danger.MODERATE, sub=("restore",), flags=("-S", "--staged")),
+    row("discards work", _G, "discards uncommitted changes ({name} {sub})", ["git restore src/app.py", "git restore ."],
+        ["git restore --staged x"], sub=("restore",)),
+    row("discards work", _G, "deletes a ref ({name} {sub} -d)", ["git update-ref -d refs/heads/x", "git update-ref -d x y"],
+        ["git update-ref refs/heads/x HEAD"], sub=("update-ref",), flags=("-d",)),
+    row("rewrites or pushes history", _G, "expires history ({name} {sub})",
+        ["git reflog expire --expire=now --all", "git reflog delete HEAD@{1}"], ["git reflog"],
+        sub=("reflog expire", "reflog delete")),
+    row("rewrites or pushes history", _G, "prunes unreachable commits ({name} {sub} {word})",
+        ["git gc --prune=now", "git gc --prune=all", "git gc --prune now"], ["git gc"], sub=("gc",),
+        pattern=r"--prune(?:=| )(?:now|all)"),
+    row("rewrites or pushes history", _G, "prunes unreachable commits ({name} {sub})", ["git prune", "git prune -n"],
+        ["git gc"], sub=("prune",)),
+    row("sends data over the network", _G, "sends email ({name} {sub})", ["git send-email x.patch", "git send-email -1"],
+        ["git format-patch -1"], sub=("send-email",)),
+    row("writes where code runs later", _G, "installs hooks from a template ({name} {sub} --template)",
+        ["git clone --template=t https://x.example/r", "git init --template t"], ["git clone https://x.example/r"],
+        sub=("clone", "init", "submodule"), pattern=r"(?:^| )--template"),
+    row("writes where code runs later", _G, "creates .git, whose hooks and config git runs on the host ({name} {sub})",
+        ["git init", "git init -q repo"], ["git status"], sub=("init",)),
+    row("writes where code runs later", _G, "writes .git/config, which names commands git runs on the host ({name} {sub})",
+        ["git remote add o https://x.example/r", "git remote set-url origin x"], ["git remote -v"],
+        sub=tuple(f"remote {verb}" for verb in ("add", "set-url", "rename", "remove", "rm", "set-branches"))),
+    row("writes where code runs later", _G,
+        "writes .gitmodules and .git/config, which choose what git fetches and runs ({name} {sub})",
+        ["git submodule add https://x.example/r", "git submodule init"], ["git submodule status"],
+        sub=tuple(f"submodule {verb}" for verb in ("add", "init", "deinit", "set-url", "set-branch", "sync"))),
+    row("runs in the sandbox", _G, "", ["git log --output=x.txt", "git diff --output=p.diff", "git grep -Ols foo"],
+        ["git log"], verdict=Danger.MODERATE, sub=tuple(_READS), pattern=r"(?:^| )(?:--output|--open-files-in-pager|-O)"),
+    row("reads", _G, "", ["git status", "git -C repo log", "git stash list", "git worktree list", "git grep x"],
+        ["git commit -m x", "git remote prune origin", "git stash"], verdict=Danger.SAFE,
+        sub=(*_READS, "remote show", "remote get-url", "stash list", "stash show", "reflog show", "worktree list",
+             "submodule status", "notes list", "notes show")),
+    row("reads", _G, "", ["git", "git remote -v", "git -C repo remote", "git reflog"], ["git remote prune origin"],
+        verdict=Danger.SAFE, pattern=r"^(?:-\S+ \S+ |-\S+ )*(?:(?:remote|reflog)(?: -v)?)?$"),
+]
 
 
 def _clone_setting(args: list[Word]) -> str | None:
@@ -275,7 +305,7 @@ def _container_run(c: Call, args: Sequence[Word], named: str) -> Verdict:
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
-RULES: dict[str, Callable[[Call], Verdict]] = {
+RULES: dict[str, Callable[[Call], Verdict | None]] = {
     "git": _git, "aws": _aws, **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
     "flyctl": _read_or_infra(), "heroku": _read_or_infra({"apps", "ps", "config", "addons", "domains", "login"}),
     "vault": _read_or_infra({"login", "path-help"}), **dict.fromkeys(("docker", "docker-compose"), _docker),

@@ -35,7 +35,7 @@ READ_ONLY = frozenset(
 )
 
 
-RULES: dict[str, Callable[[Call], Verdict]] = {
+RULES: dict[str, Callable[[Call], Verdict | None]] = {
     **wrappers.RULES, **scripts.RULES, **writes.RULES, **services.RULES, **infrastructure.RULES,
 }
 
@@ -82,14 +82,6 @@ ROWS: list[Row] = [
         pattern=r"(?:^| )(?:-f ?|--f[\w-]*[= ]|--mak[\w-]*[= ])(?:-|/dev/stdin)(?= |$)|(?:^| )(?:--ev[\w-]*|-E)(?:=| |$)"),
     row("runs in the sandbox", "make gmake", "", ["make", "make -j4 test"], ["make -f - all", "make --version"],
         verdict=_M),
-    row("runs another program by option", "git", RUNS_BY_OPTION + " ({name} {word})",
-        ["git fetch --upload-pack='rm -rf x' origin", "git push --receive-pack='rm x' origin main",
-         "git -c core.quotepath=off status", "git archive --remote=r --exec=x HEAD", "git fetch --upload-pa=./x origin"],
-        ["git fetch origin", "git status", "git -c color.ui=auto log"],
-        pattern=r"(?:^| )--(?:upload-p|receive-p|exec)[\w-]*(?:=| )\S*|(?:^| )-c ?core\.\S*"),
-    row("runs another program by option", "git", RUNS_BY_OPTION + " on each file ({name} {sub} {word})",
-        ["git difftool -x 'rm -rf x' HEAD", "git difftool --extcmd=x HEAD~1", "git mergetool --extcmd=./m"],
-        ["git difftool HEAD", "git diff -x"], sub=("difftool", "mergetool"), flags=("-x",), pattern=r"(?:^| )--extc[\w-]*"),
     row("runs another program by option", "awk", "runs commands from awk code ({name} {word})",
         ["awk 'BEGIN{system(\"rm -rf x\")}'", "awk '{print | \"sh\"}' cmds.txt", "awk 'BEGIN{\"id\" | getline x}'"],
         ["awk '{print $1}' notes.txt", "awk -F: '{print $2}' /etc/passwd"],
@@ -347,26 +339,16 @@ ROWS: list[Row] = [
     row("empties or destroys files", "mv", "moves files out of the workspace ({name} {word})",
         ["mv notes.txt /tmp/", "mv -t /tmp notes.txt", "mv a b /tmp/x"], ["mv /tmp/x .", "mv old.py new.py"],
         pattern=r"(?:^| )/tmp(?:/\S*)?$|(?:^| )(?:-t ?|--target-directory=)/tmp(?:/\S*)?"),
-    # Pushing: the flags that make a push worse are part of what a rule must name to allow it.
-    row("rewrites or pushes history", "git", "pushes to a remote, forcing, deleting or pushing all ({name} {sub} {word})",
-        ["git push --force", "git push -f origin main", "git push origin +HEAD:main", "git push --delete origin x",
-         "git push origin :old", "git push --mirror", "git push --all origin", "git push --tags",
-         "git push --force-with-lease origin main", "git push --del origin x", "git push --for"],
-        ["git push origin HEAD:main", "git push upstream feature", "git push --follow-tags origin main"],
-        sub=("push",), worse=True, flags=("-f", "-d"),  # and --force..., --delete, --mirror, --tags, --all, --prune
-        pattern=r"(?:^| )(?:[+:]\S+|--(?:for|de|mi|ta|al|pru)[\w-]*)"),
-    row("rewrites or pushes history", "git", "pushes to a remote ({name} {sub})",
-        ["git push origin main", "git push", "git -C repo -c color.ui=auto push"], ["git status", "git pull"],
-        sub=("push",)),
+    *infrastructure.GIT,
 ]
 
 TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
 
 
-def _strict(rule: Callable[[Call], Verdict], *risky: str) -> Callable[[Call], Verdict]:
+def _strict(rule: Callable[[Call], Verdict | None], *risky: str) -> Callable[[Call], Verdict | None]:
     """A rule that is MODERATE when any of these arguments is given (``find -exec``, ``env CMD``)."""
 
-    def strict(c: Call) -> Verdict:
+    def strict(c: Call) -> Verdict | None:
         return MODERATE if any((w.text or "").split("=")[0] in risky for w in c.args) else rule(c)
 
     return strict

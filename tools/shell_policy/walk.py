@@ -330,7 +330,7 @@ class Table:
     program, whose asking stands; else the first of its rows that matches; else whether it only
     reads (else MODERATE)."""
 
-    rules: Mapping[str, Callable[[Call], Verdict]]
+    rules: Mapping[str, Callable[[Call], Verdict | None]]
     read_only: frozenset[str]
     checks: Sequence[Check] = ()
     rows: Mapping[str, Sequence[Row]] = field(default_factory=dict)
