@@ -280,7 +280,6 @@ DANGEROUS = {
     "service nginx stop": "controls the machine or its services (service)",
     "iptables -F": "controls the machine or its services (iptables)",
     "crontab -r": "changes scheduled jobs (crontab -r)",
-    "crontab jobs.txt": "changes scheduled jobs (crontab jobs.txt)",
     "history -c": "clears the shell history (history -c)",
     "brew install wget": "installs or removes system packages (brew install)",
     "yum remove httpd": "installs or removes system packages (yum remove)",

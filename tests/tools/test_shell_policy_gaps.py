@@ -122,7 +122,6 @@ RULES: dict[str, dict[str, str]] = {
         "echo x > .envrc": "writes .envrc (direnv runs it when a person enters the directory)",
         "cp x.service .config/systemd/user/": "changes a systemd unit",
         "at now + 1 minute": "schedules a job to run later (at)",
-        "crontab -e": "changes scheduled jobs (crontab -e)",
         "crontab -l | { cat; echo '* * * * * x'; } | crontab -": "changes scheduled jobs",
     },
     "changes accounts or privileges": {

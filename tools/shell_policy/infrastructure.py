@@ -7,7 +7,7 @@ reads are fine, changes ask. What rows can say about them (pushes, deploys) is i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 
 from tools.base import Danger
 from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
@@ -179,134 +179,102 @@ def _git_config(args: list[Word]) -> Verdict:
     return bad(f"{_WRITES_CONFIG} (git config{key})")
 
 
-def _infra(c: Call, verb: str) -> Verdict:
-    return bad(f"changes infrastructure ({c.name} {verb})".replace(" )", ")"))
-
-
-
-
-
-
-_READ_VERBS = frozenset({"list", "ls", "show", "describe", "get", "info", "status", "logs", "version", "help",
-                         "whoami", "read", "lookup", "print", "view", "history", "releases", "search", "doctor"})
-
-
-def _read_or_infra(extra_reads: Iterable[str] = ()) -> Callable[[Call], Verdict]:
-    """flyctl, heroku, vault: DANGEROUS unless the verb (or its last ``:``/word part) reads."""
-    reads = _READ_VERBS | frozenset(extra_reads)
-
-    def rule(c: Call) -> Verdict:
-        words = [w for w in opts(c.args, "ac", ("--app", "--config", "--address", "--namespace")).texts() if w]
-        if not words:
-            return SAFE
-        verb = words[0]
-        last = verb.rsplit(":", 1)[-1] if ":" in verb else (words[1] if len(words) > 1 and verb in (
-            "apps", "kv", "token", "policy", "secrets", "auth", "audit", "config", "machine", "machines",
-            "volumes", "ips", "certs", "regions") else verb)
-        if last in reads or verb in reads:
-            return SAFE
-        return _infra(c, verb if ":" in verb or last == verb else f"{verb} {last}")
-
-    return rule
-
-
-_CLOUD_WRITES = frozenset(
-    """delete create deploy update set patch remove add reset resize stop start restart import ssh scp submit
+_INFRA = "changes infrastructure ({name} {sub})"
+_CLOUD_WRITES = """delete create deploy update set patch remove add reset resize stop start restart import ssh scp submit
     apply attach detach enable disable purge rollback move upgrade scale cancel invoke execute destroy replace
     recreate suspend resume swap terminate""".split()
-)
+_CLOUD_READS = "list describe show get info version help".split()
+_READ_VERBS = """list ls show describe get info status logs version help whoami read lookup print view history releases
+    search doctor""".split()
+_GROUPS = "apps kv token policy secrets auth audit config machine machines volumes ips certs regions".split()
+_DOCKER_GROUPS = """container image volume network system builder buildx context plugin secret service stack swarm node
+    config trust manifest compose""".split()
+_DOCKER_READS = "ps images inspect logs version info history top port stats search diff events ls list df show".split()
+_BREAKS = "rm rmi kill stop prune leave remove".split()
+_D = "docker docker-compose"
+# Cloud CLIs and containers: reads run unasked, changes ask.
+CLOUD: list[Row] = [
+    row("changes infrastructure", "gcloud az doctl eksctl", "changes infrastructure ({name} {word})",
+        ["gcloud compute instances delete vm-1 --zone z", "gcloud run deploy api --source .", "az group delete -n rg",
+         "doctl compute droplet create x", "az vm add-user x"], ["gcloud compute instances list", "az group show -n rg"],
+        pattern=rf"^(?:(?!(?:{'|'.join(_CLOUD_READS)}|list-\S*)(?: |$))\S+ )*?(?:{'|'.join(_CLOUD_WRITES)}"
+                r"|(?:add|remove|set|delete|create|update)-\S*)(?= |$)"),
+    row("reads", "gcloud az doctl eksctl", "", ["gcloud compute instances list", "az account show", "gcloud version"],
+        ["gcloud auth login"], verdict=Danger.SAFE, pattern=rf"(?:^| )(?:{'|'.join(_CLOUD_READS)}|list-\S*)(?= |$)"),
+    row("reads", "aws", "", ["aws ec2 describe-instances", "aws s3 ls s3://b", "aws --profile p sts get-caller-identity",
+                             "aws ec2 wait instance-running"], ["aws s3 rm s3://b/k"], verdict=Danger.SAFE,
+        sub=("* describe-*", "* list-*", "* get-*", "s3 ls", "configure list", "help", "* help", "* wait")),
+    row("reads", "aws", "", ["aws", "aws s3"], ["aws s3 rm s3://b/k"], verdict=Danger.SAFE,
+        pattern=r"^(?:--\S+ \S+ )*(?:[^-\s]\S*)?$"),
+    row("changes infrastructure", "aws", _INFRA,
+        ["aws s3 rm s3://bucket/key --recursive", "aws s3 sync . s3://bucket --delete",
+         "aws ec2 terminate-instances --instance-ids i-1", "aws --profile prod s3 cp x s3://bucket/"],
+        ["aws ec2 describe-instances"], sub=("* *",)),
+    row("reads", "flyctl heroku vault", "", ["heroku apps", "vault kv get secret/x", "flyctl status",
+                                             "heroku config:get X", "vault login"],
+        ["heroku apps:destroy myapp", "vault kv put secret/app token=x"], verdict=Danger.SAFE,
+        sub=(*_READ_VERBS, *(f"*:{r}" for r in _READ_VERBS), *(f"{g} {r}" for g in _GROUPS for r in _READ_VERBS))),
+    row("reads", "flyctl heroku vault", "", ["heroku", "vault -address=x"], ["flyctl deploy"], verdict=Danger.SAFE,
+        pattern=r"^(?:-\S+(?: |$))*$"),
+    row("reads", "heroku vault", "", ["heroku ps", "heroku config", "vault path-help x"], ["heroku ps:scale web=2"],
+        verdict=Danger.SAFE, sub=("apps", "ps", "config", "addons", "domains", "login", "path-help")),
+    row("changes infrastructure", "flyctl heroku vault", _INFRA,
+        ["vault kv put secret/app token=x", "flyctl machines destroy x", "vault policy write p f.hcl"], ["vault kv get x"],
+        sub=tuple(f"{g} *" for g in _GROUPS)),
+    row("changes infrastructure", "flyctl heroku vault", _INFRA, ["heroku apps:destroy myapp", "flyctl deploy"],
+        ["flyctl status"]),
+    row("publishes a package", _D, "publishes an image ({name} {sub})",
+        ["docker push registry.example/app:1", "docker image push x", "docker-compose push"], ["docker pull x"],
+        sub=("push", "* push")),
+    row("publishes a package", _D, "publishes an image ({name} {sub} --push)",
+        ["docker buildx build --push -t x .", "docker build --push ."], ["docker build -t app ."], flags=("--push",)),
+    row("deletes", _D, "deletes volumes or images ({name} {sub} {word})",
+        ["docker compose down -v", "docker-compose down --rmi all", "docker compose -f c.yml down --volumes"],
+        ["docker compose down"], sub=("compose down", "down"), flags=("-v", "--volumes", "--rmi")),
+    row("changes containers or images", _D, "changes containers or images ({name} {sub})",
+        ["docker rm -f web", "docker system prune -af", "docker volume rm data", "docker stop web", "podman kill x"],
+        ["docker ps -a", "docker compose down"], sub=(*_BREAKS, *(f"* {b}" for b in _BREAKS))),
+    row("reads", _D, "", ["docker ps -a", "docker images", "docker inspect web", "docker compose logs"],
+        ["docker build -t app ."], verdict=Danger.SAFE,
+        sub=(*_DOCKER_READS, *(f"{g} {r}" for g in _DOCKER_GROUPS for r in _DOCKER_READS))),
+    row("changes containers or images", _D, "changes containers or images ({name} {sub})",
+        ["docker service update web", "docker swarm init", "docker stack deploy -c s.yml x"], ["docker service ls"],
+        sub=tuple(f"{g} *" for g in ("service", "stack", "swarm", "node", "secret"))),
+    row("changes containers or images", _D, "runs a privileged container ({name} {sub} {word})",
+        ["docker run --privileged ubuntu", "docker run --pid host ubuntu", "podman run --cap-add=ALL x"],
+        ["docker run --rm app pytest"], sub=("run", "create", "container run", "container create", "compose run", "exec"),
+        pattern=r"(?:^| )--(?:privileged|(?:pid|userns|ipc)[= ]host|cap-add|device|security-opt[= ]\S*unconfined)\S*"),
+    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name} {word})", ["crontab -r", "crontab -lr"],
+        ["crontab -l"], flags=("-r",)),
+    row("reads", "crontab", "", ["crontab -l", "crontab -u bob -l"], ["crontab -e"], verdict=Danger.SAFE, flags=("-l",)),
+    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name})",
+        ["crontab -e", "crontab jobs.txt", "crontab -l | { cat; echo '* * * * * x'; } | crontab -"], ["crontab -l"]),
+]
 
 
-def _cloud(c: Call) -> Verdict:
-    """gcloud, az, doctl, eksctl: the first word that is a verb decides."""
-    words = opts(c.args).texts()
-    for i, word in enumerate(words):
-        if word in _CLOUD_WRITES or re.match(r"(add|remove|set|delete|create|update)-", word):
-            return _infra(c, " ".join(words[: i + 1]))
-        if word in ("list", "describe", "show", "get", "info", "version", "help") or word.startswith("list-"):
-            return SAFE
-    return MODERATE
-
-
-def _aws(c: Call) -> Verdict:
-    words = opts(c.args, long=("--profile", "--region", "--output", "--endpoint-url", "--query", "--color",
-                                "--ca-bundle", "--cli-read-timeout", "--cli-connect-timeout",
-                                "--cli-binary-format")).texts()
-    if len(words) < 2 or words[0] == "help" or words[1] in ("help", "wait"):
-        return SAFE
-    service, op = words[0], words[1]
-    if op.startswith(("describe-", "list-", "get-")) or (service, op) in (("s3", "ls"), ("configure", "list")):
-        return SAFE
-    return _infra(c, f"{service} {op}")
-
-
-_DOCKER_GROUPS = frozenset(
-    """container image volume network system builder buildx context plugin secret service stack swarm node config
-    trust manifest compose""".split()
-)
-_DOCKER_READS = frozenset(
-    """ps images inspect logs version info history top port stats search diff events ls list df show config
-    services""".split()
-)
-_DOCKER_BREAKS = frozenset({"rm", "rmi", "kill", "stop", "prune", "leave", "down", "remove"})
-_DOCKER_PRIVILEGE = re.compile(
-    r"^--(privileged|pid=host|userns=host|ipc=host|cap-add|device|security-opt=\S*unconfined)", re.I
-)
-
-
-def _docker(c: Call) -> Verdict:
-    top = opts(c.args, "Hcl", ("--host", "--context", "--config", "--log-level"), posix=True)
-    words = [w.text or "" for w in top.pos]
-    if c.name == "docker-compose":
-        words = ["compose", *words]
-    if not words:
-        return SAFE
-    group = words[0] if words[0] in _DOCKER_GROUPS else ""
-    rest = words[1:] if group else words
-    args = top.pos[1:]
-    verb = next((w for w in rest if not w.startswith("-")), "")
-    named = " ".join(filter(None, [c.name, "" if c.name == "docker-compose" else group, verb]))
-    if verb == "push" or "--push" in rest:
-        return bad(f"publishes an image ({named})")
-    if group == "compose" and verb == "down" and any(w in ("-v", "--volumes", "--rmi") for w in rest):
-        return bad(f"deletes volumes or images ({named} -v)")
-    if verb in _DOCKER_BREAKS and not (group == "compose" and verb == "down"):
-        return bad(f"changes containers or images ({named})")
-    if group in ("service", "stack", "swarm", "node", "secret") and verb not in _DOCKER_READS:
-        return bad(f"changes containers or images ({named})")
-    if verb in ("run", "create") or (group == "compose" and verb == "run"):
-        return _container_run(c, args, named)
-    if verb in ("ps", "logs", "ls") or (verb in _DOCKER_READS and group != "compose"):
-        return SAFE
-    return MODERATE
-
-
-def _container_run(c: Call, args: Sequence[Word], named: str) -> Verdict:
+def _docker(c: Call) -> Verdict | None:
+    """``docker run -v /:/host``: a mount of a host path outside the workspace (the rest is rows)."""
+    top = opts(c.args, *VALUE_OPTIONS["docker"], posix=True)
+    words = ([] if c.name == "docker-compose" else ["-"]) + [w.text or "" for w in top.pos]
+    if words[1:2] in (["container"], ["compose"]):
+        words = words[1:]
+    if words[1:2] not in (["run"], ["create"]):
+        return None
+    args = top.pos[len(words) - len(top.pos) :]
     for i, w in enumerate(args):
-        text = w.text or ""
-        if _DOCKER_PRIVILEGE.match(text) or (text in ("--pid", "--userns", "--ipc") and i + 1 < len(args)
-                                             and args[i + 1].text == "host"):
-            return bad(f"runs a privileged container ({named} {shorten(text)})")
-        mount = None
+        text, mount = w.text or "", None
         if text in ("-v", "--volume", "--mount") and i + 1 < len(args):
             mount = args[i + 1]
         elif text.startswith(("--volume=", "--mount=")) or (text.startswith("-v") and len(text) > 2):
             mount = Word(text.split("=", 1)[1] if "=" in text[:9] else text[2:], w.raw)
-        if mount is None:
-            continue
-        spec = mount.text if mount.text is not None else mount.raw
+        spec = "" if mount is None else mount.text if mount.text is not None else mount.raw
         source = re.search(r"(?:^|,)(?:source|src)=([^,]+)", spec) if "=" in spec else None
         host = source.group(1) if source else spec.split(":", 1)[0] if ":" in spec else ""
-        if host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
-            probe = Word(None if mount.text is None else host, host)
-            if c.outside(probe):
-                return bad(f"mounts a host path outside the workspace ({named} -v {shorten(host)})")
+        if mount is not None and host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
+            if c.outside(Word(None if mount.text is None else host, host)):
+                return bad(f"mounts a host path outside the workspace ({c.name} {words[1]} -v {shorten(host)})")
     return MODERATE
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
-RULES: dict[str, Callable[[Call], Verdict | None]] = {
-    "git": _git, "aws": _aws, **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
-    "flyctl": _read_or_infra(), "heroku": _read_or_infra({"apps", "ps", "config", "addons", "domains", "login"}),
-    "vault": _read_or_infra({"login", "path-help"}), **dict.fromkeys(("docker", "docker-compose"), _docker),
-}
+RULES: dict[str, Callable[[Call], Verdict | None]] = {"git": _git, "docker": _docker, "docker-compose": _docker}

@@ -37,6 +37,11 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "helm": ("nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set", "--version", "--repo")),
     "pulumi": ("sC", ("--stack", "--cwd")),
     "gh": ("R", ("--repo",)),
+    "docker": ("Hclfp", ("--host", "--context", "--config", "--log-level", "--file", "--project-name", "--env-file")),
+    "docker-compose": ("fp", ("--file", "--project-name", "--env-file")),
+    "aws": ("", ("--profile", "--region", "--output", "--endpoint-url", "--query", "--color", "--ca-bundle",
+                 "--cli-read-timeout", "--cli-connect-timeout", "--cli-binary-format")),
+    **dict.fromkeys(("heroku", "flyctl", "vault"), ("ac", ("--app", "--config", "--address", "--namespace"))),
     "kubectl": ("nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user", "--token",
                             "--selector", "--output", "--filename", "--container", "--as", "--as-group")),
 }

@@ -302,17 +302,10 @@ def _kill(c: Call) -> Verdict:
     return MODERATE
 
 
-def _crontab(c: Call) -> Verdict:
-    o = opts(c.args, "u")
-    if o.has("-l") and not o.has("-r"):
-        return SAFE
-    return bad(f"changes scheduled jobs (crontab {o.flags[0][0] if o.flags else ' '.join(o.texts())})".strip())
-
-
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict]] = {
     "psql": _psql, "mysql": _mysql, "sqlite3": _sqlite, "sqlcmd": _sqlcmd, "cqlsh": _cqlsh,
     "clickhouse-client": _clickhouse, "mongosh": _mongosh, "redis-cli": _redis,
     "curl": _curl, "wget": _wget, **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
-    "rsync": _rsync, "kill": _kill, "crontab": _crontab, "pip": judge_pip, "uv": _uv,
+    "rsync": _rsync, "kill": _kill, "pip": judge_pip, "uv": _uv,
 }

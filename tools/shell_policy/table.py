@@ -340,6 +340,7 @@ ROWS: list[Row] = [
         ["mv notes.txt /tmp/", "mv -t /tmp notes.txt", "mv a b /tmp/x"], ["mv /tmp/x .", "mv old.py new.py"],
         pattern=r"(?:^| )/tmp(?:/\S*)?$|(?:^| )(?:-t ?|--target-directory=)/tmp(?:/\S*)?"),
     *infrastructure.GIT,
+    *infrastructure.CLOUD,
 ]
 
 TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
