@@ -39,13 +39,14 @@ CMD``, nested shell or cloud CLI, and no program named by a path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tools.base import Danger
-from tools.shell_policy.rows import verify
-from tools.shell_policy.table import NO_CODE, ROWS, TABLE
-from tools.shell_policy.walk import MAX_CHARS, Table, classify
-from tools.shell_policy.words import Verdict, bad
+from tools.shell_policy.rows import by_program, verify
+from tools.shell_policy.table import CHECKS, READ_ONLY, ROWS, RULES, TABLE
+from tools.shell_policy.walk import MAX_CHARS, Call, Table, classify
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, bad
 
 __all__ = ["MAX_CHARS", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
 
@@ -79,5 +80,37 @@ def _guarded(command: str, table: Table, workspace: Path | None) -> Verdict:
     except Exception:  # a classifier bug must ask, not crash the activity deciding on approval
         return bad("could not be inspected")
 
+
+def _strict(rule: Callable[[Call], Verdict | None], *risky: str) -> Callable[[Call], Verdict | None]:
+    """A rule that is MODERATE when any of these arguments is given (``find -exec``, ``env CMD``)."""
+
+    def strict(c: Call) -> Verdict | None:
+        return MODERATE if any((w.text or "").split("=")[0] in risky for w in c.args) else rule(c)
+
+    return strict
+
+
+def _no_operands(c: Call) -> Verdict:
+    """``env``, ``command -v x``: SAFE only when they run nothing."""
+    words = [w.text or "" for w in c.args]
+    if c.name == "command":
+        return SAFE if words[:1] in (["-v"], ["-V"]) else MODERATE
+    return SAFE if not words else MODERATE
+
+
+# Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
+# textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
+# find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
+NO_CODE = Table(
+    {
+        **{name: RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
+        "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
+        "fd": _strict(RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
+        "env": _no_operands, "command": _no_operands,
+    },
+    READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
+    CHECKS,
+    by_program(r for r in ROWS if r.wraps is None and r.verdict is not Danger.SAFE),
+)
 
 verify(ROWS, classify_command)  # a row whose examples the gate decides otherwise fails the import

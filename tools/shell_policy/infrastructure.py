@@ -1,7 +1,6 @@
-"""Git, cloud CLIs and containers: programs whose subcommands change shared state (history, a
-cluster, an account, images), judged by code where the reason must name more than one word
-(``git reset --hard``, ``kubectl rollout restart``, ``aws s3 rm``, ``docker run -v /:/host``);
-reads are fine, changes ask. What rows can say about them (pushes, deploys) is in ``table.py``.
+"""Git, cloud CLIs, kubectl, containers and cron: their subcommands as rows (reads run unasked,
+changes of history, a cluster, an account or images ask), and code for what rows can't say: git's
+config and clone settings, the pager ``git grep -O`` runs, a container's host mounts.
 """
 
 from __future__ import annotations
@@ -249,6 +248,27 @@ CLOUD: list[Row] = [
     row("reads", "crontab", "", ["crontab -l", "crontab -u bob -l"], ["crontab -e"], verdict=Danger.SAFE, flags=("-l",)),
     row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name})",
         ["crontab -e", "crontab jobs.txt", "crontab -l | { cat; echo '* * * * * x'; } | crontab -"], ["crontab -l"]),
+]
+
+# kubectl: reads run unasked, a dry run and port-forward in the sandbox, the rest changes the cluster.
+KUBECTL: list[Row] = [
+    row("reads", "kubectl", "", ["kubectl get pods -n prod", "kubectl -n prod logs deploy/web", "kubectl describe pod x"],
+        ["kubectl delete pod x"], verdict=Danger.SAFE, sub=tuple("""get describe logs top explain version api-resources
+        api-versions cluster-info events wait diff completion help options kustomize""".split())),
+    row("reads", "kubectl", "", ["kubectl", "kubectl config view", "kubectl auth can-i get pods"],
+        ["kubectl config set-context x"], verdict=Danger.SAFE,
+        pattern=r"^$|(?:^| )(?:config (?:view|get-contexts|current-context|get-clusters|get-users)|auth (?:can-i"
+                r"|whoami)|rollout (?:status|history))(?= |$)"),
+    row("runs in the sandbox", "kubectl", "", ["kubectl port-forward svc/web 8080:80", "kubectl apply -f x --dry-run=client"],
+        ["kubectl apply -f x --dry-run=none"], verdict=Danger.MODERATE, sub=("port-forward", "proxy")),
+    row("runs in the sandbox", "kubectl", "", ["kubectl apply -f x --dry-run=client", "kubectl delete pod x --dry-run"],
+        ["kubectl apply -f x --dry-run=none"], verdict=Danger.MODERATE, pattern=r"(?:^| )--dry-run(?!=none)(?==| |$)"),
+    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {word})",
+        ["kubectl rollout restart deploy/web", "kubectl config set-context x"], ["kubectl rollout status deploy/web"],
+        sub=("rollout", "config", "auth", "certificate"), pattern=r"(?:rollout|config|auth|certificate) \S+"),
+    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {sub})",
+        ["kubectl delete namespace prod", "kubectl -n prod apply -f deploy.yaml", "kubectl exec -it web -- sh"],
+        ["kubectl get pods"]),
 ]
 
 

@@ -4,8 +4,8 @@ only read. Code whose verdict asks stands; else the first row that matches decid
 code's verdict; else SAFE for a program that only reads, MODERATE for the rest.
 
 Names are matched after ``canonical`` (``words.py``) maps aliases (``python3.12`` is ``python``,
-``podman`` is ``docker``). ``NO_CODE`` is the stricter table for running without a sandbox: SAFE
-there only for commands that cannot run other code.
+``podman`` is ``docker``). The stricter table for running without a sandbox is ``NO_CODE``
+(``__init__.py``).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Callable
 from tools.base import Danger
 from tools.shell_policy import infrastructure, scripts, services, wrappers, writes
 from tools.shell_policy.paths import RELATIVE_PATH, reads_secret
-from tools.shell_policy.rows import Row, Wraps, by_program, row
+from tools.shell_policy.rows import Row, by_program, row
 from tools.shell_policy.scripts import by_path
 from tools.shell_policy.services import sends_runtime, venv_install
 from tools.shell_policy.walk import Call, Table
-from tools.shell_policy.words import MODERATE, SAFE, Verdict
+from tools.shell_policy.words import Verdict
 from tools.shell_policy.wrappers import command_variables
 
 READ_ONLY = frozenset(
@@ -45,7 +45,6 @@ CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
 
 RUNS_BY_OPTION = "runs another program"
 RENAMES = "changes what a command name runs"
-_W = Wraps
 _M, _S = Danger.MODERATE, Danger.SAFE
 DISKS = """mkfs fsck fdisk sfdisk gdisk cfdisk parted partprobe mount umount swapon swapoff wipefs losetup mkswap
     blkdiscard cryptsetup tune2fs resize2fs e2fsck lvremove vgremove pvremove lvcreate mdadm zpool"""
@@ -99,30 +98,7 @@ ROWS: list[Row] = [
     row("changes what a name runs", "export declare typeset readonly local", RENAMES + " ({name} {word})",
         ["export PATH=.:$PATH", "declare -x PATH=bin", "export PATH=/usr/bin:"],
         ["export PATH=/usr/local/bin:$PATH", "export FOO=1"], pattern=RELATIVE_PATH),
-    # Wrappers: the command after their options is judged as if it ran alone.
-    *(row("wrapper", name, "", [f"{name} {pre}rm -rf x", f"{name} {pre}git push"], [f"{name} {pre}ls"],
-          wraps=wraps) for name, pre, wraps in (
-        ("nohup", "", _W(via=False)), ("nice", "-n 10 ", _W("n", ("--adjustment",), via=False)),
-        ("stdbuf", "-oL ", _W("ioe", ("--input", "--output", "--error"), via=False)),
-        ("builtin", "", _W(via=False)), ("time", "-o t.txt ", _W("of", ("--output", "--format"), via=False)),
-        ("setsid", "", _W(via=False)), ("chronic", "", _W(via=False)), ("unbuffer", "", _W(via=False)),
-        ("coproc", "", _W(via=False)), ("busybox", "", _W(via=False)), ("exec", "", _W("a", via=False)),
-        ("ionice", "-c3 ", _W("cnp", ("--class", "--classdata", "--pid"), via=False)),
-        ("timeout", "-s KILL 10 ", _W("sk", ("--signal", "--kill-after"), skip=1, via=False)),
-        ("taskset", "-c 0 ", _W(skip=1, floor=_M)), ("chrt", "10 ", _W(skip=1, floor=_M)),
-        ("numactl", "--cpunodebind=0 ", _W(floor=_M)), ("unshare", "-r ", _W(floor=_M)), ("fakeroot", "", _W(floor=_M)),
-        ("firejail", "", _W(floor=_M)), ("catchsegv", "", _W(floor=_M)), ("dbus-run-session", "", _W(floor=_M)),
-        ("strace", "-o t.txt ", _W("oeEpsuabIOSXP", floor=_M)), ("ltrace", "-o t.txt ", _W("oeEpsuaAnS", floor=_M)),
-        ("valgrind", "", _W(floor=_M)),
-        ("xvfb-run", "-a ", _W("snfepw", ("--server-args", "--server-num", "--auth-file", "--error-file"), floor=_M)),
-        ("prlimit", "--nproc=64 ", _W("p", ("--pid", "--output"), floor=_M)),
-        ("setarch", "x86_64 -R ", _W(skip=1, floor=_M)), ("linux32", "", _W(floor=_M)), ("linux64", "", _W(floor=_M)),
-        ("setpriv", "--no-new-privs ", _W(long=("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid",
-                                                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
-                                                 "--securebits", "--pdeathsig", "--selinux-label",
-                                                 "--apparmor-profile"), floor=_M)),
-        ("choom", "-n 100 -- ", _W("np", ("--adjust", "--pid"), floor=_M)),
-    )),
+    *wrappers.WRAPPERS,
     # Disks, owners, the machine and its services, scheduled jobs.
     row("reads", "mount", "", ["mount", "mount | grep sda"], ["mount /dev/sdb1 /mnt"], pattern="^$", verdict=_S),
     row("changes disks or filesystems", DISKS, "changes disks or filesystems ({name})",
@@ -280,23 +256,6 @@ ROWS: list[Row] = [
         flags=("--syntax-check", "--list-hosts", "--list-tasks", "--list-tags")),
     row("sends data over the network", "ansible ansible-playbook", "runs commands on remote hosts ({name})",
         ["ansible-playbook -i hosts site.yml", "ansible all -m ping"], ["ansible-playbook --syntax-check site.yml"]),
-    row("reads", "kubectl", "", ["kubectl get pods -n prod", "kubectl -n prod logs deploy/web", "kubectl describe pod x"],
-        ["kubectl delete pod x"], verdict=_S, sub=tuple("""get describe logs top explain version api-resources
-        api-versions cluster-info events wait diff completion help options kustomize""".split())),
-    row("reads", "kubectl", "", ["kubectl", "kubectl config view", "kubectl auth can-i get pods"],
-        ["kubectl config set-context x"], verdict=_S,
-        pattern=r"^$|(?:^| )(?:config (?:view|get-contexts|current-context|get-clusters|get-users)|auth (?:can-i"
-                r"|whoami)|rollout (?:status|history))(?= |$)"),
-    row("runs in the sandbox", "kubectl", "", ["kubectl port-forward svc/web 8080:80", "kubectl apply -f x --dry-run=client"],
-        ["kubectl apply -f x --dry-run=none"], verdict=_M, sub=("port-forward", "proxy")),
-    row("runs in the sandbox", "kubectl", "", ["kubectl apply -f x --dry-run=client", "kubectl delete pod x --dry-run"],
-        ["kubectl apply -f x --dry-run=none"], verdict=_M, pattern=r"(?:^| )--dry-run(?!=none)(?==| |$)"),
-    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {word})",
-        ["kubectl rollout restart deploy/web", "kubectl config set-context x"], ["kubectl rollout status deploy/web"],
-        sub=("rollout", "config", "auth", "certificate"), pattern=r"(?:rollout|config|auth|certificate) \S+"),
-    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {sub})",
-        ["kubectl delete namespace prod", "kubectl -n prod apply -f deploy.yaml", "kubectl exec -it web -- sh"],
-        ["kubectl get pods"]),
     row("sends data over the network", "gh", "sends data over the network ({name} api)",
         ["gh api -X POST /repos/o/r/issues", "gh api repos/o/r/issues -f title=x"], ["gh api repos/o/r", "gh api -X GET x"],
         sub=("api",), flags=("-f", "-F", "--field", "--raw-field", "--input"),
@@ -341,39 +300,7 @@ ROWS: list[Row] = [
         pattern=r"(?:^| )/tmp(?:/\S*)?$|(?:^| )(?:-t ?|--target-directory=)/tmp(?:/\S*)?"),
     *infrastructure.GIT,
     *infrastructure.CLOUD,
+    *infrastructure.KUBECTL,
 ]
 
 TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
-
-
-def _strict(rule: Callable[[Call], Verdict | None], *risky: str) -> Callable[[Call], Verdict | None]:
-    """A rule that is MODERATE when any of these arguments is given (``find -exec``, ``env CMD``)."""
-
-    def strict(c: Call) -> Verdict | None:
-        return MODERATE if any((w.text or "").split("=")[0] in risky for w in c.args) else rule(c)
-
-    return strict
-
-
-def _no_operands(c: Call) -> Verdict:
-    """``env``, ``command -v x``: SAFE only when they run nothing."""
-    words = [w.text or "" for w in c.args]
-    if c.name == "command":
-        return SAFE if words[:1] in (["-v"], ["-V"]) else MODERATE
-    return SAFE if not words else MODERATE
-
-
-# Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
-# textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
-# find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
-NO_CODE = Table(
-    {
-        **{name: RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
-        "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
-        "fd": _strict(RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
-        "env": _no_operands, "command": _no_operands,
-    },
-    READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
-    CHECKS,
-    by_program(r for r in ROWS if r.wraps is None and r.verdict is not Danger.SAFE),
-)

@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 from tools.base import Danger
 from tools.shell_policy.infrastructure import GIT_COMMAND_CONFIG
 from tools.shell_policy.paths import RELATIVE_PATH, path_of
+from tools.shell_policy.rows import Row, Wraps, row
 from tools.shell_policy.scripts import input_as_code, run_script
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
@@ -226,6 +227,35 @@ def _sets_command(c: Call, value_name: str) -> bool:
     """GIT_CONFIG_VALUE_n: whether its GIT_CONFIG_KEY_n names a key that runs commands."""
     key = dict(c.env).get(value_name.replace("VALUE", "KEY"))
     return key is None or key.text is None or bool(GIT_COMMAND_CONFIG.match(key.text + "="))
+
+
+_W, _M = Wraps, Danger.MODERATE
+# Wrappers: the command after their options is judged as if it ran alone.
+WRAPPERS: list[Row] = [
+    *(row("wrapper", name, "", [f"{name} {pre}rm -rf x", f"{name} {pre}git push"], [f"{name} {pre}ls"],
+          wraps=wraps) for name, pre, wraps in (
+        ("nohup", "", _W(via=False)), ("nice", "-n 10 ", _W("n", ("--adjustment",), via=False)),
+        ("stdbuf", "-oL ", _W("ioe", ("--input", "--output", "--error"), via=False)),
+        ("builtin", "", _W(via=False)), ("time", "-o t.txt ", _W("of", ("--output", "--format"), via=False)),
+        ("setsid", "", _W(via=False)), ("chronic", "", _W(via=False)), ("unbuffer", "", _W(via=False)),
+        ("coproc", "", _W(via=False)), ("busybox", "", _W(via=False)), ("exec", "", _W("a", via=False)),
+        ("ionice", "-c3 ", _W("cnp", ("--class", "--classdata", "--pid"), via=False)),
+        ("timeout", "-s KILL 10 ", _W("sk", ("--signal", "--kill-after"), skip=1, via=False)),
+        ("taskset", "-c 0 ", _W(skip=1, floor=_M)), ("chrt", "10 ", _W(skip=1, floor=_M)),
+        ("numactl", "--cpunodebind=0 ", _W(floor=_M)), ("unshare", "-r ", _W(floor=_M)), ("fakeroot", "", _W(floor=_M)),
+        ("firejail", "", _W(floor=_M)), ("catchsegv", "", _W(floor=_M)), ("dbus-run-session", "", _W(floor=_M)),
+        ("strace", "-o t.txt ", _W("oeEpsuabIOSXP", floor=_M)), ("ltrace", "-o t.txt ", _W("oeEpsuaAnS", floor=_M)),
+        ("valgrind", "", _W(floor=_M)),
+        ("xvfb-run", "-a ", _W("snfepw", ("--server-args", "--server-num", "--auth-file", "--error-file"), floor=_M)),
+        ("prlimit", "--nproc=64 ", _W("p", ("--pid", "--output"), floor=_M)),
+        ("setarch", "x86_64 -R ", _W(skip=1, floor=_M)), ("linux32", "", _W(floor=_M)), ("linux64", "", _W(floor=_M)),
+        ("setpriv", "--no-new-privs ", _W(long=("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid",
+                                                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
+                                                 "--securebits", "--pdeathsig", "--selinux-label",
+                                                 "--apparmor-profile"), floor=_M)),
+        ("choom", "-n 100 -- ", _W("np", ("--adjust", "--pid"), floor=_M)),
+    )),
+]
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
