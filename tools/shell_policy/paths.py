@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Protocol
 
@@ -41,6 +42,26 @@ _SECRET_FILES = tuple(
 # run in place of commands.
 RELATIVE_PATH = r"(?:^| )PATH=(?:[^ ]*:)?(?:(?=:|$| )|[^/~$: ]|\$(?!\{?(?:PATH|HOME)\b))"
 _NOT_SECRET = re.compile(r"\.pub$|^known_hosts")
+
+_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+HERE = re.compile(r'^"?(\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)"?(/|$)')
+
+
+def is_sink(w: Word) -> bool:
+    return w.text is not None and (w.text in _SINKS or w.text.startswith("/dev/fd/"))
+
+
+@dataclass
+class Written:
+    """A file the line writes: what it put there when it shows it, and how (for reasons)."""
+
+    content: str | None
+    how: str  # "redirection to", "curl -o", "chmod"
+
+
+def path_key(w: Word) -> str | None:
+    """A written or run path as one spelling (``./x.sh`` is ``x.sh``)."""
+    return posixpath.normpath(w.text) if w.text else None
 
 
 def path_of(w: Word) -> str | None:

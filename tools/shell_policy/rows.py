@@ -13,13 +13,19 @@ the words after its options (and ``wraps.skip`` operands) are judged as the comm
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from tools.base import Danger
 from tools.shell_policy.words import Verdict, Word, opts
+
+if TYPE_CHECKING:
+    from tools.shell_policy.walk import Call
+
+Check = Callable[["Call", Word], Verdict]
 
 # Options that take a value, per program, so that a row finds the subcommand after them
 # (``git -C repo push``: the subcommand is ``push``).
@@ -169,3 +175,15 @@ def readme_table(rows: Iterable[Row]) -> str:
         lines.append(f"| {kind} | {shown} | {decides} | {cell} | "
                      + ", ".join(f"`{e}`".replace("|", "\\|") for e in counter) + " |")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Table:
+    """What ``evaluate`` looks a program up in: the checks every command passes; the code for a
+    program, whose asking stands; else the first of its rows that matches; else whether it only
+    reads (else MODERATE)."""
+
+    rules: Mapping[str, Callable[[Call], Verdict | None]]
+    read_only: frozenset[str]
+    checks: Sequence[Check] = ()
+    rows: Mapping[str, Sequence[Row]] = field(default_factory=dict)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.base import Danger
-from tools.shell_policy.paths import is_secret
-from tools.shell_policy.walk import HERE, Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, path_key, shorten, worse
+from tools.shell_policy.paths import HERE, is_secret, path_key
+from tools.shell_policy.walk import Call
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, shorten, worse
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
 SHOW_LINES = 40

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from tools.base import Danger
 from tools.shell_policy import infrastructure, scripts, services, wrappers, writes
-from tools.shell_policy.paths import RELATIVE_PATH, reads_secret
+from tools.shell_policy.paths import reads_secret
 from tools.shell_policy.rows import Row, by_program, row
 from tools.shell_policy.scripts import by_path
 from tools.shell_policy.services import sends_runtime, venv_install
@@ -44,7 +44,6 @@ RULES: dict[str, Callable[[Call], Verdict | None]] = {
 CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
 
 RUNS_BY_OPTION = "runs another program"
-RENAMES = "changes what a command name runs"
 _M, _S = Danger.MODERATE, Danger.SAFE
 DISKS = """mkfs fsck fdisk sfdisk gdisk cfdisk parted partprobe mount umount swapon swapoff wipefs losetup mkswap
     blkdiscard cryptsetup tune2fs resize2fs e2fsck lvremove vgremove pvremove lvcreate mdadm zpool"""
@@ -88,16 +87,7 @@ ROWS: list[Row] = [
     row("runs another program by option", "sort", RUNS_BY_OPTION + " ({name} {word})",
         ["sort --compress-program=./z big.txt", "sort --compress-program gzip big.txt", "sort --compress=./z big.txt"],
         ["sort big.txt", "sort --check big.txt"], pattern=r"(?:^| )--com[\w-]*"),
-    # What a command name runs: a hashed path, an alias, a disabled builtin, a relative PATH.
-    row("changes what a name runs", "hash", RENAMES + " ({name} {word})",
-        ["hash -p /bin/rm ls", "hash -p ./x ls"], ["hash -r", "hash"], flags=("-p",)),
-    row("changes what a name runs", "alias", RENAMES + " ({name})",
-        ["alias ls='rm -rf x'", "alias g=git ll='ls -l'"], ["alias", "alias ll"], pattern="="),
-    row("changes what a name runs", "enable", RENAMES + " ({name} {word})",
-        ["enable -n echo", "enable -f ./x.so x"], ["enable -p", "enable"], flags=("-n", "-f", "-d")),
-    row("changes what a name runs", "export declare typeset readonly local", RENAMES + " ({name} {word})",
-        ["export PATH=.:$PATH", "declare -x PATH=bin", "export PATH=/usr/bin:"],
-        ["export PATH=/usr/local/bin:$PATH", "export FOO=1"], pattern=RELATIVE_PATH),
+    *wrappers.RENAMING,
     *wrappers.WRAPPERS,
     # Disks, owners, the machine and its services, scheduled jobs.
     row("reads", "mount", "", ["mount", "mount | grep sda"], ["mount /dev/sdb1 /mnt"], pattern="^$", verdict=_S),

@@ -229,6 +229,18 @@ def _sets_command(c: Call, value_name: str) -> bool:
     return key is None or key.text is None or bool(GIT_COMMAND_CONFIG.match(key.text + "="))
 
 
+# What a command name runs: a hashed path, an alias, a disabled builtin, a relative PATH.
+RENAMING: list[Row] = [
+    row("changes what a name runs", "hash", "changes what a command name runs ({name} {word})",
+        ["hash -p /bin/rm ls", "hash -p ./x ls"], ["hash -r", "hash"], flags=("-p",)),
+    row("changes what a name runs", "alias", "changes what a command name runs ({name})",
+        ["alias ls='rm -rf x'", "alias g=git ll='ls -l'"], ["alias", "alias ll"], pattern="="),
+    row("changes what a name runs", "enable", "changes what a command name runs ({name} {word})",
+        ["enable -n echo", "enable -f ./x.so x"], ["enable -p", "enable"], flags=("-n", "-f", "-d")),
+    row("changes what a name runs", "export declare typeset readonly local", "changes what a command name runs ({name} {word})",
+        ["export PATH=.:$PATH", "declare -x PATH=bin", "export PATH=/usr/bin:"],
+        ["export PATH=/usr/local/bin:$PATH", "export FOO=1"], pattern=RELATIVE_PATH),
+]
 _W, _M = Wraps, Danger.MODERATE
 # Wrappers: the command after their options is judged as if it ran alone.
 WRAPPERS: list[Row] = [

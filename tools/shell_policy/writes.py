@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from tools.base import Danger
-from tools.shell_policy.paths import check_modes, keeps_mode, mode_risk, persisting
-from tools.shell_policy.walk import HERE, Call, is_sink
+from tools.shell_policy.paths import HERE, check_modes, is_sink, keeps_mode, mode_risk, persisting
+from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
 
