@@ -149,26 +149,6 @@ def _by_shebang(c: Call) -> Judge:
     return judge
 
 
-def input_as_code(c: Call, words: list[Word], via: str, placeholder: str | None) -> Verdict | None:
-    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
-    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
-    head = words[0].text if words else None
-    if head is None:
-        return None
-    if placeholder and placeholder in head:
-        return bad(f"runs what it reads as commands ({via} {words[0].show})")
-    if os.path.basename(head) not in SHELLS:
-        return None
-    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
-    if not o.has("-c"):
-        scripts = "".join(" " + w.show for w in o.pos[:1])
-        return bad(f"runs the scripts it finds ({via} {words[0].show}{scripts})")
-    code = o.pos[0].text if o.pos else None
-    if placeholder and (code is None or placeholder in code):
-        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
-    return None
-
-
 _CODE_RISKS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
     ("deletes files", re.compile(
         r"rmtree|(?<![\w.])remove\s*\(|os\.remove|\.unlink\s*\(|\bunlink\b|\brmdir\b|removedirs|\brm\s+-"
@@ -298,17 +278,6 @@ def _deno(c: Call) -> Verdict:
     return MODERATE
 
 
-def _awk(c: Call) -> Verdict:
-    o = opts(c.args, "Fvf", ("--field-separator", "--assign", "--file"))
-    if o.has("-f", "--file") or not o.pos:
-        return MODERATE
-    program = o.pos[0].text or ""
-    match = re.search(r">>?\s*\"((?:/(?!tmp/|dev/)|~|\.\./)[^\"]*)", program)
-    if match:
-        return bad(f"writes outside the workspace ({c.name} > {shorten(match.group(1))})")
-    return MODERATE
-
-
 def _perl_in_place(c: Call) -> Verdict:
     verdict = _interpreter(c)
     in_place = any(re.match(r"-\w*i", w.text or "") and not (w.text or "").startswith("--") for w in c.args)
@@ -322,5 +291,5 @@ def _perl_in_place(c: Call) -> Verdict:
 RULES: dict[str, Callable[[Call], Verdict]] = {
     **dict.fromkeys(SHELLS, _shell), "source": _source, ".": _source,
     **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
-    "perl": _perl_in_place, "deno": _deno, "awk": _awk,
+    "perl": _perl_in_place, "deno": _deno,
 }

@@ -17,7 +17,7 @@ from tools.base import Danger
 from tools.shell_policy.infrastructure import GIT_COMMAND_CONFIG
 from tools.shell_policy.paths import RELATIVE_PATH, path_of
 from tools.shell_policy.rows import Row, Wraps, row
-from tools.shell_policy.scripts import input_as_code, run_script
+from tools.shell_policy.scripts import SHELLS, run_script
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
@@ -39,13 +39,33 @@ def _command_builtin(c: Call) -> Verdict:
     return SAFE if o.has("-v", "-V") else c.run(o.pos, stdin=c.stdin)
 
 
+def _input_as_code(c: Call, words: list[Word], via: str, placeholder: str | None) -> Verdict | None:
+    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
+    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
+    head = words[0].text if words else None
+    if head is None:
+        return None
+    if placeholder and placeholder in head:
+        return bad(f"runs what it reads as commands ({via} {words[0].show})")
+    if PurePosixPath(head).name not in SHELLS:
+        return None
+    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
+    if not o.has("-c"):
+        scripts = "".join(" " + w.show for w in o.pos[:1])
+        return bad(f"runs the scripts it finds ({via} {words[0].show}{scripts})")
+    code = o.pos[0].text if o.pos else None
+    if placeholder and (code is None or placeholder in code):
+        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
+    return None
+
+
 _DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})
 
 
 def _runs_each(c: Call, words: Sequence[Word], via: str, placeholder: str | None = "{}") -> Verdict:
     """The command xargs, find -exec, fd -x or parallel runs; a deleter there deletes what they find,
     a shell there runs what they find (``xargs -I{} sh -c '{}'``)."""
-    runs_input = input_as_code(c, list(words), via, placeholder)
+    runs_input = _input_as_code(c, list(words), via, placeholder)
     if runs_input is not None:
         return runs_input
     verdict = c.run(words, via)
@@ -128,7 +148,7 @@ def _parallel(c: Call) -> Verdict:
                 o.pos[:1] and o.pos[0].text in ("::::", "::::+")):
             return bad("runs commands read from its input (parallel)")
         return worse(MODERATE, _worst([c.joined([w], "parallel") for w in rest if w.text not in (":::", ":::+")]))
-    runs_input = input_as_code(c, _split(command), "parallel", "{}")
+    runs_input = _input_as_code(c, _split(command), "parallel", "{}")
     if runs_input is not None:
         return runs_input
     verdict = c.joined(command, "parallel")
