@@ -43,6 +43,7 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "helm": ("nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set", "--version", "--repo")),
     "pulumi": ("sC", ("--stack", "--cwd")),
     "gh": ("R", ("--repo",)),
+    "uv": ("p", ("--python", "--project", "--directory")),
     "docker": ("Hclfp", ("--host", "--context", "--config", "--log-level", "--file", "--project-name", "--env-file")),
     "docker-compose": ("fp", ("--file", "--project-name", "--env-file")),
     "aws": ("", ("--profile", "--region", "--output", "--endpoint-url", "--query", "--color", "--ca-bundle",

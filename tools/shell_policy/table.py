@@ -261,6 +261,7 @@ ROWS: list[Row] = [
         pattern=r"(?:^| )[a-z-]+ (?:create|delete|merge|close|reopen|comment|edit|review|ready|transfer|archive"
                 r"|unarchive|rename|sync|set|upload|run|rerun|cancel|enable|disable|lock|unlock|pin|unpin|fork)(?= |$)"),
     # Package installs run the packages' install scripts and put code where it runs later.
+    *services.PACKAGES,
     row("installs packages", "pip", "installs packages, whose code runs at install and at every import ({name} {sub})",
         ["pip install requests", "pip install -r requirements.txt", "python3 -m pip install x", "pip3 install -e ."],
         ["pip list", "pip show requests", "pip download x"], sub=("install",)),
@@ -292,6 +293,7 @@ ROWS: list[Row] = [
         ["mv notes.txt /tmp/", "mv -t /tmp notes.txt", "mv a b /tmp/x"], ["mv /tmp/x .", "mv old.py new.py"],
         pattern=r"(?:^| )/tmp(?:/\S*)?$|(?:^| )(?:-t ?|--target-directory=)/tmp(?:/\S*)?"),
     *infrastructure.GIT,
+    *services.REQUESTS,
     *infrastructure.CLOUD,
     *infrastructure.KUBECTL,
 ]
