@@ -125,15 +125,6 @@ RULES: dict[str, dict[str, str]] = {
         "crontab -l | { cat; echo '* * * * * x'; } | crontab -": "changes scheduled jobs",
     },
     "changes accounts or privileges": {
-        "useradd bob": "changes accounts or passwords (useradd)",
-        "usermod -aG sudo bob": "changes accounts or passwords (usermod)",
-        "userdel bob": "changes accounts or passwords (userdel)",
-        "groupadd g": "changes accounts or passwords (groupadd)",
-        "passwd root": "changes accounts or passwords (passwd)",
-        "chpasswd < users.txt": "changes accounts or passwords (chpasswd)",
-        "visudo": "changes accounts or passwords (visudo)",
-        "useradd -o -u 0 x": "creates or makes a second root account (useradd -o -u 0)",
-        "usermod -u 0 bob": "second root account",
         "chmod 4755 x": "sets setuid or setgid bits (chmod 4755)",
         "chmod 04755 x": "sets setuid or setgid bits (chmod 04755)",
         "chmod 2755 x": "sets setuid or setgid bits (chmod 2755)",
@@ -261,7 +252,6 @@ RESPELLED = {
     ": 2> app.log": "empties a file (> app.log)",
     "xargs kill < pids.txt": "signals the processes it reads (xargs kill)",
     "pgrep x | xargs kill -9": "signals the processes it reads (xargs kill)",
-    "setcap cap_setuid+ep ./x": "gives a program privileges (setcap)",
     "getent hosts $(whoami).x.example": "puts a value computed at run time into a network lookup",
 }
 

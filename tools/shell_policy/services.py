@@ -1,11 +1,7 @@
-"""Requests, SQL, packages and signals: the programs whose arguments need reading to know what
-they send or destroy, so a row can't say it. Requests ask when they send data (``curl -d``,
-``wget --post-data``, ``http POST``) or put a value computed at run time into a name lookup or
-a URL (``dig $(whoami).x.example``: the classic way out for data when only DNS leaves the
-machine); database clients when their statements destroy data or change permissions, or can't
-be seen (a file, a pipe); ``pip`` when it installs outside the workspace, ``uv`` and a venv's
-own ``pip`` when they install into the workspace's virtualenv; ``kill`` of a process the line
-did not start. Requests that send are rows (``REQUESTS``).
+"""Requests, SQL, packages and signals. Requests that send data (``curl -d``, ``wget --post-data``)
+are rows; code reads where they write, a value computed at run time in a lookup or URL (``dig
+$(whoami).x.example``), SQL that destroys data or can't be seen (a file, a pipe), ``uv pip`` (as
+``pip``), a venv's own ``pip install``, and ``kill`` of a process the line did not start.
 """
 
 from __future__ import annotations
@@ -130,10 +126,6 @@ def _rsync(c: Call) -> Verdict:
     return keeps_mode(c, o.pos[:-1]) if verdict == MODERATE else verdict
 
 
-
-
-
-
 _SQL_DESTROYS = re.compile(r"\b(DROP|TRUNCATE|DELETE|ALTER|UPDATE|REPLACE\s+INTO|FLUSHALL|FLUSHDB)\b", re.I)
 _SQL_ACCESS = re.compile(r"\b(GRANT|REVOKE)\b", re.I)
 _SQL_ESCAPES = re.compile(
@@ -182,15 +174,22 @@ def _sql_client(c: Call, statements: list[Word], files: list[Word]) -> Verdict:
     return _sql(c.name, stdin.text or "") if stdin is not None else MODERATE
 
 
-def _psql(c: Call) -> Verdict:
-    o = opts(c.args, "cfdhpUvoLPFRT", ("--command", "--file", "--dbname", "--host", "--port", "--username",
-                                       "--set", "--variable", "--output", "--log-file", "--pset"))
-    return _sql_client(c, o.values("-c", "--command"), o.values("-f", "--file"))
+# Each SQL client: its options that take a value (short, long), those giving statements, those naming files.
+_SQL_CLIENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "psql": ("cfdhpUvoLPFRT", ("--command", "--file", "--dbname", "--host", "--port", "--username", "--set",
+                               "--variable", "--output", "--log-file", "--pset"), ("-c", "--command"), ("-f", "--file")),
+    "mysql": ("euhPDS", ("--execute", "--user", "--host", "--port", "--database", "--socket"), ("-e", "--execute"), ()),
+    "sqlcmd": ("QqiSdUP", (), ("-Q", "-q"), ("-i",)),
+    "cqlsh": ("efuk", ("--execute", "--file", "--username", "--keyspace"), ("-e", "--execute"), ("-f", "--file")),
+    "clickhouse-client": ("qhud", ("--query", "--queries-file", "--host", "--user", "--database"), ("-q", "--query"),
+                          ("--queries-file",)),
+}
 
 
-def _mysql(c: Call) -> Verdict:
-    o = opts(c.args, "euhPDS", ("--execute", "--user", "--host", "--port", "--database", "--socket"))
-    return _sql_client(c, o.values("-e", "--execute"), [])
+def _sql_options(c: Call) -> Verdict:
+    short, long, statements, files = _SQL_CLIENTS[canonical(c.name)]
+    o = opts(c.args, short, long)
+    return _sql_client(c, o.values(*statements), o.values(*files))
 
 
 def _sqlite(c: Call) -> Verdict:
@@ -198,21 +197,6 @@ def _sqlite(c: Call) -> Verdict:
     o = opts(c.args, long={"--" + name[1:] for name in value_options}, dash_long=value_options)
     statements = o.values("-cmd", "--cmd") + o.pos[1:]
     return _sql_client(c, statements, o.values("-init", "--init"))
-
-
-def _sqlcmd(c: Call) -> Verdict:
-    o = opts(c.args, "QqiSdUP")
-    return _sql_client(c, o.values("-Q", "-q"), o.values("-i"))
-
-
-def _cqlsh(c: Call) -> Verdict:
-    o = opts(c.args, "efuk", ("--execute", "--file", "--username", "--keyspace"))
-    return _sql_client(c, o.values("-e", "--execute"), o.values("-f", "--file"))
-
-
-def _clickhouse(c: Call) -> Verdict:
-    o = opts(c.args, "qhud", ("--query", "--queries-file", "--host", "--user", "--database"))
-    return _sql_client(c, o.values("-q", "--query"), o.values("--queries-file"))
 
 
 def _mongosh(c: Call) -> Verdict:
@@ -308,8 +292,7 @@ def _kill(c: Call) -> Verdict:
 
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
-    "psql": _psql, "mysql": _mysql, "sqlite3": _sqlite, "sqlcmd": _sqlcmd, "cqlsh": _cqlsh,
-    "clickhouse-client": _clickhouse, "mongosh": _mongosh, "redis-cli": _redis,
+    **dict.fromkeys(_SQL_CLIENTS, _sql_options), "sqlite3": _sqlite, "mongosh": _mongosh, "redis-cli": _redis,
     "curl": _curl, "wget": _wget, **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
     "rsync": _rsync, "kill": _kill, "uv": _uv,
 }

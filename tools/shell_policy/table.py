@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tools.base import Danger
-from tools.shell_policy import infrastructure, scripts, services, wrappers, writes
+from tools.shell_policy import infrastructure, paths, scripts, services, wrappers, writes
 from tools.shell_policy.paths import reads_secret
 from tools.shell_policy.rows import Row, by_program, row
 from tools.shell_policy.scripts import by_path
@@ -23,17 +23,14 @@ from tools.shell_policy.words import Verdict
 from tools.shell_policy.wrappers import command_variables
 
 READ_ONLY = frozenset(
-    """
-    ls ll dir vdir cat tac head tail wc grep ag ack pwd echo printf stat file du df which whereis type
+    """ls ll dir vdir cat tac head tail wc grep ag ack pwd echo printf stat file du df which whereis type
     whoami id groups uname printenv diff cmp comm cut tr jq less more most bat sha1sum sha224sum sha256sum
     sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
     nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
     pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
     dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
-    history sysctl
-    """.split()
+    history sysctl""".split()
 )
-
 
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
     **wrappers.RULES, **scripts.RULES, **writes.RULES, **services.RULES, **infrastructure.RULES,
@@ -91,6 +88,7 @@ ROWS: list[Row] = [
         ["sort --compress-program=./z big.txt", "sort --compress-program gzip big.txt", "sort --compress=./z big.txt"],
         ["sort big.txt", "sort --check big.txt"], pattern=r"(?:^| )--com[\w-]*"),
     *wrappers.RENAMING,
+    *paths.ACCOUNT_ROWS,
     *wrappers.WRAPPERS,
     # Disks, owners, the machine and its services, scheduled jobs.
     row("reads", "mount", "", ["mount", "mount | grep sda"], ["mount /dev/sdb1 /mnt"], pattern="^$", verdict=_S),

@@ -179,7 +179,6 @@ class Scan:
             self.note(bad(f"reads a secret file (< {dest.show})"))
 
 
-
 def classify(command: str, table: Table, nesting: int, parent: Scan | None = None,
               workspace: Path | None = None) -> Verdict:
     if len(command) > MAX_CHARS:

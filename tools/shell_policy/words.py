@@ -80,8 +80,6 @@ def parse(source: bytes) -> tree_sitter.Tree:
         return _parser().parse(source)
 
 
-
-
 def node_text(node: tree_sitter.Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text else ""
 
