@@ -43,12 +43,36 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tools.base import Danger
+from tools.shell_policy import infrastructure, scripts, services, wrappers, writes
+from tools.shell_policy.paths import reads_secret
 from tools.shell_policy.rows import by_program, verify
-from tools.shell_policy.table import CHECKS, READ_ONLY, ROWS, RULES, TABLE
+from tools.shell_policy.scripts import by_path
+from tools.shell_policy.services import sends_runtime, venv_install
+from tools.shell_policy.table import ROWS
 from tools.shell_policy.walk import MAX_CHARS, Call, Table, classify
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, bad
+from tools.shell_policy.wrappers import command_variables
 
-__all__ = ["MAX_CHARS", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
+__all__ = ["MAX_CHARS", "TABLE", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
+
+READ_ONLY = frozenset(
+    """ls ll dir vdir cat tac head tail wc grep ag ack pwd echo printf stat file du df which whereis type
+    whoami id groups uname printenv diff cmp comm cut tr jq less more most bat sha1sum sha224sum sha256sum
+    sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
+    nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
+    pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
+    dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
+    history sysctl""".split()
+)
+
+RULES: dict[str, Callable[[Call], Verdict | None]] = {
+    **wrappers.RULES, **scripts.RULES, **writes.RULES, **services.RULES, **infrastructure.RULES,
+}
+
+# Every command, whatever its program: secret files named, scripts run by path, run-time values in a
+# network lookup or request, variables naming a command to run, installs into the workspace's venv.
+CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
+TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
 
 
 def classify_command(command: str, workspace: Path | None = None) -> Verdict:

@@ -20,13 +20,11 @@ GIT_COMMAND_CONFIG = re.compile(
     r"|alternaterefscommand|packobjectshook|remote\.[^=]*\.(uploadpack|receivepack)|protocol\.ext\.allow|smtpserver))",
     re.I,
 )
-_WRITES_CONFIG = "writes .git/config, which names commands git runs on the host"
 _GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
 
 
 def _git(c: Call) -> Verdict | None:
-    """What rows can't say: a ``-c`` setting that names a command, ``git config``, ``git clone``'s
-    settings and target, and the pager ``git grep -O`` runs. The rest is ``GIT`` below."""
+    """What rows (``GIT``) can't say: ``-c`` settings, ``git config``, ``git clone``, ``git grep -O``."""
     top = opts(c.args, *VALUE_OPTIONS["git"], posix=True)
     for setting in top.values("-c", "--config-env"):
         if setting.text is None or GIT_COMMAND_CONFIG.match(setting.text):
@@ -69,7 +67,8 @@ GIT: list[Row] = [
     row("rewrites or pushes history", _G, "pushes to a remote, forcing, deleting or pushing all ({name} {sub} {word})",
         ["git push --force", "git push -f origin main", "git push origin +HEAD:main", "git push --delete origin x",
          "git push origin :old", "git push --mirror", "git push --all origin", "git push --tags",
-         "git push --force-with-lease origin main", "git push --del origin x", "git push --for"],
+         "git push --force-with-lease origin main", "git push --del origin x", "git push --for",
+         "git push --force-with-lease"],
         ["git push origin HEAD:main", "git push upstream feature", "git push --follow-tags origin main"],
         sub=("push",), worse=True, flags=("-f", "-d"),  # and --force..., --delete, --mirror, --tags, --all, --prune
         pattern=r"(?:^| )(?:[+:]\S+|--(?:for|de|mi|ta|al|pru)[\w-]*)"),
@@ -77,11 +76,12 @@ GIT: list[Row] = [
         ["git push origin main", "git push", "git -C repo -c color.ui=auto push", "git -C repo push"],
         ["git status", "git pull"], sub=("push",)),
     row("discards work", _G, "forces a git operation ({name} {sub} {word})",
-        ["git checkout --force main", "git add -f secrets.env", "git reset --force", "git checkout -fb x",
+        ["git checkout --force main", "git reset --force", "git checkout -fb x",
          "git branch -f main HEAD~3"], ["git checkout main", "git clean -n", "git commit -m 'x -f'"],
         pattern=r"(?:^| )--force[\w-]*"),
     row("discards work", _G, "forces a git operation ({name} {sub} {word})",
-        ["git rm -rf src", "git fetch -f origin"], ["git rm src", "git clean -fd"], sub=tuple(_FORCE_LETTER), flags=("-f",)),
+        ["git rm -rf src", "git fetch -f origin", "git add -f secrets.env"], ["git rm src", "git clean -fd"],
+        sub=tuple(_FORCE_LETTER), flags=("-f",)),
     row("discards work", _G, "discards work ({name} {sub} --hard)", ["git reset --hard HEAD~3", "git reset --hard"],
         ["git reset HEAD~1", "git reset --soft HEAD~1"], sub=("reset",), flags=("--hard",)),
     row("runs in the sandbox", _G, "", ["git rebase --abort", "git rebase --quit"], ["git rebase -i HEAD~3"],
@@ -175,7 +175,7 @@ def _git_config(args: list[Word]) -> Verdict:
     if o.has("-f", "--file", "--blob"):
         return MODERATE
     key = f" {shorten(words[0])}" if words else ""
-    return bad(f"{_WRITES_CONFIG} (git config{key})")
+    return bad(f"writes .git/config, which names commands git runs on the host (git config{key})")
 
 
 _INFRA = "changes infrastructure ({name} {sub})"
@@ -194,8 +194,8 @@ _D = "docker docker-compose"
 # Cloud CLIs and containers: reads run unasked, changes ask.
 CLOUD: list[Row] = [
     row("changes infrastructure", "gcloud az doctl eksctl", "changes infrastructure ({name} {word})",
-        ["gcloud compute instances delete vm-1 --zone z", "gcloud run deploy api --source .", "az group delete -n rg",
-         "doctl compute droplet create x", "az vm add-user x"], ["gcloud compute instances list", "az group show -n rg"],
+        ["gcloud compute instances delete vm-1 --zone z", "gcloud run deploy api --source .",
+         "az group delete -n rg --yes", "doctl compute droplet create x", "az vm add-user x"], ["gcloud compute instances list", "az group show -n rg"],
         pattern=rf"^(?:(?!(?:{'|'.join(_CLOUD_READS)}|list-\S*)(?: |$))\S+ )*?(?:{'|'.join(_CLOUD_WRITES)}"
                 r"|(?:add|remove|set|delete|create|update)-\S*)(?= |$)"),
     row("reads", "gcloud az doctl eksctl", "", ["gcloud compute instances list", "az account show", "gcloud version"],
@@ -231,7 +231,7 @@ CLOUD: list[Row] = [
         ["docker compose down -v", "docker-compose down --rmi all", "docker compose -f c.yml down --volumes"],
         ["docker compose down"], sub=("compose down", "down"), flags=("-v", "--volumes", "--rmi")),
     row("changes containers or images", _D, "changes containers or images ({name} {sub})",
-        ["docker rm -f web", "docker system prune -af", "docker volume rm data", "docker stop web", "podman kill x"],
+        ["docker rm -f web", "docker system prune -af", "docker volume rm data", "docker stop web", "podman kill web"],
         ["docker ps -a", "docker compose down"], sub=(*_BREAKS, *(f"* {b}" for b in _BREAKS))),
     row("reads", _D, "", ["docker ps -a", "docker images", "docker inspect web", "docker compose logs"],
         ["docker build -t app ."], verdict=Danger.SAFE,
@@ -243,16 +243,12 @@ CLOUD: list[Row] = [
         ["docker run --privileged ubuntu", "docker run --pid host ubuntu", "podman run --cap-add=ALL x"],
         ["docker run --rm app pytest"], sub=("run", "create", "container run", "container create", "compose run", "exec"),
         pattern=r"(?:^| )--(?:privileged|(?:pid|userns|ipc)[= ]host|cap-add|device|security-opt[= ]\S*unconfined)\S*"),
-    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name} {word})", ["crontab -r", "crontab -lr"],
-        ["crontab -l"], flags=("-r",)),
-    row("reads", "crontab", "", ["crontab -l", "crontab -u bob -l"], ["crontab -e"], verdict=Danger.SAFE, flags=("-l",)),
-    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name})",
-        ["crontab -e", "crontab jobs.txt", "crontab -l | { cat; echo '* * * * * x'; } | crontab -"], ["crontab -l"]),
 ]
 
 # kubectl: reads run unasked, a dry run and port-forward in the sandbox, the rest changes the cluster.
 KUBECTL: list[Row] = [
-    row("reads", "kubectl", "", ["kubectl get pods -n prod", "kubectl -n prod logs deploy/web", "kubectl describe pod x"],
+    row("reads", "kubectl", "", ["kubectl get pods -n prod", "kubectl -n prod logs deploy/web",
+                                 "kubectl describe pod web", "kubectl logs deploy/web"],
         ["kubectl delete pod x"], verdict=Danger.SAFE, sub=tuple("""get describe logs top explain version api-resources
         api-versions cluster-info events wait diff completion help options kustomize""".split())),
     row("reads", "kubectl", "", ["kubectl", "kubectl config view", "kubectl auth can-i get pods"],
@@ -267,7 +263,8 @@ KUBECTL: list[Row] = [
         ["kubectl rollout restart deploy/web", "kubectl config set-context x"], ["kubectl rollout status deploy/web"],
         sub=("rollout", "config", "auth", "certificate"), pattern=r"(?:rollout|config|auth|certificate) \S+"),
     row("changes infrastructure", "kubectl", "changes infrastructure ({name} {sub})",
-        ["kubectl delete namespace prod", "kubectl -n prod apply -f deploy.yaml", "kubectl exec -it web -- sh"],
+        ["kubectl delete namespace prod", "kubectl -n prod apply -f deploy.yaml", "kubectl exec -it web -- sh",
+         "kubectl scale deploy web --replicas=0"],
         ["kubectl get pods"]),
 ]
 

@@ -17,8 +17,9 @@ import re
 
 import tree_sitter
 
+from tools.shell_policy import TABLE
 from tools.shell_policy.rows import VALUE_OPTIONS
-from tools.shell_policy.table import ROWS, TABLE
+from tools.shell_policy.table import ROWS
 from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, Call, Scan
 from tools.shell_policy.words import SAFE, Verdict, Word, canonical, opts, parse, word_of
 

@@ -1,44 +1,15 @@
-"""The table: the rows (each with its examples, verified when the package is imported), the code
-for the programs rows can't describe, the checks every command passes, and the programs that
-only read. Code whose verdict asks stands; else the first row that matches decides; else the
-code's verdict; else SAFE for a program that only reads, MODERATE for the rest.
-
-Names are matched after ``canonical`` (``words.py``) maps aliases (``python3.12`` is ``python``,
-``podman`` is ``docker``). The stricter table for running without a sandbox is ``NO_CODE``
-(``__init__.py``).
+"""The rows of the gate, each with its examples (verified when the package is imported), in the
+order they are tried for a program; ``__init__.py`` puts them together with the code for what rows
+can't describe, the checks every command passes and the programs that only read. Code whose
+verdict asks stands; else the first row that matches decides; else the code's verdict; else SAFE
+for a program that only reads, MODERATE for the rest. Names are matched after ``canonical``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from tools.base import Danger
-from tools.shell_policy import infrastructure, paths, scripts, services, wrappers, writes
-from tools.shell_policy.paths import reads_secret
-from tools.shell_policy.rows import Row, by_program, row
-from tools.shell_policy.scripts import by_path
-from tools.shell_policy.services import sends_runtime, venv_install
-from tools.shell_policy.walk import Call, Table
-from tools.shell_policy.words import Verdict
-from tools.shell_policy.wrappers import command_variables
-
-READ_ONLY = frozenset(
-    """ls ll dir vdir cat tac head tail wc grep ag ack pwd echo printf stat file du df which whereis type
-    whoami id groups uname printenv diff cmp comm cut tr jq less more most bat sha1sum sha224sum sha256sum
-    sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
-    nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
-    pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
-    dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
-    history sysctl""".split()
-)
-
-RULES: dict[str, Callable[[Call], Verdict | None]] = {
-    **wrappers.RULES, **scripts.RULES, **writes.RULES, **services.RULES, **infrastructure.RULES,
-}
-
-# Every command, whatever its program: secret files named, scripts run by path, run-time values in a
-# network lookup or request, variables naming a command to run, installs into the workspace's venv.
-CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
+from tools.shell_policy import infrastructure, paths, services, wrappers
+from tools.shell_policy.rows import Row, row
 
 RUNS_BY_OPTION = "runs another program"
 _M, _S = Danger.MODERATE, Danger.SAFE
@@ -51,7 +22,8 @@ ROWS: list[Row] = [
     # Programs that run other programs by an option: one row each.
     row("runs another program by option", "tar", RUNS_BY_OPTION + " ({name} {word})",
         ["tar --checkpoint=1 --checkpoint-action=exec='rm -f x' -cf /dev/null x", "tar -I 'sh -c x' -cf a.tar src",
-         "tar --to-command='rm x' -xf a.tar", "tar --use-compress-program=./z -cf a.tar src", "tar -F ./next -cf a.tar x",
+         "tar --to-command='rm x' -xf a.tar", "tar --use-compress-program=./z -cf a.tar src",
+         "tar -F ./next -cf a.tar x",
          "tar --checkpoint=1 --checkpoint-a=exec=id -cf /dev/null x", "tar --use-comp=./z -cf a.tar src"],
         ["tar -czf a.tgz src", "tar -xf a.tar", "tar --checkpoint=10 -cf a.tar src"], flags=("-I", "-F"),
         # getopt takes any unambiguous abbreviation of a long option: --checkpoint-a is --checkpoint-action
@@ -93,15 +65,19 @@ ROWS: list[Row] = [
     # Disks, owners, the machine and its services, scheduled jobs.
     row("reads", "mount", "", ["mount", "mount | grep sda"], ["mount /dev/sdb1 /mnt"], pattern="^$", verdict=_S),
     row("changes disks or filesystems", DISKS, "changes disks or filesystems ({name})",
-        ["mkfs.ext4 /dev/sdb1", "umount /mnt", "fdisk /dev/sda", "mount /dev/sdb1 /mnt"], ["mount", "lsblk"]),
+        ["mkfs.ext4 /dev/sdb1",
+         "wipefs -a /dev/sdb", "umount /mnt", "fdisk /dev/sda", "mount /dev/sdb1 /mnt"], ["mount", "lsblk"]),
     row("changes permissions or owners", "chown chgrp setfacl chattr", "changes owners or permissions ({name})",
-        ["chown user file", "chattr +i notes.txt", "setfacl -m u:bob:rw x"], ["chmod 644 notes.txt"]),
+        ["chown user file",
+         "chgrp staff file", "setfacl -m u:bob:rw file", "chattr +i notes.txt",
+         "setfacl -m u:bob:rw x"], ["chmod 644 notes.txt"]),
     row("reads", "systemctl service", "", ["systemctl status nginx", "service nginx status", "systemctl"],
         ["systemctl restart nginx"], verdict=_S,
         pattern=r"^(?:-\S* )*(?:status|show|list-units|list-unit-files|list-timers|list-sockets|list-dependencies"
                 r"|is-active|is-enabled|is-failed|cat|help)(?: |$)|^\S+ status$|--status-all|^$"),
     row("controls the machine", MACHINE, "controls the machine or its services ({name})",
-        ["shutdown -h now", "systemctl restart nginx", "service nginx stop", "pkill -f worker", "iptables -F"],
+        ["shutdown -h now",
+         "reboot", "killall python", "systemctl restart nginx", "service nginx stop", "pkill -f worker", "iptables -F"],
         ["systemctl status nginx", "pgrep worker"]),
     row("controls the machine", "sysctl", "controls the machine or its services ({name})",
         ["sysctl -w vm.swappiness=10", "sysctl vm.swappiness=10", "sysctl -p"], ["sysctl -a", "sysctl vm.swappiness"],
@@ -118,18 +94,27 @@ ROWS: list[Row] = [
         flags=("-l", "-c", "-d", "-r")),
     row("writes where code runs later", "at batch", "schedules a job to run later ({name})",
         ["at now + 1 minute", "batch < job.txt", "at -f job.sh noon"], ["at -l"]),
+    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name} {word})", ["crontab -r", "crontab -lr"],
+        ["crontab -l"], flags=("-r",)),
+    row("reads", "crontab", "", ["crontab -l", "crontab -u bob -l"], ["crontab -e"], verdict=Danger.SAFE, flags=("-l",)),
+    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name})",
+        ["crontab -e", "crontab jobs.txt", "crontab -l | { cat; echo '* * * * * x'; } | crontab -"], ["crontab -l"]),
     row("runs as another user", "sudo su doas pkexec run0 runuser sg", "runs as another user ({name})",
-        ["sudo apt update", "su -c id bob", "doas ls"], ["sudo --version"]),
+        ["sudo apt update",
+         "doas reboot", "su -c 'ls' root", "pkexec visudo", "su -c id bob", "doas ls"], ["sudo --version"]),
     row("reads a secret file", "getent", "reads a secret file ({name} {sub})", ["getent shadow", "getent gshadow root"],
         ["getent hosts x.example"], sub=("shadow", "gshadow")),
-    row("deletes", "shred", "destroys files ({name})", ["shred -u key.pem", "srm old.txt"], ["shred --help"]),
+    row("deletes", "shred", "destroys files ({name})", ["shred -u key.pem",
+                                                        "shred -u secret.txt", "srm secret.txt",
+                                                        "srm old.txt"], ["shred --help"]),
     row("deletes", "trash-empty trash-rm", "empties the trash ({name})", ["trash-empty", "trash-rm '*.log'"],
         ["trash-list"]),
     row("rewrites or pushes history", "hg", "pushes to a remote ({name} {sub})", ["hg push", "hg -R repo push"],
         ["hg pull"], sub=("push",)),
     row("rewrites or pushes history", "hg", "rewrites history ({name} {sub})", ["hg strip 3", "hg histedit 1"],
         ["hg log"], sub=("strip", "rollback", "histedit", "prune")),
-    row("rewrites or pushes history", "svn", "commits to a remote ({name} {sub})", ["svn commit -m 'release'", "svn ci"],
+    row("rewrites or pushes history", "svn", "commits to a remote ({name} {sub})", ["svn commit -m 'release'",
+        "svn ci"],
         ["svn update"], sub=("commit", "ci", "import")),
     row("rewrites or pushes history", "svn", "changes a remote repository ({name} {sub})",
         ["svn delete https://svn.x.example/r/x -m y", "svn mkdir svn://x.example/r/d"], ["svn delete local.txt"],
@@ -144,11 +129,16 @@ ROWS: list[Row] = [
         flags=("-c", "--clean")),
     # The network: remote shells, transfers, mail.
     row("sends data over the network", "nc", "opens a raw network connection ({name})",
-        ["nc x.example 80", "socat - TCP:x.example:80", "telnet x.example"], ["ping -c1 x.example"]),
-    row("sends data over the network", "ssh", "runs commands on a remote host ({name})", ["ssh host", "ssh -i key host ls"],
+        ["nc x.example 80",
+         "nc -l 4444", "socat TCP:x.example:80 -", "telnet host 25", "socat - TCP:x.example:80",
+         "telnet x.example"], ["ping -c1 x.example"]),
+    row("sends data over the network", "ssh", "runs commands on a remote host ({name})", ["ssh host",
+                                                                                          "ssh host 'ls'",
+                                                                                          "ssh -i key host ls"],
         ["ssh-keygen -l -f key.pub"]),
     row("sends data over the network", "scp", "copies files to or from a remote host ({name})",
-        ["scp f host:", "scp host:f ."], ["cp f g"]),
+        ["scp f host:",
+         "scp secrets.txt host:/tmp/", "scp host:f ."], ["cp f g"]),
     row("sends data over the network", "sftp ftp lftp tftp", "transfers files over the network ({name})",
         ["sftp host", "ftp x.example"], ["ls"]),
     row("sends data over the network", "mail", "sends email ({name})",
@@ -161,12 +151,14 @@ ROWS: list[Row] = [
         sub=("copy", "copyto", "copyurl", "rcat", "mkdir", "touch", "bisync", "serve", "mount")),
     # System packages.
     row("installs system packages", "apt apt-get aptitude yum dnf brew zypper apk snap flatpak port pkg",
-        "installs or removes system packages ({name} {word})",
-        ["apt-get install -y vim", "brew install wget", "apk del x"], ["apt list --installed", "brew info wget"],
+        "installs or removes system packages ({name} {word})", ["apt-get install -y vim",
+         "yum remove httpd", "snap install code", "apk add curl", "brew install wget",
+         "apk del x"], ["apt list --installed", "brew info wget"],
         pattern=r"(?:^| )(?:install|remove|purge|erase|uninstall|upgrade|dist-upgrade|full-upgrade|autoremove"
                 r"|reinstall|add|del|refresh|downgrade)(?= |$)"),
     row("installs system packages", "yum dnf zypper flatpak", "installs or removes system packages ({name} {word})",
-        ["yum update", "dnf update -y"], ["yum list"], pattern=r"(?:^| )update(?= |$)"),
+        ["yum update",
+         "dnf update", "dnf update -y"], ["yum list"], pattern=r"(?:^| )update(?= |$)"),
     row("installs system packages", "pacman yay paru", "installs or removes system packages ({name} {word})",
         ["pacman -Syu", "pacman -R x", "yay -S x"], ["pacman -Ss x", "pacman -Q"],
         pattern=r"(?:^| )-(?:[RU]\S*|S(?![^ ]*[silgp])\S*)"),
@@ -178,7 +170,9 @@ ROWS: list[Row] = [
         ["emerge vim", "emerge -av x"], ["emerge --info"], pattern=r"(?:^| )[^-\s]\S*"),
     # Publishing, and installs outside the workspace.
     row("publishes a package", "npm yarn pnpm cargo poetry flit hatch lerna vsce ovsx changeset",
-        "publishes a package ({name} {sub})", ["npm publish --access public", "cargo publish", "yarn publish"],
+        "publishes a package ({name} {sub})", ["npm publish --access public",
+                                               "pnpm publish", "poetry publish --build", "flit publish",
+                                               "hatch publish", "cargo publish", "yarn publish"],
         ["npm pack", "cargo build"], sub=("publish", "unpublish")),
     row("publishes a package", "twine gem nuget", "publishes a package ({name} {sub})",
         ["twine upload dist/*", "gem push app-1.0.gem", "nuget push x.nupkg"], ["gem build x.gemspec"],
@@ -208,20 +202,23 @@ ROWS: list[Row] = [
         ["helm upgrade --install app ./chart", "helm uninstall app", "helm -n prod rollback app 1"], ["helm list -A"],
         sub=("install", "upgrade", "uninstall", "delete", "del", "un", "rollback", "push", "test")),
     row("reads", "helm", "", ["helm list -A", "helm template ./chart", "helm status app"], ["helm repo add x u"],
-        verdict=_S, sub=("list", "ls", "status", "get", "history", "hist", "show", "inspect", "search", "version", "env",
-                         "template", "lint", "verify")),
+        verdict=_S, sub=("list", "ls", "status", "get", "history", "hist", "show", "inspect", "search", "version",
+                         "env", "template", "lint", "verify")),
     row("changes infrastructure", "terraform", "changes infrastructure ({name} {sub})",
         ["terraform apply", "terraform destroy -auto-approve", "tofu import x y"], ["terraform plan"],
         sub=("apply", "destroy", "import", "taint", "untaint", "refresh", "force-unlock")),
     row("changes infrastructure", "terraform", "changes infrastructure ({name} {word})",
-        ["terraform state rm x", "terragrunt run-all apply", "terraform workspace delete dev"], ["terraform state list"],
+        ["terraform state rm x",
+         "tofu state rm aws_instance.web", "terragrunt run-all apply",
+         "terraform workspace delete dev"], ["terraform state list"],
         pattern=r"(?:^| )(?:state (?:rm|mv|push|replace-provider)|workspace delete|run-all (?:apply|destroy))(?= |$)"),
     row("changes infrastructure", "terraform", "changes infrastructure ({name} {sub} {word})",
         ["terraform plan -auto-approve", "terraform plan --auto-approve=true"], ["terraform plan"],
         flags=("-auto-approve", "--auto-approve")),
     row("reads", "terraform", "", ["terraform version", "tofu version"], ["terraform init"], verdict=_S,
         sub=("version",)),
-    row("changes infrastructure", "pulumi", "changes infrastructure ({name} {sub})", ["pulumi up --yes", "pulumi destroy"],
+    row("changes infrastructure", "pulumi", "changes infrastructure ({name} {sub})", ["pulumi up --yes",
+        "pulumi destroy"],
         ["pulumi preview"], sub=("up", "update", "destroy", "import", "refresh", "cancel")),
     row("changes infrastructure", "pulumi", "changes infrastructure ({name} {word})",
         ["pulumi stack rm dev", "pulumi state delete urn"], ["pulumi stack ls"],
@@ -232,9 +229,11 @@ ROWS: list[Row] = [
         ("cdk", "deploy destroy bootstrap"), ("sam", "deploy delete sync"), ("serverless", "deploy remove rollback"),
         ("eb", "deploy terminate create scale setenv restore swap"), ("firebase", "deploy delete disable"),
         ("argocd", "sync delete create set rollback terminate-op"))),
-    row("changes infrastructure", "vercel", "changes infrastructure ({name} {word})", ["vercel --prod", "vercel -A x --prod"],
+    row("changes infrastructure", "vercel", "changes infrastructure ({name} {word})", ["vercel --prod",
+        "vercel -A x --prod"],
         ["vercel dev"], flags=("--prod", "--production")),
-    row("changes infrastructure", "vercel", "changes infrastructure ({name} {sub})", ["vercel rm app", "vercel promote u"],
+    row("changes infrastructure", "vercel", "changes infrastructure ({name} {sub})", ["vercel rm app",
+        "vercel promote u"],
         ["vercel ls"], sub=("rm", "remove", "promote", "rollback")),
     row("changes infrastructure", "netlify", "changes infrastructure ({name} deploy --prod)",
         ["netlify deploy --prod", "netlify deploy -p"], ["netlify deploy"], sub=("deploy",), flags=("--prod", "-p")),
@@ -248,7 +247,8 @@ ROWS: list[Row] = [
     row("sends data over the network", "ansible ansible-playbook", "runs commands on remote hosts ({name})",
         ["ansible-playbook -i hosts site.yml", "ansible all -m ping"], ["ansible-playbook --syntax-check site.yml"]),
     row("sends data over the network", "gh", "sends data over the network ({name} api)",
-        ["gh api -X POST /repos/o/r/issues", "gh api repos/o/r/issues -f title=x"], ["gh api repos/o/r", "gh api -X GET x"],
+        ["gh api -X POST /repos/o/r/issues", "gh api repos/o/r/issues -f title=x"], ["gh api repos/o/r",
+         "gh api -X GET x"],
         sub=("api",), flags=("-f", "-F", "--field", "--raw-field", "--input"),
         pattern=r"(?:^| )(?:-X ?|--method[= ])(?!(?:GET|HEAD|OPTIONS|get|head|options)(?: |$))\S+"),
     row("publishes a package", "gh", "publishes a release ({name} {word})",
@@ -264,7 +264,8 @@ ROWS: list[Row] = [
         ["pip install requests", "pip install -r requirements.txt", "python3 -m pip install x", "pip3 install -e ."],
         ["pip list", "pip show requests", "pip download x"], sub=("install",)),
     row("installs packages", "npm yarn pnpm", "installs packages, whose install scripts run ({name} {sub})",
-        ["npm install left-pad", "npm ci", "yarn add x", "pnpm install", "npm i"],
+        ["npm install left-pad",
+         "npm install", "npm ci", "yarn add x", "pnpm install", "npm i"],
         ["npm test", "npm run build", "npm ls"],
         sub=("install", "i", "in", "ci", "add", "update", "upgrade", "up", "isntall", "install-test", "it")),
     row("installs packages", "cargo gem go pipx bundle composer poetry",
@@ -275,11 +276,13 @@ ROWS: list[Row] = [
         sub=("install", "require", "add", "get", "inject")),
     # Must ask: deletes, empties or moves out what rewind cannot be asked about.
     row("deletes", "rm", "deletes recursively or by force ({name})",
-        ["rm -rf build", "rm -f notes.txt", "rm --recursive build", "rm -r -i build", "rm --rec build"], ["rm notes.txt", "rm -i notes.txt"],
+        ["rm -rf build", "rm -f notes.txt", "rm --recursive build", "rm -r -i build",
+         "rm --rec build"], ["rm notes.txt", "rm -i notes.txt"],
         flags=("-r", "-R", "-f"), pattern=r"(?:^| )--(?:rec|for|no-p)[\w-]*", worse=True),
     row("deletes", "unlink", "deletes a file ({name})", ["unlink notes.txt", "unlink a/b.txt"], ["unlink --help"]),
     row("empties or destroys files", "sort", "writes over a file ({name} {word})",
-        ["sort -o notes.txt /dev/null", "sort --output=notes.txt notes.txt", "sort -ro out.txt in.txt"],
+        ["sort -o notes.txt /dev/null",
+         "sort -o sorted.txt data.txt", "sort --output=notes.txt notes.txt", "sort -ro out.txt in.txt"],
         ["sort notes.txt", "sort -rn notes.txt"], flags=("-o", "--output")),
     row("empties or destroys files", "fallocate", "destroys part of a file in place ({name} {word})",
         ["fallocate --punch-hole -o 0 -l 4096 data.bin", "fallocate -c -o 0 -l 4096 data.bin",
@@ -295,5 +298,3 @@ ROWS: list[Row] = [
     *infrastructure.CLOUD,
     *infrastructure.KUBECTL,
 ]
-
-TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
