@@ -247,6 +247,6 @@ ACCOUNT_ROWS: list[Row] = [
     row("runs in the sandbox", "passwd", "", ["passwd -S bob", "passwd --status"], ["passwd -S -l bob", "passwd root"],
         verdict=Danger.MODERATE, pattern=r"^(?:-S|--status)(?: [^-]\S*)?$"),
     row("changes accounts or privileges", ACCOUNTS, "changes accounts or passwords ({name})",
-        ["useradd bob", "usermod -aG sudo bob", "userdel bob", "groupadd g", "passwd root", "chpasswd < users.txt",
-         "visudo"], ["id bob", "passwd -S bob"]),
+        ["useradd bob", "adduser --disabled-password eve", "groupdel staff", "usermod -aG sudo bob", "userdel bob",
+         "groupadd g", "passwd root", "chpasswd < users.txt", "visudo"], ["id bob", "passwd -S bob"]),
 ]
