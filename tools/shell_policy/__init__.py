@@ -39,15 +39,40 @@ CMD``, nested shell or cloud CLI, and no program named by a path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tools.base import Danger
-from tools.shell_policy.rows import verify
-from tools.shell_policy.table import NO_CODE, ROWS, TABLE
-from tools.shell_policy.walk import MAX_CHARS, Table, classify
-from tools.shell_policy.words import Verdict, bad
+from tools.shell_policy import infrastructure, scripts, services, wrappers, writes
+from tools.shell_policy.paths import reads_secret
+from tools.shell_policy.rows import by_program, verify
+from tools.shell_policy.scripts import by_path
+from tools.shell_policy.services import sends_runtime, venv_install
+from tools.shell_policy.table import ROWS
+from tools.shell_policy.walk import MAX_CHARS, Call, Table, classify
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, bad
+from tools.shell_policy.wrappers import command_variables
 
-__all__ = ["MAX_CHARS", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
+__all__ = ["MAX_CHARS", "TABLE", "Verdict", "classify_command", "is_read_only", "runs_no_code"]
+
+READ_ONLY = frozenset(
+    """ls ll dir vdir cat tac head tail wc grep ag ack pwd echo printf stat file du df which whereis type
+    whoami id groups uname printenv diff cmp comm cut tr jq less more most bat sha1sum sha224sum sha256sum
+    sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
+    nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
+    pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
+    dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
+    history sysctl""".split()
+)
+
+RULES: dict[str, Callable[[Call], Verdict | None]] = {
+    **wrappers.RULES, **scripts.RULES, **writes.RULES, **services.RULES, **infrastructure.RULES,
+}
+
+# Every command, whatever its program: secret files named, scripts run by path, run-time values in a
+# network lookup or request, variables naming a command to run, installs into the workspace's venv.
+CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
+TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
 
 
 def classify_command(command: str, workspace: Path | None = None) -> Verdict:
@@ -79,5 +104,37 @@ def _guarded(command: str, table: Table, workspace: Path | None) -> Verdict:
     except Exception:  # a classifier bug must ask, not crash the activity deciding on approval
         return bad("could not be inspected")
 
+
+def _strict(rule: Callable[[Call], Verdict | None], *risky: str) -> Callable[[Call], Verdict | None]:
+    """A rule that is MODERATE when any of these arguments is given (``find -exec``, ``env CMD``)."""
+
+    def strict(c: Call) -> Verdict | None:
+        return MODERATE if any((w.text or "").split("=")[0] in risky for w in c.args) else rule(c)
+
+    return strict
+
+
+def _no_operands(c: Call) -> Verdict:
+    """``env``, ``command -v x``: SAFE only when they run nothing."""
+    words = [w.text or "" for w in c.args]
+    if c.name == "command":
+        return SAFE if words[:1] in (["-v"], ["-V"]) else MODERATE
+    return SAFE if not words else MODERATE
+
+
+# Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
+# textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
+# find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
+NO_CODE = Table(
+    {
+        **{name: RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
+        "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
+        "fd": _strict(RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
+        "env": _no_operands, "command": _no_operands,
+    },
+    READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
+    CHECKS,
+    by_program(r for r in ROWS if r.wraps is None and r.verdict is not Danger.SAFE),
+)
 
 verify(ROWS, classify_command)  # a row whose examples the gate decides otherwise fails the import

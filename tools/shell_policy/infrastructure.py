@@ -1,27 +1,18 @@
-"""Git, cloud CLIs and containers: programs whose subcommands change shared state (history, a
-cluster, an account, images), judged by code where the reason must name more than one word
-(``git reset --hard``, ``kubectl rollout restart``, ``aws s3 rm``, ``docker run -v /:/host``);
-reads are fine, changes ask. What rows can say about them (pushes, deploys) is in ``table.py``.
+"""Git, cloud CLIs, kubectl, containers and cron: their subcommands as rows (reads run unasked,
+changes of history, a cluster, an account or images ask), and code for what rows can't say: git's
+config and clone settings, the pager ``git grep -O`` runs, a container's host mounts.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 
+from tools.base import Danger
+from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten, worse
 
-_GIT_SAFE = frozenset(
-    """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file grep
-    rev-list name-rev merge-base show-ref for-each-ref whatchanged count-objects help version var check-ignore
-    check-attr verify-commit verify-tag show-branch cherry range-diff fsck""".split()
-)
-_GIT_FORCE_LETTER = frozenset(
-    {"checkout", "switch", "branch", "tag", "rm", "mv", "add", "worktree", "submodule", "fetch", "pull", "clean",
-     "update-ref", "symbolic-ref", "remote", "stash", "filter-branch", "notes", "replace", "clone"}
-)
-# Keys whose value git runs as a command or reads more config from (include.path can set any of them).
 GIT_COMMAND_CONFIG = re.compile(
     r"^((alias|submodule\.[^=]*\.update)[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass"
     r"|credential\.([^=]*\.)?helper|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.([^=]*\.)?program"
@@ -29,94 +20,134 @@ GIT_COMMAND_CONFIG = re.compile(
     r"|alternaterefscommand|packobjectshook|remote\.[^=]*\.(uploadpack|receivepack)|protocol\.ext\.allow|smtpserver))",
     re.I,
 )
-_WRITES_CONFIG = "writes .git/config, which names commands git runs on the host"
 _GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
 
 
-def _git(c: Call) -> Verdict:
-    top = opts(c.args, "Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"),
-                posix=True)
+def _git(c: Call) -> Verdict | None:
+    """What rows (``GIT``) can't say: ``-c`` settings, ``git config``, ``git clone``, ``git grep -O``."""
+    top = opts(c.args, *VALUE_OPTIONS["git"], posix=True)
     for setting in top.values("-c", "--config-env"):
         if setting.text is None or GIT_COMMAND_CONFIG.match(setting.text):
             return bad(f"runs a command set through git config (git -c {setting.show})")
-    if not top.pos:
-        return SAFE
-    sub, args = top.pos[0].text or "", top.pos[1:]
+    sub, args = (top.pos[0].text or "", top.pos[1:]) if top.pos else ("", [])
     raw = [w.text or "" for w in args]
-    o = opts(args, "mFCcSOoeb", ("--message", "--file", "--author", "--date", "--format", "--pretty"))
-    words = o.texts()
-    force = any(a.startswith("--force") for a in raw)
-    if (force and sub != "push") or (sub in _GIT_FORCE_LETTER and o.has("-f") and sub != "clean"):  # push: its rows
-        return bad(f"forces a git operation (git {sub} {'--force' if force else '-f'})")
-    match sub:
-        case "reset" if o.has("--hard"):
-            return bad("discards work (git reset --hard)")
-        case "rebase":
-            return MODERATE if o.has("--abort", "--quit") else bad("rewrites history (git rebase)")
-        case "filter-branch" | "filter-repo":
-            return bad(f"rewrites history (git {sub})")
-        case "clean":
-            if o.has("-f"):
-                return bad("deletes untracked files (git clean -f)")
-            return SAFE if o.has("-n", "--dry-run") else MODERATE
-        case "branch":
-            if o.has("-D"):
-                return bad("deletes a branch (git branch -D)")
-            writes = o.has("-d", "--delete", "-m", "-M", "-c", "-C", "--move", "--copy", "-u", "--set-upstream-to",
-                           "--unset-upstream", "--edit-description")
-            return MODERATE if writes or (words and not o.has("--list", "-l")) else SAFE
-        case "tag":
-            if o.has("-d", "--delete"):
-                return bad("deletes a tag (git tag -d)")
-            return SAFE if not words or o.has("-l", "--list") else MODERATE
-        case "stash":
-            if words[:1] in (["drop"], ["clear"]):
-                return bad(f"drops stashed work (git stash {words[0]})")
-            return SAFE if words[:1] in (["list"], ["show"]) else MODERATE
-        case "checkout" if "--" in raw or "." in words:
-            return bad("discards uncommitted changes (git checkout -- ...)")
-        case "restore" if not o.has("--staged", "-S") or o.has("--worktree", "-W"):
-            return bad("discards uncommitted changes (git restore)")
-        case "update-ref" if o.has("-d"):
-            return bad("deletes a ref (git update-ref -d)")
-        case "reflog":
-            if words[:1] in (["expire"], ["delete"]):
-                return bad(f"expires history (git reflog {words[0]})")
-            return SAFE
-        case "gc" if any(a in ("--prune=now", "--prune=all") for a in raw) or "--prune" in raw and "now" in raw:
-            return bad("prunes unreachable commits (git gc --prune=now)")
-        case "prune":
-            return bad("prunes unreachable commits (git prune)")
-        case "send-email":
-            return bad("sends email (git send-email)")
-        case "config":
-            return _git_config(args)
-        case "remote" if words[:1] and words[0] in ("add", "set-url", "rename", "remove", "rm", "set-branches"):
-            return bad(f"{_WRITES_CONFIG} (git remote {words[0]})")
-        case "remote":
-            return SAFE if not words or words[0] in ("show", "get-url", "-v") else MODERATE
-        case "clone" | "init" | "submodule" if any(a.startswith("--template") for a in raw):
-            return bad(f"installs hooks from a template (git {sub} --template)")
-        case "init":
-            return bad("creates .git, whose hooks and config git runs on the host (git init)")
-        case "submodule" if words[:1] and words[0] in ("add", "init", "deinit", "set-url", "set-branch", "sync"):
-            return bad(f"writes .gitmodules and .git/config, which choose what git fetches and runs "
-                        f"(git submodule {words[0]})")
-        case "clone":
-            setting = _clone_setting(args)
-            if setting is not None:
-                return bad(f"sets a command git will run (git clone {shorten(setting)})")
-            return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
-        case "grep" if any(a.startswith(("-O", "--open-files-in-pager")) for a in raw):
-            pager = next(a for a in raw if a.startswith(("-O", "--open-files-in-pager")))
-            value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
-            return worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
-        case "worktree" | "submodule" | "notes" if words[:1] in (["list"], ["status"], ["show"]):
-            return SAFE
-    if sub in _GIT_SAFE:
-        outputs = [a for a in raw if a.startswith("--output")]
-        return MODERATE if outputs else SAFE
-    return MODERATE
+    if sub == "config":
+        return _git_config(args)
+    if sub == "clone" and not any(a.startswith("--template") for a in raw):
+        setting = _clone_setting(args)
+        if setting is not None:
+            return bad(f"sets a command git will run (git clone {shorten(setting)})")
+        pos = opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack")).pos
+        return c.targets_outside(pos[1:2], "git clone") if len(pos) >= 2 else MODERATE
+    pager = next((a for a in raw if sub == "grep" and a.startswith(("-O", "--open-files-in-pager"))), None)
+    if pager is not None:
+        value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
+        return worse(MODERATE, c.nested(value, "git grep -O")) if value else MODERATE
+    return None
+
+
+_G = "git"
+_READS = """status log diff show rev-parse ls-files ls-tree ls-remote blame annotate describe shortlog cat-file
+    grep rev-list name-rev merge-base show-ref for-each-ref whatchanged count-objects help version var check-ignore
+    check-attr verify-commit verify-tag show-branch cherry range-diff fsck""".split()
+_FORCE_LETTER = """checkout switch branch tag rm mv add worktree submodule fetch pull update-ref symbolic-ref remote
+    stash filter-branch notes replace clone""".split()
+_LISTS = r"(?: (?!--(?:unset|edit|set))-\S+)*$|(?:^| )%s (?:-\S+ )*(?:-l|--list)(?= |$)"
+# git's subcommands, in order: the first row that matches decides; what none matches runs in the sandbox.
+GIT: list[Row] = [
+    row("runs another program by option", _G, "runs another program ({name} {word})",
+        ["git fetch --upload-pack='rm -rf x' origin", "git push --receive-pack='rm x' origin main",
+         "git -c core.quotepath=off status", "git archive --remote=r --exec=x HEAD", "git fetch --upload-pa=./x origin"],
+        ["git fetch origin", "git status", "git -c color.ui=auto log"],
+        pattern=r"(?:^| )--(?:upload-p|receive-p|exec)[\w-]*(?:=| )\S*|(?:^| )-c ?core\.\S*"),
+    row("runs another program by option", _G, "runs another program on each file ({name} {sub} {word})",
+        ["git difftool -x 'rm -rf x' HEAD", "git difftool --extcmd=x HEAD~1", "git mergetool --extcmd=./m"],
+        ["git difftool HEAD", "git diff -x"], sub=("difftool", "mergetool"), flags=("-x",), pattern=r"(?:^| )--extc[\w-]*"),
+    # Pushing: the flags that make a push worse are part of what a rule must name to allow it.
+    row("rewrites or pushes history", _G, "pushes to a remote, forcing, deleting or pushing all ({name} {sub} {word})",
+        ["git push --force", "git push -f origin main", "git push origin +HEAD:main", "git push --delete origin x",
+         "git push origin :old", "git push --mirror", "git push --all origin", "git push --tags",
+         "git push --force-with-lease origin main", "git push --del origin x", "git push --for",
+         "git push --force-with-lease"],
+        ["git push origin HEAD:main", "git push upstream feature", "git push --follow-tags origin main"],
+        sub=("push",), worse=True, flags=("-f", "-d"),  # and --force..., --delete, --mirror, --tags, --all, --prune
+        pattern=r"(?:^| )(?:[+:]\S+|--(?:for|de|mi|ta|al|pru)[\w-]*)"),
+    row("rewrites or pushes history", _G, "pushes to a remote ({name} {sub})",
+        ["git push origin main", "git push", "git -C repo -c color.ui=auto push", "git -C repo push"],
+        ["git status", "git pull"], sub=("push",)),
+    row("discards work", _G, "forces a git operation ({name} {sub} {word})",
+        ["git checkout --force main", "git reset --force", "git checkout -fb x",
+         "git branch -f main HEAD~3"], ["git checkout main", "git clean -n", "git commit -m 'x -f'"],
+        pattern=r"(?:^| )--force[\w-]*"),
+    row("discards work", _G, "forces a git operation ({name} {sub} {word})",
+        ["git rm -rf src", "git fetch -f origin", "git add -f secrets.env"], ["git rm src", "git clean -fd"],
+        sub=tuple(_FORCE_LETTER), flags=("-f",)),
+    row("discards work", _G, "discards work ({name} {sub} --hard)", ["git reset --hard HEAD~3", "git reset --hard"],
+        ["git reset HEAD~1", "git reset --soft HEAD~1"], sub=("reset",), flags=("--hard",)),
+    row("runs in the sandbox", _G, "", ["git rebase --abort", "git rebase --quit"], ["git rebase -i HEAD~3"],
+        verdict=Danger.MODERATE, sub=("rebase",), flags=("--abort", "--quit")),
+    row("rewrites or pushes history", _G, "rewrites history ({name} {sub})",
+        ["git rebase -i HEAD~3", "git filter-branch --tree-filter 'rm x' HEAD",
+         "git filter-repo --path secrets --invert-paths"], ["git rebase --abort"],
+        sub=("rebase", "filter-branch", "filter-repo")),
+    row("discards work", _G, "deletes untracked files ({name} {sub} -f)", ["git clean -fdx", "git clean -f -d"],
+        ["git clean -n", "git clean -d -n"], sub=("clean",), flags=("-f", "--force")),
+    row("reads", _G, "", ["git clean -n", "git clean --dry-run -d"], ["git clean -f"], verdict=Danger.SAFE,
+        sub=("clean",), flags=("-n", "--dry-run")),
+    row("discards work", _G, "deletes a branch ({name} {sub} -D)", ["git branch -D feature", "git branch -vD x"],
+        ["git branch -d feature"], sub=("branch",), flags=("-D",)),
+    row("discards work", _G, "deletes a tag ({name} {sub} -d)", ["git tag -d v1.0", "git tag --delete v1"],
+        ["git tag v1.0"], sub=("tag",), flags=("-d", "--delete")),
+    row("reads", _G, "", ["git branch -a", "git branch", "git branch --list 'f*'", "git tag", "git tag -l 'v*'"],
+        ["git branch new", "git branch --unset-upstream", "git tag -a v1 -m x"], verdict=Danger.SAFE,
+        sub=("branch", "tag"), pattern=rf"(?:^| )branch{_LISTS % 'branch'}|(?:^| )tag{_LISTS % 'tag'}"),
+    row("discards work", _G, "drops stashed work ({name} {sub})", ["git stash drop", "git stash clear"],
+        ["git stash list", "git stash"], sub=("stash drop", "stash clear")),
+    row("discards work", _G, "discards uncommitted changes ({name} {sub} {word})",
+        ["git checkout -- .", "git checkout .", "git checkout HEAD -- src/app.py"], ["git checkout -b feature"],
+        sub=("checkout",), pattern=r"(?:^| )(?:--|\.)(?= |$)"),
+    row("discards work", _G, "discards uncommitted changes ({name} {sub})",
+        ["git restore src/app.py", "git restore --staged --worktree x"], ["git restore --staged x"],
+        sub=("restore",), flags=("-W", "--worktree")),
+    row("runs in the sandbox", _G, "", ["git restore --staged x", "git restore -S x"], ["git restore x"],
+        verdict=Danger.MODERATE, sub=("restore",), flags=("-S", "--staged")),
+    row("discards work", _G, "discards uncommitted changes ({name} {sub})", ["git restore src/app.py", "git restore ."],
+        ["git restore --staged x"], sub=("restore",)),
+    row("discards work", _G, "deletes a ref ({name} {sub} -d)", ["git update-ref -d refs/heads/x", "git update-ref -d x y"],
+        ["git update-ref refs/heads/x HEAD"], sub=("update-ref",), flags=("-d",)),
+    row("rewrites or pushes history", _G, "expires history ({name} {sub})",
+        ["git reflog expire --expire=now --all", "git reflog delete HEAD@{1}"], ["git reflog"],
+        sub=("reflog expire", "reflog delete")),
+    row("rewrites or pushes history", _G, "prunes unreachable commits ({name} {sub} {word})",
+        ["git gc --prune=now", "git gc --prune=all", "git gc --prune now"], ["git gc"], sub=("gc",),
+        pattern=r"--prune(?:=| )(?:now|all)"),
+    row("rewrites or pushes history", _G, "prunes unreachable commits ({name} {sub})", ["git prune", "git prune -n"],
+        ["git gc"], sub=("prune",)),
+    row("sends data over the network", _G, "sends email ({name} {sub})", ["git send-email x.patch", "git send-email -1"],
+        ["git format-patch -1"], sub=("send-email",)),
+    row("writes where code runs later", _G, "installs hooks from a template ({name} {sub} --template)",
+        ["git clone --template=t https://x.example/r", "git init --template t"], ["git clone https://x.example/r"],
+        sub=("clone", "init", "submodule"), pattern=r"(?:^| )--template"),
+    row("writes where code runs later", _G, "creates .git, whose hooks and config git runs on the host ({name} {sub})",
+        ["git init", "git init -q repo"], ["git status"], sub=("init",)),
+    row("writes where code runs later", _G, "writes .git/config, which names commands git runs on the host ({name} {sub})",
+        ["git remote add o https://x.example/r", "git remote set-url origin x"], ["git remote -v"],
+        sub=tuple(f"remote {verb}" for verb in ("add", "set-url", "rename", "remove", "rm", "set-branches"))),
+    row("writes where code runs later", _G,
+        "writes .gitmodules and .git/config, which choose what git fetches and runs ({name} {sub})",
+        ["git submodule add https://x.example/r", "git submodule init"], ["git submodule status"],
+        sub=tuple(f"submodule {verb}" for verb in ("add", "init", "deinit", "set-url", "set-branch", "sync"))),
+    row("runs in the sandbox", _G, "", ["git log --output=x.txt", "git diff --output=p.diff", "git grep -Ols foo"],
+        ["git log"], verdict=Danger.MODERATE, sub=tuple(_READS), pattern=r"(?:^| )(?:--output|--open-files-in-pager|-O)"),
+    row("reads", _G, "", ["git status", "git -C repo log", "git log --oneline -n 20", "git log --oneline -n 5",
+                          "git show HEAD --stat", "git rev-parse HEAD", "git blame app.py", "git stash list",
+                          "git worktree list", "git grep x"],
+        ["git commit -m x", "git remote prune origin", "git stash"], verdict=Danger.SAFE,
+        sub=(*_READS, "remote show", "remote get-url", "stash list", "stash show", "reflog show", "worktree list",
+             "submodule status", "notes list", "notes show")),
+    row("reads", _G, "", ["git", "git remote -v", "git -C repo remote", "git reflog"], ["git remote prune origin"],
+        verdict=Danger.SAFE, pattern=r"^(?:-\S+ \S+ |-\S+ )*(?:(?:remote|reflog)(?: -v)?)?$"),
+]
 
 
 def _clone_setting(args: list[Word]) -> str | None:
@@ -146,137 +177,123 @@ def _git_config(args: list[Word]) -> Verdict:
     if o.has("-f", "--file", "--blob"):
         return MODERATE
     key = f" {shorten(words[0])}" if words else ""
-    return bad(f"{_WRITES_CONFIG} (git config{key})")
+    return bad(f"writes .git/config, which names commands git runs on the host (git config{key})")
 
 
-def _infra(c: Call, verb: str) -> Verdict:
-    return bad(f"changes infrastructure ({c.name} {verb})".replace(" )", ")"))
-
-
-
-
-
-
-_READ_VERBS = frozenset({"list", "ls", "show", "describe", "get", "info", "status", "logs", "version", "help",
-                         "whoami", "read", "lookup", "print", "view", "history", "releases", "search", "doctor"})
-
-
-def _read_or_infra(extra_reads: Iterable[str] = ()) -> Callable[[Call], Verdict]:
-    """flyctl, heroku, vault: DANGEROUS unless the verb (or its last ``:``/word part) reads."""
-    reads = _READ_VERBS | frozenset(extra_reads)
-
-    def rule(c: Call) -> Verdict:
-        words = [w for w in opts(c.args, "ac", ("--app", "--config", "--address", "--namespace")).texts() if w]
-        if not words:
-            return SAFE
-        verb = words[0]
-        last = verb.rsplit(":", 1)[-1] if ":" in verb else (words[1] if len(words) > 1 and verb in (
-            "apps", "kv", "token", "policy", "secrets", "auth", "audit", "config", "machine", "machines",
-            "volumes", "ips", "certs", "regions") else verb)
-        if last in reads or verb in reads:
-            return SAFE
-        return _infra(c, verb if ":" in verb or last == verb else f"{verb} {last}")
-
-    return rule
-
-
-_CLOUD_WRITES = frozenset(
-    """delete create deploy update set patch remove add reset resize stop start restart import ssh scp submit
+_INFRA = "changes infrastructure ({name} {sub})"
+_CLOUD_WRITES = """delete create deploy update set patch remove add reset resize stop start restart import ssh scp submit
     apply attach detach enable disable purge rollback move upgrade scale cancel invoke execute destroy replace
     recreate suspend resume swap terminate""".split()
-)
+_CLOUD_READS = "list describe show get info version help".split()
+_READ_VERBS = """list ls show describe get info status logs version help whoami read lookup print view history releases
+    search doctor""".split()
+_GROUPS = "apps kv token policy secrets auth audit config machine machines volumes ips certs regions".split()
+_DOCKER_GROUPS = """container image volume network system builder buildx context plugin secret service stack swarm node
+    config trust manifest compose""".split()
+_DOCKER_READS = "ps images inspect logs version info history top port stats search diff events ls list df show".split()
+_BREAKS = "rm rmi kill stop prune leave remove".split()
+_D = "docker docker-compose"
+# Cloud CLIs and containers: reads run unasked, changes ask.
+CLOUD: list[Row] = [
+    row("changes infrastructure", "gcloud az doctl eksctl", "changes infrastructure ({name} {word})",
+        ["gcloud compute instances delete vm-1 --zone z", "gcloud run deploy api --source .",
+         "az group delete -n rg --yes", "doctl compute droplet create x", "az vm add-user x"], ["gcloud compute instances list", "az group show -n rg"],
+        pattern=rf"^(?:(?!(?:{'|'.join(_CLOUD_READS)}|list-\S*)(?: |$))\S+ )*?(?:{'|'.join(_CLOUD_WRITES)}"
+                r"|(?:add|remove|set|delete|create|update)-\S*)(?= |$)"),
+    row("reads", "gcloud az doctl eksctl", "", ["gcloud compute instances list", "az account show", "gcloud version"],
+        ["gcloud auth login"], verdict=Danger.SAFE, pattern=rf"(?:^| )(?:{'|'.join(_CLOUD_READS)}|list-\S*)(?= |$)"),
+    row("reads", "aws", "", ["aws ec2 describe-instances", "aws s3 ls s3://b", "aws --profile p sts get-caller-identity",
+                             "aws ec2 wait instance-running"], ["aws s3 rm s3://b/k"], verdict=Danger.SAFE,
+        sub=("* describe-*", "* list-*", "* get-*", "s3 ls", "configure list", "help", "* help", "* wait")),
+    row("reads", "aws", "", ["aws", "aws s3"], ["aws s3 rm s3://b/k"], verdict=Danger.SAFE,
+        pattern=r"^(?:--\S+ \S+ )*(?:[^-\s]\S*)?$"),
+    row("changes infrastructure", "aws", _INFRA,
+        ["aws s3 rm s3://bucket/key --recursive", "aws s3 sync . s3://bucket --delete",
+         "aws ec2 terminate-instances --instance-ids i-1", "aws --profile prod s3 cp x s3://bucket/"],
+        ["aws ec2 describe-instances"], sub=("* *",)),
+    row("reads", "flyctl heroku vault", "", ["heroku apps", "vault kv get secret/x", "flyctl status",
+                                             "heroku config:get X", "vault login"],
+        ["heroku apps:destroy myapp", "vault kv put secret/app token=x"], verdict=Danger.SAFE,
+        sub=(*_READ_VERBS, *(f"*:{r}" for r in _READ_VERBS), *(f"{g} {r}" for g in _GROUPS for r in _READ_VERBS))),
+    row("reads", "flyctl heroku vault", "", ["heroku", "vault -address=x"], ["flyctl deploy"], verdict=Danger.SAFE,
+        pattern=r"^(?:-\S+(?: |$))*$"),
+    row("reads", "heroku vault", "", ["heroku ps", "heroku config", "vault path-help x"], ["heroku ps:scale web=2"],
+        verdict=Danger.SAFE, sub=("apps", "ps", "config", "addons", "domains", "login", "path-help")),
+    row("changes infrastructure", "flyctl heroku vault", _INFRA,
+        ["vault kv put secret/app token=x", "flyctl machines destroy x", "vault policy write p f.hcl"], ["vault kv get x"],
+        sub=tuple(f"{g} *" for g in _GROUPS)),
+    row("changes infrastructure", "flyctl heroku vault", _INFRA, ["heroku apps:destroy myapp", "flyctl deploy"],
+        ["flyctl status"]),
+    row("publishes a package", _D, "publishes an image ({name} {sub})",
+        ["docker push registry.example/app:1", "docker image push x", "docker-compose push"], ["docker pull x"],
+        sub=("push", "* push")),
+    row("publishes a package", _D, "publishes an image ({name} {sub} --push)",
+        ["docker buildx build --push -t x .", "docker build --push ."], ["docker build -t app ."], flags=("--push",)),
+    row("deletes", _D, "deletes volumes or images ({name} {sub} {word})",
+        ["docker compose down -v", "docker-compose down --rmi all", "docker compose -f c.yml down --volumes"],
+        ["docker compose down"], sub=("compose down", "down"), flags=("-v", "--volumes", "--rmi")),
+    row("changes containers or images", _D, "changes containers or images ({name} {sub})",
+        ["docker rm -f web", "docker system prune -af", "docker volume rm data", "docker stop web", "podman kill web"],
+        ["docker ps -a", "docker compose down"], sub=(*_BREAKS, *(f"* {b}" for b in _BREAKS))),
+    row("reads", _D, "", ["docker ps -a", "docker images", "docker inspect web", "docker compose logs"],
+        ["docker build -t app ."], verdict=Danger.SAFE,
+        sub=(*_DOCKER_READS, *(f"{g} {r}" for g in _DOCKER_GROUPS for r in _DOCKER_READS))),
+    row("changes containers or images", _D, "changes containers or images ({name} {sub})",
+        ["docker service update web", "docker swarm init", "docker stack deploy -c s.yml x"], ["docker service ls"],
+        sub=tuple(f"{g} *" for g in ("service", "stack", "swarm", "node", "secret"))),
+    row("changes containers or images", _D, "runs a privileged container ({name} {sub} {word})",
+        ["docker run --privileged ubuntu", "docker run --pid host ubuntu", "podman run --cap-add=ALL x"],
+        ["docker run --rm app pytest"], sub=("run", "create", "container run", "container create", "compose run", "exec"),
+        pattern=r"(?:^| )--(?:privileged|(?:pid|userns|ipc)[= ]host|cap-add|device|security-opt[= ]\S*unconfined)\S*"),
+]
+
+# kubectl: reads run unasked, a dry run and port-forward in the sandbox, the rest changes the cluster.
+KUBECTL: list[Row] = [
+    row("reads", "kubectl", "", ["kubectl get pods -n prod", "kubectl -n prod logs deploy/web",
+                                 "kubectl describe pod web", "kubectl logs deploy/web"],
+        ["kubectl delete pod x"], verdict=Danger.SAFE, sub=tuple("""get describe logs top explain version api-resources
+        api-versions cluster-info events wait diff completion help options kustomize""".split())),
+    row("reads", "kubectl", "", ["kubectl", "kubectl config view", "kubectl auth can-i get pods"],
+        ["kubectl config set-context x"], verdict=Danger.SAFE,
+        pattern=r"^$|(?:^| )(?:config (?:view|get-contexts|current-context|get-clusters|get-users)|auth (?:can-i"
+                r"|whoami)|rollout (?:status|history))(?= |$)"),
+    row("runs in the sandbox", "kubectl", "", ["kubectl port-forward svc/web 8080:80", "kubectl apply -f x --dry-run=client"],
+        ["kubectl apply -f x --dry-run=none"], verdict=Danger.MODERATE, sub=("port-forward", "proxy")),
+    row("runs in the sandbox", "kubectl", "", ["kubectl apply -f x --dry-run=client", "kubectl delete pod x --dry-run"],
+        ["kubectl apply -f x --dry-run=none"], verdict=Danger.MODERATE, pattern=r"(?:^| )--dry-run(?!=none)(?==| |$)"),
+    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {word})",
+        ["kubectl rollout restart deploy/web", "kubectl config set-context x"], ["kubectl rollout status deploy/web"],
+        sub=("rollout", "config", "auth", "certificate"), pattern=r"(?:rollout|config|auth|certificate) \S+"),
+    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {sub})",
+        ["kubectl delete namespace prod", "kubectl -n prod apply -f deploy.yaml", "kubectl exec -it web -- sh",
+         "kubectl scale deploy web --replicas=0"],
+        ["kubectl get pods"]),
+]
 
 
-def _cloud(c: Call) -> Verdict:
-    """gcloud, az, doctl, eksctl: the first word that is a verb decides."""
-    words = opts(c.args).texts()
-    for i, word in enumerate(words):
-        if word in _CLOUD_WRITES or re.match(r"(add|remove|set|delete|create|update)-", word):
-            return _infra(c, " ".join(words[: i + 1]))
-        if word in ("list", "describe", "show", "get", "info", "version", "help") or word.startswith("list-"):
-            return SAFE
-    return MODERATE
-
-
-def _aws(c: Call) -> Verdict:
-    words = opts(c.args, long=("--profile", "--region", "--output", "--endpoint-url", "--query", "--color",
-                                "--ca-bundle", "--cli-read-timeout", "--cli-connect-timeout",
-                                "--cli-binary-format")).texts()
-    if len(words) < 2 or words[0] == "help" or words[1] in ("help", "wait"):
-        return SAFE
-    service, op = words[0], words[1]
-    if op.startswith(("describe-", "list-", "get-")) or (service, op) in (("s3", "ls"), ("configure", "list")):
-        return SAFE
-    return _infra(c, f"{service} {op}")
-
-
-_DOCKER_GROUPS = frozenset(
-    """container image volume network system builder buildx context plugin secret service stack swarm node config
-    trust manifest compose""".split()
-)
-_DOCKER_READS = frozenset(
-    """ps images inspect logs version info history top port stats search diff events ls list df show config
-    services""".split()
-)
-_DOCKER_BREAKS = frozenset({"rm", "rmi", "kill", "stop", "prune", "leave", "down", "remove"})
-_DOCKER_PRIVILEGE = re.compile(
-    r"^--(privileged|pid=host|userns=host|ipc=host|cap-add|device|security-opt=\S*unconfined)", re.I
-)
-
-
-def _docker(c: Call) -> Verdict:
-    top = opts(c.args, "Hcl", ("--host", "--context", "--config", "--log-level"), posix=True)
-    words = [w.text or "" for w in top.pos]
-    if c.name == "docker-compose":
-        words = ["compose", *words]
-    if not words:
-        return SAFE
-    group = words[0] if words[0] in _DOCKER_GROUPS else ""
-    rest = words[1:] if group else words
-    args = top.pos[1:]
-    verb = next((w for w in rest if not w.startswith("-")), "")
-    named = " ".join(filter(None, [c.name, "" if c.name == "docker-compose" else group, verb]))
-    if verb == "push" or "--push" in rest:
-        return bad(f"publishes an image ({named})")
-    if group == "compose" and verb == "down" and any(w in ("-v", "--volumes", "--rmi") for w in rest):
-        return bad(f"deletes volumes or images ({named} -v)")
-    if verb in _DOCKER_BREAKS and not (group == "compose" and verb == "down"):
-        return bad(f"changes containers or images ({named})")
-    if group in ("service", "stack", "swarm", "node", "secret") and verb not in _DOCKER_READS:
-        return bad(f"changes containers or images ({named})")
-    if verb in ("run", "create") or (group == "compose" and verb == "run"):
-        return _container_run(c, args, named)
-    if verb in ("ps", "logs", "ls") or (verb in _DOCKER_READS and group != "compose"):
-        return SAFE
-    return MODERATE
-
-
-def _container_run(c: Call, args: Sequence[Word], named: str) -> Verdict:
+def _docker(c: Call) -> Verdict | None:
+    """``docker run -v /:/host``: a mount of a host path outside the workspace (the rest is rows)."""
+    top = opts(c.args, *VALUE_OPTIONS["docker"], posix=True)
+    words = ([] if c.name == "docker-compose" else ["-"]) + [w.text or "" for w in top.pos]
+    if words[1:2] in (["container"], ["compose"]):
+        words = words[1:]
+    if words[1:2] not in (["run"], ["create"]):
+        return None
+    args = top.pos[len(words) - len(top.pos) :]
     for i, w in enumerate(args):
-        text = w.text or ""
-        if _DOCKER_PRIVILEGE.match(text) or (text in ("--pid", "--userns", "--ipc") and i + 1 < len(args)
-                                             and args[i + 1].text == "host"):
-            return bad(f"runs a privileged container ({named} {shorten(text)})")
-        mount = None
+        text, mount = w.text or "", None
         if text in ("-v", "--volume", "--mount") and i + 1 < len(args):
             mount = args[i + 1]
         elif text.startswith(("--volume=", "--mount=")) or (text.startswith("-v") and len(text) > 2):
             mount = Word(text.split("=", 1)[1] if "=" in text[:9] else text[2:], w.raw)
-        if mount is None:
-            continue
-        spec = mount.text if mount.text is not None else mount.raw
+        spec = "" if mount is None else mount.text if mount.text is not None else mount.raw
         source = re.search(r"(?:^|,)(?:source|src)=([^,]+)", spec) if "=" in spec else None
         host = source.group(1) if source else spec.split(":", 1)[0] if ":" in spec else ""
-        if host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
-            probe = Word(None if mount.text is None else host, host)
-            if c.outside(probe):
-                return bad(f"mounts a host path outside the workspace ({named} -v {shorten(host)})")
+        if mount is not None and host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
+            if c.outside(Word(None if mount.text is None else host, host)):
+                return bad(f"mounts a host path outside the workspace ({c.name} {words[1]} -v {shorten(host)})")
     return MODERATE
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
-RULES: dict[str, Callable[[Call], Verdict]] = {
-    "git": _git, "aws": _aws, **dict.fromkeys(("gcloud", "az", "doctl", "eksctl"), _cloud),
-    "flyctl": _read_or_infra(), "heroku": _read_or_infra({"apps", "ps", "config", "addons", "domains", "login"}),
-    "vault": _read_or_infra({"login", "path-help"}), **dict.fromkeys(("docker", "docker-compose"), _docker),
-}
+RULES: dict[str, Callable[[Call], Verdict | None]] = {"git": _git, "docker": _docker, "docker-compose": _docker}

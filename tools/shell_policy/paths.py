@@ -11,10 +11,13 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Protocol
 
+from tools.base import Danger
 from tools.control_paths import named
+from tools.shell_policy.rows import Row, row
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad
 
 # Home in all its spellings; /home/<user> and /root are someone's home too.
@@ -41,6 +44,26 @@ _SECRET_FILES = tuple(
 # run in place of commands.
 RELATIVE_PATH = r"(?:^| )PATH=(?:[^ ]*:)?(?:(?=:|$| )|[^/~$: ]|\$(?!\{?(?:PATH|HOME)\b))"
 _NOT_SECRET = re.compile(r"\.pub$|^known_hosts")
+
+_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+HERE = re.compile(r'^"?(\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)"?(/|$)')
+
+
+def is_sink(w: Word) -> bool:
+    return w.text is not None and (w.text in _SINKS or w.text.startswith("/dev/fd/"))
+
+
+@dataclass
+class Written:
+    """A file the line writes: what it put there when it shows it, and how (for reasons)."""
+
+    content: str | None
+    how: str  # "redirection to", "curl -o", "chmod"
+
+
+def path_key(w: Word) -> str | None:
+    """A written or run path as one spelling (``./x.sh`` is ``x.sh``)."""
+    return posixpath.normpath(w.text) if w.text else None
 
 
 def path_of(w: Word) -> str | None:
@@ -210,3 +233,20 @@ def keeps_mode(c: Command, sources: Sequence[Word]) -> Verdict:
             return bad(f"copies an outside file with its mode, setuid bits included ({c.name} {keeping[0]} "
                         f"{source.show})")
     return MODERATE
+
+
+ACCOUNTS = """useradd adduser usermod userdel deluser groupadd addgroup groupmod groupdel delgroup passwd chpasswd
+    chage chsh chfn gpasswd newusers vipw vigr visudo pwconv grpconv"""
+# Accounts and privileges: every change asks; a second root account and setcap say so.
+ACCOUNT_ROWS: list[Row] = [
+    row("changes accounts or privileges", "useradd usermod adduser", "creates or makes a second root account ({name} {word})",
+        ["useradd -o -u 0 x", "usermod -u 0 bob", "useradd -ou 0 -g 0 toor", "useradd --uid=000 x"], ["useradd -u 1000 bob"],
+        pattern=r"(?:^| )(?:-[a-zA-Z]*u ?|--uid[= ])0+(?= |$)"),
+    row("changes accounts or privileges", "setcap", "gives a program privileges ({name})",
+        ["setcap cap_setuid+ep ./x", "setcap -r ./x"], ["getcap ./x"]),
+    row("runs in the sandbox", "passwd", "", ["passwd -S bob", "passwd --status"], ["passwd -S -l bob", "passwd root"],
+        verdict=Danger.MODERATE, pattern=r"^(?:-S|--status)(?: [^-]\S*)?$"),
+    row("changes accounts or privileges", ACCOUNTS, "changes accounts or passwords ({name})",
+        ["useradd bob", "adduser --disabled-password eve", "groupdel staff", "usermod -aG sudo bob", "userdel bob",
+         "groupadd g", "passwd root", "chpasswd < users.txt", "visudo"], ["id bob", "passwd -S bob"]),
+]

@@ -4,7 +4,8 @@ the rules load (as Codex's ``execpolicy`` does), so adding a rule is one row wit
 to it and a wrong row fails the import instead of letting a command through.
 
 A row matches a simple command when its program is one of ``programs`` (after ``canonical``),
-its first operand is one of ``sub`` (when given), and one of ``flags`` is given or ``pattern``
+its first operands are one of ``sub`` (when given: words, each may be a glob, ``"stash drop"``,
+``"* describe-*"``), and one of ``flags`` is given or ``pattern``
 is found in its arguments (when either is given). ``wraps`` makes a row a wrapper: the rest of
 the words after its options (and ``wraps.skip`` operands) are judged as the command it runs.
 """
@@ -12,12 +13,19 @@ the words after its options (and ``wraps.skip`` operands) are judged as the comm
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from tools.base import Danger
 from tools.shell_policy.words import Verdict, Word, opts
+
+if TYPE_CHECKING:
+    from tools.shell_policy.walk import Call
+
+Check = Callable[["Call", Word], Verdict]
 
 # Options that take a value, per program, so that a row finds the subcommand after them
 # (``git -C repo push``: the subcommand is ``push``).
@@ -35,6 +43,12 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "helm": ("nf", ("--namespace", "--kube-context", "--kubeconfig", "--values", "--set", "--version", "--repo")),
     "pulumi": ("sC", ("--stack", "--cwd")),
     "gh": ("R", ("--repo",)),
+    "uv": ("p", ("--python", "--project", "--directory")),
+    "docker": ("Hclfp", ("--host", "--context", "--config", "--log-level", "--file", "--project-name", "--env-file")),
+    "docker-compose": ("fp", ("--file", "--project-name", "--env-file")),
+    "aws": ("", ("--profile", "--region", "--output", "--endpoint-url", "--query", "--color", "--ca-bundle",
+                 "--cli-read-timeout", "--cli-connect-timeout", "--cli-binary-format")),
+    **dict.fromkeys(("heroku", "flyctl", "vault"), ("ac", ("--app", "--config", "--address", "--namespace"))),
     "kubectl": ("nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user", "--token",
                             "--selector", "--output", "--filename", "--container", "--as", "--as-group")),
 }
@@ -87,10 +101,14 @@ class Row:
         if program not in self.programs:
             return None
         short, long = VALUE_OPTIONS.get(program, ("", ()))
-        operands = opts(args, short, long, posix=True).texts()
-        if self.sub and (not operands or operands[0] not in self.sub):
-            return None
+        top = opts(args, short, long, posix=True).pos
+        operands = [w.text or "" for w in top[:1] + opts(top[1:], short, long).pos]
         sub = operands[0] if operands else ""
+        if self.sub:
+            path = next((p.split() for p in self.sub if words_match(p.split(), operands)), None)
+            if path is None:
+                return None
+            sub = " ".join(operands[: len(path)])
         if not self.flags and not self.pattern:
             return sub, ""
         found = self.marks(args)
@@ -98,6 +116,11 @@ class Row:
 
     def shown(self, name: str, sub: str, word: str) -> str:
         return " ".join(self.reason.format(name=name, sub=sub, word=word).split()).replace(" )", ")")
+
+
+def words_match(path: Sequence[str], operands: Sequence[str]) -> bool:
+    """Whether the first operands are ``path``, a word each, each may be a glob (``* describe-*``)."""
+    return len(operands) >= len(path) and all(fnmatchcase(o, p) for o, p in zip(operands, path, strict=False))
 
 
 def flag_given(text: str, flag: str) -> bool:
@@ -153,3 +176,15 @@ def readme_table(rows: Iterable[Row]) -> str:
         lines.append(f"| {kind} | {shown} | {decides} | {cell} | "
                      + ", ".join(f"`{e}`".replace("|", "\\|") for e in counter) + " |")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Table:
+    """What ``evaluate`` looks a program up in: the checks every command passes; the code for a
+    program, whose asking stands; else the first of its rows that matches; else whether it only
+    reads (else MODERATE)."""
+
+    rules: Mapping[str, Callable[[Call], Verdict | None]]
+    read_only: frozenset[str]
+    checks: Sequence[Check] = ()
+    rows: Mapping[str, Sequence[Row]] = field(default_factory=dict)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.base import Danger
-from tools.shell_policy.paths import is_secret
-from tools.shell_policy.walk import HERE, Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, path_key, shorten, worse
+from tools.shell_policy.paths import HERE, is_secret, path_key
+from tools.shell_policy.walk import Call
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, shorten, worse
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
 SHOW_LINES = 40
@@ -147,26 +147,6 @@ def _by_shebang(c: Call) -> Judge:
         return inline_code(via, text, lang) if lang in _LANGS else bad(f"runs a script the gate can't read ({via})")
 
     return judge
-
-
-def input_as_code(c: Call, words: list[Word], via: str, placeholder: str | None) -> Verdict | None:
-    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
-    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
-    head = words[0].text if words else None
-    if head is None:
-        return None
-    if placeholder and placeholder in head:
-        return bad(f"runs what it reads as commands ({via} {words[0].show})")
-    if os.path.basename(head) not in SHELLS:
-        return None
-    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
-    if not o.has("-c"):
-        scripts = "".join(" " + w.show for w in o.pos[:1])
-        return bad(f"runs the scripts it finds ({via} {words[0].show}{scripts})")
-    code = o.pos[0].text if o.pos else None
-    if placeholder and (code is None or placeholder in code):
-        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
-    return None
 
 
 _CODE_RISKS: list[tuple[str, re.Pattern[str], frozenset[str] | None]] = [
@@ -298,17 +278,6 @@ def _deno(c: Call) -> Verdict:
     return MODERATE
 
 
-def _awk(c: Call) -> Verdict:
-    o = opts(c.args, "Fvf", ("--field-separator", "--assign", "--file"))
-    if o.has("-f", "--file") or not o.pos:
-        return MODERATE
-    program = o.pos[0].text or ""
-    match = re.search(r">>?\s*\"((?:/(?!tmp/|dev/)|~|\.\./)[^\"]*)", program)
-    if match:
-        return bad(f"writes outside the workspace ({c.name} > {shorten(match.group(1))})")
-    return MODERATE
-
-
 def _perl_in_place(c: Call) -> Verdict:
     verdict = _interpreter(c)
     in_place = any(re.match(r"-\w*i", w.text or "") and not (w.text or "").startswith("--") for w in c.args)
@@ -322,5 +291,5 @@ def _perl_in_place(c: Call) -> Verdict:
 RULES: dict[str, Callable[[Call], Verdict]] = {
     **dict.fromkeys(SHELLS, _shell), "source": _source, ".": _source,
     **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
-    "perl": _perl_in_place, "deno": _deno, "awk": _awk,
+    "perl": _perl_in_place, "deno": _deno,
 }

@@ -17,10 +17,11 @@ import re
 
 import tree_sitter
 
+from tools.shell_policy import TABLE
 from tools.shell_policy.rows import VALUE_OPTIONS
-from tools.shell_policy.table import ROWS, TABLE
-from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, Call, Scan, parse
-from tools.shell_policy.words import SAFE, Verdict, Word, canonical, opts, word_of
+from tools.shell_policy.table import ROWS
+from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, Call, Scan
+from tools.shell_policy.words import SAFE, Verdict, Word, canonical, opts, parse, word_of
 
 DYNAMIC = "$?"  # a word built at run time: matches no rule word
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")

@@ -1,51 +1,17 @@
-"""The table: the rows (each with its examples, verified when the package is imported), the code
-for the programs rows can't describe, the checks every command passes, and the programs that
-only read. Code whose verdict asks stands; else the first row that matches decides; else the
-code's verdict; else SAFE for a program that only reads, MODERATE for the rest.
-
-Names are matched after ``canonical`` (``words.py``) maps aliases (``python3.12`` is ``python``,
-``podman`` is ``docker``). ``NO_CODE`` is the stricter table for running without a sandbox: SAFE
-there only for commands that cannot run other code.
+"""The rows of the gate, each with its examples (verified when the package is imported), in the
+order they are tried for a program; ``__init__.py`` puts them together with the code for what rows
+can't describe, the checks every command passes and the programs that only read. Code whose
+verdict asks stands; else the first row that matches decides; else the code's verdict; else SAFE
+for a program that only reads, MODERATE for the rest. Names are matched after ``canonical``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from tools.base import Danger
-from tools.shell_policy import infrastructure, scripts, services, wrappers, writes
-from tools.shell_policy.paths import RELATIVE_PATH, reads_secret
-from tools.shell_policy.rows import Row, Wraps, by_program, row
-from tools.shell_policy.scripts import by_path
-from tools.shell_policy.services import sends_runtime, venv_install
-from tools.shell_policy.walk import Call, Table
-from tools.shell_policy.words import MODERATE, SAFE, Verdict
-from tools.shell_policy.wrappers import command_variables
-
-READ_ONLY = frozenset(
-    """
-    ls ll dir vdir cat tac head tail wc grep ag ack pwd echo printf stat file du df which whereis type
-    whoami id groups uname printenv diff cmp comm cut tr jq less more most bat sha1sum sha224sum sha256sum
-    sha384sum sha512sum md5sum b2sum cksum sum basename dirname realpath readlink true false test [ seq column
-    nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
-    pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
-    dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
-    history sysctl
-    """.split()
-)
-
-
-RULES: dict[str, Callable[[Call], Verdict]] = {
-    **wrappers.RULES, **scripts.RULES, **writes.RULES, **services.RULES, **infrastructure.RULES,
-}
-
-# Every command, whatever its program: secret files named, scripts run by path, run-time values in a
-# network lookup or request, variables naming a command to run, installs into the workspace's venv.
-CHECKS = (reads_secret, by_path, sends_runtime, command_variables, venv_install)
+from tools.shell_policy import infrastructure, paths, services, wrappers
+from tools.shell_policy.rows import Row, row
 
 RUNS_BY_OPTION = "runs another program"
-RENAMES = "changes what a command name runs"
-_W = Wraps
 _M, _S = Danger.MODERATE, Danger.SAFE
 DISKS = """mkfs fsck fdisk sfdisk gdisk cfdisk parted partprobe mount umount swapon swapoff wipefs losetup mkswap
     blkdiscard cryptsetup tune2fs resize2fs e2fsck lvremove vgremove pvremove lvcreate mdadm zpool"""
@@ -56,7 +22,8 @@ ROWS: list[Row] = [
     # Programs that run other programs by an option: one row each.
     row("runs another program by option", "tar", RUNS_BY_OPTION + " ({name} {word})",
         ["tar --checkpoint=1 --checkpoint-action=exec='rm -f x' -cf /dev/null x", "tar -I 'sh -c x' -cf a.tar src",
-         "tar --to-command='rm x' -xf a.tar", "tar --use-compress-program=./z -cf a.tar src", "tar -F ./next -cf a.tar x",
+         "tar --to-command='rm x' -xf a.tar", "tar --use-compress-program=./z -cf a.tar src",
+         "tar -F ./next -cf a.tar x",
          "tar --checkpoint=1 --checkpoint-a=exec=id -cf /dev/null x", "tar --use-comp=./z -cf a.tar src"],
         ["tar -czf a.tgz src", "tar -xf a.tar", "tar --checkpoint=10 -cf a.tar src"], flags=("-I", "-F"),
         # getopt takes any unambiguous abbreviation of a long option: --checkpoint-a is --checkpoint-action
@@ -80,69 +47,37 @@ ROWS: list[Row] = [
         ["make -f - all", "echo 'all:;rm -rf x' | make -f -", "make --eval='x:=$(shell id)'", "make --fil=- all"],
         ["make -f Makefile.ci test", "make -j4 test"],
         pattern=r"(?:^| )(?:-f ?|--f[\w-]*[= ]|--mak[\w-]*[= ])(?:-|/dev/stdin)(?= |$)|(?:^| )(?:--ev[\w-]*|-E)(?:=| |$)"),
-    row("runs in the sandbox", "make gmake", "", ["make", "make -j4 test"], ["make -f - all", "make --version"],
+    row("runs in the sandbox", "make gmake", "", ["make", "make -j2", "make -j4 test"], ["make -f - all", "make --version"],
         verdict=_M),
-    row("runs another program by option", "git", RUNS_BY_OPTION + " ({name} {word})",
-        ["git fetch --upload-pack='rm -rf x' origin", "git push --receive-pack='rm x' origin main",
-         "git -c core.quotepath=off status", "git archive --remote=r --exec=x HEAD", "git fetch --upload-pa=./x origin"],
-        ["git fetch origin", "git status", "git -c color.ui=auto log"],
-        pattern=r"(?:^| )--(?:upload-p|receive-p|exec)[\w-]*(?:=| )\S*|(?:^| )-c ?core\.\S*"),
-    row("runs another program by option", "git", RUNS_BY_OPTION + " on each file ({name} {sub} {word})",
-        ["git difftool -x 'rm -rf x' HEAD", "git difftool --extcmd=x HEAD~1", "git mergetool --extcmd=./m"],
-        ["git difftool HEAD", "git diff -x"], sub=("difftool", "mergetool"), flags=("-x",), pattern=r"(?:^| )--extc[\w-]*"),
     row("runs another program by option", "awk", "runs commands from awk code ({name} {word})",
         ["awk 'BEGIN{system(\"rm -rf x\")}'", "awk '{print | \"sh\"}' cmds.txt", "awk 'BEGIN{\"id\" | getline x}'"],
         ["awk '{print $1}' notes.txt", "awk -F: '{print $2}' /etc/passwd"],
         pattern=r"system\s*\(|\|\s*getline|\|&|print[^;}]*\|\s*\""),
+    row("writes outside the workspace", "awk", "writes outside the workspace ({name} > {word})",
+        ["awk '{print > \"/etc/x\"}' f", "gawk '{print >> \"~/.x\"}' f"], ["awk '{print > \"out.txt\"}' f"],
+        pattern=r"(?:(?<=>\")|(?<=> \"))(?:/(?!tmp/|dev/)|~|\.\./)[^\"]*"),
     row("runs another program by option", "sort", RUNS_BY_OPTION + " ({name} {word})",
         ["sort --compress-program=./z big.txt", "sort --compress-program gzip big.txt", "sort --compress=./z big.txt"],
         ["sort big.txt", "sort --check big.txt"], pattern=r"(?:^| )--com[\w-]*"),
-    # What a command name runs: a hashed path, an alias, a disabled builtin, a relative PATH.
-    row("changes what a name runs", "hash", RENAMES + " ({name} {word})",
-        ["hash -p /bin/rm ls", "hash -p ./x ls"], ["hash -r", "hash"], flags=("-p",)),
-    row("changes what a name runs", "alias", RENAMES + " ({name})",
-        ["alias ls='rm -rf x'", "alias g=git ll='ls -l'"], ["alias", "alias ll"], pattern="="),
-    row("changes what a name runs", "enable", RENAMES + " ({name} {word})",
-        ["enable -n echo", "enable -f ./x.so x"], ["enable -p", "enable"], flags=("-n", "-f", "-d")),
-    row("changes what a name runs", "export declare typeset readonly local", RENAMES + " ({name} {word})",
-        ["export PATH=.:$PATH", "declare -x PATH=bin", "export PATH=/usr/bin:"],
-        ["export PATH=/usr/local/bin:$PATH", "export FOO=1"], pattern=RELATIVE_PATH),
-    # Wrappers: the command after their options is judged as if it ran alone.
-    *(row("wrapper", name, "", [f"{name} {pre}rm -rf x", f"{name} {pre}git push"], [f"{name} {pre}ls"],
-          wraps=wraps) for name, pre, wraps in (
-        ("nohup", "", _W(via=False)), ("nice", "-n 10 ", _W("n", ("--adjustment",), via=False)),
-        ("stdbuf", "-oL ", _W("ioe", ("--input", "--output", "--error"), via=False)),
-        ("builtin", "", _W(via=False)), ("time", "-o t.txt ", _W("of", ("--output", "--format"), via=False)),
-        ("setsid", "", _W(via=False)), ("chronic", "", _W(via=False)), ("unbuffer", "", _W(via=False)),
-        ("coproc", "", _W(via=False)), ("busybox", "", _W(via=False)), ("exec", "", _W("a", via=False)),
-        ("ionice", "-c3 ", _W("cnp", ("--class", "--classdata", "--pid"), via=False)),
-        ("timeout", "-s KILL 10 ", _W("sk", ("--signal", "--kill-after"), skip=1, via=False)),
-        ("taskset", "-c 0 ", _W(skip=1, floor=_M)), ("chrt", "10 ", _W(skip=1, floor=_M)),
-        ("numactl", "--cpunodebind=0 ", _W(floor=_M)), ("unshare", "-r ", _W(floor=_M)), ("fakeroot", "", _W(floor=_M)),
-        ("firejail", "", _W(floor=_M)), ("catchsegv", "", _W(floor=_M)), ("dbus-run-session", "", _W(floor=_M)),
-        ("strace", "-o t.txt ", _W("oeEpsuabIOSXP", floor=_M)), ("ltrace", "-o t.txt ", _W("oeEpsuaAnS", floor=_M)),
-        ("valgrind", "", _W(floor=_M)),
-        ("xvfb-run", "-a ", _W("snfepw", ("--server-args", "--server-num", "--auth-file", "--error-file"), floor=_M)),
-        ("prlimit", "--nproc=64 ", _W("p", ("--pid", "--output"), floor=_M)),
-        ("setarch", "x86_64 -R ", _W(skip=1, floor=_M)), ("linux32", "", _W(floor=_M)), ("linux64", "", _W(floor=_M)),
-        ("setpriv", "--no-new-privs ", _W(long=("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid",
-                                                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
-                                                 "--securebits", "--pdeathsig", "--selinux-label",
-                                                 "--apparmor-profile"), floor=_M)),
-        ("choom", "-n 100 -- ", _W("np", ("--adjust", "--pid"), floor=_M)),
-    )),
+    *wrappers.RENAMING,
+    *paths.ACCOUNT_ROWS,
+    *wrappers.WRAPPERS,
     # Disks, owners, the machine and its services, scheduled jobs.
     row("reads", "mount", "", ["mount", "mount | grep sda"], ["mount /dev/sdb1 /mnt"], pattern="^$", verdict=_S),
     row("changes disks or filesystems", DISKS, "changes disks or filesystems ({name})",
-        ["mkfs.ext4 /dev/sdb1", "umount /mnt", "fdisk /dev/sda", "mount /dev/sdb1 /mnt"], ["mount", "lsblk"]),
+        ["mkfs.ext4 /dev/sdb1",
+         "wipefs -a /dev/sdb", "umount /mnt", "fdisk /dev/sda", "mount /dev/sdb1 /mnt"], ["mount", "lsblk"]),
     row("changes permissions or owners", "chown chgrp setfacl chattr", "changes owners or permissions ({name})",
-        ["chown user file", "chattr +i notes.txt", "setfacl -m u:bob:rw x"], ["chmod 644 notes.txt"]),
+        ["chown user file",
+         "chgrp staff file", "setfacl -m u:bob:rw file", "chattr +i notes.txt",
+         "setfacl -m u:bob:rw x"], ["chmod 644 notes.txt"]),
     row("reads", "systemctl service", "", ["systemctl status nginx", "service nginx status", "systemctl"],
         ["systemctl restart nginx"], verdict=_S,
         pattern=r"^(?:-\S* )*(?:status|show|list-units|list-unit-files|list-timers|list-sockets|list-dependencies"
                 r"|is-active|is-enabled|is-failed|cat|help)(?: |$)|^\S+ status$|--status-all|^$"),
     row("controls the machine", MACHINE, "controls the machine or its services ({name})",
-        ["shutdown -h now", "systemctl restart nginx", "service nginx stop", "pkill -f worker", "iptables -F"],
+        ["shutdown -h now",
+         "reboot", "killall python", "systemctl restart nginx", "service nginx stop", "pkill -f worker", "iptables -F"],
         ["systemctl status nginx", "pgrep worker"]),
     row("controls the machine", "sysctl", "controls the machine or its services ({name})",
         ["sysctl -w vm.swappiness=10", "sysctl vm.swappiness=10", "sysctl -p"], ["sysctl -a", "sysctl vm.swappiness"],
@@ -159,18 +94,27 @@ ROWS: list[Row] = [
         flags=("-l", "-c", "-d", "-r")),
     row("writes where code runs later", "at batch", "schedules a job to run later ({name})",
         ["at now + 1 minute", "batch < job.txt", "at -f job.sh noon"], ["at -l"]),
+    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name} {word})", ["crontab -r", "crontab -lr"],
+        ["crontab -l"], flags=("-r",)),
+    row("reads", "crontab", "", ["crontab -l", "crontab -u bob -l"], ["crontab -e"], verdict=Danger.SAFE, flags=("-l",)),
+    row("changes scheduled jobs", "crontab", "changes scheduled jobs ({name})",
+        ["crontab -e", "crontab jobs.txt", "crontab -l | { cat; echo '* * * * * x'; } | crontab -"], ["crontab -l"]),
     row("runs as another user", "sudo su doas pkexec run0 runuser sg", "runs as another user ({name})",
-        ["sudo apt update", "su -c id bob", "doas ls"], ["sudo --version"]),
+        ["sudo apt update", "runuser -u bob ls", "doas reboot", "su -c 'ls' root", "pkexec visudo", "su -c id bob",
+         "doas ls"], ["sudo --version"]),
     row("reads a secret file", "getent", "reads a secret file ({name} {sub})", ["getent shadow", "getent gshadow root"],
         ["getent hosts x.example"], sub=("shadow", "gshadow")),
-    row("deletes", "shred", "destroys files ({name})", ["shred -u key.pem", "srm old.txt"], ["shred --help"]),
+    row("deletes", "shred", "destroys files ({name})", ["shred -u key.pem",
+                                                        "shred -u secret.txt", "srm secret.txt",
+                                                        "srm old.txt"], ["shred --help"]),
     row("deletes", "trash-empty trash-rm", "empties the trash ({name})", ["trash-empty", "trash-rm '*.log'"],
         ["trash-list"]),
     row("rewrites or pushes history", "hg", "pushes to a remote ({name} {sub})", ["hg push", "hg -R repo push"],
         ["hg pull"], sub=("push",)),
     row("rewrites or pushes history", "hg", "rewrites history ({name} {sub})", ["hg strip 3", "hg histedit 1"],
         ["hg log"], sub=("strip", "rollback", "histedit", "prune")),
-    row("rewrites or pushes history", "svn", "commits to a remote ({name} {sub})", ["svn commit -m 'release'", "svn ci"],
+    row("rewrites or pushes history", "svn", "commits to a remote ({name} {sub})", ["svn commit -m 'release'",
+        "svn ci"],
         ["svn update"], sub=("commit", "ci", "import")),
     row("rewrites or pushes history", "svn", "changes a remote repository ({name} {sub})",
         ["svn delete https://svn.x.example/r/x -m y", "svn mkdir svn://x.example/r/d"], ["svn delete local.txt"],
@@ -185,11 +129,16 @@ ROWS: list[Row] = [
         flags=("-c", "--clean")),
     # The network: remote shells, transfers, mail.
     row("sends data over the network", "nc", "opens a raw network connection ({name})",
-        ["nc x.example 80", "socat - TCP:x.example:80", "telnet x.example"], ["ping -c1 x.example"]),
-    row("sends data over the network", "ssh", "runs commands on a remote host ({name})", ["ssh host", "ssh -i key host ls"],
+        ["nc x.example 80",
+         "nc -l 4444", "socat TCP:x.example:80 -", "telnet host 25", "socat - TCP:x.example:80",
+         "telnet x.example"], ["ping -c1 x.example"]),
+    row("sends data over the network", "ssh", "runs commands on a remote host ({name})", ["ssh host",
+                                                                                          "ssh host 'ls'",
+                                                                                          "ssh -i key host ls"],
         ["ssh-keygen -l -f key.pub"]),
     row("sends data over the network", "scp", "copies files to or from a remote host ({name})",
-        ["scp f host:", "scp host:f ."], ["cp f g"]),
+        ["scp f host:",
+         "scp secrets.txt host:/tmp/", "scp host:f ."], ["cp f g"]),
     row("sends data over the network", "sftp ftp lftp tftp", "transfers files over the network ({name})",
         ["sftp host", "ftp x.example"], ["ls"]),
     row("sends data over the network", "mail", "sends email ({name})",
@@ -202,12 +151,14 @@ ROWS: list[Row] = [
         sub=("copy", "copyto", "copyurl", "rcat", "mkdir", "touch", "bisync", "serve", "mount")),
     # System packages.
     row("installs system packages", "apt apt-get aptitude yum dnf brew zypper apk snap flatpak port pkg",
-        "installs or removes system packages ({name} {word})",
-        ["apt-get install -y vim", "brew install wget", "apk del x"], ["apt list --installed", "brew info wget"],
+        "installs or removes system packages ({name} {word})", ["apt-get install -y vim",
+         "yum remove httpd", "snap install code", "apk add curl", "brew install wget",
+         "apk del x"], ["apt list --installed", "brew info wget"],
         pattern=r"(?:^| )(?:install|remove|purge|erase|uninstall|upgrade|dist-upgrade|full-upgrade|autoremove"
                 r"|reinstall|add|del|refresh|downgrade)(?= |$)"),
     row("installs system packages", "yum dnf zypper flatpak", "installs or removes system packages ({name} {word})",
-        ["yum update", "dnf update -y"], ["yum list"], pattern=r"(?:^| )update(?= |$)"),
+        ["yum update",
+         "dnf update", "dnf update -y"], ["yum list"], pattern=r"(?:^| )update(?= |$)"),
     row("installs system packages", "pacman yay paru", "installs or removes system packages ({name} {word})",
         ["pacman -Syu", "pacman -R x", "yay -S x"], ["pacman -Ss x", "pacman -Q"],
         pattern=r"(?:^| )-(?:[RU]\S*|S(?![^ ]*[silgp])\S*)"),
@@ -219,7 +170,9 @@ ROWS: list[Row] = [
         ["emerge vim", "emerge -av x"], ["emerge --info"], pattern=r"(?:^| )[^-\s]\S*"),
     # Publishing, and installs outside the workspace.
     row("publishes a package", "npm yarn pnpm cargo poetry flit hatch lerna vsce ovsx changeset",
-        "publishes a package ({name} {sub})", ["npm publish --access public", "cargo publish", "yarn publish"],
+        "publishes a package ({name} {sub})", ["npm publish --access public",
+                                               "pnpm publish", "poetry publish --build", "flit publish",
+                                               "hatch publish", "cargo publish", "yarn publish"],
         ["npm pack", "cargo build"], sub=("publish", "unpublish")),
     row("publishes a package", "twine gem nuget", "publishes a package ({name} {sub})",
         ["twine upload dist/*", "gem push app-1.0.gem", "nuget push x.nupkg"], ["gem build x.gemspec"],
@@ -249,20 +202,23 @@ ROWS: list[Row] = [
         ["helm upgrade --install app ./chart", "helm uninstall app", "helm -n prod rollback app 1"], ["helm list -A"],
         sub=("install", "upgrade", "uninstall", "delete", "del", "un", "rollback", "push", "test")),
     row("reads", "helm", "", ["helm list -A", "helm template ./chart", "helm status app"], ["helm repo add x u"],
-        verdict=_S, sub=("list", "ls", "status", "get", "history", "hist", "show", "inspect", "search", "version", "env",
-                         "template", "lint", "verify")),
+        verdict=_S, sub=("list", "ls", "status", "get", "history", "hist", "show", "inspect", "search", "version",
+                         "env", "template", "lint", "verify")),
     row("changes infrastructure", "terraform", "changes infrastructure ({name} {sub})",
         ["terraform apply", "terraform destroy -auto-approve", "tofu import x y"], ["terraform plan"],
         sub=("apply", "destroy", "import", "taint", "untaint", "refresh", "force-unlock")),
     row("changes infrastructure", "terraform", "changes infrastructure ({name} {word})",
-        ["terraform state rm x", "terragrunt run-all apply", "terraform workspace delete dev"], ["terraform state list"],
+        ["terraform state rm x",
+         "tofu state rm aws_instance.web", "terragrunt run-all apply",
+         "terraform workspace delete dev"], ["terraform state list"],
         pattern=r"(?:^| )(?:state (?:rm|mv|push|replace-provider)|workspace delete|run-all (?:apply|destroy))(?= |$)"),
     row("changes infrastructure", "terraform", "changes infrastructure ({name} {sub} {word})",
         ["terraform plan -auto-approve", "terraform plan --auto-approve=true"], ["terraform plan"],
         flags=("-auto-approve", "--auto-approve")),
     row("reads", "terraform", "", ["terraform version", "tofu version"], ["terraform init"], verdict=_S,
         sub=("version",)),
-    row("changes infrastructure", "pulumi", "changes infrastructure ({name} {sub})", ["pulumi up --yes", "pulumi destroy"],
+    row("changes infrastructure", "pulumi", "changes infrastructure ({name} {sub})", ["pulumi up --yes",
+        "pulumi destroy"],
         ["pulumi preview"], sub=("up", "update", "destroy", "import", "refresh", "cancel")),
     row("changes infrastructure", "pulumi", "changes infrastructure ({name} {word})",
         ["pulumi stack rm dev", "pulumi state delete urn"], ["pulumi stack ls"],
@@ -273,9 +229,11 @@ ROWS: list[Row] = [
         ("cdk", "deploy destroy bootstrap"), ("sam", "deploy delete sync"), ("serverless", "deploy remove rollback"),
         ("eb", "deploy terminate create scale setenv restore swap"), ("firebase", "deploy delete disable"),
         ("argocd", "sync delete create set rollback terminate-op"))),
-    row("changes infrastructure", "vercel", "changes infrastructure ({name} {word})", ["vercel --prod", "vercel -A x --prod"],
+    row("changes infrastructure", "vercel", "changes infrastructure ({name} {word})", ["vercel --prod",
+        "vercel -A x --prod"],
         ["vercel dev"], flags=("--prod", "--production")),
-    row("changes infrastructure", "vercel", "changes infrastructure ({name} {sub})", ["vercel rm app", "vercel promote u"],
+    row("changes infrastructure", "vercel", "changes infrastructure ({name} {sub})", ["vercel rm app",
+        "vercel promote u"],
         ["vercel ls"], sub=("rm", "remove", "promote", "rollback")),
     row("changes infrastructure", "netlify", "changes infrastructure ({name} deploy --prod)",
         ["netlify deploy --prod", "netlify deploy -p"], ["netlify deploy"], sub=("deploy",), flags=("--prod", "-p")),
@@ -288,25 +246,9 @@ ROWS: list[Row] = [
         flags=("--syntax-check", "--list-hosts", "--list-tasks", "--list-tags")),
     row("sends data over the network", "ansible ansible-playbook", "runs commands on remote hosts ({name})",
         ["ansible-playbook -i hosts site.yml", "ansible all -m ping"], ["ansible-playbook --syntax-check site.yml"]),
-    row("reads", "kubectl", "", ["kubectl get pods -n prod", "kubectl -n prod logs deploy/web", "kubectl describe pod x"],
-        ["kubectl delete pod x"], verdict=_S, sub=tuple("""get describe logs top explain version api-resources
-        api-versions cluster-info events wait diff completion help options kustomize""".split())),
-    row("reads", "kubectl", "", ["kubectl", "kubectl config view", "kubectl auth can-i get pods"],
-        ["kubectl config set-context x"], verdict=_S,
-        pattern=r"^$|(?:^| )(?:config (?:view|get-contexts|current-context|get-clusters|get-users)|auth (?:can-i"
-                r"|whoami)|rollout (?:status|history))(?= |$)"),
-    row("runs in the sandbox", "kubectl", "", ["kubectl port-forward svc/web 8080:80", "kubectl apply -f x --dry-run=client"],
-        ["kubectl apply -f x --dry-run=none"], verdict=_M, sub=("port-forward", "proxy")),
-    row("runs in the sandbox", "kubectl", "", ["kubectl apply -f x --dry-run=client", "kubectl delete pod x --dry-run"],
-        ["kubectl apply -f x --dry-run=none"], verdict=_M, pattern=r"(?:^| )--dry-run(?!=none)(?==| |$)"),
-    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {word})",
-        ["kubectl rollout restart deploy/web", "kubectl config set-context x"], ["kubectl rollout status deploy/web"],
-        sub=("rollout", "config", "auth", "certificate"), pattern=r"(?:rollout|config|auth|certificate) \S+"),
-    row("changes infrastructure", "kubectl", "changes infrastructure ({name} {sub})",
-        ["kubectl delete namespace prod", "kubectl -n prod apply -f deploy.yaml", "kubectl exec -it web -- sh"],
-        ["kubectl get pods"]),
     row("sends data over the network", "gh", "sends data over the network ({name} api)",
-        ["gh api -X POST /repos/o/r/issues", "gh api repos/o/r/issues -f title=x"], ["gh api repos/o/r", "gh api -X GET x"],
+        ["gh api -X POST /repos/o/r/issues", "gh api repos/o/r/issues -f title=x"], ["gh api repos/o/r",
+         "gh api -X GET x"],
         sub=("api",), flags=("-f", "-F", "--field", "--raw-field", "--input"),
         pattern=r"(?:^| )(?:-X ?|--method[= ])(?!(?:GET|HEAD|OPTIONS|get|head|options)(?: |$))\S+"),
     row("publishes a package", "gh", "publishes a release ({name} {word})",
@@ -317,11 +259,13 @@ ROWS: list[Row] = [
         pattern=r"(?:^| )[a-z-]+ (?:create|delete|merge|close|reopen|comment|edit|review|ready|transfer|archive"
                 r"|unarchive|rename|sync|set|upload|run|rerun|cancel|enable|disable|lock|unlock|pin|unpin|fork)(?= |$)"),
     # Package installs run the packages' install scripts and put code where it runs later.
+    *services.PACKAGES,
     row("installs packages", "pip", "installs packages, whose code runs at install and at every import ({name} {sub})",
         ["pip install requests", "pip install -r requirements.txt", "python3 -m pip install x", "pip3 install -e ."],
         ["pip list", "pip show requests", "pip download x"], sub=("install",)),
     row("installs packages", "npm yarn pnpm", "installs packages, whose install scripts run ({name} {sub})",
-        ["npm install left-pad", "npm ci", "yarn add x", "pnpm install", "npm i"],
+        ["npm install left-pad",
+         "npm install", "npm ci", "yarn add x", "pnpm install", "npm i"],
         ["npm test", "npm run build", "npm ls"],
         sub=("install", "i", "in", "ci", "add", "update", "upgrade", "up", "isntall", "install-test", "it")),
     row("installs packages", "cargo gem go pipx bundle composer poetry",
@@ -332,11 +276,13 @@ ROWS: list[Row] = [
         sub=("install", "require", "add", "get", "inject")),
     # Must ask: deletes, empties or moves out what rewind cannot be asked about.
     row("deletes", "rm", "deletes recursively or by force ({name})",
-        ["rm -rf build", "rm -f notes.txt", "rm --recursive build", "rm -r -i build", "rm --rec build"], ["rm notes.txt", "rm -i notes.txt"],
+        ["rm -rf build", "rm -f notes.txt", "rm --recursive build", "rm -r -i build",
+         "rm --rec build"], ["rm notes.txt", "rm -i notes.txt"],
         flags=("-r", "-R", "-f"), pattern=r"(?:^| )--(?:rec|for|no-p)[\w-]*", worse=True),
     row("deletes", "unlink", "deletes a file ({name})", ["unlink notes.txt", "unlink a/b.txt"], ["unlink --help"]),
     row("empties or destroys files", "sort", "writes over a file ({name} {word})",
-        ["sort -o notes.txt /dev/null", "sort --output=notes.txt notes.txt", "sort -ro out.txt in.txt"],
+        ["sort -o notes.txt /dev/null",
+         "sort -o sorted.txt data.txt", "sort --output=notes.txt notes.txt", "sort -ro out.txt in.txt"],
         ["sort notes.txt", "sort -rn notes.txt"], flags=("-o", "--output")),
     row("empties or destroys files", "fallocate", "destroys part of a file in place ({name} {word})",
         ["fallocate --punch-hole -o 0 -l 4096 data.bin", "fallocate -c -o 0 -l 4096 data.bin",
@@ -347,50 +293,8 @@ ROWS: list[Row] = [
     row("empties or destroys files", "mv", "moves files out of the workspace ({name} {word})",
         ["mv notes.txt /tmp/", "mv -t /tmp notes.txt", "mv a b /tmp/x"], ["mv /tmp/x .", "mv old.py new.py"],
         pattern=r"(?:^| )/tmp(?:/\S*)?$|(?:^| )(?:-t ?|--target-directory=)/tmp(?:/\S*)?"),
-    # Pushing: the flags that make a push worse are part of what a rule must name to allow it.
-    row("rewrites or pushes history", "git", "pushes to a remote, forcing, deleting or pushing all ({name} {sub} {word})",
-        ["git push --force", "git push -f origin main", "git push origin +HEAD:main", "git push --delete origin x",
-         "git push origin :old", "git push --mirror", "git push --all origin", "git push --tags",
-         "git push --force-with-lease origin main", "git push --del origin x", "git push --for"],
-        ["git push origin HEAD:main", "git push upstream feature", "git push --follow-tags origin main"],
-        sub=("push",), worse=True, flags=("-f", "-d"),  # and --force..., --delete, --mirror, --tags, --all, --prune
-        pattern=r"(?:^| )(?:[+:]\S+|--(?:for|de|mi|ta|al|pru)[\w-]*)"),
-    row("rewrites or pushes history", "git", "pushes to a remote ({name} {sub})",
-        ["git push origin main", "git push", "git -C repo -c color.ui=auto push"], ["git status", "git pull"],
-        sub=("push",)),
+    *infrastructure.GIT,
+    *services.REQUESTS,
+    *infrastructure.CLOUD,
+    *infrastructure.KUBECTL,
 ]
-
-TABLE = Table(RULES, READ_ONLY, CHECKS, by_program(ROWS))
-
-
-def _strict(rule: Callable[[Call], Verdict], *risky: str) -> Callable[[Call], Verdict]:
-    """A rule that is MODERATE when any of these arguments is given (``find -exec``, ``env CMD``)."""
-
-    def strict(c: Call) -> Verdict:
-        return MODERATE if any((w.text or "").split("=")[0] in risky for w in c.args) else rule(c)
-
-    return strict
-
-
-def _no_operands(c: Call) -> Verdict:
-    """``env``, ``command -v x``: SAFE only when they run nothing."""
-    words = [w.text or "" for w in c.args]
-    if c.name == "command":
-        return SAFE if words[:1] in (["-v"], ["-V"]) else MODERATE
-    return SAFE if not words else MODERATE
-
-
-# Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
-# textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
-# find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
-NO_CODE = Table(
-    {
-        **{name: RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
-        "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
-        "fd": _strict(RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
-        "env": _no_operands, "command": _no_operands,
-    },
-    READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
-    CHECKS,
-    by_program(r for r in ROWS if r.wraps is None and r.verdict is not Danger.SAFE),
-)

@@ -10,32 +10,28 @@ script it writes and then runs is judged by what the line put in it.
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path, PurePosixPath
 
 import tree_sitter
-import tree_sitter_bash
 
 from tools.base import Danger
-from tools.shell_policy.paths import RELATIVE_PATH, is_secret, persisting
-from tools.shell_policy.rows import Row, Wraps
+from tools.shell_policy.paths import HERE, RELATIVE_PATH, Written, is_secret, is_sink, path_key, persisting
+from tools.shell_policy.rows import Row, Table, Wraps
 from tools.shell_policy.words import (
     MODERATE,
     SAFE,
     Stdin,
     Verdict,
     Word,
-    Written,
     assignment,
     bad,
     canonical,
     lit,
     node_text,
     opts,
-    path_key,
+    parse,
     printed_by,
     program_of,
     shorten,
@@ -48,29 +44,8 @@ MAX_CHARS = 64 * 1024
 MAX_NESTING = 4  # bash -c inside eval inside ...
 MAX_TREE_DEPTH = 150
 MAX_NODES = 8000  # bounds the walk: a long script, not a command
-
-_PARSE_LOCK = threading.Lock()
-
-
-@cache
-def _parser() -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-
-
-def parse(source: bytes) -> tree_sitter.Tree:
-    with _PARSE_LOCK:  # a Parser is not safe to share between threads
-        return _parser().parse(source)
-
-
-_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
-HERE = re.compile(r'^"?(\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)"?(/|$)')
 _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
 _CLOBBERS = frozenset({">", ">|", "&>", ">&"})
-
-
-def is_sink(w: Word) -> bool:
-    return w.text is not None and (w.text in _SINKS or w.text.startswith("/dev/fd/"))
-
 
 class Scan:
     """One walk over a parsed command line; keeps the first dangerous verdict. A nested shell's
@@ -172,8 +147,14 @@ class Scan:
                 self.note(bad(f"reads a secret file ({named.show})"))
             elif kind == "variable_assignment" and re.search(RELATIVE_PATH, node_text(node)):
                 self.note(bad(f"changes what a command name runs ({shorten(node_text(node))})"))
-        elif kind == "function_definition":
-            self._fork_bomb(node)
+        elif kind == "function_definition":  # a fork bomb: a function that runs itself twice
+            name, stack, calls = node.child_by_field_name("name"), list(node.children_by_field_name("body")), 0
+            while stack and name is not None:
+                current = stack.pop()
+                calls += current.type == "command_name" and current.text == name.text
+                stack.extend(current.named_children)
+            if calls >= 2 and name is not None:
+                self.note(bad(f"defines a fork bomb ({node_text(name)})"))
         for child in node.named_children:
             self.visit(child, stdin, depth + 1)
 
@@ -196,19 +177,6 @@ class Scan:
                 self.note(self.wrote(dest, "redirection to", printed if op in _CLOBBERS else None))
         elif op in ("<", "<>") and is_secret(dest, self.cwd):
             self.note(bad(f"reads a secret file (< {dest.show})"))
-
-    def _fork_bomb(self, node: tree_sitter.Node) -> None:
-        name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
-        if name is None or body is None:
-            return
-        calls, stack = 0, [body]
-        while stack:
-            current = stack.pop()
-            if current.type == "command_name" and current.text == name.text:
-                calls += 1
-            stack.extend(current.named_children)
-        if calls >= 2:
-            self.note(bad(f"defines a fork bomb ({node_text(name)})"))
 
 
 def classify(command: str, table: Table, nesting: int, parent: Scan | None = None,
@@ -297,9 +265,6 @@ class Call:
         return MODERATE
 
 
-Check = Callable[[Call, Word], Verdict]
-
-
 def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan,
               env: Sequence[tuple[str, Word]] = ()) -> Verdict:
     head = words[0]
@@ -322,15 +287,3 @@ def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan,
     if verdict is None:
         verdict = SAFE if prog in scan.table.read_only else MODERATE
     return worse(verdict, checked)
-
-
-@dataclass(frozen=True)
-class Table:
-    """What ``evaluate`` looks a program up in: the checks every command passes; the code for a
-    program, whose asking stands; else the first of its rows that matches; else whether it only
-    reads (else MODERATE)."""
-
-    rules: Mapping[str, Callable[[Call], Verdict]]
-    read_only: frozenset[str]
-    checks: Sequence[Check] = ()
-    rows: Mapping[str, Sequence[Row]] = field(default_factory=dict)

@@ -6,14 +6,16 @@ it), so that a script the line writes and then runs is judged by what it says.
 
 from __future__ import annotations
 
-import posixpath
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Literal
 
 import tree_sitter
+import tree_sitter_bash
 
 from tools.base import Danger
 
@@ -63,6 +65,19 @@ def canonical(name: str) -> str:
         if name.startswith(family + ".") or name == family:
             return family
     return _ALIASES.get(name, name)
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+@cache
+def _parser() -> tree_sitter.Parser:
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+def parse(source: bytes) -> tree_sitter.Tree:
+    with _PARSE_LOCK:  # a Parser is not safe to share between threads
+        return _parser().parse(source)
 
 
 def node_text(node: tree_sitter.Node) -> str:
@@ -271,19 +286,6 @@ def printed_by(body: tree_sitter.Node | None, stdin: Stdin | None) -> str | None
     if name == "echo" and not any(a.startswith("-") for a in args[:1]):
         return " ".join(args) + "\n"
     return "" if (name, args) in (("echo", ["-n"]), ("printf", [""])) else None
-
-
-@dataclass
-class Written:
-    """A file the line writes: what it put there when it shows it, and how (for reasons)."""
-
-    content: str | None
-    how: str  # "redirection to", "curl -o", "chmod"
-
-
-def path_key(w: Word) -> str | None:
-    """A written or run path as one spelling (``./x.sh`` is ``x.sh``)."""
-    return posixpath.normpath(w.text) if w.text else None
 
 
 def assignment(node: tree_sitter.Node) -> tuple[str, Word]:

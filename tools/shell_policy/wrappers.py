@@ -16,7 +16,8 @@ from pathlib import PurePosixPath
 from tools.base import Danger
 from tools.shell_policy.infrastructure import GIT_COMMAND_CONFIG
 from tools.shell_policy.paths import RELATIVE_PATH, path_of
-from tools.shell_policy.scripts import input_as_code, run_script
+from tools.shell_policy.rows import Row, Wraps, row
+from tools.shell_policy.scripts import SHELLS, run_script
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
@@ -38,13 +39,33 @@ def _command_builtin(c: Call) -> Verdict:
     return SAFE if o.has("-v", "-V") else c.run(o.pos, stdin=c.stdin)
 
 
+def _input_as_code(c: Call, words: list[Word], via: str, placeholder: str | None) -> Verdict | None:
+    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
+    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
+    head = words[0].text if words else None
+    if head is None:
+        return None
+    if placeholder and placeholder in head:
+        return bad(f"runs what it reads as commands ({via} {words[0].show})")
+    if PurePosixPath(head).name not in SHELLS:
+        return None
+    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
+    if not o.has("-c"):
+        scripts = "".join(" " + w.show for w in o.pos[:1])
+        return bad(f"runs the scripts it finds ({via} {words[0].show}{scripts})")
+    code = o.pos[0].text if o.pos else None
+    if placeholder and (code is None or placeholder in code):
+        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
+    return None
+
+
 _DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})
 
 
 def _runs_each(c: Call, words: Sequence[Word], via: str, placeholder: str | None = "{}") -> Verdict:
     """The command xargs, find -exec, fd -x or parallel runs; a deleter there deletes what they find,
     a shell there runs what they find (``xargs -I{} sh -c '{}'``)."""
-    runs_input = input_as_code(c, list(words), via, placeholder)
+    runs_input = _input_as_code(c, list(words), via, placeholder)
     if runs_input is not None:
         return runs_input
     verdict = c.run(words, via)
@@ -127,7 +148,7 @@ def _parallel(c: Call) -> Verdict:
                 o.pos[:1] and o.pos[0].text in ("::::", "::::+")):
             return bad("runs commands read from its input (parallel)")
         return worse(MODERATE, _worst([c.joined([w], "parallel") for w in rest if w.text not in (":::", ":::+")]))
-    runs_input = input_as_code(c, _split(command), "parallel", "{}")
+    runs_input = _input_as_code(c, _split(command), "parallel", "{}")
     if runs_input is not None:
         return runs_input
     verdict = c.joined(command, "parallel")
@@ -226,6 +247,47 @@ def _sets_command(c: Call, value_name: str) -> bool:
     """GIT_CONFIG_VALUE_n: whether its GIT_CONFIG_KEY_n names a key that runs commands."""
     key = dict(c.env).get(value_name.replace("VALUE", "KEY"))
     return key is None or key.text is None or bool(GIT_COMMAND_CONFIG.match(key.text + "="))
+
+
+# What a command name runs: a hashed path, an alias, a disabled builtin, a relative PATH.
+RENAMING: list[Row] = [
+    row("changes what a name runs", "hash", "changes what a command name runs ({name} {word})",
+        ["hash -p /bin/rm ls", "hash -p ./x ls"], ["hash -r", "hash"], flags=("-p",)),
+    row("changes what a name runs", "alias", "changes what a command name runs ({name})",
+        ["alias ls='rm -rf x'", "alias g=git ll='ls -l'"], ["alias", "alias ll"], pattern="="),
+    row("changes what a name runs", "enable", "changes what a command name runs ({name} {word})",
+        ["enable -n echo", "enable -f ./x.so x"], ["enable -p", "enable"], flags=("-n", "-f", "-d")),
+    row("changes what a name runs", "export declare typeset readonly local", "changes what a command name runs ({name} {word})",
+        ["export PATH=.:$PATH", "declare -x PATH=bin", "export PATH=/usr/bin:"],
+        ["export PATH=/usr/local/bin:$PATH", "export FOO=1"], pattern=RELATIVE_PATH),
+]
+_W, _M = Wraps, Danger.MODERATE
+# Wrappers: the command after their options is judged as if it ran alone.
+WRAPPERS: list[Row] = [
+    *(row("wrapper", name, "", [f"{name} {pre}rm -rf x", f"{name} {pre}git push"], [f"{name} {pre}ls"],
+          wraps=wraps) for name, pre, wraps in (
+        ("nohup", "", _W(via=False)), ("nice", "-n 10 ", _W("n", ("--adjustment",), via=False)),
+        ("stdbuf", "-oL ", _W("ioe", ("--input", "--output", "--error"), via=False)),
+        ("builtin", "", _W(via=False)), ("time", "-o t.txt ", _W("of", ("--output", "--format"), via=False)),
+        ("setsid", "", _W(via=False)), ("chronic", "", _W(via=False)), ("unbuffer", "", _W(via=False)),
+        ("coproc", "", _W(via=False)), ("busybox", "", _W(via=False)), ("exec", "", _W("a", via=False)),
+        ("ionice", "-c3 ", _W("cnp", ("--class", "--classdata", "--pid"), via=False)),
+        ("timeout", "-s KILL 10 ", _W("sk", ("--signal", "--kill-after"), skip=1, via=False)),
+        ("taskset", "-c 0 ", _W(skip=1, floor=_M)), ("chrt", "10 ", _W(skip=1, floor=_M)),
+        ("numactl", "--cpunodebind=0 ", _W(floor=_M)), ("unshare", "-r ", _W(floor=_M)), ("fakeroot", "", _W(floor=_M)),
+        ("firejail", "", _W(floor=_M)), ("catchsegv", "", _W(floor=_M)), ("dbus-run-session", "", _W(floor=_M)),
+        ("strace", "-o t.txt ", _W("oeEpsuabIOSXP", floor=_M)), ("ltrace", "-o t.txt ", _W("oeEpsuaAnS", floor=_M)),
+        ("valgrind", "", _W(floor=_M)),
+        ("xvfb-run", "-a ", _W("snfepw", ("--server-args", "--server-num", "--auth-file", "--error-file"), floor=_M)),
+        ("prlimit", "--nproc=64 ", _W("p", ("--pid", "--output"), floor=_M)),
+        ("setarch", "x86_64 -R ", _W(skip=1, floor=_M)), ("linux32", "", _W(floor=_M)), ("linux64", "", _W(floor=_M)),
+        ("setpriv", "--no-new-privs ", _W(long=("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid",
+                                                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
+                                                 "--securebits", "--pdeathsig", "--selinux-label",
+                                                 "--apparmor-profile"), floor=_M)),
+        ("choom", "-n 100 -- ", _W("np", ("--adjust", "--pid"), floor=_M)),
+    )),
+]
 
 
 # The programs this module judges, by name (``table.py`` gathers them).

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from tools.base import Danger
-from tools.shell_policy.paths import check_modes, keeps_mode, mode_risk, persisting
-from tools.shell_policy.walk import HERE, Call, is_sink
+from tools.shell_policy.paths import HERE, check_modes, is_sink, keeps_mode, mode_risk, persisting
+from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
 
@@ -253,26 +253,6 @@ def _gio(c: Call) -> Verdict:
     return MODERATE
 
 
-ACCOUNT_PROGRAMS = frozenset(
-    """useradd adduser usermod userdel deluser groupadd addgroup groupmod groupdel delgroup passwd chpasswd
-    chage chsh chfn gpasswd newusers vipw vigr visudo pwconv grpconv setcap""".split()
-)
-
-
-def _accounts(c: Call) -> Verdict:
-    o = opts(c.args, "cdegGkKpsuUbfL", ("--comment", "--home", "--home-dir", "--shell", "--uid", "--gid",
-                                         "--groups", "--password", "--expiredate", "--inactive", "--key"))
-    uids = [w.text.lstrip("0") for w in o.values("-u", "--uid") if w.text]
-    if c.name in ("useradd", "usermod", "adduser") and "" in uids:
-        spelled = " -o" if o.has("-o", "--non-unique") else ""
-        return bad(f"creates or makes a second root account ({c.name}{spelled} -u 0)")
-    if c.name == "passwd" and o.has("-S", "--status") and not o.has("-d", "-l", "-u", "-e"):
-        return MODERATE
-    if c.name == "setcap":
-        return bad("gives a program privileges (setcap)")
-    return bad(f"changes accounts or passwords ({c.name})")
-
-
 def _chmod(c: Call) -> Verdict:
     o = opts(c.args, long=("--reference",))
     if o.has("-R", "--recursive"):
@@ -307,5 +287,5 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
     "tree": _output_option("-o", short="LPIo", otherwise=SAFE),
     "patch": _output_option("-o", "-d", short="pdioBrDFVYz"),
-    "yq": _yq, "rg": _rg, "chmod": _chmod, **dict.fromkeys(ACCOUNT_PROGRAMS, _accounts),
+    "yq": _yq, "rg": _rg, "chmod": _chmod,
 }
