@@ -132,10 +132,10 @@ def approval_details(pending: PendingApproval, shown: str, workflow_id: str) -> 
               f"  --input {shlex.quote(payload_for(pending))}")
     lines = [
         code_span(f"waiting_approval: {pending.tool}"), "", code_block(shown), "", f"Why it asks: {code_span(why)}", "",
-        "To approve here: More Actions → Send an Update; Name `decide`; press Random UUID (without an "
-        "Update ID the dialog sends nothing); Data: this payload "
+        "To approve here: More Actions → Send an Update; Name `decide`; Data: this payload "
         '(`"approved": false` denies; add `"reason"` and `"decided_by"` to say why and who):',
         "", code_block(payload_for(pending)), "",
+        "then press Random UUID (without an Update ID the dialog sends nothing) and Submit.", "",
         "or from a terminal:", "", code_block(f"{update}\npython starter.py approve {shlex.quote(workflow_id)} \\\n"
                                               f"  --call {shlex.quote(pending.call_id)}"),
     ]

@@ -31,7 +31,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.tasks import start_task
-from contracts.task import TaskInput, TaskState
+from contracts.task import TaskInput, TaskOutcome, TaskState
 from core.settings import CodecSettings
 from fakes.scripted import tool
 from temporal.codec import codec_for, data_converter
@@ -271,13 +271,15 @@ async def test_a_person_approves_a_call_by_following_the_current_details_in_the_
         dialog = page.locator("#modal-content-update-confirmation-modal").locator("visible=true")
         await page.get_by_test_id("update-select-button").locator("visible=true").click()
         await page.locator("#update-select-select").get_by_role("option").filter(has_text="decide").first.click()
-        await page.get_by_role("button", name="Random UUID").locator("visible=true").click()
         await dialog.locator(".cm-content").click()
         await page.keyboard.insert_text(payload)
+        await page.get_by_role("button", name="Random UUID").locator("visible=true").click()
         await page.screenshot(path=screenshots / "send-update-dialog.png")
-        await page.get_by_role("button", name="Submit").locator("visible=true").click()
+        async with page.expect_request(lambda request: request.method == "POST" and "/update/decide" in request.url,
+                                       timeout=TIMEOUT_MS):
+            await page.get_by_role("button", name="Submit").locator("visible=true").click()
 
-        outcome = await outcome_of(handle)
+        outcome = TaskOutcome.model_validate(await asyncio.wait_for(outcome_of(handle), 60))
         model.assert_consumed()
     assert outcome.status == TaskState.DONE and outcome.final_text == "cleaned"
     assert not (tmp_path / "build").exists()
