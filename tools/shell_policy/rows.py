@@ -17,15 +17,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any
 
 from tools.base import Danger
 from tools.shell_policy.words import Verdict, Word, opts
 
-if TYPE_CHECKING:
-    from tools.shell_policy.walk import Call
-
-Check = Callable[["Call", Word], Verdict]
+# A check and a program's rule take walk.Call (named Any here: walk imports this module).
+Check = Callable[[Any, Word], Verdict]
 
 # Options that take a value, per program, so that a row finds the subcommand after them
 # (``git -C repo push``: the subcommand is ``push``).
@@ -184,7 +182,7 @@ class Table:
     program, whose asking stands; else the first of its rows that matches; else whether it only
     reads (else MODERATE)."""
 
-    rules: Mapping[str, Callable[[Call], Verdict | None]]
+    rules: Mapping[str, Callable[[Any], Verdict | None]]
     read_only: frozenset[str]
     checks: Sequence[Check] = ()
     rows: Mapping[str, Sequence[Row]] = field(default_factory=dict)
