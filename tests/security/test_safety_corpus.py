@@ -94,14 +94,17 @@ def snapshot(root: Path) -> dict[str, tuple[int, bytes | str | None]]:
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
             path = Path(dirpath) / name
-            info = path.lstat()
             rel = str(path.relative_to(root))
-            if stat.S_ISLNK(info.st_mode):
-                found[rel] = (info.st_mode, os.readlink(path))
-            elif stat.S_ISDIR(info.st_mode):
-                found[rel] = (info.st_mode, None)
-            else:
-                found[rel] = (info.st_mode, path.read_bytes())
+            try:  # polled while a command runs: what it removes meanwhile is not there
+                info = path.lstat()
+                if stat.S_ISLNK(info.st_mode):
+                    found[rel] = (info.st_mode, os.readlink(path))
+                elif stat.S_ISDIR(info.st_mode):
+                    found[rel] = (info.st_mode, None)
+                else:
+                    found[rel] = (info.st_mode, path.read_bytes())
+            except FileNotFoundError:
+                continue
     return found
 
 
