@@ -33,15 +33,12 @@ from cli.local import make_follower
 from cli.render import INTERRUPTED, make_console, safe
 from cli.screen import ConsoleSink
 from cli.tasks import MAX_INTERJECTION, QUERY_TIMEOUT, UserError, closed_outcome, describe, start_task, ui_link, who
-from cli.typeahead import Keys, PromptLine, nothing
+from cli.typeahead import Detached, Keys, nothing, read_prompt
 from contracts.task import ApprovalMode, Interjection, TaskInput, TaskOutcome, TaskState
 from core.entries import UserMessage
 from core.settings import Settings, TemporalSettings
 from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
-
-PROMPT = "› "
-
 
 async def converse(talk: Conversation, text: str | None) -> int:
     """``run``'s body: the first task (or the task of the conversation picked up that still
@@ -60,10 +57,6 @@ async def converse(talk: Conversation, text: str | None) -> int:
             talk.console.print()
             await talk.leave()
             return 130
-
-
-class Detached(Exception):
-    """A Ctrl-C (or a Ctrl-D while a task runs) that leaves the conversation; a task that runs goes on."""
 
 
 def come_back(workflow_id: str | None, running: bool, temporal: TemporalSettings) -> str:
@@ -138,24 +131,56 @@ class Conversation:
         return await self.follow(workflow_id, time.monotonic())
 
     async def say(self, text: str) -> None:
-        """A line typed at the prompt: to the task still running, else the next task."""
+        """A line typed at the prompt: to the task still running, else the next task. A task
+        whose answer is shown is finished even while its workflow closes (it records the
+        session then, and reads no more): the next task starts once it has closed, with this
+        exchange in its history. A message that reached a task as it ended unread starts it too."""
         current = self.current
-        if current is not None and await self.running(current):
-            await self.interject(current, text)
-            await self.follow(current)
-            return
-        if current is not None and current not in self.finished:
+        if current is not None and current not in self.finished and await self.running(current):
+            since = self.seen.get(current, 0)
+            sent = await self.interject(current, text)
+            if await self.follow(current) is None or await self._read(current, sent, since):
+                return
+            self.console.print("[dim]· the task ended before it read that: it goes to the next task[/]")
+        elif current is not None and current not in self.finished:
             await self.follow(current)  # what it did after the prompt came back, to its end
+        if current is not None:
+            await self._closed(current)
         await self.start(text)
 
     async def running(self, workflow_id: str) -> bool:
         return (await describe(self.client, workflow_id)).status == WorkflowExecutionStatus.RUNNING
 
-    async def interject(self, workflow_id: str, text: str) -> None:
+    async def interject(self, workflow_id: str, text: str) -> str:
+        """Send ``text`` to the task as a person's message; the text sent (its secrets redacted)."""
         if len(text.encode()) > MAX_INTERJECTION:
             raise UserError(f"the message is {len(text.encode()):,} bytes; the limit is {MAX_INTERJECTION:,}")
         message = Interjection(text=self.secrets.redact(text), sent_by=who())
         await self.client.get_workflow_handle(workflow_id).signal(AgentTaskWorkflow.interject, message)
+        return message.text
+
+    async def _read(self, workflow_id: str, text: str, since: int) -> bool:
+        """Whether the task's events after ``since`` hold ``text`` as a person's message."""
+        page = await self.client.get_workflow_handle(workflow_id).query(
+            AgentTaskWorkflow.events, since, rpc_timeout=QUERY_TIMEOUT)
+        return any(isinstance(e, UserMessage) and (e.text == text or e.text.startswith(text + "\n"))
+                   for e in page.entries)
+
+    async def _closed(self, workflow_id: str) -> None:
+        """Until the task's workflow has closed (its session recorded); a Ctrl-C meanwhile leaves."""
+        closing = asyncio.ensure_future(self.client.get_workflow_handle(workflow_id).result())
+        pressed = asyncio.ensure_future(self.pressed.wait())
+        try:
+            await asyncio.wait({closing, pressed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left = pressed.done() and not closing.done()
+            for waiting in (closing, pressed):
+                waiting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await waiting
+        if left:
+            self.pressed.clear()
+            raise Detached
 
     async def follow(self, workflow_id: str, started: float | None = None) -> TaskOutcome | None:
         """Show the task until it ends (its outcome), or until a Ctrl-C has cut off its current
@@ -257,35 +282,8 @@ class Conversation:
     async def read(self) -> str | None:
         """One line at the prompt (first, what was queued while a task ran); None at Ctrl-D; a
         Ctrl-C there raises Detached."""
-        keys = self.typed
-        assert keys is not None, "the prompt is read at a terminal, inside keys()"
-        if keys.lines:  # typed while the task ran: sent now, as if typed here
-            text = keys.next_message(slash.is_command)
-            self.console.print(f"[bold cyan]{PROMPT}[/]{safe(text)}")
-            return text
-        prompt = PromptLine(self.console, PROMPT)
-        prompt.draw(keys.draft)
-
-        def entered(_: str) -> None:  # the line is done: nothing more is drawn after the prompt
-            keys.on_draft = nothing
-            self.console.print()
-
-        keys.keep_blank, keys.on_draft, keys.on_line = True, prompt.draw, entered
-        reading = asyncio.ensure_future(keys.wait())
-        pressed = asyncio.ensure_future(self.pressed.wait())
-        try:
-            await asyncio.wait({reading, pressed}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            pressed.cancel()
-            reading.cancel()
-            keys.keep_blank, keys.on_draft, keys.on_line = False, nothing, self._queued
-        if keys.lines:
-            return keys.lines.pop(0)
-        if keys.ended.is_set():
-            return None
-        self.pressed.clear()
-        self.console.print()
-        raise Detached
+        assert self.typed is not None, "the prompt is read at a terminal, inside keys()"
+        return await read_prompt(self.typed, self.console, self.pressed, slash.is_command, self._queued)
 
     async def leave(self) -> None:
         current = self.current

@@ -9,9 +9,9 @@ conversation shows it as queued and sends it when the turn ends, as Claude Code 
 line being typed is drawn where the conversation says (the live region, the prompt), and
 Ctrl-D on an empty line ends the input at once, so leaving never waits for a task.
 
-Ctrl-C stays a signal (ISIG is left on): the conversation reads it as SIGINT. A question
-asked at the prompt (``cli/prompt.py``) reads stdin itself: ``paused`` hands the terminal
-back to its own mode meanwhile.
+``read_prompt`` is the conversation's prompt. Ctrl-C stays a signal (ISIG is left on): the
+conversation reads it as SIGINT. A question asked at the prompt (``cli/prompt.py``) reads
+stdin itself: ``paused`` hands the terminal back to its own mode meanwhile.
 """
 
 from __future__ import annotations
@@ -35,8 +35,15 @@ BACKSPACES = ("\x7f", "\b")
 KILL_LINE, END_OF_INPUT = "\x15", "\x04"  # Ctrl-U, Ctrl-D
 
 
+PROMPT = "› "
+
+
 def nothing(_: str) -> None:
     return None
+
+
+class Detached(Exception):
+    """A Ctrl-C (or a Ctrl-D while a task runs) that leaves the conversation; a task that runs goes on."""
 
 
 class Keys:
@@ -118,6 +125,7 @@ class Keys:
         """Keys as typed: a line ends with Enter; Backspace and Ctrl-U edit the line."""
         for key in _ESCAPE.sub("", text):
             if key in "\r\n":
+                self.on_draft(self.draft)  # drawn whole first: a line may come in one read (fast typing, a paste)
                 line, self.draft = self.draft.strip(), ""
                 if line or self.keep_blank:
                     self.lines.append(line)
@@ -152,3 +160,37 @@ class PromptLine:
         self.console.file.write("\r" + (f"\x1b[{up}A" if up else "") + "\x1b[J")
         self.console.print(f"[bold cyan]{self.prompt}[/]{safe(draft)}", end="")
         self.drawn = cell_len(self.prompt + draft)
+
+
+async def read_prompt(keys: Keys, console: Console, pressed: asyncio.Event, is_command: Callable[[str], bool],
+                      queued: Callable[[str], None]) -> str | None:
+    """One line at the prompt: first what was queued while a task ran (sent now, as if typed
+    here); None at Ctrl-D; a Ctrl-C (``pressed``) there raises Detached. ``queued`` says a
+    line was typed once the prompt is gone."""
+    if keys.lines:
+        text = keys.next_message(is_command)
+        console.print(f"[bold cyan]{PROMPT}[/]{safe(text)}")
+        return text
+    prompt = PromptLine(console, PROMPT)
+    prompt.draw(keys.draft)
+
+    def entered(_: str) -> None:  # the line is done: nothing more is drawn after the prompt
+        keys.on_draft = nothing
+        console.print()
+
+    keys.keep_blank, keys.on_draft, keys.on_line = True, prompt.draw, entered
+    reading = asyncio.ensure_future(keys.wait())
+    pressing = asyncio.ensure_future(pressed.wait())
+    try:
+        await asyncio.wait({reading, pressing}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        pressing.cancel()
+        reading.cancel()
+        keys.keep_blank, keys.on_draft, keys.on_line = False, nothing, queued
+    if keys.lines:
+        return keys.lines.pop(0)
+    if keys.ended.is_set():
+        return None
+    pressed.clear()
+    console.print()
+    raise Detached

@@ -50,6 +50,14 @@ class Terminal:
             if self._read(0.1) is None:
                 break
 
+    def until(self, done, timeout_s: float = 60) -> None:
+        """Read what the program writes until ``done(screen)`` holds."""
+        deadline = time.monotonic() + timeout_s
+        while not done(self.screen):
+            assert time.monotonic() < deadline, f"never came; screen:\n{self.screen[-2000:]}"
+            if self._read(0.1) is None:
+                break
+
     def type(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
 

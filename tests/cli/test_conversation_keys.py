@@ -11,7 +11,7 @@ from cli.tasks import who
 from contracts.task import TaskOutcome, TaskState
 from fakes.scripted import tool
 from fakes.step import Step
-from tests.cli.test_conversation import PROMPT, expect, run_in_terminal, seen, sleeping, task_id
+from tests.cli.test_conversation import PROMPT, expect, prompts, run_in_terminal, seen, sleeping, task_id
 from tests.workflows.harness import outcome_of, scripted_worker, user_texts, wait_until
 
 
@@ -82,7 +82,7 @@ async def test_a_task_that_ends_after_ctrl_c_shows_its_result_on_the_next_enter(
             outcome = await outcome_of(client.get_workflow_handle(workflow_id, result_type=TaskOutcome))
             term.type("")  # Enter
             await expect(term, "Stopped where you asked.")
-            await expect(term, PROMPT, times=2)
+            await prompts(term, 2)
             term.press("\x04")
             code = await asyncio.to_thread(term.wait)
     assert outcome.status == TaskState.DONE and code == 0, seen(term)
