@@ -40,6 +40,7 @@ from core.settings import Settings, TemporalSettings
 from runtime.secrets import SecretStore
 from workflows.task import AgentTaskWorkflow
 
+
 async def converse(talk: Conversation, text: str | None) -> int:
     """``run``'s body: the first task (or the task of the conversation picked up that still
     runs), then, at a terminal, the prompt; the exit status."""
