@@ -61,6 +61,8 @@ class Wraps:
     skip: int = 0  # operands of its own before the command (``setarch ARCH cmd``)
     floor: Danger = Danger.SAFE  # at least this, whatever it runs (``strace`` writes a trace)
     via: bool = True  # name the wrapper in the reason (``in chrt: ...``)
+    after: tuple[str, ...] = ()  # it runs each command between one of these and ``;``/``+`` (``find -exec``)
+    shell: bool = False  # its operands are joined and parsed as shell (``eval``)
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,8 @@ from pathlib import Path
 from tools.base import Danger
 from tools.shell_policy.paths import HERE, is_secret, path_key
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, shorten, worse
+from tools.shell_policy.words import MODERATE, SAFE, SHELLS, Verdict, Word, bad, canonical, lit, opts, shorten, worse
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
 SHOW_LINES = 40
 SHOW_CHARS = 2000
 _READ_BYTES = 4 * SHOW_CHARS

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
@@ -21,6 +21,8 @@ SAFE: Verdict = (Danger.SAFE, "")
 MODERATE: Verdict = (Danger.MODERATE, "")
 
 SHOW_CHARS = 40
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
+DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})  # in xargs or find -exec: delete what it finds
 
 
 def bad(reason: str) -> Verdict:
@@ -181,6 +183,39 @@ def opts(args: Sequence[Word], short: str = "", long: Iterable[str] = (), *, opt
                 flags.append(("-" + letter, None))
         i += 1
     return Opts(flags, pos)
+
+
+def input_as_code(words: Sequence[Word], via: str, placeholder: str | None) -> Verdict | None:
+    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
+    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
+    head = words[0].text if words else None
+    if head is None:
+        return None
+    if placeholder and placeholder in head:
+        return bad(f"runs what it reads as commands ({via} {words[0].show})")
+    if PurePosixPath(head).name not in SHELLS:
+        return None
+    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
+    if not o.has("-c"):
+        return bad(f"runs the scripts it finds ({via} {words[0].show}{''.join(' ' + w.show for w in o.pos[:1])})")
+    code = o.pos[0].text if o.pos else None
+    if placeholder and (code is None or placeholder in code):
+        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
+    return None
+
+
+def runs_each(words: Sequence[Word], via: str, placeholder: str | None,
+              run: Callable[[Sequence[Word], str], Verdict]) -> Verdict:
+    """The command xargs, find -exec or fd -x runs (``run``) on what it finds: a deleter there deletes
+    it, a shell there runs it (``xargs -I{} sh -c '{}'``)."""
+    verdict = input_as_code(words, via, placeholder) or run(words, via)
+    head = words[0].text if words else None
+    name = PurePosixPath(head).name if head is not None else ""
+    if verdict[0] is not Danger.DANGEROUS and name in DELETERS:
+        return bad(f"deletes what {via.split()[0]} finds ({via} {name})")
+    if verdict[0] is not Danger.DANGEROUS and name in ("kill", "renice"):
+        return bad(f"signals the processes it reads ({via} {name})")
+    return verdict
 
 
 @dataclass(frozen=True)
