@@ -111,10 +111,6 @@ def _shell(c: Call) -> Verdict:
     return run_script(c, o.pos[0])
 
 
-def _source(c: Call) -> Verdict:
-    return run_script(c, c.args[0]) if c.args else MODERATE
-
-
 def run_script(c: Call, script: Word) -> Verdict:
     if script.text is None:
         return bad(f"runs a script built at run time ({c.name} {script.show})")
@@ -251,7 +247,8 @@ def _perl_in_place(c: Call) -> Verdict:
 
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict]] = {
-    **dict.fromkeys(SHELLS, _shell), "source": _source, ".": _source,
+    **dict.fromkeys(SHELLS, _shell),
+    **dict.fromkeys(("source", "."), lambda c: run_script(c, c.args[0]) if c.args else MODERATE),
     **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
     "perl": _perl_in_place, "deno": _deno,
 }

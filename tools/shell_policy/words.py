@@ -44,10 +44,10 @@ def shorten(raw: str) -> str:
 
 _PYTHON = re.compile(r"(python|pypy)[\d.]*")
 _ALIASES = {alias: name for group in """node:nodejs,bun mysql:mariadb mongosh:mongo docker:podman,nerdctl
-    terraform:tofu,terragrunt kubectl:oc flyctl:fly nc:ncat,netcat,socat,telnet ssh:mosh,sshpass,ssh-copy-id gradle:gradlew
-    mvn:mvnw grep:egrep,fgrep awk:gawk,mawk,nawk lua:luajit Rscript:R fd:fdfind shred:srm,wipe serverless:sls
-    gzip:gunzip,bzip2,bunzip2,xz,unxz,zstd,lz4 mail:mailx,sendmail,mutt trash:trash-put busybox:toybox pip:pip3""".split()
-            for name, _, aliases in [group.partition(":")] for alias in aliases.split(",")}
+    terraform:tofu,terragrunt kubectl:oc flyctl:fly nc:ncat,netcat,socat,telnet ssh:mosh,sshpass,ssh-copy-id
+    gradle:gradlew mvn:mvnw grep:egrep,fgrep awk:gawk,mawk,nawk lua:luajit Rscript:R fd:fdfind shred:srm,wipe
+    serverless:sls gzip:gunzip,bzip2,bunzip2,xz,unxz,zstd,lz4 mail:mailx,sendmail,mutt trash:trash-put
+    busybox:toybox pip:pip3""".split() for name, _, aliases in [group.partition(":")] for alias in aliases.split(",")}
 
 
 def canonical(name: str) -> str:
@@ -93,6 +93,7 @@ def lit(text: str) -> Word:
 
 
 _GLOB = re.compile(r"(?<!\\)[*?\[]")
+_ANSI_C_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)", re.S)
 _ANSI_C = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v"}
 
 
@@ -114,8 +115,7 @@ def word_of(node: tree_sitter.Node) -> Word:
     if kind == "raw_string":
         return Word(raw[1:-1], raw)
     if kind == "ansi_c_string":
-        return Word(re.sub(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)", _ansi_c, raw[2:-1],
-                           flags=re.S), raw)
+        return Word(_ANSI_C_ESCAPE.sub(_ansi_c, raw[2:-1]), raw)
     if kind == "string":
         literal = all(child.type == "string_content" for child in node.named_children)
         return Word(re.sub(r'\\([\\"$`])', r"\1", raw[1:-1].replace("\\\n", "")) if literal else None, raw)

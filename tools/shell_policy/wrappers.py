@@ -1,8 +1,7 @@
-"""What runs other commands: ``env``, ``xargs``, ``find -exec``, ``watch``, ``flock``,
-``parallel``, ``eval``, ``trap`` and ``script -c``, judged by what they run (the plain wrappers,
-``nice`` and its kin, are rows); ``cd``, which moves where paths resolve; and variables that
-name a command (``PAGER=... git log``, ``GIT_EXTERNAL_DIFF``) or load code (``LD_PRELOAD``), or
-a relative ``PATH``, which make a read run something else.
+"""What runs other commands and needs code to say so: ``env``, ``xargs``, ``watch``, ``flock``,
+``parallel``, ``trap``, ``script -c`` (the plain wrappers, ``find -exec``, ``fd -x`` and ``eval`` are
+rows); ``cd``, which moves where paths resolve; and variables that name a command (``PAGER=``) or
+load code (``LD_PRELOAD``), or a relative ``PATH``, which make a read run something else.
 """
 
 from __future__ import annotations
@@ -32,11 +31,6 @@ def _env(c: Call) -> Verdict:
         env.append((name, lit(value)))
         rest.pop(0)
     return c.run(rest, stdin=c.stdin, env=env)
-
-
-def _command_builtin(c: Call) -> Verdict:
-    o = opts(c.args, posix=True)
-    return SAFE if o.has("-v", "-V") else c.run(o.pos, stdin=c.stdin)
 
 
 def _xargs(c: Call) -> Verdict:
@@ -240,7 +234,8 @@ WRAPPERS: list[Row] = [
 
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
-    "script": _script, "env": _env, "command": _command_builtin,
+    "script": _script, "env": _env,
+    "command": lambda c: SAFE if (o := opts(c.args, posix=True)).has("-v", "-V") else c.run(o.pos, stdin=c.stdin),
     "xargs": _xargs, "find": _find, "watch": _watch, "flock": _flock, "parallel": _parallel,
     "trap": _trap, "cd": _cd, "pushd": _cd,
 }
