@@ -1,40 +1,16 @@
-"""Which shell commands ask before they run, and why.
+"""Which shell commands ask before they run, and why (docs/safety.md, "Approvals").
 
-A parser-based classifier. The command line is parsed with tree-sitter-bash and every simple
-command in it is looked at wherever it sits: lists, pipelines, subshells, groups, ``if``/
-``for``/``while``/``case`` bodies, functions, ``!``, ``time``, and ``$(...)``, backticks and
-``<(...)`` in arguments, assignments, redirection targets and heredocs. A program named by path
-is known by its name (``/bin/rm`` is ``rm``). Wrappers are seen through (``env``, ``nice``,
-``timeout``, ``prlimit``, ``setarch``...), and so are the commands ``xargs``, ``find -exec``,
-``watch``, ``flock`` and ``parallel`` run. Nested shells are parsed in turn: the string of
-``bash -c``/``eval``/``trap``/``watch``, a literal heredoc or here-string fed to a shell, and a
-script the line itself writes from literal text before running it, up to four levels deep.
-Every command, whatever its program, is also checked for secret files named, run-time values
-sent over the network, and variables that name a command (``PAGER=``, a relative ``PATH=``).
+The line is parsed with tree-sitter-bash and every simple command in it is judged wherever it
+sits (lists, pipelines, bodies, substitutions, redirection targets, heredocs), by its name
+(``/bin/rm`` is ``rm``); wrappers, ``xargs``, ``find -exec`` and nested shells are seen through,
+up to four levels. The rules are rows of data (``table.py``) whose examples are checked when this
+package is imported (``rows.py``), so a wrong row fails the import instead of letting a command
+through; code is left for what rows can't say. What can't be seen through asks: a line that
+does not parse, is too long or too deep, or builds its command at run time.
 
-The rules are rows of data (``table.py``): a program, the subcommand or options it is about,
-the verdict, the reason a person reads, and examples that must match and must not, checked when
-this package is imported (``rows.py``); docs/safety.md's approvals section lists them by kind. Code
-is left for what rows can't say: the walk (``walk.py``), wrappers and nested shells
-(``wrappers.py``), scripts and inline interpreter code (``scripts.py``), paths written or read
-(``paths.py``, ``writes.py``), requests, SQL and signals (``services.py``), and git, cloud CLIs
-and containers (``infrastructure.py``). What can't be seen through asks: a line that does not
-parse, over 64 KB or nested too deeply, a command built at run time (``$CMD x``, ``bash -c "$X"``).
-
-A command line is SAFE (never asks, and may be rerun after a crash) only when every simple
-command in it is plainly read-only and no redirection writes to a file (``/dev/null`` is
-fine): ``ls``, ``cat``, ``grep``, ``find`` without ``-exec``, ``git status``/``log``/``diff``,
-``kubectl get``, any known tool's ``--version``. A program named by a path outside the
-system's ``bin`` directories is never SAFE (``./git status`` runs ``./git``). Everything else
-is MODERATE: it can change the workspace (``mkdir``, ``sed -i``, ``make``, ``pytest``, ``git
-commit``, ``python3 script.py``, ``echo x > notes.txt``), and a sandbox bounds it, so the
-unknown falls there rather than asking; only the forms that write nothing into a file
-(``> f``, ``: > f``) ask, as emptying it.
-
-Without a sandbox (no bubblewrap) only what cannot run other code runs (``runs_no_code``):
-SAFE, and no ``git`` (hooks, ``core.fsmonitor``, textconv and pagers come from a config the
-agent can write), no ``less``/``more``/``man``, no wrapper, ``xargs``, ``find -exec``, ``env
-CMD``, nested shell or cloud CLI, and no program named by a path.
+SAFE (never asks, may be rerun after a crash) is only the plainly read-only; MODERATE is what the
+sandbox bounds (``make``, ``pytest``, ``sed -i``), where the unknown falls. Without a sandbox only
+what cannot run other code runs (``runs_no_code``): no git, pager, wrapper or program by path.
 """
 
 from __future__ import annotations
@@ -62,7 +38,7 @@ READ_ONLY = frozenset(
     nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
     pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
     dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
-    history sysctl""".split()
+    history sysctl find fd""".split()
 )
 
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
@@ -129,7 +105,7 @@ NO_CODE = Table(
     {
         **{name: RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
         "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
-        "fd": _strict(RULES["fd"], "-x", "--exec", "-X", "--exec-batch"),
+        "fd": _strict(lambda c: None, "-x", "--exec", "-X", "--exec-batch"),
         "env": _no_operands, "command": _no_operands,
     },
     READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},

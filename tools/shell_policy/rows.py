@@ -1,13 +1,11 @@
-"""A rule of the gate as one row of data: the program, the subcommand or options it is about,
-the verdict, the reason a person reads, and examples that must match and must not, checked when
-the rules load (as Codex's ``execpolicy`` does), so adding a rule is one row with its tests next
-to it and a wrong row fails the import instead of letting a command through.
+"""A rule of the gate as one row of data: programs, the subcommand or options it is about, the
+verdict, the reason a person reads, and examples that must match and must not, checked when the
+rules load (as Codex's ``execpolicy`` does), so a wrong row fails the import.
 
-A row matches a simple command when its program is one of ``programs`` (after ``canonical``),
-its first operands are one of ``sub`` (when given: words, each may be a glob, ``"stash drop"``,
-``"* describe-*"``), and one of ``flags`` is given or ``pattern``
-is found in its arguments (when either is given). ``wraps`` makes a row a wrapper: the rest of
-the words after its options (and ``wraps.skip`` operands) are judged as the command it runs.
+A row matches when its program is one of ``programs`` (after ``canonical``), its first operands
+are one of ``sub`` (words, each may be a glob: ``"* describe-*"``), and one of ``flags`` is given
+or ``pattern`` is found in its arguments (when given). ``wraps`` makes it a wrapper: what it runs
+(the words after its options, or after a flag, or its operands as shell) is judged in its place.
 """
 
 from __future__ import annotations
@@ -61,6 +59,8 @@ class Wraps:
     skip: int = 0  # operands of its own before the command (``setarch ARCH cmd``)
     floor: Danger = Danger.SAFE  # at least this, whatever it runs (``strace`` writes a trace)
     via: bool = True  # name the wrapper in the reason (``in chrt: ...``)
+    after: tuple[str, ...] = ()  # it runs each command between one of these and ``;``/``+`` (``find -exec``)
+    shell: bool = False  # its operands are joined and parsed as shell (``eval``)
 
 
 @dataclass(frozen=True)

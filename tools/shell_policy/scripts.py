@@ -14,15 +14,13 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from tools.base import Danger
 from tools.shell_policy.paths import HERE, is_secret, path_key
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, shorten, worse
+from tools.shell_policy.words import MODERATE, SAFE, SHELLS, Verdict, Word, bad, canonical, lit, opts, shorten, worse
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
 SHOW_LINES = 40
 SHOW_CHARS = 2000
 _READ_BYTES = 4 * SHOW_CHARS
@@ -113,10 +111,6 @@ def _shell(c: Call) -> Verdict:
     return run_script(c, o.pos[0])
 
 
-def _source(c: Call) -> Verdict:
-    return run_script(c, c.args[0]) if c.args else MODERATE
-
-
 def run_script(c: Call, script: Word) -> Verdict:
     if script.text is None:
         return bad(f"runs a script built at run time ({c.name} {script.show})")
@@ -199,71 +193,35 @@ def inline_code(label: str, code: str, lang: str) -> Verdict:
     return MODERATE
 
 
-@dataclass(frozen=True)
-class _Lang:
-    code: str  # short options whose value is code
-    code_long: tuple[str, ...] = ()
-    value: str = ""  # short options that take a value (attached or next)
-    value_long: tuple[str, ...] = ()
-    attached: str = ""  # short options that swallow the rest of their cluster
-
-
-_CODE_OPTIONS = {  # how each interpreter is given code on its command line
-    "python": _Lang("c", value="mWXQ"),
-    "perl": _Lang("eE", attached="iIMmlx0dDC"),
-    "ruby": _Lang("e", value="rICEF", attached="ilx0TWK"),
-    "node": _Lang("ep", ("--eval", "--print"), "r", ("--require", "--import", "--input-type", "--loader")),
-    "php": _Lang("r", value="cdzt"),
-    "Rscript": _Lang("e"),
-    "osascript": _Lang("e", value="l"),
-    "lua": _Lang("e", value="l"),
+# How each interpreter is given code: short and long options whose value is code, short and long
+# options that take another value, short options that swallow the rest of their cluster.
+_CODE_OPTIONS: dict[str, tuple[str, tuple[str, ...], str, tuple[str, ...], str]] = {
+    "python": ("c", (), "mWXQ", (), ""), "perl": ("eE", (), "", (), "iIMmlx0dDC"),
+    "ruby": ("e", (), "rICEF", (), "ilx0TWK"), "php": ("r", (), "cdzt", (), ""), "Rscript": ("e", (), "", (), ""),
+    "node": ("ep", ("--eval", "--print"), "r", ("--require", "--import", "--input-type", "--loader"), ""),
+    **dict.fromkeys(("osascript", "lua"), ("e", (), "l", (), "")),
 }
 
 
 def _interpreter(c: Call) -> Verdict:
-    lang_name = canonical(c.name)
-    lang = _CODE_OPTIONS[lang_name]
-    codes: list[tuple[str, Word | None]] = []
-    args, i, script, reads_stdin = c.args, 0, None, False
-    while i < len(args):
-        word, text = args[i], args[i].text
-        nxt = args[i + 1] if i + 1 < len(args) else None
-        if text is None or not text.startswith("-") or text == "-" or text == "--":
-            script = nxt if text == "--" else word
-            reads_stdin = text == "-" or (text == "--" and nxt is None)
-            break
-        name, eq, value = text.partition("=")
-        if text.startswith("--"):
-            if name in lang.code_long:
-                codes.append((name, lit(value) if eq else nxt))
-            i += 1 if (name in lang.code_long or name in lang.value_long) and not eq else 0
-        else:
-            for j, letter in enumerate(text[1:], 1):
-                rest = text[j + 1 :]
-                if lang_name == "python" and letter == "m":
-                    module = rest or (nxt.text if nxt else "")
-                    tail = args[i + (1 if rest else 2) :]
-                    return c.run([lit("pip"), *tail], stdin=c.stdin) if module == "pip" else MODERATE
-                if letter in lang.code or letter in lang.value:
-                    if letter in lang.code:
-                        codes.append(("-" + letter, lit(rest) if rest else nxt))
-                    i += 0 if rest else 1
-                    break
-                if letter in lang.attached:
-                    break
-        i += 1
+    lang = canonical(c.name)
+    code, code_long, value, value_long, attached = _CODE_OPTIONS[lang]
+    o = opts(c.args, code + value, (*code_long, *value_long), optional=attached, posix=True)
+    if lang == "python" and o.has("-m"):
+        return c.run([lit("pip"), *o.pos], stdin=c.stdin) if o.values("-m")[:1] == [lit("pip")] else MODERATE
+    codes = [(flag, word) for flag, word in o.flags if flag in code_long or len(flag) == 2 and flag[1] in code]
+    judge: Judge = lambda text, via: inline_code(via, text, lang)
     if codes:
-        dynamic = [flag for flag, code in codes if code is None or code.text is None]
+        dynamic = [flag for flag, word in codes if word is None or word.text is None]
         if dynamic:
             return bad(f"runs code built at run time ({c.name} {dynamic[0]})")
-        text = "\n".join(code.text or "" for _, code in codes if code is not None)
-        return inline_code(f"{c.name} {codes[0][0]}", text, lang_name)
-    if script is not None and not reads_stdin:
+        return judge("\n".join(word.text or "" for _, word in codes if word is not None), f"{c.name} {codes[0][0]}")
+    script = o.pos[0] if o.pos else None
+    if script is not None and script.text != "-":
         if script.text is None and (script.procsub or not HERE.match(script.raw)):
             return bad(f"runs a script built at run time ({c.name} {script.show})")
-        return script_file(c, script, f"{c.name} {script.show}", lambda code, via: inline_code(via, code, lang_name),
-                            shell=False)
-    return from_stdin(c, "an interpreter", lambda code, via: inline_code(via, code, lang_name), shell=False)
+        return script_file(c, script, f"{c.name} {script.show}", judge, shell=False)
+    return from_stdin(c, "an interpreter", judge, shell=False)
 
 
 def _deno(c: Call) -> Verdict:
@@ -289,7 +247,8 @@ def _perl_in_place(c: Call) -> Verdict:
 
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict]] = {
-    **dict.fromkeys(SHELLS, _shell), "source": _source, ".": _source,
+    **dict.fromkeys(SHELLS, _shell),
+    **dict.fromkeys(("source", "."), lambda c: run_script(c, c.args[0]) if c.args else MODERATE),
     **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
     "perl": _perl_in_place, "deno": _deno,
 }

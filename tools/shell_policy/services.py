@@ -108,10 +108,6 @@ def _httpie(c: Call) -> Verdict:
     return c.targets_outside(o.values("-o", "--output"), f"{c.name} -o")
 
 
-def _is_remote(path: str) -> bool:
-    return path.startswith("rsync://") or bool(re.match(r"[^/]*[^/\\]:", path))
-
-
 def _rsync(c: Call) -> Verdict:
     o = opts(c.args, "efTB", ("--rsh", "--exclude", "--include", "--filter", "--files-from", "--exclude-from",
                                 "--include-from", "--backup-dir", "--suffix", "--partial-dir", "--temp-dir",
@@ -120,7 +116,7 @@ def _rsync(c: Call) -> Verdict:
     for name, _ in o.flags:
         if name.startswith("--delete") or name in ("--remove-source-files", "--del"):
             return bad(f"deletes files ({c.name} {name})")
-    if any(_is_remote(w.text or "") for w in o.pos):
+    if any((w.text or "").startswith("rsync://") or re.match(r"[^/]*[^/\\]:", w.text or "") for w in o.pos):
         return bad(f"transfers files to or from a remote host ({c.name})")
     verdict = c.targets_outside(o.pos[-1:] if len(o.pos) > 1 else [], c.name)
     return keeps_mode(c, o.pos[:-1]) if verdict == MODERATE else verdict

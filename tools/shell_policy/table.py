@@ -1,8 +1,6 @@
-"""The rows of the gate, each with its examples (verified when the package is imported), in the
-order they are tried for a program; ``__init__.py`` puts them together with the code for what rows
-can't describe, the checks every command passes and the programs that only read. Code whose
-verdict asks stands; else the first row that matches decides; else the code's verdict; else SAFE
-for a program that only reads, MODERATE for the rest. Names are matched after ``canonical``.
+"""The rows of the gate, in the order they are tried for a program (``__init__.py`` puts them with
+the code). Code whose verdict asks stands; else the first row that matches decides; else the
+code's verdict; else SAFE for a program that only reads, MODERATE for the rest.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The walk: parse a command line, and judge every simple command in it wherever it sits.
-
-A simple command is judged by the checks every command passes (secrets, scripts, the network) and
-by the rule for its program. The walk does not import the rules: they call back into it for the
-commands they run (``xargs rm``, ``bash -c STR``), so the table of rules (``table.py``) is handed
-in, as a ``Table``, by ``classify_command``. What the line writes is remembered as it goes, so a
-script it writes and then runs is judged by what the line put in it.
-"""
+"""The walk: parse a command line, and judge every simple command in it wherever it sits, by the
+checks every command passes and its program's code and rows (a ``Table`` handed in, since they
+call back into the walk for what they run). What the line writes is remembered, so a script it
+writes and then runs is judged by what the line put in it."""
 
 from __future__ import annotations
 
@@ -34,6 +30,7 @@ from tools.shell_policy.words import (
     parse,
     printed_by,
     program_of,
+    runs_each,
     shorten,
     stdin_of,
     word_of,
@@ -232,24 +229,38 @@ class Call:
             return bad(f"runs a command built at run time ({via} {dynamic[0].show})")
         return self.nested(" ".join(w.text or "" for w in words), via)
 
-    def decide(self, rows: Iterable[Row], program: str) -> Verdict | None:
-        """The verdict of the first row that matches, or None."""
+    def decide(self, rows: Iterable[Row], program: str, code: Verdict | None) -> Verdict | None:
+        """The verdict of the first row that matches (a wrapper's at least that of its ``code``), or None."""
         for each in rows:
             hit = each.matches(program, self.args)
             if hit is None:
                 continue
             if each.wraps is not None:
-                return self.wrapped(each.wraps)
+                return self.wrapped(each.wraps, worse((each.wraps.floor, ""), code or SAFE))
             return bad(each.shown(self.name, *hit)) if each.verdict is Danger.DANGEROUS else (each.verdict, "")
         return None
 
-    def wrapped(self, wraps: Wraps) -> Verdict:
-        """A wrapper's verdict: at least its floor, and that of the command it runs."""
-        rest = opts(self.args, wraps.short, wraps.long, posix=True).pos
+    def wrapped(self, wraps: Wraps, floor: Verdict) -> Verdict:
+        """A wrapper's verdict: at least ``floor``, and that of the command or commands it runs."""
+        args = self.args
+        if wraps.shell:
+            return worse(floor, self.joined(args, self.name))
+        if wraps.after:  # find -exec CMD ;, fd -x CMD: each runs on what it finds
+            verdict, i = floor, 0
+            while i < len(args):
+                if args[i].text in wraps.after:
+                    end = next((j for j in range(i + 1, len(args)) if args[j].text in (";", "+")), len(args))
+                    verdict, i = worse(verdict, self.each(args[i + 1 : end], f"{self.name} {args[i].text}")), end
+                i += 1
+            return verdict
+        rest = opts(args, wraps.short, wraps.long, posix=True).pos
         if wraps.skip:  # its options may follow its operands too: ``setarch x86_64 -R cmd``
             rest = opts(rest[wraps.skip :], wraps.short, wraps.long, posix=True).pos
-        floor = (wraps.floor, "")
         return worse(floor, self.run(rest, self.name if wraps.via else "", self.stdin)) if rest else floor
+
+    def each(self, words: Sequence[Word], via: str, placeholder: str | None = "{}") -> Verdict:
+        """The command xargs, find -exec or fd -x runs on what it finds (``runs_each``)."""
+        return runs_each(words, via, placeholder, self.run)
 
     def targets_outside(self, targets: Iterable[Word], what: str) -> Verdict:
         """MODERATE, or DANGEROUS when one of these written paths is outside the workspace or
@@ -283,7 +294,7 @@ def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan,
         return checked
     verdict = rule(call) if rule is not None else None
     if verdict is None or verdict[0] is not Danger.DANGEROUS:  # what the code found stands when it asks
-        verdict = call.decide(rows, prog) or verdict
+        verdict = call.decide(rows, prog, verdict) or verdict
     if verdict is None:
         verdict = SAFE if prog in scan.table.read_only else MODERATE
     return worse(verdict, checked)

@@ -1,16 +1,13 @@
-"""The vocabulary of the gate: a verdict and its reason, program names and their aliases, the
-words of a simple command as the shell will see them (with getopt over them), and what flows
-into and out of a command (its standard input; the literal text it prints when the line shows
-it), so that a script the line writes and then runs is judged by what it says.
+"""The gate's vocabulary: verdicts, program names, the words of a command as the shell will see
+them (with getopt), and what flows in and out of a command, so a script the line writes is judged.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -24,6 +21,8 @@ SAFE: Verdict = (Danger.SAFE, "")
 MODERATE: Verdict = (Danger.MODERATE, "")
 
 SHOW_CHARS = 40
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "csh", "tcsh"})
+DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})  # in xargs or find -exec: delete what it finds
 
 
 def bad(reason: str) -> Verdict:
@@ -44,16 +43,11 @@ def shorten(raw: str) -> str:
 
 
 _PYTHON = re.compile(r"(python|pypy)[\d.]*")
-_ALIASES = {
-    "nodejs": "node", "bun": "node", "mariadb": "mysql", "mongo": "mongosh", "podman": "docker",
-    "nerdctl": "docker", "tofu": "terraform", "terragrunt": "terraform", "oc": "kubectl", "fly": "flyctl",
-    "ncat": "nc", "netcat": "nc", "socat": "nc", "telnet": "nc", "mosh": "ssh", "sshpass": "ssh",
-    "ssh-copy-id": "ssh", "gradlew": "gradle", "mvnw": "mvn", "egrep": "grep", "fgrep": "grep",
-    "gawk": "awk", "mawk": "awk", "nawk": "awk", "luajit": "lua", "R": "Rscript", "fdfind": "fd",
-    "srm": "shred", "wipe": "shred", "gunzip": "gzip", "bzip2": "gzip", "bunzip2": "gzip", "xz": "gzip",
-    "unxz": "gzip", "zstd": "gzip", "lz4": "gzip", "sls": "serverless", "mailx": "mail", "sendmail": "mail",
-    "mutt": "mail", "trash-put": "trash", "toybox": "busybox", "pip3": "pip",
-}
+_ALIASES = {alias: name for group in """node:nodejs,bun mysql:mariadb mongosh:mongo docker:podman,nerdctl
+    terraform:tofu,terragrunt kubectl:oc flyctl:fly nc:ncat,netcat,socat,telnet ssh:mosh,sshpass,ssh-copy-id
+    gradle:gradlew mvn:mvnw grep:egrep,fgrep awk:gawk,mawk,nawk lua:luajit Rscript:R fd:fdfind shred:srm,wipe
+    serverless:sls gzip:gunzip,bzip2,bunzip2,xz,unxz,zstd,lz4 mail:mailx,sendmail,mutt trash:trash-put
+    busybox:toybox pip:pip3""".split() for name, _, aliases in [group.partition(":")] for alias in aliases.split(",")}
 
 
 def canonical(name: str) -> str:
@@ -68,16 +62,12 @@ def canonical(name: str) -> str:
 
 
 _PARSE_LOCK = threading.Lock()
-
-
-@cache
-def _parser() -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
 def parse(source: bytes) -> tree_sitter.Tree:
     with _PARSE_LOCK:  # a Parser is not safe to share between threads
-        return _parser().parse(source)
+        return _PARSER.parse(source)
 
 
 def node_text(node: tree_sitter.Node) -> str:
@@ -103,27 +93,15 @@ def lit(text: str) -> Word:
 
 
 _GLOB = re.compile(r"(?<!\\)[*?\[]")
+_ANSI_C_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)", re.S)
 _ANSI_C = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "v": "\v"}
 
 
-def _unescape(raw: str) -> str:
-    return re.sub(r"\\(.)", r"\1", raw.replace("\\\n", ""), flags=re.S)
-
-
-def _unescape_dq(raw: str) -> str:
-    return re.sub(r'\\([\\"$`])', r"\1", raw.replace("\\\n", ""))
-
-
-def _ansi_c(body: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        esc = m.group(1)
-        if esc[0] in "xuU":
-            return chr(min(int(esc[1:], 16), 0x10FFFF))
-        if esc[0].isdigit():
-            return chr(int(esc, 8))
-        return _ANSI_C.get(esc, esc)
-
-    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|.)", one, body, flags=re.S)
+def _ansi_c(m: re.Match[str]) -> str:
+    esc = m.group(1)
+    if esc[0] in "xuU":
+        return chr(min(int(esc[1:], 16), 0x10FFFF))
+    return chr(int(esc, 8)) if esc[0].isdigit() else _ANSI_C.get(esc, esc)
 
 
 def word_of(node: tree_sitter.Node) -> Word:
@@ -131,16 +109,16 @@ def word_of(node: tree_sitter.Node) -> Word:
     if kind == "command_name":
         return word_of(node.named_children[0]) if node.named_child_count else lit(raw)
     if kind == "word":
-        return Word(_unescape(raw), raw, glob=bool(_GLOB.search(raw)))
+        return Word(re.sub(r"\\(.)", r"\1", raw.replace("\\\n", ""), flags=re.S), raw, glob=bool(_GLOB.search(raw)))
     if kind in ("number", "brace_expression"):
         return lit(raw)
     if kind == "raw_string":
         return Word(raw[1:-1], raw)
     if kind == "ansi_c_string":
-        return Word(_ansi_c(raw[2:-1]), raw)
+        return Word(_ANSI_C_ESCAPE.sub(_ansi_c, raw[2:-1]), raw)
     if kind == "string":
         literal = all(child.type == "string_content" for child in node.named_children)
-        return Word(_unescape_dq(raw[1:-1]) if literal else None, raw)
+        return Word(re.sub(r'\\([\\"$`])', r"\1", raw[1:-1].replace("\\\n", "")) if literal else None, raw)
     if kind == "concatenation":
         parts = [word_of(child) for child in node.named_children]
         if any(part.text is None for part in parts):
@@ -164,15 +142,8 @@ class Opts:
         return [w.text or "" for w in self.pos]
 
 
-def opts(
-    args: Sequence[Word],
-    short: str = "",
-    long: Iterable[str] = (),
-    *,
-    optional: str = "",
-    posix: bool = False,
-    dash_long: Iterable[str] = (),
-) -> Opts:
+def opts(args: Sequence[Word], short: str = "", long: Iterable[str] = (), *, optional: str = "", posix: bool = False,
+         dash_long: Iterable[str] = ()) -> Opts:
     """getopt: ``short`` letters and ``long`` names take a value; ``optional`` letters take one only
     when attached; ``posix`` stops at the first operand; ``dash_long`` are ``-name`` options."""
     long, dash_long = frozenset(long), frozenset(dash_long)
@@ -212,6 +183,39 @@ def opts(
                 flags.append(("-" + letter, None))
         i += 1
     return Opts(flags, pos)
+
+
+def input_as_code(words: Sequence[Word], via: str, placeholder: str | None) -> Verdict | None:
+    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
+    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
+    head = words[0].text if words else None
+    if head is None:
+        return None
+    if placeholder and placeholder in head:
+        return bad(f"runs what it reads as commands ({via} {words[0].show})")
+    if PurePosixPath(head).name not in SHELLS:
+        return None
+    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
+    if not o.has("-c"):
+        return bad(f"runs the scripts it finds ({via} {words[0].show}{''.join(' ' + w.show for w in o.pos[:1])})")
+    code = o.pos[0].text if o.pos else None
+    if placeholder and (code is None or placeholder in code):
+        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
+    return None
+
+
+def runs_each(words: Sequence[Word], via: str, placeholder: str | None,
+              run: Callable[[Sequence[Word], str], Verdict]) -> Verdict:
+    """The command xargs, find -exec or fd -x runs (``run``) on what it finds: a deleter there deletes
+    it, a shell there runs it (``xargs -I{} sh -c '{}'``)."""
+    verdict = input_as_code(words, via, placeholder) or run(words, via)
+    head = words[0].text if words else None
+    name = PurePosixPath(head).name if head is not None else ""
+    if verdict[0] is not Danger.DANGEROUS and name in DELETERS:
+        return bad(f"deletes what {via.split()[0]} finds ({via} {name})")
+    if verdict[0] is not Danger.DANGEROUS and name in ("kill", "renice"):
+        return bad(f"signals the processes it reads ({via} {name})")
+    return verdict
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
-"""What runs other commands: ``env``, ``xargs``, ``find -exec``, ``watch``, ``flock``,
-``parallel``, ``eval``, ``trap`` and ``script -c``, judged by what they run (the plain wrappers,
-``nice`` and its kin, are rows); ``cd``, which moves where paths resolve; and variables that
-name a command (``PAGER=... git log``, ``GIT_EXTERNAL_DIFF``) or load code (``LD_PRELOAD``), or
-a relative ``PATH``, which make a read run something else.
+"""What runs other commands and needs code to say so: ``env``, ``xargs``, ``watch``, ``flock``,
+``parallel``, ``trap``, ``script -c`` (the plain wrappers, ``find -exec``, ``fd -x`` and ``eval`` are
+rows); ``cd``, which moves where paths resolve; and variables that name a command (``PAGER=``) or
+load code (``LD_PRELOAD``), or a relative ``PATH``, which make a read run something else.
 """
 
 from __future__ import annotations
@@ -10,16 +9,16 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from tools.base import Danger
 from tools.shell_policy.infrastructure import GIT_COMMAND_CONFIG
 from tools.shell_policy.paths import RELATIVE_PATH, path_of
 from tools.shell_policy.rows import Row, Wraps, row
-from tools.shell_policy.scripts import SHELLS, run_script
+from tools.shell_policy.scripts import run_script
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
+from tools.shell_policy.words import DELETERS, MODERATE, SAFE, Verdict, Word, bad, input_as_code, lit, opts, worse
 
 
 def _env(c: Call) -> Verdict:
@@ -34,83 +33,22 @@ def _env(c: Call) -> Verdict:
     return c.run(rest, stdin=c.stdin, env=env)
 
 
-def _command_builtin(c: Call) -> Verdict:
-    o = opts(c.args, posix=True)
-    return SAFE if o.has("-v", "-V") else c.run(o.pos, stdin=c.stdin)
-
-
-def _input_as_code(c: Call, words: list[Word], via: str, placeholder: str | None) -> Verdict | None:
-    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
-    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
-    head = words[0].text if words else None
-    if head is None:
-        return None
-    if placeholder and placeholder in head:
-        return bad(f"runs what it reads as commands ({via} {words[0].show})")
-    if PurePosixPath(head).name not in SHELLS:
-        return None
-    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
-    if not o.has("-c"):
-        scripts = "".join(" " + w.show for w in o.pos[:1])
-        return bad(f"runs the scripts it finds ({via} {words[0].show}{scripts})")
-    code = o.pos[0].text if o.pos else None
-    if placeholder and (code is None or placeholder in code):
-        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
-    return None
-
-
-_DELETERS = frozenset({"rm", "unlink", "shred", "srm", "wipe"})
-
-
-def _runs_each(c: Call, words: Sequence[Word], via: str, placeholder: str | None = "{}") -> Verdict:
-    """The command xargs, find -exec, fd -x or parallel runs; a deleter there deletes what they find,
-    a shell there runs what they find (``xargs -I{} sh -c '{}'``)."""
-    runs_input = _input_as_code(c, list(words), via, placeholder)
-    if runs_input is not None:
-        return runs_input
-    verdict = c.run(words, via)
-    head = words[0].text if words else None
-    deleter = PurePosixPath(head).name if head is not None else ""
-    if verdict[0] is not Danger.DANGEROUS and deleter in _DELETERS:
-        return bad(f"deletes what {via.split()[0]} finds ({via} {deleter})")
-    if verdict[0] is not Danger.DANGEROUS and deleter in ("kill", "renice"):
-        return bad(f"signals the processes it reads ({via} {deleter})")
-    return verdict
-
-
 def _xargs(c: Call) -> Verdict:
     o = opts(
         c.args, "InPLsdEa", ("--max-args", "--max-procs", "--max-lines", "--max-chars", "--delimiter", "--eof",
                              "--arg-file", "--process-slot-var"), optional="ile", posix=True,
     )
     replace = [(v.text if v is not None else "{}") for n, v in o.flags if n in ("-I", "-i", "--replace")]
-    placeholder = replace[0] if replace else None  # with -I, xargs puts its input in place of this
-    return _runs_each(c, o.pos, "xargs", placeholder)
+    return c.each(o.pos, "xargs", replace[0] if replace else None)  # with -I, its input goes in place of that
 
 
-def _find(c: Call) -> Verdict:
-    verdict, args, i = SAFE, c.args, 0
-    while i < len(args):
-        text = args[i].text
-        if text == "-delete":
-            return bad("deletes files (find -delete)")
-        if text in ("-exec", "-execdir", "-ok", "-okdir"):
-            end = next((j for j in range(i + 1, len(args)) if args[j].text in (";", "+")), len(args))
-            inner = args[i + 1 : end]
-            verdict = worse(verdict, _runs_each(c, inner, f"find {text}"))
-            i = end
-        elif text in ("-fprint", "-fprint0", "-fprintf", "-fls") and i + 1 < len(args):
-            verdict = worse(verdict, c.targets_outside([args[i + 1]], f"find {text}"))
-        i += 1
+def _find(c: Call) -> Verdict | None:
+    """``find -fprint FILE`` writes FILE (``-exec`` and ``-delete`` are rows)."""
+    verdict = None
+    for i, w in enumerate(c.args[:-1]):
+        if w.text in ("-fprint", "-fprint0", "-fprintf", "-fls"):
+            verdict = worse(verdict or SAFE, c.targets_outside([c.args[i + 1]], f"find {w.text}"))
     return verdict
-
-
-def _fd(c: Call) -> Verdict:
-    for i, w in enumerate(c.args):
-        if w.text in ("-x", "--exec", "-X", "--exec-batch"):
-            inner = [x for x in c.args[i + 1 :] if x.text != ";"]
-            return _runs_each(c, inner, f"fd {w.text}")
-    return SAFE
 
 
 def _watch(c: Call) -> Verdict:
@@ -148,12 +86,12 @@ def _parallel(c: Call) -> Verdict:
                 o.pos[:1] and o.pos[0].text in ("::::", "::::+")):
             return bad("runs commands read from its input (parallel)")
         return worse(MODERATE, _worst([c.joined([w], "parallel") for w in rest if w.text not in (":::", ":::+")]))
-    runs_input = _input_as_code(c, _split(command), "parallel", "{}")
+    runs_input = input_as_code(_split(command), "parallel", "{}")
     if runs_input is not None:
         return runs_input
     verdict = c.joined(command, "parallel")
     head = command[0].text or ""
-    if verdict[0] is not Danger.DANGEROUS and PurePosixPath(head.split()[0] if head.split() else "").name in _DELETERS:
+    if verdict[0] is not Danger.DANGEROUS and PurePosixPath(head.split()[0] if head.split() else "").name in DELETERS:
         return bad(f"deletes what parallel finds (parallel {head.split()[0]})")
     return verdict
 
@@ -180,10 +118,6 @@ def _script(c: Call) -> Verdict:
     o = opts(c.args, "cEIOTt", ("--command", "--echo", "--log-in", "--log-out", "--log-timing", "--timing"))
     commands = o.values("-c", "--command")
     return worse(MODERATE, c.joined(commands[:1], "script -c")) if commands else MODERATE
-
-
-def _eval(c: Call) -> Verdict:
-    return c.joined(c.args, "eval")
 
 
 def _trap(c: Call) -> Verdict:
@@ -287,12 +221,21 @@ WRAPPERS: list[Row] = [
                                                  "--apparmor-profile"), floor=_M)),
         ("choom", "-n 100 -- ", _W("np", ("--adjust", "--pid"), floor=_M)),
     )),
+    row("deletes", "find", "deletes files ({name} -delete)", ["find . -delete", "find . -name '*.pyc' -delete"],
+        ["find . -name x"], flags=("-delete",)),
+    row("wrapper", "find", "", ["find . -exec rm -rf {} \\;", "find . -name x -execdir git push \\;"],
+        ["find . -exec grep -l x {} +"], flags=("-exec", "-execdir", "-ok", "-okdir"),
+        wraps=_W(after=("-exec", "-execdir", "-ok", "-okdir"))),
+    row("wrapper", "fd", "", ["fd -e pyc -x rm", "fd . -X git push"], ["fd -x ls"],
+        flags=("-x", "--exec", "-X", "--exec-batch"), wraps=_W(after=("-x", "--exec", "-X", "--exec-batch"))),
+    row("wrapper", "eval", "", ["eval 'rm -rf x'", "eval git push"], ["eval ls"], wraps=_W(shell=True)),
 ]
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
-RULES: dict[str, Callable[[Call], Verdict]] = {
-    "script": _script, "env": _env, "command": _command_builtin,
-    "xargs": _xargs, "find": _find, "fd": _fd, "watch": _watch, "flock": _flock, "parallel": _parallel,
-    "eval": _eval, "trap": _trap, "cd": _cd, "pushd": _cd,
+RULES: dict[str, Callable[[Call], Verdict | None]] = {
+    "script": _script, "env": _env,
+    "command": lambda c: SAFE if (o := opts(c.args, posix=True)).has("-v", "-V") else c.run(o.pos, stdin=c.stdin),
+    "xargs": _xargs, "find": _find, "watch": _watch, "flock": _flock, "parallel": _parallel,
+    "trap": _trap, "cd": _cd, "pushd": _cd,
 }

@@ -152,10 +152,6 @@ def _tar(c: Call) -> Verdict:
     return c.targets_outside(targets, "tar -C" if extracting else "tar -f")
 
 
-def _unzip(c: Call) -> Verdict:
-    return c.targets_outside(opts(c.args, "dxP").values("-d"), "unzip -d")
-
-
 def _seven_zip(c: Call) -> Verdict:
     if any(w.text == "-sdel" for w in c.args):
         return bad("deletes the files it archives (7z -sdel)")
@@ -203,10 +199,6 @@ def _yq(c: Call) -> Verdict:
     if o.has("-i", "--inplace"):
         return c.targets_outside(o.pos[1:], "yq -i")
     return SAFE
-
-
-def _rg(c: Call) -> Verdict:
-    return MODERATE if any((w.text or "").startswith("--pre") for w in c.args) else SAFE
 
 
 def _man(c: Call) -> Verdict:
@@ -283,9 +275,11 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"),
     "touch": _all_operands("dtr"), "mkdir": _mkdir, "truncate": _truncate, "man": _man,
     "gzip": _all_operands("S", ("--suffix",), ("-c", "--stdout", "-l", "--list", "-t", "--test")),
-    "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "unzip": _unzip, "7z": _seven_zip, "zip": _zip,
+    "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "7z": _seven_zip, "zip": _zip,
+    "unzip": lambda c: c.targets_outside(opts(c.args, "dxP").values("-d"), "unzip -d"),
     "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
     "tree": _output_option("-o", short="LPIo", otherwise=SAFE),
     "patch": _output_option("-o", "-d", short="pdioBrDFVYz"),
-    "yq": _yq, "rg": _rg, "chmod": _chmod,
+    "yq": _yq, "chmod": _chmod,
+    "rg": lambda c: MODERATE if any((w.text or "").startswith("--pre") for w in c.args) else SAFE,
 }
