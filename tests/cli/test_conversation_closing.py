@@ -1,5 +1,6 @@
 """A line typed at the prompt while the last task is closing (its answer shown, its workflow
-still recording the session) is never lost: it starts the next task once the last has closed.
+still recording the session) is never lost: it starts the next task once the last has closed;
+`interject` from another terminal is refused in one line rather than taken unread.
 The worker here records sessions through a gate the test opens, so the closing lasts as long
 as the test needs (in CI it lasted a few milliseconds, and the line typed then was lost)."""
 
@@ -18,7 +19,8 @@ from contracts.activities import RECORD_SESSION_ACTIVITY, SessionRecord
 from fakes.scripted import tool
 from fakes.step import Step
 from tests.cli.test_conversation import PROMPT, expect, run_in_terminal, seen, sleeping, task_id
-from tests.workflows.harness import scripted_worker, user_texts, wait_until
+from tests.cli.test_cli import cli
+from tests.workflows.harness import make_input, scripted_worker, start, user_texts, wait_until
 
 
 @dataclass
@@ -103,3 +105,15 @@ async def test_a_message_that_reached_a_task_as_it_ended_unread_starts_the_next_
     assert code == 0, seen(term)
     assert user_texts(model.requests[2])[-1] == "And the tests?"
     assert "Stopped where you asked." in "\n".join(str(m["content"]) for m in model.requests[2]["messages"])
+
+
+async def test_interject_to_a_task_that_is_closing_is_refused_not_taken_unread(client, task_queue, workspace, recording):
+    async with scripted_worker(client, task_queue, [tool("message", type="result", text="done")]):
+        handle = await start(client, task_queue, make_input(workspace, session="s"))
+        await closing(client, handle.id, recording)
+        code, out, err = await cli(client, "interject", handle.id, "one more thing", queue=task_queue)
+        recording.opened.set()
+        await handle.result()
+    assert code == 2 and err.strip().endswith(
+        f"{handle.id} did not take the message: the task has ended (DONE) and reads no more messages"), err
+    assert "Traceback" not in err and "delivered" not in out
