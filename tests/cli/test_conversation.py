@@ -84,34 +84,6 @@ async def tool_running(client: Client, workflow_id: str) -> None:
     raise AssertionError("the tool never started")
 
 
-async def test_a_follow_up_at_the_prompt_continues_the_conversation(client, task_queue, workspace):
-    steps = [tool("message", type="result", text="The answer is 42."),
-             tool("message", type="result", text="Yes: 42, as before.")]
-    async with scripted_worker(client, task_queue, steps) as model:
-        term = run_in_terminal(client, task_queue, "--workspace", str(workspace), "What is the answer?")
-        try:
-            await expect(term, "The answer is 42.")
-            await expect(term, PROMPT)
-            first = task_id(term)
-            term.type("Are you sure?")
-            await expect(term, "Yes: 42, as before.")
-            term.press("\x04")  # Ctrl-D leaves
-            code = await asyncio.to_thread(term.wait)
-        finally:
-            term.close()
-        model.assert_consumed()
-        second_id = re.findall(r"task (task-[a-z0-9-]+) ·", term.screen)[-1]
-        status = await client.get_workflow_handle(second_id).query("status")
-    assert code == 0, seen(term)
-    second = model.requests[1]
-    history = "\n".join(str(m["content"]) for m in second["messages"])
-    # The second task starts with the first exchange: its question and its answer.
-    assert "What is the answer?" in history and "The answer is 42." in history
-    assert user_texts(second)[-1] == "Are you sure?"
-    assert f"left the conversation; come back to it with: python starter.py run --resume {second_id}" in seen(term)
-    assert second_id != first and status["session"] == first  # one session, named after the first task
-
-
 async def test_ctrl_c_once_stops_the_running_step_and_the_prompt_returns(client, task_queue, workspace):
     steps = [tool("shell", command="sleep 30"), tool("message", type="result", text="Stopped where you asked.")]
     async with scripted_worker(client, task_queue, steps) as model:

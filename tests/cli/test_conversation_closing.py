@@ -7,6 +7,7 @@ as the test needs (in CI it lasted a few milliseconds, and the line typed then w
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -18,8 +19,8 @@ from activities.session import SessionActivities
 from contracts.activities import RECORD_SESSION_ACTIVITY, SessionRecord
 from fakes.scripted import tool
 from fakes.step import Step
-from tests.cli.test_conversation import PROMPT, expect, run_in_terminal, seen, sleeping, task_id
 from tests.cli.test_cli import cli
+from tests.cli.test_conversation import PROMPT, expect, run_in_terminal, seen, sleeping, task_id
 from tests.workflows.harness import make_input, scripted_worker, start, user_texts, wait_until
 
 
@@ -54,7 +55,7 @@ async def closing(client, workflow_id: str, gate: Gate) -> None:
     assert (await client.get_workflow_handle(workflow_id).describe()).status == WorkflowExecutionStatus.RUNNING
 
 
-async def test_a_follow_up_typed_while_the_answered_task_closes_starts_the_next_task(
+async def test_a_follow_up_at_the_prompt_continues_the_conversation_once_the_answered_task_has_closed(
         client, task_queue, workspace, recording):
     steps = [tool("message", type="result", text="The answer is 42."),
              tool("message", type="result", text="Yes: 42, as before.")]
@@ -75,7 +76,11 @@ async def test_a_follow_up_typed_while_the_answered_task_closes_starts_the_next_
         finally:
             term.close()
         model.assert_consumed()
+        second_id = re.findall(r"task (task-[a-z0-9-]+) ·", term.screen)[-1]
+        status = await client.get_workflow_handle(second_id).query("status")
     assert code == 0, seen(term)
+    assert second_id != first and status["session"] == first  # one session, named after the first task
+    assert f"left the conversation; come back to it with: python starter.py run --resume {second_id}" in seen(term)
     second = model.requests[1]
     assert user_texts(second)[-1] == "Are you sure?"
     history = "\n".join(str(m["content"]) for m in second["messages"])
