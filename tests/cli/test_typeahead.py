@@ -33,12 +33,12 @@ def test_ctrl_d_ends_the_input_only_on_an_empty_line():
     assert keys.ended.is_set()
 
 
-def test_every_line_typed_is_said_and_the_draft_is_drawn_after_each_chunk():
+def test_every_line_typed_is_said_and_drawn_whole_first_and_the_draft_after_each_chunk():
     said, drawn = [], []
     keys = Keys()
     keys.on_line, keys.on_draft = said.append, drawn.append
-    keys.feed("one\ntw")
-    assert said == ["one"] and drawn == ["tw"]
+    keys.feed("one\ntw")  # a line that came in one read is drawn before it is taken: never unseen
+    assert said == ["one"] and drawn == ["one", "tw"]
 
 
 def test_queued_messages_go_as_one_and_a_slash_command_alone():
