@@ -47,17 +47,17 @@ process (worker.py at start), saying which of these holds, with the limits.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.settings import SandboxSettings, ShellLimits
-from tools import sandbox_hide
 from tools.control_paths import Mount
-from tools.sandbox_hide import Hiding
 from tools.sandbox_limits import describe, find_pids_cgroup
 from tools.sandbox_seccomp import program_fd
 
@@ -88,7 +88,6 @@ class SandboxStatus:
     pids_cgroup: Path | None = None  # where each command gets a pids cgroup, if anywhere
     readable: tuple[Path, ...] = ()  # shown read-only inside hidden directories
     unfiltered: str = ""  # why commands run without the seccomp filter, when they do
-    hides_early: bool = False  # each command's child makes its hides (tools/sandbox_hide.py)
 
     @property
     def filtered(self) -> bool:
@@ -164,7 +163,7 @@ def _try(base: SandboxStatus, binary: str) -> SandboxStatus:
     with program_fd() as seccomp:
         unfiltered = _fails(binary, seccomp)
     if not unfiltered:
-        return replace(base, bwrap=binary, hides_early=sandbox_hide.available())
+        return replace(base, bwrap=binary)
     if problem := _fails(binary, None):
         return replace(base, problem=problem)
     return replace(base, bwrap=binary, unfiltered=unfiltered)
@@ -195,15 +194,13 @@ def command_line(
     control: Iterable[Mount] = (),
     seccomp: int | None = None,
     netns_entered: bool = False,
-    early: Hiding | None = None,
 ) -> list[str]:
     """The bwrap command line that runs ``argv`` in ``workspace``, sandboxed: ``hidden`` (the
     worker's files) are hidden with ``HOST_PRIVATE``, ``readable`` shown again inside them;
     ``egress`` (the proxy's socket, where the command finds it) is its only way out;
     ``control`` (``tools/control_paths.py``'s guard) read-only over the workspace's bind;
     ``seccomp`` is a descriptor of ``sandbox_seccomp.program_fd()``, passed to ``bwrap``;
-    ``netns_entered``: bwrap starts in a fresh network namespace already (``tools/sandbox_netns.py``);
-    ``early``: the hides, made in the command's child already (``tools/sandbox_hide.py``)."""
+    ``netns_entered``: bwrap starts in a fresh network namespace already (``tools/sandbox_netns.py``)."""
     ws = os.path.realpath(workspace)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc"]
     args += [
@@ -220,11 +217,24 @@ def command_line(
         args += ["--seccomp", str(seccomp)]
     # Mounts apply in order, so a parent comes before what is inside it: the workspace may sit
     # in a hidden directory (bound after it), or a hidden file in the workspace. A hidden
-    # directory is an empty tmpfs, made read-only last.
-    box = early or hiding(ws, hidden, readable)
-    made = box.bwrap_args() if early is None else [m for m in box.bwrap_args() if m[1] == 1]
-    mounts = {path: (order, mount) for path, order, mount in made}  # early: what is shown again, which
-    # may be under the sandbox's own /tmp, bwrap shows too (from the child's namespace, where it is)
+    # directory is an empty tmpfs, made read-only last. Paths are plain strings here, each
+    # resolved and stat'ed once: this runs before every command.
+    mounts: dict[str, tuple[int, list[str]]] = {}
+    private = [p for pattern in HOST_PRIVATE for p in (glob.glob(pattern) if "*" in pattern else [pattern])]
+    for path in [*private, *map(str, hidden)]:
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)  # most of HOST_PRIVATE is not there
+        except OSError:
+            continue  # nothing there to hide
+        real = os.path.realpath(path)
+        if real == ws or real in mounts:
+            continue  # never hide the workspace itself
+        mounts[real] = (0, ["--tmpfs", real] if is_dir else ["--ro-bind", "/dev/null", real])
+    hides = list(mounts)
+    for path in readable:
+        real = os.path.realpath(path)
+        if real != ws and any(_inside(real, h) for h in hides):
+            mounts[real] = (1, ["--ro-bind-try", real, real])
     mounts[ws] = (2, ["--bind", ws, ws])
     for mount in control:  # after the workspace (deeper), each parent before what it holds
         at = str(mount.path)
@@ -232,18 +242,18 @@ def command_line(
         mounts.setdefault(at, (3, binds[mount.how]))
     for _path, (_order, mount) in sorted(mounts.items(), key=lambda m: (_depth(m[0]), m[1][0])):
         args += mount
-    if not early:  # read-only once what sits inside is mounted: a write fails as elsewhere
-        args += [arg for path in box.dirs() if mounts[path][0] == 0 for arg in ("--remount-ro", path)]
+    for path in hides:  # read-only once what sits inside is mounted: a write fails as elsewhere
+        if mounts[path][1][0] == "--tmpfs":
+            args += ["--remount-ro", path]
     if egress is not None:  # into the sandbox's own /tmp, made above
         args += ["--ro-bind", str(egress[0]), egress[1]]
     args += ["--chdir", ws, "--", *argv]
     return args
 
 
-def hiding(workspace: str, hidden: Iterable[Path], readable: Iterable[Path]) -> Hiding:
-    """What a command in ``workspace`` (resolved) must not see: ``HOST_PRIVATE`` and ``hidden``,
-    with ``readable`` shown again inside them."""
-    return sandbox_hide.hiding(workspace, HOST_PRIVATE, map(str, hidden), map(str, readable))
+def _inside(path: str, parent: str) -> bool:
+    """``path`` is ``parent`` or below it (both resolved)."""
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 def _depth(path: str) -> int:

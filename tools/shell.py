@@ -42,17 +42,13 @@ commands wait for approval.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, ExitStack, contextmanager, nullcontext
-from functools import partial
-from pathlib import Path
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 
 from core.settings import ShellSettings
-from tools import control_paths, sandbox, sandbox_hide, sandbox_netns, shell_policy
+from tools import control_paths, sandbox, sandbox_netns, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
-from tools.sandbox_hide import Hiding
 from tools.sandbox_limits import Confinement
 from tools.sandbox_seccomp import program_fd
 from tools.sandbox_setuid import strip_setuid
@@ -91,12 +87,11 @@ class ShellArgs(StrictArgs):
 def command_argv(
     command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None = None,
     guard: control_paths.Guard | None = None, seccomp: int | None = None, netns: int | None = None,
-    early: Hiding | None = None,
 ) -> list[str]:
     """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox, there
     started by the bridge to the proxy when the command has a ``route`` out, with ``guard``'s
     control paths read-only, under the seccomp filter read from ``seccomp`` (if given), in the
-    network namespace ``netns`` and with the hides ``early`` its child made (if given)."""
+    network namespace ``netns`` (if given: the child enters it, ``tools/sandbox_netns.py``)."""
     argv = ["/bin/bash", "-c", command]
     if not box.active:
         return argv
@@ -104,35 +99,9 @@ def command_argv(
     out = (route.socket, EGRESS_SOCKET) if route else None
     return sandbox.command_line(
         box.bwrap, route.wrap(argv) if route else argv, workspace=ctx.workspace, hidden=ctx.hidden,
-        readable=_readable(box, route), egress=out, control=guard.mounts if guard is not None else (),
-        seccomp=seccomp, netns_entered=netns is not None, early=early,
+        readable=(*box.readable, *(route.readable if route else ())), egress=out,
+        control=guard.mounts if guard is not None else (), seccomp=seccomp, netns_entered=netns is not None,
     )
-
-
-def _readable(box: sandbox.SandboxStatus, route: Route | None) -> tuple[Path, ...]:
-    return (*box.readable, *(route.readable if route else ()))
-
-
-@contextmanager
-def _prepared(
-    command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None,
-    guard: control_paths.Guard | None, seccomp: int | None,
-) -> Iterator[tuple[list[str], list[Callable[[], None]]]]:
-    """``command_argv``, and what the child does before exec besides its limits: enter the
-    network namespace made for it (``tools/sandbox_netns.py``), make its hides
-    (``tools/sandbox_hide.py``), where the worker may."""
-    steps: list[Callable[[], None]] = []
-    with ExitStack() as stack:
-        netns = stack.enter_context(sandbox_netns.fresh()) if box.active else None
-        if netns is not None:
-            steps.append(partial(sandbox_netns.enter, netns))
-        early = None
-        if box.active and box.hides_early:
-            ws = os.path.realpath(ctx.workspace)
-            early = sandbox.hiding(ws, ctx.hidden, _readable(box, route))
-            needed = [ws, *([os.path.realpath(route.socket)] if route else [])]
-            steps.append(sandbox_hide.early(early, needed))
-        yield command_argv(command, ctx, box, route, guard, seccomp, netns, early), steps
 
 
 def _route(ctx: ToolContext, box: sandbox.SandboxStatus) -> AbstractAsyncContextManager[Route | None]:
@@ -142,14 +111,13 @@ def _route(ctx: ToolContext, box: sandbox.SandboxStatus) -> AbstractAsyncContext
     return nullcontext()
 
 
-def _entering(fence: Confinement, steps: list[Callable[[], None]]) -> Callable[[], None]:
-    """What the command's child does before exec: ``steps``, then its limits."""
-    if not steps:
+def _entering(fence: Confinement, netns: int | None) -> Callable[[], None]:
+    """What the command's child does before exec: its limits, and its network namespace."""
+    if netns is None:
         return fence.enter
 
     def enter() -> None:
-        for step in steps:
-            step()
+        sandbox_netns.enter(netns)
         fence.enter()
 
     return enter
@@ -184,13 +152,14 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     since = time.time() - CLOCK_SLACK_S
     undone: list[str] = []
     try:
-        with program_fd() if box.filtered and direct is None else nullcontext() as seccomp:
+        with (program_fd() if box.filtered and direct is None else nullcontext() as seccomp,
+              sandbox_netns.fresh() if box.active else nullcontext() as netns):
             async with _route(ctx, box) as route:
-                with _prepared(args.command, ctx, box, route, guard, seccomp) as (argv, steps):
-                    code, output, truncated = await run_pipeline(
-                        direct or [argv], ctx, cwd=ctx.workspace, env=command_env(box, ctx.settings.shell),
-                        timeout_s=args.timeout_s, enter=_entering(fence, steps), sandboxed=box.active,
-                        pass_fds=() if seccomp is None else (seccomp,))
+                pipeline = direct or [command_argv(args.command, ctx, box, route, guard, seccomp, netns)]
+                fds = () if seccomp is None else (seccomp,)
+                code, output, truncated = await run_pipeline(
+                    pipeline, ctx, cwd=ctx.workspace, env=command_env(box, ctx.settings.shell),
+                    timeout_s=args.timeout_s, enter=_entering(fence, netns), sandboxed=box.active, pass_fds=fds)
                 refused = ctx.redact(route.summary()) if route else ""
     except BaseException:
         strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)
