@@ -143,8 +143,7 @@ class Guard:
 
 _HOOKS_PATH = re.compile(r"^\s*hookspath\s*=(.*)$", re.I | re.M)
 _HELD: Counter[Path] = Counter()  # placeholders of the commands running in this process
-_REMOVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="control-placeholders")
-_TIDIER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-tidy")  # one release at a time, in order
+_TIDIER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-placeholders")  # releases in order
 _TIDYING: list[Future[None]] = []  # placeholder removals not known to be done
 
 
@@ -300,20 +299,12 @@ def settle() -> None:
 
 def _remove_empty(paths: list[Path]) -> None:
     """Removes each of ``paths`` that is still an empty directory, the deepest first (one may
-    hold another's mount point: ``.git/hooks`` made in a ``.git`` another command holds).
-    Those of one depth are removed in parallel: ``rmdir`` can wait on the disk (ext4 mounted
-    with ``discard`` frees a directory's block synchronously, ~1 ms each on a VM's disk)."""
-    for depth in sorted({len(path.parts) for path in paths}, reverse=True):
-        level = [path for path in paths if len(path.parts) == depth]
-        if len(level) == 1:
-            _rmdir_if_empty(level[0])
-        else:
-            list(_REMOVER.map(_rmdir_if_empty, level))
-
-
-def _rmdir_if_empty(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(path)  # fails, as it should, once something is in it
+    hold another's mount point: ``.git/hooks`` made in a ``.git`` another command holds), in
+    the background: ``rmdir`` can wait on the disk (ext4 mounted with ``discard`` frees a
+    directory's block synchronously, ~1 ms each on a VM's disk)."""
+    for path in sorted(paths, key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            os.rmdir(path)  # fails, as it should, once something is in it
 
 
 def readme_lines() -> list[str]:

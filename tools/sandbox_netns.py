@@ -21,7 +21,8 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 CLONE_NEWNET = 0x40000000
@@ -30,23 +31,30 @@ IFREQ = "16sH14x"  # struct ifreq: the name, then ifr_flags
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LOCK = threading.Lock()
+# One thread makes them, started once: starting a thread per command waits for it to run.
+_MAKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-netns")
 _ready: list[int] = []  # descriptors of namespaces made ahead, at most one
 _state = {"making": False, "refused": ""}  # refused: why none can be made here, once seen
 
 
 def _make() -> int:
-    """In a thread about to end: a new network namespace for it, loopback up; its descriptor."""
-    if _LIBC.unshare(CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    fd = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    """In the maker thread: a new network namespace, loopback up; its descriptor. The thread
+    goes back to the worker's namespace after, so no process or thread is in the new one."""
+    home = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)  # the worker's (its main thread's)
+    fd = -1
     try:
+        _call(_LIBC.unshare, CLONE_NEWNET)
+        fd = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # in the new namespace
             _, flags = struct.unpack(IFREQ, fcntl.ioctl(probe, SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0)))
-            fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))  # 127.0.0.1 and ::1
+            fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))  # 127.0.0.1, ::1
+        _call(_LIBC.setns, home, CLONE_NEWNET)
     except OSError:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
         raise
+    finally:
+        os.close(home)
     return fd
 
 
@@ -68,7 +76,7 @@ def _replenish() -> None:
         if _ready or _state["making"] or _state["refused"]:
             return
         _state["making"] = True
-    threading.Thread(target=_fill, name="sandbox-netns", daemon=True).start()
+    _MAKER.submit(_fill)
 
 
 @contextmanager
@@ -87,6 +95,10 @@ def fresh() -> Iterator[int | None]:
 
 def enter(fd: int) -> None:
     """In the command's child, before exec: into the namespace ``fd`` (system calls only)."""
-    if _LIBC.setns(fd, CLONE_NEWNET) != 0:
+    _call(_LIBC.setns, fd, CLONE_NEWNET)
+
+
+def _call(function: Callable[..., int], *args: int) -> None:
+    if function(*args) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
