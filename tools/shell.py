@@ -143,6 +143,8 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
             return ToolOutcome(status="error", content=box.refusal())
     # Control files are read-only unless the person approved this call (tools/control_paths.py).
     guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
+    if guard is None:
+        control_paths.settle()  # no empty placeholder of a finished command is left to see
     try:
         fence = Confinement(box.limits, box.pids_cgroup)
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
