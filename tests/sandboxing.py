@@ -16,7 +16,7 @@ from typing import NoReturn
 import pytest
 
 from core.settings import SandboxSettings
-from tools import sandbox
+from tools import control_paths, sandbox
 from tools.base import ToolContext, ToolOutcome
 from tools.shell import ShellArgs, run_shell
 
@@ -54,8 +54,11 @@ def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> sandbox.SandboxStatus:
 
 
 async def run(ctx: ToolContext, command: str, timeout_s: int = 60) -> ToolOutcome:
-    """The shell tool's handler on ``command``, as the tool activity calls it."""
-    return await run_shell(ShellArgs(command=command, timeout_s=timeout_s), ctx)
+    """The shell tool's handler on ``command``, as the tool activity calls it, once its
+    placeholders are removed (the handler returns before: ``control_paths.settle``)."""
+    result = await run_shell(ShellArgs(command=command, timeout_s=timeout_s), ctx)
+    control_paths.settle()
+    return result
 
 
 class Gate:

@@ -17,7 +17,9 @@ A missing control path cannot be bound as it is: a command could create it. For 
 while a task may still be running (``.agent``, and ``.git`` with its hooks, config and info)
 the sandbox puts an empty read-only directory at the first missing component (``.git`` in a
 fresh workspace, ``.git/hooks`` in a repository without hooks); bwrap makes the mount point in
-the workspace, and ``release`` removes it after the command if it is still empty. A directory,
+the workspace, and ``release`` removes it after the command if it is still empty (in the
+background: ``rmdir`` waits on the disk, so the result does not; the next ``guard`` waits for
+it, and ``settle`` does). A directory,
 never a file: git ignores empty directories, so ``git status`` and ``git add -A`` never see
 one. The others only matter when a person acts later (enters the directory, opens the editor,
 points ``core.hooksPath`` there, which is itself guarded), so a missing one is watched instead
@@ -46,7 +48,7 @@ import re
 import shutil
 import stat
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -141,12 +143,14 @@ class Guard:
 
 _HOOKS_PATH = re.compile(r"^\s*hookspath\s*=(.*)$", re.I | re.M)
 _HELD: Counter[Path] = Counter()  # placeholders of the commands running in this process
-_REMOVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="control-placeholders")
+_TIDIER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-placeholders")  # releases in order
+_TIDYING: list[Future[None]] = []  # placeholder removals not known to be done
 
 
 def guard(workspace: Path) -> Guard:
     """The binds that make ``workspace``'s control paths read-only for one command; ``release``
     it when the command is over."""
+    settle()  # a placeholder still being removed would be taken for the project's own directory
     ws = os.path.realpath(workspace)
     fs = _Lookup()
     with os.scandir(ws) as entries:
@@ -262,15 +266,16 @@ def _walk(ws: str, target: str, why: str, mounts: dict[str, Mount], fs: _Lookup)
 
 def release(box: Guard) -> list[str]:
     """After the command: its placeholders removed when still empty and no other command holds
-    them; a watched path put back as it was (absent, or the same symlink). Returns the paths put
-    back, for the result."""
+    them (in the background, ``settle`` waits); a watched path put back as it was (absent, or
+    the same symlink). Returns the paths put back, for the result."""
     free = []
     for path in box.placeholders:
         _HELD[path] -= 1
         if _HELD[path] <= 0:
             del _HELD[path]
             free.append(path)
-    _remove_empty(free)
+    if free:
+        _TIDYING.append(_TIDIER.submit(_remove_empty, free))
     undone = []
     for path, link in box.watched:
         now = os.readlink(path) if os.path.islink(path) else "" if os.path.lexists(path) else None
@@ -286,22 +291,20 @@ def release(box: Guard) -> list[str]:
     return undone
 
 
+def settle() -> None:
+    """Waits until the placeholders of every released command are removed (or kept: not empty)."""
+    while _TIDYING:
+        _TIDYING.pop(0).result()
+
+
 def _remove_empty(paths: list[Path]) -> None:
     """Removes each of ``paths`` that is still an empty directory, the deepest first (one may
-    hold another's mount point: ``.git/hooks`` made in a ``.git`` another command holds).
-    Those of one depth are removed in parallel: ``rmdir`` can wait on the disk (ext4 mounted
-    with ``discard`` frees a directory's block synchronously, ~1 ms each on a VM's disk)."""
-    for depth in sorted({len(path.parts) for path in paths}, reverse=True):
-        level = [path for path in paths if len(path.parts) == depth]
-        if len(level) == 1:
-            _rmdir_if_empty(level[0])
-        else:
-            list(_REMOVER.map(_rmdir_if_empty, level))
-
-
-def _rmdir_if_empty(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(path)  # fails, as it should, once something is in it
+    hold another's mount point: ``.git/hooks`` made in a ``.git`` another command holds), in
+    the background: ``rmdir`` can wait on the disk (ext4 mounted with ``discard`` frees a
+    directory's block synchronously, ~1 ms each on a VM's disk)."""
+    for path in sorted(paths, key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            os.rmdir(path)  # fails, as it should, once something is in it
 
 
 def readme_lines() -> list[str]:

@@ -193,12 +193,14 @@ def command_line(
     egress: tuple[Path, str] | None = None,
     control: Iterable[Mount] = (),
     seccomp: int | None = None,
+    netns_entered: bool = False,
 ) -> list[str]:
     """The bwrap command line that runs ``argv`` in ``workspace``, sandboxed: ``hidden`` (the
     worker's files) are hidden with ``HOST_PRIVATE``, ``readable`` shown again inside them;
     ``egress`` (the proxy's socket, where the command finds it) is its only way out;
     ``control`` (``tools/control_paths.py``'s guard) read-only over the workspace's bind;
-    ``seccomp`` is a descriptor of ``sandbox_seccomp.program_fd()``, passed to ``bwrap``."""
+    ``seccomp`` is a descriptor of ``sandbox_seccomp.program_fd()``, passed to ``bwrap``;
+    ``netns_entered``: bwrap starts in a fresh network namespace already (``tools/sandbox_netns.py``)."""
     ws = os.path.realpath(workspace)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc"]
     args += [
@@ -208,8 +210,9 @@ def command_line(
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
-        "--unshare-net",  # with --network too: the outside is reached only through ``egress``
     ]
+    if not netns_entered:  # with --network too: the outside is reached only through ``egress``
+        args.append("--unshare-net")
     if seccomp is not None:
         args += ["--seccomp", str(seccomp)]
     # Mounts apply in order, so a parent comes before what is inside it: the workspace may sit

@@ -43,10 +43,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 
 from core.settings import ShellSettings
-from tools import control_paths, sandbox, shell_policy
+from tools import control_paths, sandbox, sandbox_netns, shell_policy
 from tools.base import Danger, Field, StrictArgs, ToolContext, ToolDefinition, ToolOutcome
 from tools.sandbox_limits import Confinement
 from tools.sandbox_seccomp import program_fd
@@ -85,11 +86,12 @@ class ShellArgs(StrictArgs):
 
 def command_argv(
     command: str, ctx: ToolContext, box: sandbox.SandboxStatus, route: Route | None = None,
-    guard: control_paths.Guard | None = None, seccomp: int | None = None,
+    guard: control_paths.Guard | None = None, seccomp: int | None = None, netns: int | None = None,
 ) -> list[str]:
     """What to execute for ``command``: bash, inside bubblewrap when there is a sandbox, there
     started by the bridge to the proxy when the command has a ``route`` out, with ``guard``'s
-    control paths read-only, under the seccomp filter read from ``seccomp`` (if given)."""
+    control paths read-only, under the seccomp filter read from ``seccomp`` (if given), in the
+    network namespace ``netns`` (if given: the child enters it, ``tools/sandbox_netns.py``)."""
     argv = ["/bin/bash", "-c", command]
     if not box.active:
         return argv
@@ -98,7 +100,7 @@ def command_argv(
     return sandbox.command_line(
         box.bwrap, route.wrap(argv) if route else argv, workspace=ctx.workspace, hidden=ctx.hidden,
         readable=(*box.readable, *(route.readable if route else ())), egress=out,
-        control=guard.mounts if guard is not None else (), seccomp=seccomp,
+        control=guard.mounts if guard is not None else (), seccomp=seccomp, netns_entered=netns is not None,
     )
 
 
@@ -107,6 +109,18 @@ def _route(ctx: ToolContext, box: sandbox.SandboxStatus) -> AbstractAsyncContext
     if ctx.network and box.active and ctx.command_egress is not None:
         return ctx.command_egress.route()
     return nullcontext()
+
+
+def _entering(fence: Confinement, netns: int | None) -> Callable[[], None]:
+    """What the command's child does before exec: its limits, and its network namespace."""
+    if netns is None:
+        return fence.enter
+
+    def enter() -> None:
+        sandbox_netns.enter(netns)
+        fence.enter()
+
+    return enter
 
 
 def command_env(box: sandbox.SandboxStatus, settings: ShellSettings) -> dict[str, str]:
@@ -129,6 +143,8 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
             return ToolOutcome(status="error", content=box.refusal())
     # Control files are read-only unless the person approved this call (tools/control_paths.py).
     guard = control_paths.guard(ctx.workspace) if box.active and not ctx.approved else None
+    if guard is None:
+        control_paths.settle()  # no empty placeholder of a finished command is left to see
     try:
         fence = Confinement(box.limits, box.pids_cgroup)
     except OSError as err:  # the cgroup probed at start cannot be made now: no unlimited run
@@ -138,13 +154,14 @@ async def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
     since = time.time() - CLOCK_SLACK_S
     undone: list[str] = []
     try:
-        with program_fd() if box.filtered and direct is None else nullcontext() as seccomp:
+        with (program_fd() if box.filtered and direct is None else nullcontext() as seccomp,
+              sandbox_netns.fresh() if box.active else nullcontext() as netns):
             async with _route(ctx, box) as route:
-                pipeline = direct or [command_argv(args.command, ctx, box, route, guard, seccomp)]
+                pipeline = direct or [command_argv(args.command, ctx, box, route, guard, seccomp, netns)]
                 fds = () if seccomp is None else (seccomp,)
                 code, output, truncated = await run_pipeline(
                     pipeline, ctx, cwd=ctx.workspace, env=command_env(box, ctx.settings.shell),
-                    timeout_s=args.timeout_s, enter=fence.enter, sandboxed=box.active, pass_fds=fds)
+                    timeout_s=args.timeout_s, enter=_entering(fence, netns), sandboxed=box.active, pass_fds=fds)
                 refused = ctx.redact(route.summary()) if route else ""
     except BaseException:
         strip_setuid(ctx.workspace, since)  # a cancelled command's files too (blocking, but rare)

@@ -129,6 +129,8 @@ def test_placeholders_nested_across_two_commands_are_all_removed(tmp_path):
     assert hooks in second.placeholders and (tmp_path / ".git") in second.placeholders
     hooks.mkdir()
     control_paths.release(first)
+    control_paths.settle()
     assert hooks.is_dir()  # the second command still holds what it stands on
     control_paths.release(second)
+    control_paths.settle()
     assert list(tmp_path.iterdir()) == []
