@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from contracts.task import ApprovalDecision, Interjection, PendingApproval
+from contracts.task import ApprovalDecision, Interjection, PendingApproval, TaskOutcome
 from core.markdown import code_block, code_span
 
 # The interject handlers' parameter: the payload as it came (``RawValue``), so that a malformed
@@ -91,6 +91,15 @@ def parse_decision(payload: Any, *, digest: bool = True) -> ApprovalDecision | s
         ]
         return f"{'; '.join(problems)}; the fields are {FIELDS}"
     return f"{problems[0]}; the fields are {FIELDS}" if problems else decision
+
+
+def interjection_refused(payload: Any, ended: TaskOutcome | None) -> str | None:
+    """Why the ``interject_checked`` update refuses ``payload``, or None: a task that has ended
+    (closing: recording its session, say) reads no more messages; a malformed one is named."""
+    if ended is not None:
+        return f"the task has ended ({ended.status.value}) and reads no more messages"
+    problem = parse_interjection(payload)
+    return f"interjection refused: {problem}" if isinstance(problem, str) else None
 
 
 def parse_interjection(payload: Any) -> Interjection | str:

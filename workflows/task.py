@@ -81,11 +81,9 @@ class AgentTaskWorkflow(ThinkingMixin, PeopleMixin, DelegationMixin, LifecycleMi
 
     @interject_checked.validator
     def _validate_interjection(self, message: approvals.RawInterjection) -> None:
-        if (ended := self.state.outcome) is not None:  # closing (its session recorded, say): reads no more
-            raise approvals.Refusal(f"the task has ended ({ended.status.value}) and reads no more messages")
-        if isinstance(problem := approvals.parse_interjection(message), str):
+        if problem := approvals.interjection_refused(message, self.state.outcome):
             workflow.logger.warning("refused interject update: %s", problem)
-            raise approvals.Refusal(f"interjection refused: {problem}")
+            raise approvals.Refusal(problem)
 
     # The decision's payload is taken raw and checked by approvals.parse_decision, so a
     # malformed one is refused in one line naming the fields (a typed parameter would fail
