@@ -41,7 +41,8 @@ DECIDE_DESCRIPTION = (
 APPROVE_DESCRIPTION = "Like the decide update, without an answer (a malformed payload is ignored). " + DECIDE_DESCRIPTION
 INTERJECTION_FIELDS = '"text": the message (required), "sent_by": your name'
 INTERJECT_UPDATE_DESCRIPTION = ("Like the interject signal, but the caller learns whether it was taken: a "
-                                "malformed payload, or a task that has ended, is refused with the reason. Fields: " + INTERJECTION_FIELDS + ".")
+                                "malformed payload, or a task that has ended, is refused with the reason. "
+                                "Fields: " + INTERJECTION_FIELDS + ".")
 STOP_DESCRIPTION = 'Stop the task. Payload: optional, the reason as a string or {"reason": "..."}.'
 INTERJECT_DESCRIPTION = ('Send the task a message: it reaches the model before its next step, cutting off a model '
                          'call or tool that is running. Payload: {"text": "...", "sent_by": "your name"}. '
