@@ -13,22 +13,20 @@ from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten, worse
 
-GIT_COMMAND_CONFIG = re.compile(
-    r"^((alias|submodule\.[^=]*\.update)[^=]*=\s*!|[^=]*(sshcommand|pager|editor|fsmonitor|hookspath|askpass"
-    r"|credential\.([^=]*\.)?helper|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.([^=]*\.)?program"
-    r"|core\.gitproxy|\.driver|\.cmd|diff\.[^=]*\.command|templatedir|include(if\.[^=]*)?\.path"
-    r"|alternaterefscommand|packobjectshook|remote\.[^=]*\.(uploadpack|receivepack)|protocol\.ext\.allow|smtpserver))",
-    re.I,
+# git settings whose value is a command git runs (or a file of settings): ``alias.x=!cmd``, ``core.pager``...
+GIT_COMMAND_KEYS = (
+    r"(?:alias|submodule\.[^=\s]*\.update)[^=\s]*=\s*!|[^=\s]*(?:sshcommand|pager|editor|fsmonitor|hookspath|askpass"
+    r"|credential\.(?:[^=\s]*\.)?helper|diff\.external|textconv|\.process|\.clean|\.smudge|gpg\.(?:[^=\s]*\.)?program"
+    r"|core\.gitproxy|\.driver|\.cmd|diff\.[^=\s]*\.command|templatedir|include(?:if\.[^=\s]*)?\.path"
+    r"|alternaterefscommand|packobjectshook|remote\.[^=\s]*\.(?:uploadpack|receivepack)|protocol\.ext\.allow|smtpserver)"
 )
+GIT_COMMAND_CONFIG = re.compile(f"^(?:{GIT_COMMAND_KEYS})", re.I)
 _GIT_CONFIG_VERBS = frozenset({"set", "unset", "get", "list", "edit", "rename-section", "remove-section"})
 
 
 def _git(c: Call) -> Verdict | None:
-    """What rows (``GIT``) can't say: ``-c`` settings, ``git config``, ``git clone``, ``git grep -O``."""
+    """What rows (``GIT``) can't say: ``git config``, ``git clone``, ``git grep -O``."""
     top = opts(c.args, *VALUE_OPTIONS["git"], posix=True)
-    for setting in top.values("-c", "--config-env"):
-        if setting.text is None or GIT_COMMAND_CONFIG.match(setting.text):
-            return bad(f"runs a command set through git config (git -c {setting.show})")
     sub, args = (top.pos[0].text or "", top.pos[1:]) if top.pos else ("", [])
     raw = [w.text or "" for w in args]
     if sub == "config":
@@ -55,6 +53,10 @@ _FORCE_LETTER = """checkout switch branch tag rm mv add worktree submodule fetch
 _LISTS = r"(?: (?!--(?:unset|edit|set))-\S+)*$|(?:^| )%s (?:-\S+ )*(?:-l|--list)(?= |$)"
 # git's subcommands, in order: the first row that matches decides; what none matches runs in the sandbox.
 GIT: list[Row] = [
+    row("runs another program by option", _G, "runs a command set through git config ({name} {word})",
+        ["git -c core.sshCommand='ssh -i key' fetch", "git -c 'alias.x=!rm -rf y' x", "git -c \"$SETTING\" status",
+         "git --config-env=core.pager=P log"], ["git -c color.ui=auto log", "git -c user.name=x commit --no-pager"],
+        pattern=rf"(?:^| )(?:-c ?|--config-env[= ])(?:[\"'$`]\S*|(?i:{GIT_COMMAND_KEYS}))"),
     row("runs another program by option", _G, "runs another program ({name} {word})",
         ["git fetch --upload-pack='rm -rf x' origin", "git push --receive-pack='rm x' origin main",
          "git -c core.quotepath=off status", "git archive --remote=r --exec=x HEAD", "git fetch --upload-pa=./x origin"],
