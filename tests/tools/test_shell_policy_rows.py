@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks import docs
-from tools.shell_policy import classify_command
-from tools.shell_policy.rows import readme_table, row, verify
+from tools.base import Danger
+from tools.shell_policy import classify_command, runs_no_code
+from tools.shell_policy.rows import VALUE_OPTIONS, Table, by_program, readme_table, row, verify
 from tools.shell_policy.table import ROWS
+from tools.shell_policy.walk import classify
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tools" / "shell_policy"
 
@@ -60,3 +62,40 @@ def test_no_underscore_name_is_imported_across_the_package():
 
 def test_the_package_is_at_most_twelve_modules():
     assert len(list(PACKAGE.glob("*.py"))) <= 12
+
+
+def test_a_writes_row_asks_for_a_write_outside_and_else_lets_the_next_rows_decide():
+    """``sort -o`` is a ``writes`` row, tried before the row that asks for any ``sort -o``; a path it
+    writes is remembered, so running it is judged."""
+    assert classify_command("sort -o /etc/x f") == (Danger.DANGEROUS, "writes outside the workspace (sort -o /etc/x)")
+    assert classify_command("sort -o out.txt f") == (Danger.DANGEROUS, "writes over a file (sort -o)")
+    assert classify_command("tree -o ../t.txt") == (Danger.DANGEROUS, "writes outside the workspace (tree -o ../t.txt)")
+    assert classify_command("tree -o t.txt") == (Danger.MODERATE, "")
+    assert "(tree -o run.sh)" in classify_command("tree -o run.sh && sh run.sh")[1]
+    assert classify_command("truncate -s 0 app.log") == (Danger.DANGEROUS, "cuts or empties files (truncate app.log)")
+    for reads in ("tree", "sort f", "uniq a.txt", "xxd a.bin", "yq . a.yml"):  # read-only, and no code
+        assert classify_command(reads) == (Danger.SAFE, "") and runs_no_code(reads), reads
+    for writes in ("tree -o t.txt", "uniq a.txt b.txt", "xxd -r a.hex a.bin", "yq -i . a.yml"):
+        assert not runs_no_code(writes), writes
+
+
+def test_a_writes_row_reads_options_as_getopt_does():
+    """An option's value is not an option (``gzip -S -c``: ``-c`` is the suffix), nor is a cluster
+    holding a value (``yq -oi``: output format ``i``)."""
+    assert classify_command("gzip -S -c ~/a.gz")[0] is Danger.DANGEROUS
+    assert classify_command("gzip -dc ../a.gz") == (Danger.MODERATE, "")
+    assert classify_command("yq -oi . /etc/x.yml") == (Danger.SAFE, "")
+    assert classify_command("yq -i . /etc/x.yml") == (Danger.DANGEROUS, "writes outside the workspace (yq -i /etc/x.yml)")
+    assert classify_command("curl -H x -so ~/x u") == (Danger.DANGEROUS, "writes outside the workspace (curl -o ~/x)")
+
+
+def test_writes_names_operands_by_slice_and_values_attached_and_none_after_a_bang_option(monkeypatch):
+    monkeypatch.setitem(VALUE_OPTIONS, "frob", ("k", ()))
+    rows = [row("writes outside the workspace", "frob", "", [], [], writes="-1:"),
+            row("writes outside the workspace", "frob", "", [], [], writes="-O* !-n")]
+    table = Table({}, frozenset({"frob"}), (), by_program(rows))
+    assert classify("frob -k /etc/k in.txt", table, 0) == (Danger.MODERATE, "")  # -k's value is not written
+    assert classify("frob a /etc/x", table, 0) == (Danger.DANGEROUS, "writes outside the workspace (frob /etc/x)")
+    assert classify("frob -O/etc/x", table, 0) == (Danger.DANGEROUS, "writes outside the workspace (frob -O /etc/x)")
+    assert classify("frob -n -O/etc/x", table, 0) == (Danger.SAFE, "")
+    assert classify("frob", table, 0) == (Danger.SAFE, "")

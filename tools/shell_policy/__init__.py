@@ -38,7 +38,7 @@ READ_ONLY = frozenset(
     nl od hexdump hd strings rev fold fmt expand unexpand paste join look zcat bzcat xzcat zgrep zless ps
     pgrep lsof free uptime w who users locale nproc lscpu lsblk lsmod getconf arch tty sleep wait : pushd popd
     dirs set shopt read help apropos whatis cal jobs hash export declare typeset readonly local date hostname
-    history sysctl find fd""".split()
+    history sysctl find fd sort uniq xxd tree yq""".split()
 )
 
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
@@ -103,7 +103,7 @@ def _no_operands(c: Call) -> Verdict:
 # find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
 NO_CODE = Table(
     {
-        **{name: RULES[name] for name in ("tee", "sed", "sort", "uniq", "xxd", "tree", "yq", "rg", "cd", "pushd")},
+        **{name: RULES[name] for name in ("tee", "sed", "rg", "cd", "pushd")},
         "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
         "fd": _strict(lambda c: None, "-x", "--exec", "-X", "--exec-batch"),
         "env": _no_operands, "command": _no_operands,

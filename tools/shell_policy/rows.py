@@ -6,6 +6,9 @@ A row matches when its program is one of ``programs`` (after ``canonical``), its
 are one of ``sub`` (words, each may be a glob: ``"* describe-*"``), and one of ``flags`` is given
 or ``pattern`` is found in its arguments (when given). ``wraps`` makes it a wrapper: what it runs
 (the words after its options, or after a flag, or its operands as shell) is judged in its place.
+``writes`` names the words a program writes (``touch F``, ``sort -o F``): such a row asks when one is
+outside the workspace or where a write persists; else it decides with its reason if it has one, and
+if not, the call is at least MODERATE and the next rows are tried.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from tools.shell_policy.words import Verdict, Word, opts
 Check = Callable[[Any, Word], Verdict]
 
 # Options that take a value, per program, so that a row finds the subcommand after them
-# (``git -C repo push``: the subcommand is ``push``).
+# (``git -C repo push``: the subcommand is ``push``) and the words it ``writes``.
 VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "git": ("Cc", ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix")),
     "pip": ("tircefp", ("--target", "--prefix", "--root", "--index-url", "--extra-index-url", "--requirement",
@@ -45,6 +48,22 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "aws": ("", ("--profile", "--region", "--output", "--endpoint-url", "--query", "--color", "--ca-bundle",
                  "--cli-read-timeout", "--cli-connect-timeout", "--cli-binary-format")),
     **dict.fromkeys(("heroku", "flyctl", "vault"), ("ac", ("--app", "--config", "--address", "--namespace"))),
+    "touch": ("dtr", ()), "gzip": ("S", ("--suffix",)), "mkdir": ("m", ("--mode", "--context")), "uniq": ("fsw", ()),
+    "truncate": ("sr", ("--size", "--reference")), "xxd": ("cglosn", ()), "tree": ("LPIo", ()), "unzip": ("dxP", ()),
+    "sort": ("kotST", ("--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory",
+                       "--files0-from", "--compress-program", "--parallel", "--batch-size", "--random-source")),
+    "patch": ("pdioBrDFVYz", ()), "yq": ("oIpe", ("--output-format", "--indent", "--input-format", "--arg")),
+    "zip": ("bnPtx", ("--password",)),
+    "curl": ("AbcCdDeEFHKmoQrTtuUwxXyYzP", (
+        "--data", "--data-raw", "--data-binary", "--data-urlencode", "--data-ascii", "--json", "--form",
+        "--form-string", "--upload-file", "--request", "--output", "--output-dir", "--header", "--user",
+        "--user-agent", "--referer", "--cookie", "--cookie-jar", "--dump-header", "--config", "--max-time",
+        "--connect-timeout", "--retry", "--proxy", "--write-out", "--url", "--cacert", "--cert", "--key",
+        "--resolve", "--mail-rcpt", "--mail-from", "--trace", "--trace-ascii", "--stderr", "--range")),
+    "wget": ("OPoaeUitTwQlADR", (
+        "--output-document", "--directory-prefix", "--output-file", "--append-output", "--post-data", "--post-file",
+        "--method", "--body-data", "--body-file", "--header", "--user-agent", "--execute", "--input-file", "--tries",
+        "--timeout", "--user", "--password", "--level")),
     "kubectl": ("nslofcL", ("--namespace", "--context", "--cluster", "--kubeconfig", "--server", "--user", "--token",
                             "--selector", "--output", "--filename", "--container", "--as", "--as-group")),
 }
@@ -67,7 +86,7 @@ class Wraps:
 class Row:
     kind: str  # what docs/safety.md groups it under
     programs: tuple[str, ...]
-    reason: str  # ``{name}``, ``{sub}`` and ``{word}`` are filled in; empty for a wrapper or MODERATE row
+    reason: str  # ``{name}``, ``{sub}`` and ``{word}`` are filled in; empty for a wrapper, MODERATE or writes row
     match: tuple[str, ...]  # command lines this row must decide
     not_match: tuple[str, ...]  # similar lines it must not
     sub: tuple[str, ...] = ()
@@ -76,6 +95,7 @@ class Row:
     verdict: Danger = Danger.DANGEROUS
     wraps: Wraps | None = None
     worse: bool = False  # what it matches makes a call worse: an allow rule must name it (``shape.py``)
+    writes: str = ""  # option values (``-o``; ``-o*`` attached), operands by slice (``1:2``), ``!-c``: then none
 
     @cached_property
     def compiled(self) -> re.Pattern[str] | None:
@@ -84,7 +104,7 @@ class Row:
     @property
     def phrase(self) -> str:
         """The reason without its parenthesised detail: what a matched example must show."""
-        return self.reason.split(" (")[0] if self.reason else ""
+        return self.reason.split(" (")[0] if self.reason else "writes outside the workspace" if self.writes else ""
 
     def marks(self, args: Sequence[Word]) -> list[str]:
         """What in ``args`` makes this row match: its flags given, and the pattern's hits."""
@@ -111,6 +131,24 @@ class Row:
             return sub, ""
         found = self.marks(args)
         return (sub, found[0]) if found else None
+
+    def written(self, name: str, program: str, args: Sequence[Word], word: str) -> tuple[str, list[Word]]:
+        """The words ``writes`` names, and how a reason names the write (``sort -o``, ``yq -i``, ``touch``):
+        none unless one of ``flags`` is given as getopt reads it, nor when a ``!`` option is (``gzip -c``)."""
+        items = self.writes.split()
+        o, found = opts(args, *VALUE_OPTIONS.get(program, ("", ()))), []
+        if self.flags and not o.has(*self.flags) or o.has(*(item[1:] for item in items if item[0] == "!")):
+            return "", []
+        for item in items:
+            if ":" in item:  # operands, by a slice
+                start, end = (int(n) if n else None for n in item.split(":"))
+                found += o.pos[start:end]
+            elif item.endswith("*"):  # an option's value only when attached (``7z -o/x``)
+                n = len(item) - 1
+                found += [Word(w.text[n:], w.raw[n:]) for w in args if w.text and w.text.startswith(item[:n])]
+            else:
+                found += o.values(item)
+        return f"{name} {word or ('' if ':' in items[0] else items[0].rstrip('*'))}".strip(), found
 
     def shown(self, name: str, sub: str, word: str) -> str:
         return " ".join(self.reason.format(name=name, sub=sub, word=word).split()).replace(" )", ")")

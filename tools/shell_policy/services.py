@@ -1,7 +1,8 @@
-"""Requests, SQL, packages and signals. Requests that send data (``curl -d``, ``wget --post-data``)
-are rows; code reads where they write, a value computed at run time in a lookup or URL (``dig
-$(whoami).x.example``), SQL that destroys data or can't be seen (a file, a pipe), ``uv pip`` (as
-``pip``), a venv's own ``pip install``, and ``kill`` of a process the line did not start.
+"""Requests, SQL, packages and signals. Requests that send data (``curl -d``, ``wget --post-data``),
+and where ``curl -o`` and ``wget -O`` write, are rows; code reads HTTPie's requests, a value computed
+at run time in a lookup or URL (``dig $(whoami).x.example``), SQL that destroys data or can't be seen
+(a file, a pipe), ``uv pip`` (as ``pip``), a venv's own ``pip install``, and ``kill`` of a process
+the line did not start.
 """
 
 from __future__ import annotations
@@ -41,8 +42,13 @@ def sends_runtime(c: Call, head: Word) -> Verdict:
 
 _SENDS = "sends data over the network ({name} {word})"
 _UNSAFE_METHOD = r"(?!(?:GET|HEAD|OPTIONS|get|head|options)(?: |$))\S+"
-# Requests that send data ask; where they write is code (``_curl``, ``_wget``).
+# Where requests write, and requests that send data, ask.
 REQUESTS: list[Row] = [
+    row("writes outside the workspace", "curl", "", ["curl -o /usr/local/bin/x u", "curl -sSLo ~/.bashrc u"],
+        ["curl -o x.html u"],
+        writes="-o --output --output-dir -D --dump-header -c --cookie-jar --trace --trace-ascii --stderr"),
+    row("writes outside the workspace", "wget", "", ["wget -O ~/x u", "wget -P /opt u"], ["wget -qO x.html u"],
+        writes="-O --output-document -P --directory-prefix -o --output-file -a --append-output"),
     row("sends data over the network", "curl", _SENDS,
         ["curl -sSX DELETE https://api.example/x", "curl --request=PUT u", "curl -XPOST u", "curl -X \"$M\" u"],
         ["curl -X GET u", "curl -sSL u"], pattern=rf"(?:^| )(?:-[a-zA-Z]*X ?|--request[= ]){_UNSAFE_METHOD}"),
@@ -63,32 +69,6 @@ REQUESTS: list[Row] = [
         flags=("--post-data", "--post-file", "--body-data", "--body-file"),
         pattern=rf"(?:^| )--method[= ]{_UNSAFE_METHOD}|(?:^| )(?:-e ?|--execute[= ])\S*(?:(?i:post|method|body)|\$)"),
 ]
-
-
-def _curl(c: Call) -> Verdict:
-    o = opts(
-        c.args, "AbcCdDeEFHKmoQrTtuUwxXyYzP",
-        ("--data", "--data-raw", "--data-binary", "--data-urlencode", "--data-ascii", "--json", "--form",
-         "--form-string", "--upload-file", "--request", "--output", "--output-dir", "--header", "--user",
-         "--user-agent", "--referer", "--cookie", "--cookie-jar", "--dump-header", "--config", "--max-time",
-         "--connect-timeout", "--retry", "--proxy", "--write-out", "--url", "--cacert", "--cert", "--key",
-         "--resolve", "--mail-rcpt", "--mail-from", "--trace", "--trace-ascii", "--stderr", "--range"),
-    )
-    targets = o.values("-o", "--output", "--output-dir", "-D", "--dump-header", "-c", "--cookie-jar", "--trace",
-                       "--trace-ascii", "--stderr")
-    return c.targets_outside(targets, "curl -o")
-
-
-def _wget(c: Call) -> Verdict:
-    o = opts(
-        c.args, "OPoaeUitTwQlADR",
-        ("--output-document", "--directory-prefix", "--output-file", "--append-output", "--post-data",
-         "--post-file", "--method", "--body-data", "--body-file", "--header", "--user-agent", "--execute",
-         "--input-file", "--tries", "--timeout", "--user", "--password", "--level"),
-    )
-    targets = o.values("-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a",
-                       "--append-output")
-    return c.targets_outside(targets, "wget -O")
 
 
 def _httpie(c: Call) -> Verdict:
@@ -289,6 +269,6 @@ def _kill(c: Call) -> Verdict:
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
     **dict.fromkeys(_SQL_CLIENTS, _sql_options), "sqlite3": _sqlite, "mongosh": _mongosh, "redis-cli": _redis,
-    "curl": _curl, "wget": _wget, **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
+    **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
     "rsync": _rsync, "kill": _kill, "uv": _uv,
 }

@@ -6,7 +6,7 @@ code's verdict; else SAFE for a program that only reads, MODERATE for the rest.
 from __future__ import annotations
 
 from tools.base import Danger
-from tools.shell_policy import infrastructure, paths, services, wrappers
+from tools.shell_policy import infrastructure, paths, services, wrappers, writes
 from tools.shell_policy.rows import Row, row
 
 RUNS_BY_OPTION = "runs another program"
@@ -17,6 +17,7 @@ MACHINE = """shutdown reboot halt poweroff init telinit killall killall5 pkill s
     insmod rmmod iptables ip6tables nft ufw firewall-cmd systemctl service"""
 
 ROWS: list[Row] = [
+    *writes.WRITES,
     # Programs that run other programs by an option: one row each.
     row("runs another program by option", "tar", RUNS_BY_OPTION + " ({name} {word})",
         ["tar --checkpoint=1 --checkpoint-action=exec='rm -f x' -cf /dev/null x", "tar -I 'sh -c x' -cf a.tar src",

@@ -230,15 +230,20 @@ class Call:
         return self.nested(" ".join(w.text or "" for w in words), via)
 
     def decide(self, rows: Iterable[Row], program: str, code: Verdict | None) -> Verdict | None:
-        """The verdict of the first row that matches (a wrapper's at least that of its ``code``), or None."""
+        """The verdict of the first row that decides (a wrapper's at least that of its ``code``), or None."""
+        floor = None  # MODERATE once a ``writes`` row without a reason finds words written inside
         for each in rows:
             hit = each.matches(program, self.args)
-            if hit is None:
+            what, targets = each.written(self.name, program, self.args, hit[1]) if hit and each.writes else ("", [])
+            if targets and (floor := self.targets_outside(targets, what))[0] is Danger.DANGEROUS:
+                return floor
+            if hit is None or each.writes and not (targets and each.reason):
                 continue
             if each.wraps is not None:
                 return self.wrapped(each.wraps, worse((each.wraps.floor, ""), code or SAFE))
-            return bad(each.shown(self.name, *hit)) if each.verdict is Danger.DANGEROUS else (each.verdict, "")
-        return None
+            verdict = bad(each.shown(self.name, *hit)) if each.verdict is Danger.DANGEROUS else (each.verdict, "")
+            return worse(verdict, floor or SAFE)
+        return floor
 
     def wrapped(self, wraps: Wraps, floor: Verdict) -> Verdict:
         """A wrapper's verdict: at least ``floor``, and that of the command or commands it runs."""
@@ -262,18 +267,13 @@ class Call:
         """The command xargs, find -exec or fd -x runs on what it finds (``runs_each``)."""
         return runs_each(words, via, placeholder, self.run)
 
-    def targets_outside(self, targets: Iterable[Word], what: str) -> Verdict:
-        """MODERATE, or DANGEROUS when one of these written paths is outside the workspace or
-        is where a write persists (``.git/hooks``, ``.bashrc``)."""
-        targets = list(targets)
-        for target in targets:
-            if self.outside(target):
-                return bad(f"writes outside the workspace ({what} {target.show})")
-        for target in targets:
-            verdict = self.scan.wrote(target, what)
-            if verdict[0] is Danger.DANGEROUS:
-                return verdict
-        return MODERATE
+    def targets_outside(self, targets: Sequence[Word], what: str) -> Verdict:
+        """MODERATE, or DANGEROUS when a written path is outside the workspace or persists (``.bashrc``)."""
+        outside = [target for target in targets if self.outside(target)]
+        if outside:
+            return bad(f"writes outside the workspace ({what} {outside[0].show})")
+        written = (self.scan.wrote(target, what) for target in targets)  # remembered up to one that persists
+        return next((verdict for verdict in written if verdict[0] is Danger.DANGEROUS), MODERATE)
 
 
 def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan,

@@ -1,18 +1,20 @@
-"""Writes, deletion and modes: the programs that write or delete files named in their arguments
-(``cp``, ``tee``, ``dd of=``, ``sed -i``, ``tar -C``, ``rm``), asking when a target is outside
-the workspace or where code runs later, when they empty or destroy a file, and when they make
-a setuid, setgid or world-writable file or copy an outside one with its mode (``cp -p
-/usr/bin/passwd .`` makes a root-owned setuid binary); and accounts (``useradd``, ``passwd``).
+"""Writes, deletion and modes: the programs that write or delete files named in their arguments,
+asking when a target is outside the workspace or where code runs later, when they empty or destroy
+a file, and when they make a setuid, setgid or world-writable file or copy an outside one with its
+mode (``cp -p /usr/bin/passwd .`` makes a root-owned setuid binary). What only names the words it
+writes is rows (``touch F``, ``sort -o F``, ``unzip -d D``: ``WRITES``); the rest is code (``cp``,
+``tee``, ``dd of=``, ``sed -i``, ``tar -C``, ``rm``).
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from tools.base import Danger
 from tools.shell_policy.paths import HERE, check_modes, is_sink, keeps_mode, mode_risk, persisting
+from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
 from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
@@ -64,19 +66,6 @@ def _link(c: Call, sources: list[Word], link: Word | None, symbolic: bool) -> Ve
     return MODERATE
 
 
-def _all_operands(short: str = "", long: Iterable[str] = (), read_only: Iterable[str] = ()) -> Callable[
-        [Call], Verdict]:
-    """touch, mkdir, truncate, gzip: every operand is written (unless a ``read_only`` flag is given)."""
-
-    def rule(c: Call) -> Verdict:
-        o = opts(c.args, short, long)
-        if read_only and o.has(*read_only):
-            return MODERATE
-        return c.targets_outside(o.pos, c.name)
-
-    return rule
-
-
 def _tee(c: Call) -> Verdict:
     o = opts(c.args, long=("--output-error",))
     verdict = c.targets_outside(o.pos, "tee")
@@ -102,21 +91,6 @@ def _dd(c: Call) -> Verdict:
         if w.text is None and w.raw.startswith("of="):
             return bad(f"writes outside the workspace (dd {w.show})")
     return MODERATE
-
-
-def _truncate(c: Call) -> Verdict:
-    """Any size: it cuts a file's end off, or empties it."""
-    o = opts(c.args, "sr", ("--size", "--reference"))
-    verdict = c.targets_outside(o.pos, "truncate")
-    if verdict[0] is Danger.DANGEROUS or not o.pos:
-        return verdict
-    return bad(f"cuts or empties files (truncate {o.pos[0].show})")
-
-
-def _mkdir(c: Call) -> Verdict:
-    o = opts(c.args, "m", ("--mode", "--context"))
-    verdict = c.targets_outside(o.pos, c.name)
-    return verdict if verdict[0] is Danger.DANGEROUS else check_modes(c, o.values("-m", "--mode"))
 
 
 _SED_WRITES = re.compile(r"(?:^|[;{}\n/!\d$gpIiMm])\s*[wWe](?:\s|$|;)|\bs(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]")
@@ -150,55 +124,6 @@ def _tar(c: Call) -> Verdict:
     targets = o.values("-C", "--directory") if extracting else []
     targets += o.values("-f", "--file") if creating else []
     return c.targets_outside(targets, "tar -C" if extracting else "tar -f")
-
-
-def _seven_zip(c: Call) -> Verdict:
-    if any(w.text == "-sdel" for w in c.args):
-        return bad("deletes the files it archives (7z -sdel)")
-    targets = [Word(w.text[2:], w.raw[2:]) for w in c.args if w.text and w.text.startswith("-o")]
-    return c.targets_outside(targets, "7z -o")
-
-
-def _zip(c: Call) -> Verdict:
-    o = opts(c.args, "bnPtx", ("--password",))
-    if o.has("-m", "--move"):
-        return bad(f"deletes the files it archives ({c.name} -m)")
-    return c.targets_outside(o.pos[:1], c.name)
-
-
-def _sort(c: Call) -> Verdict:
-    o = opts(c.args, "kotST", ("--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory",
-                                "--files0-from", "--compress-program", "--parallel", "--batch-size", "--random-source"))
-    outputs = o.values("-o", "--output")
-    verdict = c.targets_outside(outputs, "sort -o")
-    return verdict if outputs or o.has("--compress-program") else SAFE
-
-
-def _second_operand_written(short: str) -> Callable[[Call], Verdict]:
-    """uniq IN OUT, xxd IN OUT."""
-
-    def rule(c: Call) -> Verdict:
-        o = opts(c.args, short)
-        return c.targets_outside(o.pos[1:2], c.name) if len(o.pos) > 1 else SAFE
-
-    return rule
-
-
-def _output_option(*names: str, short: str = "", otherwise: Verdict = MODERATE) -> Callable[[Call], Verdict]:
-    """tree -o, patch -o: the option's value is written; ``otherwise`` without it."""
-
-    def rule(c: Call) -> Verdict:
-        outputs = opts(c.args, short).values(*names)
-        return c.targets_outside(outputs, f"{c.name} {names[0]}") if outputs else otherwise
-
-    return rule
-
-
-def _yq(c: Call) -> Verdict:
-    o = opts(c.args, "oIpe", ("--output-format", "--indent", "--input-format", "--arg"))
-    if o.has("-i", "--inplace"):
-        return c.targets_outside(o.pos[1:], "yq -i")
-    return SAFE
 
 
 def _man(c: Call) -> Verdict:
@@ -269,17 +194,37 @@ def _chmod(c: Call) -> Verdict:
     return MODERATE
 
 
+# What touch, gzip, mkdir, sort... write (``writes``), and what else they do. First among the rows (after
+# code: ``mkdir -m``, ``zip -m``), so a write outside is named before later rows ask (``sort -o``).
+_OUT = "writes outside the workspace"
+WRITES: list[Row] = [
+    row(_OUT, "touch", "", ["touch /etc/nologin", "cd /etc && touch motd"], ["touch notes.txt"], writes=":"),
+    row(_OUT, "gzip", "", ["gzip ../data.csv", "xz -T4 /etc/x", "gunzip -S -c ~/a.gz"],
+        ["gzip -dc ../a.gz", "zstd -l ../a"], writes=": !-c !--stdout !-l !--list !-t !--test"),
+    row(_OUT, "mkdir", "", ["mkdir -p ~/bin", "mkdir -m 755 /opt/x"], ["mkdir -p build"], writes=":"),
+    row("empties or destroys files", "truncate", "cuts or empties files ({name} {sub})",  # any size
+        ["truncate -s 0 app.log", "truncate -s 1G disk.img"], ["truncate -s 0", "truncate -s 0 /var/log/syslog"],
+        writes=":"),
+    row(_OUT, "sort", "", ["sort -o /etc/x data.txt", "sort -rno ~/.x f"], ["sort -o out.txt f"], writes="-o --output"),
+    row(_OUT, "uniq xxd", "", ["uniq -c in.txt /etc/x", "xxd -r dump ~/.x"], ["uniq in.txt out.txt"], writes="1:2"),
+    row(_OUT, "tree", "", ["tree -o /etc/x", "tree -L 2 -o ../t.txt"], ["tree -o t.txt"], writes="-o"),
+    row(_OUT, "patch", "", ["patch -o /etc/x a.diff", "patch -p1 -d /opt/src"], ["patch -p1 -d src"], writes="-o -d"),
+    row(_OUT, "yq", "", ["yq -i '.a=1' /etc/x.yml", "yq --inplace . ../x.yml"], ["yq . /etc/x.yml"], writes="1:",
+        flags=("-i", "--inplace")),
+    row(_OUT, "unzip", "", ["unzip a.zip -d /opt/x", "unzip -d ~/x a.zip"], ["unzip a.zip -d out"], writes="-d"),
+    row(_OUT, "zip", "", ["zip /etc/a.zip f", "zip -r ../a.zip d"], ["zip a.zip /etc/hosts"], writes=":1"),
+    row("deletes", "7z", "deletes the files it archives ({name} -sdel)", ["7z a -sdel a.7z f", "7z a a.7z -sdel d"],
+        ["7z a a.7z f"], flags=("-sdel",)),
+    row(_OUT, "7z", "", ["7z x a.7z -o/opt/x", "7z x a.7z '-o../x'"], ["7z x a.7z -oout"], writes="-o*"),
+]
+
 # The programs this module judges, by name (``table.py`` gathers them).
-RULES: dict[str, Callable[[Call], Verdict]] = {
+RULES: dict[str, Callable[[Call], Verdict | None]] = {
     "rm": _rm, **dict.fromkeys(("rmdir", "unlink", "trash"), _delete_inside), "gio": _gio,
-    **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"),
-    "touch": _all_operands("dtr"), "mkdir": _mkdir, "truncate": _truncate, "man": _man,
-    "gzip": _all_operands("S", ("--suffix",), ("-c", "--stdout", "-l", "--list", "-t", "--test")),
-    "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "7z": _seven_zip, "zip": _zip,
-    "unzip": lambda c: c.targets_outside(opts(c.args, "dxP").values("-d"), "unzip -d"),
-    "sort": _sort, "uniq": _second_operand_written("fsw"), "xxd": _second_operand_written("cglosn"),
-    "tree": _output_option("-o", short="LPIo", otherwise=SAFE),
-    "patch": _output_option("-o", "-d", short="pdioBrDFVYz"),
-    "yq": _yq, "chmod": _chmod,
+    **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"), "man": _man,
+    "mkdir": lambda c: check_modes(c, opts(c.args, *VALUE_OPTIONS["mkdir"]).values("-m", "--mode")),
+    "zip": lambda c: bad(f"deletes the files it archives ({c.name} -m)")
+    if opts(c.args, *VALUE_OPTIONS["zip"]).has("-m", "--move") else None,
+    "tee": _tee, "dd": _dd, "sed": _sed, "tar": _tar, "chmod": _chmod,
     "rg": lambda c: MODERATE if any((w.text or "").startswith("--pre") for w in c.args) else SAFE,
 }
