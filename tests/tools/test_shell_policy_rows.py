@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import docs
+from tools.base import Danger
 from tools.shell_policy import classify_command
 from tools.shell_policy.rows import readme_table, row, verify
 from tools.shell_policy.table import ROWS
@@ -60,3 +61,31 @@ def test_no_underscore_name_is_imported_across_the_package():
 
 def test_the_package_is_at_most_twelve_modules():
     assert len(list(PACKAGE.glob("*.py"))) <= 12
+
+
+# Wrapper rows read their own options as the program does: what they leave is judged, and the
+# option parsing stops where theirs does (``watch 'rm -rf x' -x`` is shell, not ``-x``).
+WRAPPER_EDGES = {
+    "watch 'rm -rf x' -x": "in watch: deletes recursively",
+    "command rm -rfv x": "deletes recursively or by force (rm)",
+    "xargs -iX sh -c 'X'": "runs what it reads as shell code (xargs sh -c 'X')",
+    "flock -c 'git push' x.lock": "in flock -c: pushes to a remote",
+    "flock /etc/x.lock ls": "writes outside the workspace (flock /etc/x.lock)",
+    "env -S 'rm -rf' x": "in env -S: deletes recursively",
+    "env PATH=. ls": "changes what a command name runs (PATH=.)",
+    "parallel -a cmds.txt ::: x": "runs commands read from its input (parallel)",
+    "cat cmds.txt | parallel": "runs commands read from its input (parallel)",
+    "parallel -j 4 -S host ls ::: a": "runs commands on remote hosts (parallel -S)",
+    "trap -- 'rm -rf x' EXIT": "in trap: deletes recursively",
+}
+
+
+@pytest.mark.parametrize("command", list(WRAPPER_EDGES))
+def test_a_wrapper_row_reads_its_options_as_the_program_does(command):
+    danger, reason = classify_command(command)
+    assert danger is Danger.DANGEROUS and WRAPPER_EDGES[command] in reason
+
+
+@pytest.mark.parametrize("command", ["env", "env FOO=1", "command -v git", "trap -p", "trap '' INT", "man -P cat ls"])
+def test_a_wrapper_that_runs_nothing_dangerous_does_not_ask(command):
+    assert classify_command(command)[0] is not Danger.DANGEROUS
