@@ -99,3 +99,31 @@ def test_writes_names_operands_by_slice_and_values_attached_and_none_after_a_ban
     assert classify("frob -O/etc/x", table, 0) == (Danger.DANGEROUS, "writes outside the workspace (frob -O /etc/x)")
     assert classify("frob -n -O/etc/x", table, 0) == (Danger.SAFE, "")
     assert classify("frob", table, 0) == (Danger.SAFE, "")
+
+
+# Wrapper rows read their own options as the program does: what they leave is judged, and the
+# option parsing stops where theirs does (``watch 'rm -rf x' -x`` is shell, not ``-x``).
+WRAPPER_EDGES = {
+    "watch 'rm -rf x' -x": "in watch: deletes recursively",
+    "command rm -rfv x": "deletes recursively or by force (rm)",
+    "xargs -iX sh -c 'X'": "runs what it reads as shell code (xargs sh -c 'X')",
+    "flock -c 'git push' x.lock": "in flock -c: pushes to a remote",
+    "flock /etc/x.lock ls": "writes outside the workspace (flock /etc/x.lock)",
+    "env -S 'rm -rf' x": "in env -S: deletes recursively",
+    "env PATH=. ls": "changes what a command name runs (PATH=.)",
+    "parallel -a cmds.txt ::: x": "runs commands read from its input (parallel)",
+    "cat cmds.txt | parallel": "runs commands read from its input (parallel)",
+    "parallel -j 4 -S host ls ::: a": "runs commands on remote hosts (parallel -S)",
+    "trap -- 'rm -rf x' EXIT": "in trap: deletes recursively",
+}
+
+
+@pytest.mark.parametrize("command", list(WRAPPER_EDGES))
+def test_a_wrapper_row_reads_its_options_as_the_program_does(command):
+    danger, reason = classify_command(command)
+    assert danger is Danger.DANGEROUS and WRAPPER_EDGES[command] in reason
+
+
+@pytest.mark.parametrize("command", ["env", "env FOO=1", "command -v git", "trap -p", "trap '' INT", "man -P cat ls"])
+def test_a_wrapper_that_runs_nothing_dangerous_does_not_ask(command):
+    assert classify_command(command)[0] is not Danger.DANGEROUS

@@ -3,9 +3,10 @@
 The line is parsed with tree-sitter-bash and every simple command in it is judged wherever it
 sits (lists, pipelines, bodies, substitutions, redirection targets, heredocs), by its name
 (``/bin/rm`` is ``rm``); wrappers, ``xargs``, ``find -exec`` and nested shells are seen through,
-up to four levels. The rules are rows of data (``table.py``) whose examples are checked when this
-package is imported (``rows.py``), so a wrong row fails the import instead of letting a command
-through; code is left for what rows can't say. What can't be seen through asks: a line that
+up to four levels. The rules are rows of data (``table.py``; a wrapper is a row saying how it is
+read, ``rows.Wraps``) whose examples are checked when this package is imported (``rows.py``), so
+a wrong row fails the import instead of letting a command through; code is left for what rows
+can't say. What can't be seen through asks: a line that
 does not parse, is too long or too deep, or builds its command at run time.
 
 SAFE (never asks, may be rerun after a crash) is only the plainly read-only; MODERATE is what the
@@ -90,14 +91,6 @@ def _strict(rule: Callable[[Call], Verdict | None], *risky: str) -> Callable[[Ca
     return strict
 
 
-def _no_operands(c: Call) -> Verdict:
-    """``env``, ``command -v x``: SAFE only when they run nothing."""
-    words = [w.text or "" for w in c.args]
-    if c.name == "command":
-        return SAFE if words[:1] in (["-v"], ["-V"]) else MODERATE
-    return SAFE if not words else MODERATE
-
-
 # Without a sandbox only what cannot run code counts as read-only: no git (hooks, fsmonitor,
 # textconv and pagers set in a config the agent can write), no pager or man, no wrapper, xargs,
 # find -exec, nested shell or cloud CLI (credential plugins), no program named by a path.
@@ -106,7 +99,9 @@ NO_CODE = Table(
         **{name: RULES[name] for name in ("tee", "sed", "rg", "cd", "pushd")},
         "find": _strict(RULES["find"], "-exec", "-execdir", "-ok", "-okdir"),
         "fd": _strict(lambda c: None, "-x", "--exec", "-X", "--exec-batch"),
-        "env": _no_operands, "command": _no_operands,
+        # ``env`` and ``command -v x`` run nothing; with a command they are wrappers
+        "env": lambda c: MODERATE if c.args else SAFE,
+        "command": lambda c: SAFE if [w.text for w in c.args[:1]] in (["-v"], ["-V"]) else MODERATE,
     },
     READ_ONLY - {"less", "more", "most", "bat", "zless", "help", "man"},
     CHECKS,

@@ -5,7 +5,8 @@ rules load (as Codex's ``execpolicy`` does), so a wrong row fails the import.
 A row matches when its program is one of ``programs`` (after ``canonical``), its first operands
 are one of ``sub`` (words, each may be a glob: ``"* describe-*"``), and one of ``flags`` is given
 or ``pattern`` is found in its arguments (when given). ``wraps`` makes it a wrapper: what it runs
-(the words after its options, or after a flag, or its operands as shell) is judged in its place.
+(the words after its options or after a flag, shell source in its operands or in an option's value,
+a command run on each input) is judged in its place (``Wraps.judge``).
 ``writes`` names the words a program writes (``touch F``, ``sort -o F``): such a row asks when one is
 outside the workspace or where a write persists; else it decides with its reason if it has one, and
 if not, the call is at least MODERATE and the next rows are tried.
@@ -14,14 +15,15 @@ if not, the call is at least MODERATE and the next rows are tried.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from functools import cached_property
+from functools import cached_property, reduce
 from typing import Any
 
 from tools.base import Danger
-from tools.shell_policy.words import Verdict, Word, opts
+from tools.shell_policy.words import MODERATE, Verdict, Word, bad, lit, opts, runs_each, worse
 
 # A check and a program's rule take walk.Call (named Any here: walk imports this module).
 Check = Callable[[Any, Word], Verdict]
@@ -71,15 +73,75 @@ VALUE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True)
 class Wraps:
-    """How a wrapper's own options are read before the command it runs."""
+    """How a wrapper's own options are read before what it runs, and what that is: the command
+    after them, shell source, or a command run on each input (``judge``)."""
 
     short: str = ""  # letters that take a value
     long: tuple[str, ...] = ()  # names that take a value
+    optional: str = ""  # letters that take a value only when attached (``xargs -i{}``)
     skip: int = 0  # operands of its own before the command (``setarch ARCH cmd``)
+    writes: bool = False  # those are files it writes (``flock FILE cmd``)
+    take: int = 0  # only the first operands run, the rest are its own (``trap CMD SIGNAL``)
     floor: Danger = Danger.SAFE  # at least this, whatever it runs (``strace`` writes a trace)
     via: bool = True  # name the wrapper in the reason (``in chrt: ...``)
+    env: bool = False  # its leading ``VAR=value`` operands are the command's environment (``env``)
     after: tuple[str, ...] = ()  # it runs each command between one of these and ``;``/``+`` (``find -exec``)
     shell: bool = False  # its operands are joined and parsed as shell (``eval``)
+    argv: tuple[str, ...] = ()  # options that make them a command instead (``watch -x``)
+    code: tuple[str, ...] = ()  # options whose value is shell source, its operands after it (``env -S``, ``script -c``)
+    each: tuple[str, ...] = ()  # it runs the command on each input line, placed by these options (``xargs -I{}``)
+    until: tuple[str, ...] = ()  # the command ends at one of these, each word after is an input (``parallel :::``)
+    reads: tuple[str, ...] = ()  # options and markers before a file of inputs (``parallel -a``, ``::::``)
+
+    def judge(self, c: Any, floor: Verdict) -> Verdict:
+        """At least ``floor``, and the verdict of what the wrapper ``c`` (a ``walk.Call``) runs."""
+        if self.after:  # find -exec CMD ;, fd -x CMD: each runs on what it finds
+            args, verdict, i = c.args, floor, 0
+            while i < len(args):
+                if args[i].text in self.after:
+                    end = next((j for j in range(i + 1, len(args)) if args[j].text in (";", "+")), len(args))
+                    verdict, i = worse(verdict, c.each(args[i + 1 : end], f"{c.name} {args[i].text}")), end
+                i += 1
+            return verdict
+        o = opts(c.args, self.short, self.long, optional=self.optional, posix=True)
+        rest, given = o.pos, o.flags
+        if self.skip:  # its options may follow its operands too: ``setarch x86_64 -R cmd``
+            again = opts(rest[self.skip :], self.short, self.long, optional=self.optional, posix=True)
+            if self.writes:
+                floor = worse(floor, c.targets_outside(rest[: self.skip], c.name))
+            rest, given = again.pos, given + again.flags
+        rest, named = rest[: self.take or None], [name for name, _ in given]
+        if any(name in self.code for name in named):
+            source = [value for name, value in given if name in self.code and value is not None][:1]
+            return worse(floor, c.joined(source + rest, f"{c.name} {self.code[0]}"))
+        if self.shell and not any(name in self.argv for name in named):
+            return worse(floor, c.joined(rest, c.name))
+        if self.until:
+            return worse(floor, self._inputs(c, rest, named))
+        if self.each:  # with -I, its input goes in place of that
+            marks = [value.text if value is not None else "{}" for name, value in given if name in self.each]
+            return worse(floor, c.each(rest, c.name, marks[0] if marks else None))
+        env = list(c.env) if self.env else None
+        while env is not None and rest and re.match(r"[A-Za-z_]\w*=", rest[0].text or ""):
+            name, _, value = (rest.pop(0).text or "").partition("=")
+            env.append((name, lit(value)))
+        return worse(floor, c.run(rest, c.name if self.via else "", c.stdin, env)) if rest else floor
+
+    def _inputs(self, c: Any, rest: list[Word], named: list[str]) -> Verdict:
+        """``parallel CMD ::: a b``: CMD is shell run on each input, ``{}`` standing for it (a deleter
+        deletes them); with no CMD each input is a command, and those read from a file or pipe are unseen."""
+        cut = next((i for i, w in enumerate(rest) if w.text in self.until), len(rest))
+        if cut:
+            head = rest[0].text
+            try:  # ``parallel 'sh -c {}'``: its first word may be several
+                seen = [lit(part) for part in shlex.split(head)] + rest[1:cut] if head else rest[:cut]
+            except ValueError:
+                seen = rest[:cut]
+            return runs_each(seen, c.name, "{}", lambda _, via: c.joined(rest[:cut], via))
+        unseen = any(x in self.reads for x in [*named, *(w.text for w in rest)])
+        if unseen or c.stdin is not None and c.stdin.kind != "text":
+            return bad(f"runs commands read from its input ({c.name})")
+        return reduce(worse, (c.joined([w], c.name) for w in rest if w.text not in self.until), MODERATE)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from tools.shell_policy.words import (
     canonical,
     lit,
     node_text,
-    opts,
     parse,
     printed_by,
     program_of,
@@ -247,21 +246,7 @@ class Call:
 
     def wrapped(self, wraps: Wraps, floor: Verdict) -> Verdict:
         """A wrapper's verdict: at least ``floor``, and that of the command or commands it runs."""
-        args = self.args
-        if wraps.shell:
-            return worse(floor, self.joined(args, self.name))
-        if wraps.after:  # find -exec CMD ;, fd -x CMD: each runs on what it finds
-            verdict, i = floor, 0
-            while i < len(args):
-                if args[i].text in wraps.after:
-                    end = next((j for j in range(i + 1, len(args)) if args[j].text in (";", "+")), len(args))
-                    verdict, i = worse(verdict, self.each(args[i + 1 : end], f"{self.name} {args[i].text}")), end
-                i += 1
-            return verdict
-        rest = opts(args, wraps.short, wraps.long, posix=True).pos
-        if wraps.skip:  # its options may follow its operands too: ``setarch x86_64 -R cmd``
-            rest = opts(rest[wraps.skip :], wraps.short, wraps.long, posix=True).pos
-        return worse(floor, self.run(rest, self.name if wraps.via else "", self.stdin)) if rest else floor
+        return wraps.judge(self, floor)
 
     def each(self, words: Sequence[Word], via: str, placeholder: str | None = "{}") -> Verdict:
         """The command xargs, find -exec or fd -x runs on what it finds (``runs_each``)."""

@@ -1,16 +1,15 @@
-"""What runs other commands and needs code to say so: ``env``, ``xargs``, ``watch``, ``flock``,
-``parallel``, ``trap``, ``script -c`` (the plain wrappers, ``find -exec``, ``fd -x`` and ``eval`` are
-rows); ``cd``, which moves where paths resolve; and variables that name a command (``PAGER=``) or
-load code (``LD_PRELOAD``), or a relative ``PATH``, which make a read run something else.
+"""What runs other commands: the wrappers, one row each (``nohup``, ``env``, ``xargs``, ``watch``,
+``flock``, ``parallel``, ``trap``, ``script -c``, ``find -exec``, ``eval``...; ``rows.Wraps`` says how
+each is read); and the code rows can't say: ``cd``, which moves where paths resolve, and variables
+that name a command (``PAGER=``) or load code (``LD_PRELOAD``), or a relative ``PATH``, which make
+a read run something else.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from collections.abc import Callable
-from pathlib import PurePosixPath
 
 from tools.base import Danger
 from tools.shell_policy.infrastructure import GIT_COMMAND_CONFIG
@@ -18,28 +17,7 @@ from tools.shell_policy.paths import RELATIVE_PATH, path_of
 from tools.shell_policy.rows import Row, Wraps, row
 from tools.shell_policy.scripts import run_script
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import DELETERS, MODERATE, SAFE, Verdict, Word, bad, input_as_code, lit, opts, worse
-
-
-def _env(c: Call) -> Verdict:
-    o = opts(c.args, "uCS", ("--unset", "--chdir", "--split-string"), posix=True)
-    if o.has("-S", "--split-string"):
-        return c.joined(o.values("-S", "--split-string") + o.pos, "env -S")
-    rest, env = list(o.pos), list(c.env)
-    while rest and (text := rest[0].text) is not None and re.match(r"[A-Za-z_]\w*=", text):
-        name, _, value = text.partition("=")
-        env.append((name, lit(value)))
-        rest.pop(0)
-    return c.run(rest, stdin=c.stdin, env=env)
-
-
-def _xargs(c: Call) -> Verdict:
-    o = opts(
-        c.args, "InPLsdEa", ("--max-args", "--max-procs", "--max-lines", "--max-chars", "--delimiter", "--eof",
-                             "--arg-file", "--process-slot-var"), optional="ile", posix=True,
-    )
-    replace = [(v.text if v is not None else "{}") for n, v in o.flags if n in ("-I", "-i", "--replace")]
-    return c.each(o.pos, "xargs", replace[0] if replace else None)  # with -I, its input goes in place of that
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
 
 def _find(c: Call) -> Verdict | None:
@@ -49,82 +27,6 @@ def _find(c: Call) -> Verdict | None:
         if w.text in ("-fprint", "-fprint0", "-fprintf", "-fls"):
             verdict = worse(verdict or SAFE, c.targets_outside([c.args[i + 1]], f"find {w.text}"))
     return verdict
-
-
-def _watch(c: Call) -> Verdict:
-    o = opts(c.args, "nq", ("--interval", "--equexit"), optional="d", posix=True)
-    if o.has("-x", "--exec"):
-        return c.run(o.pos, "watch")
-    return c.joined(o.pos, "watch")
-
-
-def _flock(c: Call) -> Verdict:
-    o = opts(c.args, "wE", ("--wait", "--timeout", "--conflict-exit-code"), posix=True)
-    if not o.pos:
-        return MODERATE
-    verdict, rest = c.targets_outside(o.pos[:1], "flock"), o.pos[1:]
-    if rest and rest[0].text in ("-c", "--command"):
-        return worse(verdict, c.joined(rest[1:2], "flock -c"))
-    return worse(verdict, c.run(rest, "flock"))
-
-
-def _parallel(c: Call) -> Verdict:
-    o = opts(
-        c.args, "jSaIdnNL", ("--jobs", "--sshlogin", "--arg-file", "--colsep", "--delimiter", "--joblog",
-                             "--results", "--timeout", "--halt", "--max-args", "--sshloginfile"), posix=True,
-    )
-    if o.has("-S", "--sshlogin", "--sshloginfile"):
-        return bad("runs commands on remote hosts (parallel -S)")
-    command = []
-    for w in o.pos:
-        if w.text in (":::", "::::", ":::+", "::::+"):
-            break
-        command.append(w)
-    if not command:  # each argument is a command
-        rest = o.pos[1:]
-        if c.stdin is not None and c.stdin.kind != "text" or o.has("-a", "--arg-file") or (
-                o.pos[:1] and o.pos[0].text in ("::::", "::::+")):
-            return bad("runs commands read from its input (parallel)")
-        return worse(MODERATE, _worst([c.joined([w], "parallel") for w in rest if w.text not in (":::", ":::+")]))
-    runs_input = input_as_code(_split(command), "parallel", "{}")
-    if runs_input is not None:
-        return runs_input
-    verdict = c.joined(command, "parallel")
-    head = command[0].text or ""
-    if verdict[0] is not Danger.DANGEROUS and PurePosixPath(head.split()[0] if head.split() else "").name in DELETERS:
-        return bad(f"deletes what parallel finds (parallel {head.split()[0]})")
-    return verdict
-
-
-def _split(words: list[Word]) -> list[Word]:
-    """``parallel 'sh -c {}'``: a one-word command is shell words."""
-    if len(words) != 1 or words[0].text is None:
-        return words
-    try:
-        return [lit(part) for part in shlex.split(words[0].text)]
-    except ValueError:
-        return words
-
-
-def _worst(verdicts: list[Verdict]) -> Verdict:
-    verdict = SAFE
-    for one in verdicts:
-        verdict = worse(verdict, one)
-    return verdict
-
-
-def _script(c: Call) -> Verdict:
-    """``script -c CMD file``: a command run under a recorded terminal."""
-    o = opts(c.args, "cEIOTt", ("--command", "--echo", "--log-in", "--log-out", "--log-timing", "--timing"))
-    commands = o.values("-c", "--command")
-    return worse(MODERATE, c.joined(commands[:1], "script -c")) if commands else MODERATE
-
-
-def _trap(c: Call) -> Verdict:
-    o = opts(c.args)
-    if o.has("-l", "-p") or len(o.pos) < 2 or o.pos[0].text in ("-", ""):
-        return SAFE
-    return c.joined(o.pos[:1], "trap")
 
 
 def _cd(c: Call) -> Verdict:
@@ -196,13 +98,19 @@ RENAMING: list[Row] = [
         ["export PATH=/usr/local/bin:$PATH", "export FOO=1"], pattern=RELATIVE_PATH),
 ]
 _W, _M = Wraps, Danger.MODERATE
-# Wrappers: the command after their options is judged as if it ran alone.
+# Wrappers: what they run (the command after their options, shell source, a command on each input)
+# is judged in their place.
 WRAPPERS: list[Row] = [
+    row("reads", "command", "", ["command -v rm", "command -p -V git"], ["command rm x"], verdict=Danger.SAFE,
+        pattern=r"^(?:-\w+ )*-\w*[vV]"),  # ``command -v x`` says what x is; ``command x`` runs it
+    row("reads", "trap", "", ["trap -p EXIT", "trap - INT", "trap"], ["trap cleanup EXIT"], verdict=Danger.SAFE,
+        pattern=r"^(?:-[lp]|(?:-- )?- |\S*$)"),  # lists or resets traps; ``trap CMD SIGNAL`` sets one
     *(row("wrapper", name, "", [f"{name} {pre}rm -rf x", f"{name} {pre}git push"], [f"{name} {pre}ls"],
           wraps=wraps) for name, pre, wraps in (
         ("nohup", "", _W(via=False)), ("nice", "-n 10 ", _W("n", ("--adjustment",), via=False)),
         ("stdbuf", "-oL ", _W("ioe", ("--input", "--output", "--error"), via=False)),
-        ("builtin", "", _W(via=False)), ("time", "-o t.txt ", _W("of", ("--output", "--format"), via=False)),
+        ("builtin", "", _W(via=False)), ("command", "-p ", _W(via=False)),
+        ("time", "-o t.txt ", _W("of", ("--output", "--format"), via=False)),
         ("setsid", "", _W(via=False)), ("chronic", "", _W(via=False)), ("unbuffer", "", _W(via=False)),
         ("coproc", "", _W(via=False)), ("busybox", "", _W(via=False)), ("exec", "", _W("a", via=False)),
         ("ionice", "-c3 ", _W("cnp", ("--class", "--classdata", "--pid"), via=False)),
@@ -229,13 +137,33 @@ WRAPPERS: list[Row] = [
     row("wrapper", "fd", "", ["fd -e pyc -x rm", "fd . -X git push"], ["fd -x ls"],
         flags=("-x", "--exec", "-X", "--exec-batch"), wraps=_W(after=("-x", "--exec", "-X", "--exec-batch"))),
     row("wrapper", "eval", "", ["eval 'rm -rf x'", "eval git push"], ["eval ls"], wraps=_W(shell=True)),
+    row("wrapper", "env", "", ["env -i PATH=/bin rm -rf x", "env -S 'git push'", "env PAGER='rm -rf ~' git log"],
+        ["env FOO=1 ls", "env"], wraps=_W("uCS", ("--unset", "--chdir", "--split-string"), env=True, via=False,
+                                           code=("-S", "--split-string"))),
+    row("wrapper", "xargs", "", ["ls | xargs rm", "xargs -I{} sh -c '{}' < cmds.txt", "xargs -0 git push"],
+        ["xargs grep x < files.txt", "xargs -I{} cp {} out/"],
+        wraps=_W("InPLsdEa", ("--max-args", "--max-procs", "--max-lines", "--max-chars", "--delimiter", "--eof",
+                              "--arg-file", "--process-slot-var"), optional="ile", each=("-I", "-i", "--replace"))),
+    row("wrapper", "watch", "", ["watch -n 5 'kubectl delete pod x'", "watch -x git push"], ["watch -n 1 'ls | wc -l'"],
+        wraps=_W("nq", ("--interval", "--equexit"), optional="d", shell=True, argv=("-x", "--exec"))),
+    row("wrapper", "flock", "", ["flock /tmp/lock git push", "flock x.lock -c 'rm -rf y'", "flock ~/.lock ls"],
+        ["flock x.lock make"], wraps=_W("wEc", ("--wait", "--timeout", "--conflict-exit-code", "--command"), skip=1,
+                                        writes=True, code=("-c", "--command"), floor=_M)),
+    row("wrapper", "script", "", ["script -qc 'git push' /dev/null", "script log -c 'rm -rf x'"], ["script -c ls log"],
+        wraps=_W("cEIOTt", ("--command", "--echo", "--log-in", "--log-out", "--log-timing", "--timing"), skip=1,
+                 code=("-c", "--command"), floor=_M)),
+    row("wrapper", "trap", "", ["trap 'rm -rf x' EXIT", "trap -- 'git push' INT TERM"], ["trap 'echo done' EXIT"],
+        wraps=_W(shell=True, take=1)),
+    row("sends data over the network", "parallel", "runs commands on remote hosts ({name} {word})",
+        ["parallel -S host ls ::: a", "parallel --sshlogin=host echo ::: a"], ["parallel echo ::: a"],
+        flags=("-S", "--sshlogin", "--sshloginfile")),
+    row("wrapper", "parallel", "", ["parallel 'rm -rf {}' ::: a b", "parallel ::: 'git push' ls",
+                                    "parallel :::: cmds.txt"], ["parallel gzip ::: a.log", "parallel ::: ls pwd"],
+        wraps=_W("jSaIdnNL", ("--jobs", "--sshlogin", "--arg-file", "--colsep", "--delimiter", "--joblog", "--results",
+                              "--timeout", "--halt", "--max-args", "--sshloginfile"),
+                 until=(":::", "::::", ":::+", "::::+"), reads=("-a", "--arg-file", "::::", "::::+"))),
 ]
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
-RULES: dict[str, Callable[[Call], Verdict | None]] = {
-    "script": _script, "env": _env,
-    "command": lambda c: SAFE if (o := opts(c.args, posix=True)).has("-v", "-V") else c.run(o.pos, stdin=c.stdin),
-    "xargs": _xargs, "find": _find, "watch": _watch, "flock": _flock, "parallel": _parallel,
-    "trap": _trap, "cd": _cd, "pushd": _cd,
-}
+RULES: dict[str, Callable[[Call], Verdict | None]] = {"find": _find, "cd": _cd, "pushd": _cd}
