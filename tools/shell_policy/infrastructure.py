@@ -32,11 +32,13 @@ def _git(c: Call) -> Verdict | None:
     if sub == "config":
         return _git_config(args)
     if sub == "clone" and not any(a.startswith("--template") for a in raw):
-        setting = _clone_setting(args)
-        if setting is not None:
-            return bad(f"sets a command git will run (git clone {shorten(setting)})")
-        pos = opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack")).pos
-        return c.targets_outside(pos[1:2], "git clone") if len(pos) >= 2 else MODERATE
+        o = opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack",
+                                 "--reference", "--separate-git-dir"))
+        runs = [*o.values("-u", "--upload-pack"), *(v for v in o.values("-c", "--config")  # what it is told to run
+                                                   if v.text is None or GIT_COMMAND_CONFIG.match(v.text))]
+        if runs:
+            return bad(f"sets a command git will run (git clone {runs[0].show})")
+        return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
     pager = next((a for a in raw if sub == "grep" and a.startswith(("-O", "--open-files-in-pager"))), None)
     if pager is not None:
         value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
@@ -150,18 +152,6 @@ GIT: list[Row] = [
     row("reads", _G, "", ["git", "git remote -v", "git -C repo remote", "git reflog"], ["git remote prune origin"],
         verdict=Danger.SAFE, pattern=r"^(?:-\S+ \S+ |-\S+ )*(?:(?:remote|reflog)(?: -v)?)?$"),
 ]
-
-
-def _clone_setting(args: list[Word]) -> str | None:
-    """What ``git clone`` is told to run: ``-u``/``--upload-pack``, or a ``-c`` setting a command."""
-    o = opts(args, "cobju", ("--config", "--origin", "--branch", "--depth", "--jobs", "--upload-pack",
-                              "--reference", "--separate-git-dir"))
-    for value in o.values("-u", "--upload-pack"):
-        return value.raw
-    for value in o.values("-c", "--config"):
-        if value.text is None or GIT_COMMAND_CONFIG.match(value.text):
-            return value.raw
-    return None
 
 
 def _git_config(args: list[Word]) -> Verdict:

@@ -122,9 +122,9 @@ class Wraps:
             marks = [value.text if value is not None else "{}" for name, value in given if name in self.each]
             return worse(floor, c.each(rest, c.name, marks[0] if marks else None))
         env = list(c.env) if self.env else None
-        while env is not None and rest and re.match(r"[A-Za-z_]\w*=", rest[0].text or ""):
-            name, _, value = (rest.pop(0).text or "").partition("=")
-            env.append((name, lit(value)))
+        while env is not None and rest and re.match(r"-$|[A-Za-z_]\w*=", rest[0].text or ""):  # ``-`` is ``-i``
+            name, eq, value = (rest.pop(0).text or "").partition("=")
+            env += [(name, lit(value))] if eq else []
         return worse(floor, c.run(rest, c.name if self.via else "", c.stdin, env)) if rest else floor
 
     def _inputs(self, c: Any, rest: list[Word], named: list[str]) -> Verdict:
