@@ -198,15 +198,20 @@ async def test_interjection_during_a_slow_llm_call_cancels_it(client, task_queue
 
 async def test_two_quick_interjections_both_reach_the_model_in_order(client, task_queue, workspace):
     # The second message may land before or after the first has restarted the LLM call;
-    # either way the model must end up with both, once each, in order.
+    # either way the model must end up with both, once each, in order. The restarted call is
+    # held until both are handled, so the task cannot finish before the second arrives (a
+    # message that reaches an ended task goes to the next one: tests/cli/test_conversation_closing.py).
     held = Step(tool_calls=[("message", {"type": "result", "text": "too early"})], hold=True)
-    async with scripted_worker(client, task_queue, [held, FINISH, FINISH]) as model:
+    held_finish = Step(tool_calls=FINISH.tool_calls, hold=True)
+    async with scripted_worker(client, task_queue, [held, held_finish, FINISH]) as model:
         handle = await start(client, task_queue, make_input(workspace))
         await wait_until(lambda: model.hits() == 1)
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="first"))
         await handle.signal(AgentTaskWorkflow.interject, Interjection(text="second"))
-        outcome = await outcome_of(handle)
+        await signals_handled(handle)
+        await wait_until(lambda: model.hits() >= 2)
         model.release()
+        outcome = await outcome_of(handle)
     assert outcome.final_text == "finished"
     last = user_texts(model.requests[-1])
     assert [t for t in last if t in ("first", "second")] == ["first", "second"]
