@@ -1,13 +1,10 @@
-"""What permission rules match a command line against (``core/permissions.py``): the words
-of every simple command in it, and, when the line is one plain command, its rule key (the
-program and its subcommand, ``git push``).
+"""What permission rules match a command line against (``core/permissions.py``): the words of every
+simple command in it, and, when the line is one plain command, its rule key (``git push``).
 
-A line is plain when it is one simple command of literal words: no list (``;``, ``&&``), no
-pipe, no substitution, no redirection, no assignment before it, and nothing it runs in turn
-(the walk of the classifier sees a single command: no ``xargs``, ``find -exec``, ``env CMD``,
-``bash -c``). Only a plain line may be allowed by a rule, so ``git push x && rm -rf /`` never
-passes for ``git push``. Worked out once, when the model's reply arrives, and recorded with
-the call, so the workflow compares strings and a replay decides the same.
+A plain line is one simple command of literal words (``_stages``) that runs nothing in turn (no
+``xargs``, ``find -exec``, ``env CMD``, ``bash -c``): only it may be allowed by a rule, so ``git push x
+&& rm -rf /`` never passes for ``git push``. Worked out once, when the model's reply arrives, and
+recorded with the call, so the workflow compares strings and a replay decides the same.
 """
 
 from __future__ import annotations

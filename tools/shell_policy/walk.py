@@ -45,7 +45,8 @@ MAX_TREE_DEPTH = 150
 MAX_NODES = 8000  # bounds the walk: a long script, not a command
 _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
 _CLOBBERS = frozenset({">", ">|", "&>", ">&"})
-_OWN_INPUT = frozenset({"command", "command_substitution", "process_substitution", "file_redirect", "heredoc_redirect"})
+_OWN_INPUT = frozenset(  # what runs in these does not read the statement's input
+    {"command", "command_substitution", "process_substitution", "file_redirect", "heredoc_redirect"})
 _PARSE_LOCK = threading.Lock()
 _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
@@ -183,8 +184,10 @@ def classify(command: str, table: Table, nesting: int, parent: Scan | None = Non
     root, why = parsed(command)
     if root is None:
         return bad(why)
-    fresh = {"table": table, "nesting": nesting, "verdict": SAFE, "printed": None}
-    scan = dataclasses.replace(parent, **fresh) if parent else Scan(table, nesting, workspace)
+    if parent is None:
+        scan = Scan(table, nesting, workspace)
+    else:  # where the parent's walk is, sharing what the line wrote
+        scan = dataclasses.replace(parent, table=table, nesting=nesting, verdict=SAFE, printed=None)
     scan.visit(root, None, 0)
     return scan.verdict
 

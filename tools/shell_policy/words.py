@@ -125,7 +125,7 @@ def word_of(node: tree_sitter.Node) -> Word:
 
 def command_words(node: tree_sitter.Node) -> list[Word]:
     """The words of a simple command: its name and arguments."""
-    return [word_of(child) for field in ("name", "argument") for child in node.children_by_field_name(field)]
+    return [word_of(child) for role in ("name", "argument") for child in node.children_by_field_name(role)]
 
 
 @dataclass(frozen=True)
