@@ -1,13 +1,10 @@
-"""What permission rules match a command line against (``core/permissions.py``): the words
-of every simple command in it, and, when the line is one plain command, its rule key (the
-program and its subcommand, ``git push``).
+"""What permission rules match a command line against (``core/permissions.py``): the words of every
+simple command in it, and, when the line is one plain command, its rule key (``git push``).
 
-A line is plain when it is one simple command of literal words: no list (``;``, ``&&``), no
-pipe, no substitution, no redirection, no assignment before it, and nothing it runs in turn
-(the walk of the classifier sees a single command: no ``xargs``, ``find -exec``, ``env CMD``,
-``bash -c``). Only a plain line may be allowed by a rule, so ``git push x && rm -rf /`` never
-passes for ``git push``. Worked out once, when the model's reply arrives, and recorded with
-the call, so the workflow compares strings and a replay decides the same.
+A plain line is one simple command of literal words (``_stages``) that runs nothing in turn (no
+``xargs``, ``find -exec``, ``env CMD``, ``bash -c``): only it may be allowed by a rule, so ``git push x
+&& rm -rf /`` never passes for ``git push``. Worked out once, when the model's reply arrives, and
+recorded with the call, so the workflow compares strings and a replay decides the same.
 """
 
 from __future__ import annotations
@@ -20,8 +17,8 @@ import tree_sitter
 from tools.shell_policy import TABLE
 from tools.shell_policy.rows import VALUE_OPTIONS
 from tools.shell_policy.table import ROWS
-from tools.shell_policy.walk import MAX_CHARS, MAX_NODES, Call, Scan
-from tools.shell_policy.words import SAFE, Verdict, Word, canonical, opts, parse, word_of
+from tools.shell_policy.walk import Call, Scan, parsed
+from tools.shell_policy.words import SAFE, Verdict, Word, canonical, command_words, descendants, opts
 
 DYNAMIC = "$?"  # a word built at run time: matches no rule word
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9-]*")
@@ -34,61 +31,50 @@ _NOT_PLAIN = frozenset({
 
 def command_shape(command: str) -> tuple[list[list[str]], str | None]:
     """(the words of each simple command in the line, its rule key or None)."""
-    if len(command) > MAX_CHARS or "\x00" in command:
+    root, _ = parsed(command)
+    if root is None:
         return [], None
-    root = parse(command.encode("utf-8", "replace")).root_node
-    if root.has_error or root.descendant_count > MAX_NODES:
-        return [], None
-    words = _commands(root)
-    return [[w.text if w.text is not None else DYNAMIC for w in ws] for ws in words], _rule_key(root, words, command)
+    words = [[w.text if w.text is not None else DYNAMIC for w in ws] for ws in _commands(root)]
+    return words, _rule_key(root)
 
 
 def plain_pipeline(command: str) -> list[list[str]] | None:
-    """The argv of each command of a line that is one simple command or a pipeline of them,
-    every word literal and unglobbed, with no redirection, assignment, substitution or list;
-    None for anything else. What runs without a shell when there is no sandbox: a program
-    started by ``execve`` with these words cannot be redirected by ``hash``, an alias, a
-    function or a ``PATH=`` prefix, because nothing interprets the line but this parser."""
-    if len(command) > MAX_CHARS or "\x00" in command:
+    """The argv of each command of a line that is one simple command or a pipeline of them (``_stages``),
+    every word unglobbed; None for anything else. What runs without a shell when there is no sandbox: a
+    program started by ``execve`` with these words cannot be redirected by ``hash``, an alias, a function
+    or a ``PATH=`` prefix, because nothing interprets the line but this parser."""
+    root, _ = parsed(command)
+    stages = _stages(root) if root is not None else None
+    if stages is None or any(w.glob or w.procsub for words in stages for w in words):
         return None
-    root = parse(command.encode("utf-8", "replace")).root_node
-    if root.has_error or root.named_child_count != 1 or _has(root, _NOT_PLAIN):
+    return [[w.text or "" for w in words] for words in stages]
+
+
+def _commands(root: tree_sitter.Node) -> list[list[Word]]:
+    return [words for node in descendants(root) if node.type == "command" and (words := command_words(node))]
+
+
+def _stages(root: tree_sitter.Node) -> list[list[Word]] | None:
+    """The words of each command of a line that is one simple command or a pipeline of them, every
+    word literal, with no redirection, assignment, substitution or list; None for anything else."""
+    if root.named_child_count != 1 or any(node.type in _NOT_PLAIN for node in descendants(root)):
         return None
     top = root.named_children[0]
     parts = top.named_children if top.type == "pipeline" else [top]
     if any(part.type != "command" for part in parts) or (top.type == "pipeline" and b"|&" in (top.text or b"")):
         return None
-    found: list[list[str]] = []
-    for part, words in zip(parts, [_commands(part) for part in parts]):
-        if len(words) != 1 or part.named_child_count != len(words[0]):
-            return None  # a nested command or something beside the words
-        if any(w.text is None or w.glob or w.procsub for w in words[0]):
-            return None
-        found.append([w.text or "" for w in words[0]])
-    return found
+    found = [_commands(part) for part in parts]
+    if any(len(words) != 1 or part.named_child_count != len(words[0]) for part, words in zip(parts, found)):
+        return None  # a nested command or something beside the words
+    stages = [words[0] for words in found]
+    return None if any(w.text is None for words in stages for w in words) else stages
 
 
-def _commands(root: tree_sitter.Node) -> list[list[Word]]:
-    found, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "command":
-            words = [word_of(c) for c in node.children_by_field_name("name")]
-            words += [word_of(c) for c in node.children_by_field_name("argument")]
-            if words:
-                found.append(words)
-        stack.extend(reversed(node.named_children))
-    return found
-
-
-def _rule_key(root: tree_sitter.Node, words: list[list[Word]], command: str) -> str | None:
-    if root.named_child_count != 1 or root.named_children[0].type != "command" or len(words) != 1:
+def _rule_key(root: tree_sitter.Node) -> str | None:
+    stages = _stages(root)
+    if stages is None or len(stages) != 1 or _evaluated(root) != 1:  # it runs another command (xargs, bash -c)
         return None
-    if _has(root, _NOT_PLAIN) or any(w.text is None for w in words[0]):
-        return None
-    if _evaluated(command) != 1:  # it runs another command (a wrapper, xargs, a nested shell)
-        return None
-    program, rest = words[0][0].text or "", words[0][1:]
+    program, rest = stages[0][0].text or "", stages[0][1:]
     if program.rsplit("/", 1)[-1] in _AS_USER:
         return None
     sub = rest[0].text if rest else None
@@ -120,25 +106,13 @@ def _narrowed(program: str, args: list[Word]) -> list[str] | None:
     return key + list(dict.fromkeys(mark for r in rows for mark in r.marks(args)))
 
 
-def _has(node: tree_sitter.Node, kinds: frozenset[str]) -> bool:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type in kinds:
-            return True
-        stack.extend(current.named_children)
-    return False
-
-
-def _evaluated(command: str) -> int:
+def _evaluated(root: tree_sitter.Node) -> int:
     """How many commands the classifier's walk judges in the line (each runs every check)."""
-    seen = [0]
+    seen: list[Word] = []
 
     def count(call: Call, head: Word) -> Verdict:
-        seen[0] += 1
+        seen.append(head)
         return SAFE
 
-    table = dataclasses.replace(TABLE, checks=(count, *TABLE.checks))
-    scan = Scan(table, 0)
-    scan.visit(parse(command.encode("utf-8", "replace")).root_node, None, 0)
-    return seen[0]
+    Scan(dataclasses.replace(TABLE, checks=(count, *TABLE.checks)), 0).visit(root, None, 0)
+    return len(seen)

@@ -5,28 +5,31 @@ writes and then runs is judged by what the line put in it."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import tree_sitter
+import tree_sitter_bash
 
 from tools.base import Danger
 from tools.shell_policy.paths import HERE, RELATIVE_PATH, Written, is_secret, is_sink, path_key, persisting
-from tools.shell_policy.rows import Row, Table, Wraps
+from tools.shell_policy.rows import Row, Table
 from tools.shell_policy.words import (
     MODERATE,
     SAFE,
     Stdin,
     Verdict,
     Word,
-    assignment,
     bad,
     canonical,
+    command_words,
+    descendants,
     lit,
     node_text,
-    parse,
     printed_by,
     program_of,
     runs_each,
@@ -42,22 +45,41 @@ MAX_TREE_DEPTH = 150
 MAX_NODES = 8000  # bounds the walk: a long script, not a command
 _WRITES = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
 _CLOBBERS = frozenset({">", ">|", "&>", ">&"})
+_OWN_INPUT = frozenset(  # what runs in these does not read the statement's input
+    {"command", "command_substitution", "process_substitution", "file_redirect", "heredoc_redirect"})
+_PARSE_LOCK = threading.Lock()
+_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
+
+def parsed(command: str) -> tuple[tree_sitter.Node | None, str]:
+    """The line's syntax tree, or None and why it can't be seen through."""
+    if len(command) > MAX_CHARS:
+        return None, "too long to inspect"
+    if "\x00" in command:
+        return None, "contains a NUL byte, so it can't be seen through"
+    with _PARSE_LOCK:  # a Parser is not safe to share between threads
+        root = _PARSER.parse(command.encode("utf-8", "replace")).root_node
+    if root.has_error:
+        return None, "could not be parsed, so it can't be seen through"
+    if root.descendant_count > MAX_NODES:
+        return None, "too long to inspect"
+    return root, ""
+
+
+@dataclass
 class Scan:
     """One walk over a parsed command line; keeps the first dangerous verdict. A nested shell's
     walk starts where its parent's is (``cd``) and shares what the line wrote."""
 
-    def __init__(self, table: Table, nesting: int, parent: Scan | None = None,
-                 workspace: Path | None = None) -> None:
-        self.table = table
-        self.nesting = nesting
-        self.cwd_outside = parent.cwd_outside if parent else False  # after `cd /elsewhere`
-        self.cwd: str | None = parent.cwd if parent else None  # where that was, when known
-        self.moved = parent.moved if parent else False  # after any `cd`
-        self.written: dict[str, Written] = parent.written if parent else {}
-        self.workspace = parent.workspace if parent else workspace  # to show scripts from
-        self.verdict = SAFE
-        self.printed: str | None = None  # what the statement whose redirections are seen writes
+    table: Table
+    nesting: int
+    workspace: Path | None = None  # to show scripts from
+    written: dict[str, Written] = field(default_factory=dict)
+    cwd_outside: bool = False  # after `cd /elsewhere`
+    cwd: str | None = None  # where that was, when known
+    moved: bool = False  # after any `cd`
+    verdict: Verdict = SAFE
+    printed: str | None = None  # what the statement whose redirections are seen writes
 
     def note(self, verdict: Verdict) -> None:
         self.verdict = worse(self.verdict, verdict)
@@ -89,18 +111,9 @@ class Scan:
         if depth > MAX_TREE_DEPTH:
             self.note(bad("nested too deeply to see through"))
             return
-        kind = node.type
-        if kind == "command":
-            redirects = node.children_by_field_name("redirect")
-            words = [word_of(child) for child in node.children_by_field_name("name")]
-            words += [word_of(child) for child in node.children_by_field_name("argument")]
-            env = [assignment(child) for child in node.named_children if child.type == "variable_assignment"]
-            if words:
-                self.note(evaluate(words, stdin_of(redirects, stdin), self, env))
-            stdin, self.printed = None, None
-        elif kind == "redirected_statement":
-            body = node.child_by_field_name("body")
-            redirects = node.children_by_field_name("redirect")
+        kind, children = node.type, node.named_children
+        if kind == "redirected_statement":
+            body, redirects = node.child_by_field_name("body"), node.children_by_field_name("redirect")
             here, outer = stdin_of(redirects, stdin), self.printed
             if body is not None:
                 self.visit(body, here, depth + 1)
@@ -109,50 +122,36 @@ class Scan:
                 self.visit(redirect, None, depth + 1)
             self.printed = outer
             return
-        elif kind == "pipeline":
-            feeder = program_of(node.named_children[0]) if node.named_child_count else ""
-            for i, stage in enumerate(node.named_children):
-                self.visit(stage, stdin if i == 0 else Stdin("pipe", None, feeder), depth + 1)
-                feeder = program_of(stage)
+        if kind == "pipeline":
+            for stage in children:
+                self.visit(stage, stdin, depth + 1)
+                stdin = Stdin("pipe", None, program_of(stage))
             return
-        elif kind == "heredoc_redirect":
-            for child in node.named_children:
-                if child.type == "pipeline":  # `cat <<EOF | sh`: the pipe starts at the heredoc
-                    for stage in child.named_children:
-                        self.visit(stage, Stdin("pipe", None, ""), depth + 1)
-                else:
-                    self.visit(child, None, depth + 1)
-            return
-        elif kind == "file_redirect":  # what runs inside the target first: `> "$(git push)"`
-            printed = self.printed
-            for child in node.named_children:
-                self.visit(child, None, depth + 1)
-            if self.verdict[0] is not Danger.DANGEROUS:
-                self._redirect(node, printed)
-            return
-        elif kind in ("command_substitution", "process_substitution"):
-            stdin = None
+        if kind == "command":
+            words = command_words(node)
+            env = [_assignment(child) for child in children if child.type == "variable_assignment"]
+            if words:
+                self.note(evaluate(words, stdin_of(node.children_by_field_name("redirect"), stdin), self, env))
+            self.printed = None
         elif kind == "declaration_command":  # export PATH=.: judged by the rows of ``export``
-            words = [lit(node_text(node.children[0]))] + [
-                Word(None, node_text(c)) if c.type == "variable_assignment" else word_of(c) for c in node.named_children]
-            self.note(evaluate(words, None, self))
+            words = [Word(None, node_text(c)) if c.type == "variable_assignment" else word_of(c) for c in children]
+            self.note(evaluate([lit(node_text(node.children[0])), *words], None, self))
         elif kind in ("variable_assignment", "for_statement"):  # f=/etc/shadow; for f in ~/.ssh/*
-            values = node.children_by_field_name("value")
-            named = next((word_of(v) for v in values if is_secret(word_of(v), self.cwd)), None)
+            named = next((w for w in map(word_of, node.children_by_field_name("value")) if is_secret(w, self.cwd)), None)
             if named is not None:
                 self.note(bad(f"reads a secret file ({named.show})"))
             elif kind == "variable_assignment" and re.search(RELATIVE_PATH, node_text(node)):
                 self.note(bad(f"changes what a command name runs ({shorten(node_text(node))})"))
-        elif kind == "function_definition":  # a fork bomb: a function that runs itself twice
-            name, stack, calls = node.child_by_field_name("name"), list(node.children_by_field_name("body")), 0
-            while stack and name is not None:
-                current = stack.pop()
-                calls += current.type == "command_name" and current.text == name.text
-                stack.extend(current.named_children)
-            if calls >= 2 and name is not None:
+        elif kind == "function_definition" and (name := node.child_by_field_name("name")) is not None:
+            bodies = [n for body in node.children_by_field_name("body") for n in descendants(body)]
+            if sum(n.type == "command_name" and n.text == name.text for n in bodies) >= 2:  # a fork bomb
                 self.note(bad(f"defines a fork bomb ({node_text(name)})"))
-        for child in node.named_children:
-            self.visit(child, stdin, depth + 1)
+        printed, inner = self.printed, None if kind in _OWN_INPUT else stdin
+        for child in children:  # `cat <<EOF | sh`: the pipe starts at the heredoc
+            piped = kind == "heredoc_redirect" and child.type == "pipeline"
+            self.visit(child, Stdin("pipe", None, "") if piped else inner, depth + 1)
+        if kind == "file_redirect" and self.verdict[0] is not Danger.DANGEROUS:  # after what runs in its target
+            self._redirect(node, printed)
 
     def _redirect(self, node: tree_sitter.Node, printed: str | None) -> None:
         ops = [child.type for child in node.children if not child.is_named]
@@ -175,18 +174,20 @@ class Scan:
             self.note(bad(f"reads a secret file (< {dest.show})"))
 
 
+def _assignment(node: tree_sitter.Node) -> tuple[str, Word]:
+    name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+    return (node_text(name) if name is not None else "", word_of(value) if value is not None else Word("", ""))
+
+
 def classify(command: str, table: Table, nesting: int, parent: Scan | None = None,
-              workspace: Path | None = None) -> Verdict:
-    if len(command) > MAX_CHARS:
-        return bad("too long to inspect")
-    if "\x00" in command:
-        return bad("contains a NUL byte, so it can't be seen through")
-    root = parse(command.encode("utf-8", "replace")).root_node
-    if root.has_error:
-        return bad("could not be parsed, so it can't be seen through")
-    if root.descendant_count > MAX_NODES:
-        return bad("too long to inspect")
-    scan = Scan(table, nesting, parent, workspace)
+             workspace: Path | None = None) -> Verdict:
+    root, why = parsed(command)
+    if root is None:
+        return bad(why)
+    if parent is None:
+        scan = Scan(table, nesting, workspace)
+    else:  # where the parent's walk is, sharing what the line wrote
+        scan = dataclasses.replace(parent, table=table, nesting=nesting, verdict=SAFE, printed=None)
     scan.visit(root, None, 0)
     return scan.verdict
 
@@ -228,26 +229,6 @@ class Call:
             return bad(f"runs a command built at run time ({via} {dynamic[0].show})")
         return self.nested(" ".join(w.text or "" for w in words), via)
 
-    def decide(self, rows: Iterable[Row], program: str, code: Verdict | None) -> Verdict | None:
-        """The verdict of the first row that decides (a wrapper's at least that of its ``code``), or None."""
-        floor = None  # MODERATE once a ``writes`` row without a reason finds words written inside
-        for each in rows:
-            hit = each.matches(program, self.args)
-            what, targets = each.written(self.name, program, self.args, hit[1]) if hit and each.writes else ("", [])
-            if targets and (floor := self.targets_outside(targets, what))[0] is Danger.DANGEROUS:
-                return floor
-            if hit is None or each.writes and not (targets and each.reason):
-                continue
-            if each.wraps is not None:
-                return self.wrapped(each.wraps, worse((each.wraps.floor, ""), code or SAFE))
-            verdict = bad(each.shown(self.name, *hit)) if each.verdict is Danger.DANGEROUS else (each.verdict, "")
-            return worse(verdict, floor or SAFE)
-        return floor
-
-    def wrapped(self, wraps: Wraps, floor: Verdict) -> Verdict:
-        """A wrapper's verdict: at least ``floor``, and that of the command or commands it runs."""
-        return wraps.judge(self, floor)
-
     def each(self, words: Sequence[Word], via: str, placeholder: str | None = "{}") -> Verdict:
         """The command xargs, find -exec or fd -x runs on what it finds (``runs_each``)."""
         return runs_each(words, via, placeholder, self.run)
@@ -260,9 +241,24 @@ class Call:
         written = (self.scan.wrote(target, what) for target in targets)  # remembered up to one that persists
         return next((verdict for verdict in written if verdict[0] is Danger.DANGEROUS), MODERATE)
 
+    def decide(self, rows: Sequence[Row], program: str, code: Verdict | None) -> Verdict | None:
+        """The verdict of the first row that decides (a wrapper's at least that of its ``code``), or None."""
+        floor = None  # MODERATE once a ``writes`` row without a reason finds words written inside
+        for each in rows:
+            hit = each.matches(program, self.args)
+            what, targets = each.written(self.name, program, self.args, hit[1]) if hit and each.writes else ("", [])
+            if targets and (floor := self.targets_outside(targets, what))[0] is Danger.DANGEROUS:
+                return floor
+            if hit is None or each.writes and not (targets and each.reason):
+                continue
+            if each.wraps is not None:
+                return each.wraps.judge(self, worse((each.wraps.floor, ""), code or SAFE))
+            verdict = bad(each.shown(self.name, *hit)) if each.verdict is Danger.DANGEROUS else (each.verdict, "")
+            return worse(verdict, floor or SAFE)
+        return floor
 
-def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan,
-              env: Sequence[tuple[str, Word]] = ()) -> Verdict:
+
+def evaluate(words: list[Word], stdin: Stdin | None, scan: Scan, env: Sequence[tuple[str, Word]] = ()) -> Verdict:
     head = words[0]
     if head.text is None:
         return bad(f"runs a command built at run time ({head.show})")

@@ -5,14 +5,12 @@ them (with getopt), and what flows in and out of a command, so a script the line
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
 import tree_sitter
-import tree_sitter_bash
 
 from tools.base import Danger
 
@@ -42,36 +40,34 @@ def shorten(raw: str) -> str:
     return raw if len(raw) <= SHOW_CHARS else raw[: SHOW_CHARS - 1] + "…"
 
 
-_PYTHON = re.compile(r"(python|pypy)[\d.]*")
+# Families named by the group that matches: python3.12 and pypy are python, pip3 is pip, mkfs.ext4 is mkfs.
+_FAMILIES = re.compile(
+    r"(?P<python>(?:python|pypy)[\d.]*)|(?P<pip>pip[\d.]*)|(?P<mkfs>mkfs(?:\..*)?)|(?P<fsck>fsck(?:\..*)?)", re.S)
 _ALIASES = {alias: name for group in """node:nodejs,bun mysql:mariadb mongosh:mongo docker:podman,nerdctl
     terraform:tofu,terragrunt kubectl:oc flyctl:fly nc:ncat,netcat,socat,telnet ssh:mosh,sshpass,ssh-copy-id
     gradle:gradlew mvn:mvnw grep:egrep,fgrep awk:gawk,mawk,nawk lua:luajit Rscript:R fd:fdfind shred:srm,wipe
     serverless:sls gzip:gunzip,bzip2,bunzip2,xz,unxz,zstd,lz4 mail:mailx,sendmail,mutt trash:trash-put
-    busybox:toybox pip:pip3""".split() for name, _, aliases in [group.partition(":")] for alias in aliases.split(",")}
+    busybox:toybox""".split() for name, _, aliases in [group.partition(":")] for alias in aliases.split(",")}
 
 
 def canonical(name: str) -> str:
-    if _PYTHON.fullmatch(name):
-        return "python"
-    if re.fullmatch(r"pip[\d.]+", name):
-        return "pip"
-    for family in ("mkfs", "fsck"):
-        if name.startswith(family + ".") or name == family:
-            return family
+    family = _FAMILIES.fullmatch(name)
+    if family and family.lastgroup:
+        return family.lastgroup
     return _ALIASES.get(name, name)
-
-
-_PARSE_LOCK = threading.Lock()
-_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-
-
-def parse(source: bytes) -> tree_sitter.Tree:
-    with _PARSE_LOCK:  # a Parser is not safe to share between threads
-        return _PARSER.parse(source)
 
 
 def node_text(node: tree_sitter.Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text else ""
+
+
+def descendants(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    """``node`` and the named nodes under it, in the order they are written."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.named_children))
 
 
 @dataclass(frozen=True)
@@ -125,6 +121,11 @@ def word_of(node: tree_sitter.Node) -> Word:
             return Word(None, raw)
         return Word("".join(part.text or "" for part in parts), raw, glob=any(part.glob for part in parts))
     return Word(None, raw, procsub=kind == "process_substitution")
+
+
+def command_words(node: tree_sitter.Node) -> list[Word]:
+    """The words of a simple command: its name and arguments."""
+    return [word_of(child) for role in ("name", "argument") for child in node.children_by_field_name(role)]
 
 
 @dataclass(frozen=True)
@@ -185,32 +186,22 @@ def opts(args: Sequence[Word], short: str = "", long: Iterable[str] = (), *, opt
     return Opts(flags, pos)
 
 
-def input_as_code(words: Sequence[Word], via: str, placeholder: str | None) -> Verdict | None:
-    """What xargs or find -exec runs when its input becomes code: ``xargs -I{} sh -c '{}'``,
-    ``xargs -I{} {}``, ``xargs bash`` (each input a script). None when it does not."""
-    head = words[0].text if words else None
-    if head is None:
-        return None
-    if placeholder and placeholder in head:
-        return bad(f"runs what it reads as commands ({via} {words[0].show})")
-    if PurePosixPath(head).name not in SHELLS:
-        return None
-    o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
-    if not o.has("-c"):
-        return bad(f"runs the scripts it finds ({via} {words[0].show}{''.join(' ' + w.show for w in o.pos[:1])})")
-    code = o.pos[0].text if o.pos else None
-    if placeholder and (code is None or placeholder in code):
-        return bad(f"runs what it reads as shell code ({via} {words[0].show} -c {o.pos[0].show})")
-    return None
-
-
 def runs_each(words: Sequence[Word], via: str, placeholder: str | None,
               run: Callable[[Sequence[Word], str], Verdict]) -> Verdict:
     """The command xargs, find -exec or fd -x runs (``run``) on what it finds: a deleter there deletes
-    it, a shell there runs it (``xargs -I{} sh -c '{}'``)."""
-    verdict = input_as_code(words, via, placeholder) or run(words, via)
+    it, a shell there runs it (``xargs bash``, ``xargs -I{} sh -c '{}'``), as does ``xargs -I{} {}``."""
     head = words[0].text if words else None
     name = PurePosixPath(head).name if head is not None else ""
+    if head is not None and placeholder and placeholder in head:
+        return bad(f"runs what it reads as commands ({via} {words[0].show})")
+    if name in SHELLS:
+        o = opts(words[1:], "oO", ("--rcfile", "--init-file"), posix=True)
+        first = "".join(" " + w.show for w in o.pos[:1])
+        if not o.has("-c"):
+            return bad(f"runs the scripts it finds ({via} {words[0].show}{first})")
+        if placeholder and (not o.pos or o.pos[0].text is None or placeholder in o.pos[0].text):
+            return bad(f"runs what it reads as shell code ({via} {words[0].show} -c{first})")
+    verdict = run(words, via)
     if verdict[0] is not Danger.DANGEROUS and name in DELETERS:
         return bad(f"deletes what {via.split()[0]} finds ({via} {name})")
     if verdict[0] is not Danger.DANGEROUS and name in ("kill", "renice"):
@@ -256,16 +247,11 @@ def _heredoc_text(node: tree_sitter.Node) -> str | None:
     return None  # expansions: the shell sees text built at run time
 
 
-def program_of(node: tree_sitter.Node) -> str:
-    if node.type == "redirected_statement":
-        body = node.child_by_field_name("body")
-        node = body if body is not None else node
-    name = node.child_by_field_name("name") if node.type == "command" else None
-    text = word_of(name).text if name is not None else None
-    return PurePosixPath(text).name if text else ""
-
-
-_SILENT = frozenset({":", "true", "false"})
+def program_of(stage: tree_sitter.Node) -> str:
+    """The program a pipeline stage runs, without its directory ("" when not a simple command)."""
+    body = stage.child_by_field_name("body") if stage.type == "redirected_statement" else stage
+    words = command_words(body) if body is not None and body.type == "command" else []
+    return PurePosixPath(words[0].text).name if words and words[0].text else ""
 
 
 def printed_by(body: tree_sitter.Node | None, stdin: Stdin | None) -> str | None:
@@ -273,25 +259,14 @@ def printed_by(body: tree_sitter.Node | None, stdin: Stdin | None) -> str | None
     ``true`` and ``cat /dev/null``; a heredoc through ``cat``; ``echo`` of literal words."""
     if body is None:
         return ""
-    if body.type != "command" or body.children_by_field_name("redirect"):
+    words = command_words(body) if body.type == "command" and not body.children_by_field_name("redirect") else []
+    if not words or any(w.text is None for w in words):
         return None
-    words = [word_of(child) for child in body.children_by_field_name("name")]
-    words += [word_of(child) for child in body.children_by_field_name("argument")]
-    texts = [w.text for w in words]
-    if not texts or any(t is None for t in texts):
-        return None
-    name, args = PurePosixPath(texts[0] or "").name, [t or "" for t in texts[1:]]
-    if name in _SILENT:
+    name, args = PurePosixPath(words[0].text or "").name, [w.text or "" for w in words[1:]]
+    if name in (":", "true", "false") or (name, args) in (("cat", ["/dev/null"]), ("echo", ["-n"]), ("printf", [""])):
         return ""
     if name == "cat":
-        if args == ["/dev/null"]:
-            return ""
         return stdin.text if not args and stdin is not None and stdin.kind == "text" else None
     if name == "echo" and not any(a.startswith("-") for a in args[:1]):
         return " ".join(args) + "\n"
-    return "" if (name, args) in (("echo", ["-n"]), ("printf", [""])) else None
-
-
-def assignment(node: tree_sitter.Node) -> tuple[str, Word]:
-    name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-    return (node_text(name) if name is not None else "", word_of(value) if value is not None else Word("", ""))
+    return None
