@@ -11,7 +11,7 @@ from collections.abc import Callable
 from tools.base import Danger
 from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten, worse
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, shorten, worse
 
 # git settings whose value is a command git runs (or a file of settings): ``alias.x=!cmd``, ``core.pager``...
 GIT_COMMAND_KEYS = (
@@ -266,24 +266,26 @@ KUBECTL: list[Row] = [
 def _docker(c: Call) -> Verdict | None:
     """``docker run -v /:/host``: a mount of a host path outside the workspace (the rest is rows)."""
     top = opts(c.args, *VALUE_OPTIONS["docker"], posix=True)
-    words = ([] if c.name == "docker-compose" else ["-"]) + [w.text or "" for w in top.pos]
-    if words[1:2] in (["container"], ["compose"]):
-        words = words[1:]
-    if words[1:2] not in (["run"], ["create"]):
+    words = [w.text or "" for w in top.pos]
+    at = 1 if c.name == "docker" and words[:1] in (["container"], ["compose"]) else 0
+    if words[at : at + 1] not in (["run"], ["create"]):
         return None
-    args = top.pos[len(words) - len(top.pos) :]
+    args = top.pos[at + 1 :]
     for i, w in enumerate(args):
-        text, mount = w.text or "", None
-        if text in ("-v", "--volume", "--mount") and i + 1 < len(args):
-            mount = args[i + 1]
-        elif text.startswith(("--volume=", "--mount=")) or (text.startswith("-v") and len(text) > 2):
-            mount = Word(text.split("=", 1)[1] if "=" in text[:9] else text[2:], w.raw)
-        spec = "" if mount is None else mount.text if mount.text is not None else mount.raw
-        source = re.search(r"(?:^|,)(?:source|src)=([^,]+)", spec) if "=" in spec else None
+        text = w.raw if w.text is None else w.text
+        if text in ("-v", "--volume", "--mount"):
+            mount = args[i + 1] if i + 1 < len(args) else lit("")
+        elif text.startswith(("--volume=", "--mount=", "-v")):
+            value = text.split("=", 1)[1] if "=" in text[:9] else text[2:]
+            mount = Word(None if w.text is None else value, value)
+        else:
+            continue
+        spec = mount.raw if mount.text is None else mount.text
+        source = re.search(r"(?:^|,)(?:source|src)=([^,]+)", spec)
         host = source.group(1) if source else spec.split(":", 1)[0] if ":" in spec else ""
-        if mount is not None and host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
+        if host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
             if c.outside(Word(None if mount.text is None else host, host)):
-                return bad(f"mounts a host path outside the workspace ({c.name} {words[1]} -v {shorten(host)})")
+                return bad(f"mounts a host path outside the workspace ({c.name} {words[at]} -v {shorten(host)})")
     return MODERATE
 
 
