@@ -52,8 +52,7 @@ def _link(c: Call, sources: list[Word], link: Word | None, symbolic: bool) -> Ve
     for source in sources:
         text = source.text
         if symbolic and text and not text.startswith(("/", "~")) and link is not None and link.text:
-            base = link.text if link.text.endswith("/") else posixpath.dirname(link.text)
-            text = posixpath.normpath(posixpath.join(base or ".", text))  # relative to the link
+            text = posixpath.normpath(posixpath.join(posixpath.dirname(link.text), text))  # relative to the link
         if c.outside(source if text is None else Word(text, source.raw)):
             return bad(f"links to a path outside the workspace ({c.name} {source.show})")
         if text and persisting(Word(text, source.raw), c.scan.cwd):  # ln -s .git g; echo x > g/hooks/x
@@ -95,10 +94,9 @@ _SED_WRITES = re.compile(r"(?:^|[;{}\n/!\d$gpIiMm])\s*[wWe](?:\s|$|;)|\bs(.)(?:\
 
 def _sed(c: Call) -> Verdict:
     o = opts(c.args, "efl", ("--expression", "--file", "--line-length"), optional="i")
-    scripts = o.values("-e", "--expression")
-    files = o.pos if scripts or o.has("-f", "--file") else o.pos[1:]
-    if not scripts and not o.has("-f", "--file") and o.pos:
-        scripts = o.pos[:1]
+    scripts, files = o.values("-e", "--expression"), o.pos
+    if not scripts and not o.has("-f", "--file"):  # the first operand is the script
+        scripts, files = o.pos[:1], o.pos[1:]
     if o.has("-i", "--in-place"):
         return c.targets_outside(files, "sed -i")
     if o.has("-f", "--file") or any(s.text is None or _SED_WRITES.search(s.text) for s in scripts):
