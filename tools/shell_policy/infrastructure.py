@@ -1,6 +1,6 @@
-"""Git, cloud CLIs, kubectl, containers and cron: their subcommands as rows (reads run unasked,
-changes of history, a cluster, an account or images ask), and code for what rows can't say: git's
-config and clone settings, the pager ``git grep -O`` runs, a container's host mounts.
+"""Git, cloud CLIs, kubectl and containers: their subcommands as rows (reads run unasked, changes of
+history, a cluster, an account or images ask), and code for what rows can't say: git's config and
+clone settings, the pager ``git grep -O`` runs, a container's host mounts.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _git(c: Call) -> Verdict | None:
                                                    if v.text is None or GIT_COMMAND_CONFIG.match(v.text))]
         if runs:
             return bad(f"sets a command git will run (git clone {runs[0].show})")
-        return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
+        return c.targets_outside(o.pos[1:2], "git clone")  # its directory, when named
     pager = next((a for a in raw if sub == "grep" and a.startswith(("-O", "--open-files-in-pager"))), None)
     if pager is not None:
         value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]

@@ -170,10 +170,11 @@ def mode_risk(mode: str) -> str | None:
         return "sets setuid or setgid bits" if bits & 0o6000 else None
     for clause in mode.split(","):
         match = re.fullmatch(r"([ugoa]*)((?:[-+=][rwxXstugo]*)+)", clause)
-        for perms in re.findall(r"[+=]([rwxXstugo]*)", match.group(2)) if match else ():
+        who, actions = match.groups() if match else ("", "")
+        for perms in re.findall(r"[+=]([rwxXstugo]*)", actions):  # what ``+`` and ``=`` grant
             if "s" in perms:
                 return "sets setuid or setgid bits"
-            if "w" in perms and ("o" in match.group(1) or "a" in match.group(1)):
+            if "w" in perms and ("o" in who or "a" in who):
                 return "makes files world-writable"
     return None
 
@@ -195,7 +196,7 @@ _PRESERVES = re.compile(r"-[a-zA-Z]*[ap][a-zA-Z]*|--archive|--perms|--preserve(?
 def keeps_mode(c: Command, sources: Sequence[Word]) -> Verdict:
     """``cp -p``/``-a``/``--preserve``, ``rsync -a``/``-p`` of a file from outside the workspace."""
     flags = [w.text or "" for w in c.args if (w.text or "").startswith("-")]
-    keeping = [f for f in flags if _PRESERVES.fullmatch(f) and not f.startswith("--no-")]
+    keeping = [f for f in flags if _PRESERVES.fullmatch(f)]
     if not keeping or any(f.startswith("--no-preserve") or f == "--no-perms" for f in flags):
         return MODERATE
     for source in sources:
