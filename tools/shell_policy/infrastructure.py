@@ -266,7 +266,7 @@ def _docker(c: Call) -> Verdict | None:
     """``docker run -v /:/host``: a mount of a host path outside the workspace (the rest is rows)."""
     top = opts(c.args, *VALUE_OPTIONS["docker"], posix=True)
     words = [w.text or "" for w in top.pos]
-    at = 1 if c.name == "docker" and words[:1] in (["container"], ["compose"]) else 0
+    at = 1 if c.name != "docker-compose" and words[:1] in (["container"], ["compose"]) else 0
     if words[at : at + 1] not in (["run"], ["create"]):
         return None
     args = top.pos[at + 1 :]
