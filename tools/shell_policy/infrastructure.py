@@ -1,6 +1,6 @@
-"""Git, cloud CLIs, kubectl, containers and cron: their subcommands as rows (reads run unasked,
-changes of history, a cluster, an account or images ask), and code for what rows can't say: git's
-config and clone settings, the pager ``git grep -O`` runs, a container's host mounts.
+"""Git, cloud CLIs, kubectl and containers: their subcommands as rows (reads run unasked, changes of
+history, a cluster, an account or images ask), and code for what rows can't say: git's config and
+clone settings, the pager ``git grep -O`` runs, a container's host mounts.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from tools.base import Danger
 from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, opts, shorten, worse
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, shorten, worse
 
 # git settings whose value is a command git runs (or a file of settings): ``alias.x=!cmd``, ``core.pager``...
 GIT_COMMAND_KEYS = (
@@ -38,7 +38,7 @@ def _git(c: Call) -> Verdict | None:
                                                    if v.text is None or GIT_COMMAND_CONFIG.match(v.text))]
         if runs:
             return bad(f"sets a command git will run (git clone {runs[0].show})")
-        return c.targets_outside(o.pos[1:2], "git clone") if len(o.pos) >= 2 else MODERATE
+        return c.targets_outside(o.pos[1:2], "git clone")  # its directory, when named
     pager = next((a for a in raw if sub == "grep" and a.startswith(("-O", "--open-files-in-pager"))), None)
     if pager is not None:
         value = pager[2:] if pager.startswith("-O") else pager.partition("=")[2]
@@ -224,15 +224,14 @@ CLOUD: list[Row] = [
     row("deletes", _D, "deletes volumes or images ({name} {sub} {word})",
         ["docker compose down -v", "docker-compose down --rmi all", "docker compose -f c.yml down --volumes"],
         ["docker compose down"], sub=("compose down", "down"), flags=("-v", "--volumes", "--rmi")),
-    row("changes containers or images", _D, "changes containers or images ({name} {sub})",
-        ["docker rm -f web", "docker system prune -af", "docker volume rm data", "docker stop web", "podman kill web"],
-        ["docker ps -a", "docker compose down"], sub=(*_BREAKS, *(f"* {b}" for b in _BREAKS))),
     row("reads", _D, "", ["docker ps -a", "docker images", "docker inspect web", "docker compose logs"],
         ["docker build -t app ."], verdict=Danger.SAFE,
         sub=(*_DOCKER_READS, *(f"{g} {r}" for g in _DOCKER_GROUPS for r in _DOCKER_READS))),
     row("changes containers or images", _D, "changes containers or images ({name} {sub})",
-        ["docker service update web", "docker swarm init", "docker stack deploy -c s.yml x"], ["docker service ls"],
-        sub=tuple(f"{g} *" for g in ("service", "stack", "swarm", "node", "secret"))),
+        ["docker rm -f web", "docker system prune -af", "docker volume rm data", "docker stop web", "podman kill web",
+         "docker service update web", "docker swarm init", "docker stack deploy -c s.yml x"],
+        ["docker ps -a", "docker compose down", "docker service ls", "docker logs stop"],
+        sub=(*_BREAKS, *(f"* {b}" for b in _BREAKS), *(f"{g} *" for g in ("service", "stack", "swarm", "node", "secret")))),
     row("changes containers or images", _D, "runs a privileged container ({name} {sub} {word})",
         ["docker run --privileged ubuntu", "docker run --pid host ubuntu", "podman run --cap-add=ALL x"],
         ["docker run --rm app pytest"], sub=("run", "create", "container run", "container create", "compose run", "exec"),
@@ -266,24 +265,26 @@ KUBECTL: list[Row] = [
 def _docker(c: Call) -> Verdict | None:
     """``docker run -v /:/host``: a mount of a host path outside the workspace (the rest is rows)."""
     top = opts(c.args, *VALUE_OPTIONS["docker"], posix=True)
-    words = ([] if c.name == "docker-compose" else ["-"]) + [w.text or "" for w in top.pos]
-    if words[1:2] in (["container"], ["compose"]):
-        words = words[1:]
-    if words[1:2] not in (["run"], ["create"]):
+    words = [w.text or "" for w in top.pos]
+    at = 1 if c.name != "docker-compose" and words[:1] in (["container"], ["compose"]) else 0
+    if words[at : at + 1] not in (["run"], ["create"]):
         return None
-    args = top.pos[len(words) - len(top.pos) :]
+    args = top.pos[at + 1 :]
     for i, w in enumerate(args):
-        text, mount = w.text or "", None
-        if text in ("-v", "--volume", "--mount") and i + 1 < len(args):
-            mount = args[i + 1]
-        elif text.startswith(("--volume=", "--mount=")) or (text.startswith("-v") and len(text) > 2):
-            mount = Word(text.split("=", 1)[1] if "=" in text[:9] else text[2:], w.raw)
-        spec = "" if mount is None else mount.text if mount.text is not None else mount.raw
-        source = re.search(r"(?:^|,)(?:source|src)=([^,]+)", spec) if "=" in spec else None
+        text = w.raw if w.text is None else w.text
+        if text in ("-v", "--volume", "--mount"):
+            mount = args[i + 1] if i + 1 < len(args) else lit("")
+        elif text.startswith(("--volume=", "--mount=", "-v")):
+            value = text.split("=", 1)[1] if "=" in text[:9] else text[2:]
+            mount = Word(None if w.text is None else value, value)
+        else:
+            continue
+        spec = mount.raw if mount.text is None else mount.text
+        source = re.search(r"(?:^|,)(?:source|src)=([^,]+)", spec)
         host = source.group(1) if source else spec.split(":", 1)[0] if ":" in spec else ""
-        if mount is not None and host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
+        if host and (host.startswith(("/", "~", ".", "$", '"$', "`")) or mount.text is None):
             if c.outside(Word(None if mount.text is None else host, host)):
-                return bad(f"mounts a host path outside the workspace ({c.name} {words[1]} -v {shorten(host)})")
+                return bad(f"mounts a host path outside the workspace ({c.name} {words[at]} -v {shorten(host)})")
     return MODERATE
 
 

@@ -1,9 +1,7 @@
-"""Paths that matter whatever the program: secret files, which ask to be named at all (their
-contents would reach the model and the history), and the places where a write outlives the task
-by running code later (git hooks and config, shell startup files, ``.envrc``, systemd units,
-SSH keys), which ask to be written even inside the workspace; and file modes that make a
-setuid, setgid or world-writable file, however they are spelled (``4755``, ``u+s``, ``cp -p``
-of a system binary).
+"""Paths that matter whatever the program: secret files, which ask to be named at all (their contents
+would reach the model and the history); places where a write runs code later (git hooks, shell startup
+files, ``.envrc``, systemd units, SSH keys), which ask even inside the workspace; and file modes that
+make a setuid, setgid or world-writable file (``4755``, ``u+s``, ``cp -p`` of a system binary).
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Protocol
+from typing import Any
 
 from tools.base import Danger
 from tools.control_paths import named
@@ -24,21 +22,14 @@ from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad
 _HOME = re.compile(r"^(?:~[\w.-]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(?=/|$)")
 _RUNTIME = re.compile(r"\$\(\([^)]*\)\)|\$\([^)]*\)|`[^`]*`|\$\{[^}]*\}|\$[\w$!#?@*-]")
 
-_SECRET_DIRS = tuple(
-    p.split("/") for p in (
-        "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker", "~/.gnupg", "~/.password-store",
-        "~/.azure", "~/.config/gh", "~/.local/share/keyrings", "/etc/sudoers.d", "/etc/ssl/private",
-        "/etc/kubernetes", "/var/run/secrets", "/run/secrets",
-    )
-)
-_SECRET_FILES = tuple(
-    p.split("/") for p in (
-        "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd",
-        "/etc/ssh/ssh_host_*key", "/etc/rancher/k3s/k3s.yaml", "/proc/*/environ", "~/.netrc", "~/.pgpass",
-        "~/.my.cnf", "~/.git-credentials", "~/.npmrc", "~/.pypirc", "~/.vault-token", "~/.boto", "~/.s3cfg",
-        "~/.terraform.d/credentials.tfrc.json", "~/.cargo/credentials", "~/.cargo/credentials.toml",
-        "~/.gem/credentials", "~/.config/rclone/rclone.conf",
-    )
+# Secret files, and directories of them (ending in ``/``); ``*`` is a glob.
+_SECRETS = tuple(
+    p.split("/") for p in """~/.ssh/ ~/.aws/ ~/.config/gcloud/ ~/.kube/ ~/.docker/ ~/.gnupg/ ~/.password-store/
+    ~/.azure/ ~/.config/gh/ ~/.local/share/keyrings/ /etc/sudoers.d/ /etc/ssl/private/ /etc/kubernetes/
+    /var/run/secrets/ /run/secrets/ /etc/shadow /etc/shadow- /etc/gshadow /etc/gshadow- /etc/sudoers
+    /etc/security/opasswd /etc/ssh/ssh_host_*key /etc/rancher/k3s/k3s.yaml /proc/*/environ ~/.netrc ~/.pgpass
+    ~/.my.cnf ~/.git-credentials ~/.npmrc ~/.pypirc ~/.vault-token ~/.boto ~/.s3cfg ~/.terraform.d/credentials.tfrc.json
+    ~/.cargo/credentials ~/.cargo/credentials.toml ~/.gem/credentials ~/.config/rclone/rclone.conf""".split()
 )
 # An entry of PATH that is not absolute (``.``, ``bin``, an empty one): the workspace's files then
 # run in place of commands.
@@ -102,19 +93,16 @@ def _resolved(path: str, cwd: str | None) -> list[str]:
     return [posixpath.normpath("/" + rest), posixpath.normpath("~/" + rest)]
 
 
-def _segment(given: str, known: str) -> bool:
-    """One path segment against one of a known path, either may be a glob (``*`` misses dot names)."""
-    if given == known:
-        return True
-    if known.startswith(".") and not given.startswith("."):
-        return False
-    return fnmatchcase(known, given) or fnmatchcase(given, known)
-
-
-def _under(parts: Sequence[str], root: Sequence[str], exact: bool) -> bool:
-    if len(parts) < len(root) or (exact and len(parts) != len(root)):
-        return False
-    return all(_segment(p, r) for p, r in zip(parts, root, strict=False))
+def _names(parts: Sequence[str], known: Sequence[str]) -> bool:
+    """Whether a path is a known secret file, or is in a secret directory (``known`` ending in ``""``);
+    either may have globs, but ``*`` misses dot names."""
+    if known[-1] == "":
+        known, parts = known[:-1], parts[: len(known) - 1]
+    return len(parts) == len(known) and all(
+        given == name or (given.startswith(".") or not name.startswith("."))
+        and (fnmatchcase(name, given) or fnmatchcase(given, name))
+        for given, name in zip(parts, known, strict=True)
+    )
 
 
 def is_secret(w: Word, cwd: str | None = None) -> bool:
@@ -122,13 +110,9 @@ def is_secret(w: Word, cwd: str | None = None) -> bool:
     path = path_of(w)
     if path is None:
         return False
-    for candidate in (c for each in _braces(path) for c in _resolved(each, cwd)):
-        parts = _HOME.sub("~", candidate).split("/")
-        if _NOT_SECRET.search(parts[-1]):
-            continue
-        if any(_under(parts, d, False) for d in _SECRET_DIRS) or any(_under(parts, f, True) for f in _SECRET_FILES):
-            return True
-    return False
+    candidates = (_HOME.sub("~", c).split("/") for each in _braces(path) for c in _resolved(each, cwd))
+    return any(not _NOT_SECRET.search(parts[-1]) and any(_names(parts, known) for known in _SECRETS)
+               for parts in candidates)
 
 
 _RC_FILES = frozenset(
@@ -165,19 +149,8 @@ def persisting(w: Word, cwd: str | None = None) -> str | None:
     return None
 
 
-class Command(Protocol):
-    """What the checks below read of the command they judge (walk.Call, whose walk judges words
-    by the paths here, so this module does not import it)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def args(self) -> Sequence[Word]: ...
-    @property
-    def env(self) -> Sequence[tuple[str, Word]]: ...
-    @property
-    def cwd(self) -> str | None: ...
-    def outside(self, w: Word) -> bool: ...
+# What the checks below judge: a walk.Call (named Any here: walk imports this module).
+Command = Any
 
 
 def reads_secret(c: Command, head: Word) -> Verdict:
@@ -197,13 +170,11 @@ def mode_risk(mode: str) -> str | None:
         return "sets setuid or setgid bits" if bits & 0o6000 else None
     for clause in mode.split(","):
         match = re.fullmatch(r"([ugoa]*)((?:[-+=][rwxXstugo]*)+)", clause)
-        if not match:
-            continue
-        who, actions = match.groups()
-        for op, perms in re.findall(r"([-+=])([rwxXstugo]*)", actions):
-            if op != "-" and "s" in perms:
+        who, actions = match.groups() if match else ("", "")
+        for perms in re.findall(r"[+=]([rwxXstugo]*)", actions):  # what ``+`` and ``=`` grant
+            if "s" in perms:
                 return "sets setuid or setgid bits"
-            if op != "-" and "w" in perms and ("o" in who or "a" in who):
+            if "w" in perms and ("o" in who or "a" in who):
                 return "makes files world-writable"
     return None
 
@@ -225,7 +196,7 @@ _PRESERVES = re.compile(r"-[a-zA-Z]*[ap][a-zA-Z]*|--archive|--perms|--preserve(?
 def keeps_mode(c: Command, sources: Sequence[Word]) -> Verdict:
     """``cp -p``/``-a``/``--preserve``, ``rsync -a``/``-p`` of a file from outside the workspace."""
     flags = [w.text or "" for w in c.args if (w.text or "").startswith("-")]
-    keeping = [f for f in flags if _PRESERVES.fullmatch(f) and not f.startswith("--no-")]
+    keeping = [f for f in flags if _PRESERVES.fullmatch(f)]
     if not keeping or any(f.startswith("--no-preserve") or f == "--no-perms" for f in flags):
         return MODERATE
     for source in sources:

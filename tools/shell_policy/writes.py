@@ -1,9 +1,7 @@
-"""Writes, deletion and modes: the programs that write or delete files named in their arguments,
-asking when a target is outside the workspace or where code runs later, when they empty or destroy
-a file, and when they make a setuid, setgid or world-writable file or copy an outside one with its
-mode (``cp -p /usr/bin/passwd .`` makes a root-owned setuid binary). What only names the words it
-writes is rows (``touch F``, ``sort -o F``, ``unzip -d D``: ``WRITES``); the rest is code (``cp``,
-``tee``, ``dd of=``, ``sed -i``, ``tar -C``, ``rm``).
+"""Programs that write or delete the files they name: they ask for a target outside the workspace or
+where code runs later, for emptying or destroying a file, and for a setuid, setgid or world-writable
+mode or an outside file copied with its mode (``cp -p /usr/bin/passwd .``). What only names the words
+it writes is rows (``WRITES``: ``touch F``, ``sort -o F``); the rest is code (``cp``, ``dd of=``, ``rm``).
 """
 
 from __future__ import annotations
@@ -19,37 +17,34 @@ from tools.shell_policy.walk import Call
 from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, lit, opts, worse
 
 
-def _copy_like(short: str = "") -> Callable[[Call], Verdict]:
+def _copy_like(c: Call) -> Verdict:
     """cp, mv, install, ln: the last operand (or -t DIR) is written; mv also removes its sources.
     Emptying or destroying asks (``cp /dev/null f``, ``mv f /dev/null``, ``ln -sf /dev/null f``), as
-    does a link out of the workspace or a copy that keeps an outside file's mode (``keeps_mode``)."""
-
-    def rule(c: Call) -> Verdict:
-        o = opts(c.args, "tS" + short, ("--target-directory", "--suffix", "--mode", "--owner", "--group"))
-        directories = o.values("-t", "--target-directory")
-        if c.name == "mv":
-            targets = o.pos + directories
-        elif directories or (c.name == "install" and o.has("-d")):
-            targets = directories or o.pos
-        else:
-            targets = o.pos[-1:] if len(o.pos) >= 2 else []
-        verdict = c.targets_outside(targets, c.name)
-        sources = [w for w in o.pos if w not in targets] if not directories else o.pos
-        if verdict[0] is Danger.DANGEROUS:
-            return verdict
-        if c.name == "mv" and o.pos[-1:] and is_sink(o.pos[-1]):
-            return bad(f"destroys files (mv ... {o.pos[-1].show})")
-        if c.name in ("cp", "ln", "install") and any(w.text == "/dev/null" for w in sources) and targets:
-            return bad(f"empties or replaces a file ({c.name} /dev/null {targets[0].show})")
-        if c.name == "ln" or c.name == "cp" and o.has("-s", "-l", "--symbolic-link", "--link"):
-            return _link(c, sources, targets[0] if targets else None, o.has("-s", "--symbolic", "--symbolic-link"))
-        if c.name == "install":
-            if o.has("-o", "-g", "--owner", "--group"):
-                return bad("changes owners (install -o)")
-            return check_modes(c, o.values("-m", "--mode"))
-        return keeps_mode(c, sources) if c.name == "cp" else verdict
-
-    return rule
+    does a link out of the workspace or a copy that keeps an outside file's mode (``keeps_mode``).
+    Only install has ``-m``, ``-o`` and ``-g``; they take a value."""
+    o = opts(c.args, "tSmog", ("--target-directory", "--suffix", "--mode", "--owner", "--group"))
+    directories = o.values("-t", "--target-directory")
+    if c.name == "mv":
+        targets = o.pos + directories
+    elif directories or (c.name == "install" and o.has("-d")):
+        targets = directories or o.pos
+    else:
+        targets = o.pos[-1:] if len(o.pos) >= 2 else []
+    verdict = c.targets_outside(targets, c.name)
+    sources = [w for w in o.pos if w not in targets] if not directories else o.pos
+    if verdict[0] is Danger.DANGEROUS:
+        return verdict
+    if c.name == "mv" and o.pos[-1:] and is_sink(o.pos[-1]):
+        return bad(f"destroys files (mv ... {o.pos[-1].show})")
+    if c.name in ("cp", "ln", "install") and any(w.text == "/dev/null" for w in sources) and targets:
+        return bad(f"empties or replaces a file ({c.name} /dev/null {targets[0].show})")
+    if c.name == "ln" or c.name == "cp" and o.has("-s", "-l", "--symbolic-link", "--link"):
+        return _link(c, sources, targets[0] if targets else None, o.has("-s", "--symbolic", "--symbolic-link"))
+    if c.name == "install":
+        if o.has("-o", "-g", "--owner", "--group"):
+            return bad("changes owners (install -o)")
+        return check_modes(c, o.values("-m", "--mode"))
+    return keeps_mode(c, sources) if c.name == "cp" else verdict
 
 
 def _link(c: Call, sources: list[Word], link: Word | None, symbolic: bool) -> Verdict:
@@ -57,8 +52,7 @@ def _link(c: Call, sources: list[Word], link: Word | None, symbolic: bool) -> Ve
     for source in sources:
         text = source.text
         if symbolic and text and not text.startswith(("/", "~")) and link is not None and link.text:
-            base = link.text if link.text.endswith("/") else posixpath.dirname(link.text)
-            text = posixpath.normpath(posixpath.join(base or ".", text))  # relative to the link
+            text = posixpath.normpath(posixpath.join(posixpath.dirname(link.text), text))  # relative to the link
         if c.outside(source if text is None else Word(text, source.raw)):
             return bad(f"links to a path outside the workspace ({c.name} {source.show})")
         if text and persisting(Word(text, source.raw), c.scan.cwd):  # ln -s .git g; echo x > g/hooks/x
@@ -77,20 +71,22 @@ def _tee(c: Call) -> Verdict:
 
 def _dd(c: Call) -> Verdict:
     texts = [w.text or "" for w in c.args]
-    for w in c.args:
-        if w.text is not None and w.text.startswith("of="):
-            target = Word(w.text[3:], w.raw[3:])
-            if target.text and target.text.startswith("/dev/") and not is_sink(target):
-                return bad(f"changes disks or filesystems (dd of={target.show})")
-            verdict = c.targets_outside([target], "dd of=")
-            if verdict[0] is not Danger.DANGEROUS and "if=/dev/null" in texts and not is_sink(target):
-                return bad(f"empties a file (dd if=/dev/null of={target.show})")
-            if verdict[0] is not Danger.DANGEROUS and any("notrunc" in t for t in texts if t.startswith("conv=")):
-                return bad(f"overwrites a file in place (dd of={target.show} conv=notrunc)")
-            return verdict
-        if w.text is None and w.raw.startswith("of="):
-            return bad(f"writes outside the workspace (dd {w.show})")
-    return MODERATE
+    given = next((w for w in c.args if (w.raw if w.text is None else w.text).startswith("of=")), None)
+    if given is None:
+        return MODERATE
+    if given.text is None:
+        return bad(f"writes outside the workspace (dd {given.show})")
+    target = Word(given.text[3:], given.raw[3:])
+    if target.text and target.text.startswith("/dev/") and not is_sink(target):
+        return bad(f"changes disks or filesystems (dd of={target.show})")
+    verdict = c.targets_outside([target], "dd of=")
+    if verdict[0] is Danger.DANGEROUS:
+        return verdict
+    if "if=/dev/null" in texts and not is_sink(target):
+        return bad(f"empties a file (dd if=/dev/null of={target.show})")
+    if any("notrunc" in t for t in texts if t.startswith("conv=")):
+        return bad(f"overwrites a file in place (dd of={target.show} conv=notrunc)")
+    return verdict
 
 
 _SED_WRITES = re.compile(r"(?:^|[;{}\n/!\d$gpIiMm])\s*[wWe](?:\s|$|;)|\bs(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]")
@@ -98,10 +94,9 @@ _SED_WRITES = re.compile(r"(?:^|[;{}\n/!\d$gpIiMm])\s*[wWe](?:\s|$|;)|\bs(.)(?:\
 
 def _sed(c: Call) -> Verdict:
     o = opts(c.args, "efl", ("--expression", "--file", "--line-length"), optional="i")
-    scripts = o.values("-e", "--expression")
-    files = o.pos if scripts or o.has("-f", "--file") else o.pos[1:]
-    if not scripts and not o.has("-f", "--file") and o.pos:
-        scripts = o.pos[:1]
+    scripts, files = o.values("-e", "--expression"), o.pos
+    if not scripts and not o.has("-f", "--file"):  # the first operand is the script
+        scripts, files = o.pos[:1], o.pos[1:]
     if o.has("-i", "--in-place"):
         return c.targets_outside(files, "sed -i")
     if o.has("-f", "--file") or any(s.text is None or _SED_WRITES.search(s.text) for s in scripts):
@@ -179,8 +174,9 @@ def _chmod(c: Call) -> Verdict:
             return bad(f"copies the mode of an outside file (chmod --reference={reference.show})")
     operands = list(o.pos)
     # `chmod -w f`, `chmod -x f`: the mode looks like an option
-    symbolic = [f"-{name[1:]}" for name, _ in o.flags if re.fullmatch(r"-[rwxXst]", name)]
-    mode = symbolic[0] if symbolic else (operands.pop(0).text or "" if operands and not o.has("--reference") else "")
+    mode = next((name for name, _ in o.flags if re.fullmatch(r"-[rwxXst]", name)), "")
+    if not mode and operands and not o.has("--reference"):
+        mode = operands.pop(0).text or ""
     risk = mode_risk(mode)
     if risk:
         return bad(f"{risk} (chmod {mode})")
@@ -221,7 +217,7 @@ WRITES: list[Row] = [
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
     "rm": _rm, **dict.fromkeys(("rmdir", "unlink", "trash"), _delete_inside), "gio": _gio,
-    **dict.fromkeys(("cp", "mv", "ln"), _copy_like()), "install": _copy_like("mog"), "man": _man,
+    **dict.fromkeys(("cp", "mv", "ln", "install"), _copy_like), "man": _man,
     "mkdir": lambda c: check_modes(c, opts(c.args, *VALUE_OPTIONS["mkdir"]).values("-m", "--mode")),
     "zip": lambda c: bad(f"deletes the files it archives ({c.name} -m)")
     if opts(c.args, *VALUE_OPTIONS["zip"]).has("-m", "--move") else None,
