@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 from tools.base import Danger
 from tools.shell_policy.paths import keeps_mode
-from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
+from tools.shell_policy.rows import VALUE_OPTIONS, Row, Wraps, row
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, shorten
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, opts, shorten
 
 LOOKUPS = frozenset(
     """dig nslookup host drill kdig delv ping ping6 traceroute traceroute6 tracepath mtr arping fping whois nmap
@@ -207,15 +207,9 @@ PACKAGES: list[Row] = [
         ["uv build"], sub=("publish",)),
     row("installs packages", "uv", _INTO_VENV + " ({name} {sub})", ["uv add x", "uv sync", "uv pip install requests"],
         ["uv run pytest", "uv pip list"], sub=("add", "remove", "sync", "pip install", "pip sync")),
+    row("wrapper", "uv", "", ["uv pip uninstall --break-system-packages x", "uv -p 3.12 pip download -t /opt x"],
+        ["uv pip list"], sub=("pip",), wraps=Wraps(*VALUE_OPTIONS["uv"], via=False)),  # ``uv pip ...`` is ``pip ...``
 ]
-
-
-def _uv(c: Call) -> Verdict | None:
-    """``uv pip ...`` is judged as ``pip ...`` (but its installs are rows); the rest is rows."""
-    words = opts(c.args, *VALUE_OPTIONS["uv"], posix=True).pos
-    if [w.text for w in words[:1]] != ["pip"] or [w.text for w in words[1:2]] in (["install"], ["sync"]):
-        return None
-    return c.run([lit("pip"), *words[1:]], stdin=c.stdin)
 
 
 # A pip or python named by a path in the workspace: its virtualenv's (``.venv/bin/pip install x``).
@@ -259,5 +253,5 @@ def _kill(c: Call) -> Verdict:
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
     **dict.fromkeys(_CLIENTS, _database),
     **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
-    "rsync": _rsync, "kill": _kill, "uv": _uv,
+    "rsync": _rsync, "kill": _kill,
 }
