@@ -1,11 +1,10 @@
-"""Scripts and code: a shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) runs
-what the gate can't see, so it asks, and the reason shows the file's first lines when the
-workspace is at hand. A script the line itself writes is judged by the text the line puts in
-it (``cat > x.sh <<EOF``), and asks when the line downloads it or makes it executable. Inline
-code (``python -c``, ``perl -e``, ``node -e``, a heredoc fed to an interpreter) is read for what
-it would do: delete, run commands, use the network, or hide itself. Interpreters running a file
-(``python3 x.py``) stay MODERATE, the sandbox bounding them, unless the line wrote that file;
-a virtualenv's ``bin/activate`` does not ask (its interpreter runs unasked anyway).
+"""Scripts and code. A shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) asks, the
+reason showing the file's first lines when the workspace is at hand; a script the line writes is judged
+by the text it puts there (``cat > x.sh <<EOF``), and asks when the line downloads it or makes it
+executable. Inline code (``python -c``, ``perl -e``, ``node -e``, a heredoc fed to an interpreter) is read
+for what it would do: delete, run commands, use the network, or hide itself. An interpreter running a
+file (``python3 x.py``) is MODERATE, the sandbox bounding it, unless the line wrote that file; so is a
+virtualenv's ``bin/activate`` (its interpreter runs unasked anyway).
 """
 
 from __future__ import annotations
