@@ -49,7 +49,7 @@ def script_file(c: Call, script: Word, via: str, judge: Judge, *, shell: bool) -
 
 def _shown(c: Call, script: Word) -> str:
     """For the person asked, the script's first lines (up to SHOW_LINES lines, SHOW_CHARS characters):
-    a regular file inside the workspace, when it is at hand and no ``cd`` moved away from it."""
+    a regular file inside the workspace, when that is at hand and before any ``cd``."""
     if c.scan.workspace is None or c.scan.moved or script.text is None:
         return ""
     try:
