@@ -1,11 +1,10 @@
-"""Scripts and code: a shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) runs
-what the gate can't see, so it asks, and the reason shows the file's first lines when the
-workspace is at hand. A script the line itself writes is judged by the text the line puts in
-it (``cat > x.sh <<EOF``), and asks when the line downloads it or makes it executable. Inline
-code (``python -c``, ``perl -e``, ``node -e``, a heredoc fed to an interpreter) is read for what
-it would do: delete, run commands, use the network, or hide itself. Interpreters running a file
-(``python3 x.py``) stay MODERATE, the sandbox bounding them, unless the line wrote that file;
-a virtualenv's ``bin/activate`` does not ask (its interpreter runs unasked anyway).
+"""Scripts and code. A shell running a file (``bash x.sh``, ``source x.sh``, ``sh < x.sh``) asks, the
+reason showing the file's first lines when the workspace is at hand; a script the line writes is judged
+by the text it puts there (``cat > x.sh <<EOF``), and asks when the line downloads it or makes it
+executable. Inline code (``python -c``, ``perl -e``, ``node -e``, a heredoc fed to an interpreter) is read
+for what it would do: delete, run commands, use the network, or hide itself. An interpreter running a
+file (``python3 x.py``) is MODERATE, the sandbox bounding it, unless the line wrote that file; so is a
+virtualenv's ``bin/activate`` (its interpreter runs unasked anyway).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from pathlib import Path
 
 from tools.base import Danger
 from tools.shell_policy.paths import HERE, is_secret, path_key
@@ -34,8 +32,10 @@ Judge = Callable[[str, str], Verdict]  # (text, via) -> verdict
 
 
 def script_file(c: Call, script: Word, via: str, judge: Judge, *, shell: bool) -> Verdict:
-    """``c`` runs the file ``script`` (a literal path): judged by what this line wrote there, else
-    DANGEROUS for a shell (MODERATE for an interpreter)."""
+    """``c`` runs the file ``script``: judged by what this line wrote there, else DANGEROUS for a shell
+    (MODERATE for an interpreter, unless its path is built at run time)."""
+    if script.text is None and (shell or script.procsub or not HERE.match(script.raw)):
+        return bad(f"runs a script built at run time ({via})")
     written = c.scan.written.get(path_key(script) or "")
     if written is not None:
         if written.content is None:
@@ -48,51 +48,45 @@ def script_file(c: Call, script: Word, via: str, judge: Judge, *, shell: bool) -
 
 
 def _shown(c: Call, script: Word) -> str:
-    """The script's first lines, for the person asked, when the workspace is at hand."""
-    workspace = c.scan.workspace
-    if workspace is None or c.scan.moved or script.text is None:
+    """For the person asked, the script's first lines (up to SHOW_LINES lines, SHOW_CHARS characters):
+    a regular file inside the workspace, when that is at hand and before any ``cd``."""
+    if c.scan.workspace is None or c.scan.moved or script.text is None:
         return ""
-    head = _head(workspace, script.text)
-    return "" if head is None else f"; {script.show} as it is now{head}"
-
-
-def _head(workspace: Path, path: str) -> str | None:
-    """Up to SHOW_LINES lines / SHOW_CHARS characters of a regular file inside the workspace."""
     try:
-        root = workspace.resolve()
-        target = (root / path).resolve()
+        root = c.scan.workspace.resolve()
+        target = (root / script.text).resolve()
         if not target.is_relative_to(root):
-            return None
+            return ""
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
+                return ""
             data = os.read(fd, _READ_BYTES + 1)
         finally:
             os.close(fd)
     except (OSError, ValueError, RuntimeError):
-        return None
+        return ""
     if b"\x00" in data:
-        return " (binary, not shown)"
-    text = _CONTROL.sub("?", data[:_READ_BYTES].decode("utf-8", "replace"))
-    lines = text.splitlines()
+        return f"; {script.show} as it is now (binary, not shown)"
+    lines = _CONTROL.sub("?", data[:_READ_BYTES].decode("utf-8", "replace")).splitlines()
     shown = "\n".join(lines[:SHOW_LINES])[:SHOW_CHARS]
-    whole = len(data) <= _READ_BYTES and len(lines) <= SHOW_LINES and len(shown) == len("\n".join(lines))
-    return (" (all of it):" if whole else f" (its first {shown.count(chr(10)) + 1} lines):") + "\n" + shown
+    whole = len(data) <= _READ_BYTES and shown == "\n".join(lines)
+    how = "all of it" if whole else f"its first {shown.count(chr(10)) + 1} lines"
+    return f"; {script.show} as it is now ({how}):\n{shown}"
 
 
-def from_stdin(c: Call, what: str, judge: Judge, *, shell: bool = True) -> Verdict:
-    """A program reading its script from standard input: from a pipe, a file or literal text."""
+def from_stdin(c: Call, judge: Judge, *, shell: bool = True) -> Verdict:
+    """A shell or interpreter reading its script from standard input: from a pipe, a file or literal text."""
     stdin = c.stdin
     if stdin is None:
         return MODERATE
     if stdin.kind == "pipe":
         download = " a download" if stdin.show in _DOWNLOADERS else ""
-        return bad(f"pipes{download} into {what} ({c.name})")
+        return bad(f"pipes{download} into {'a shell' if shell else 'an interpreter'} ({c.name})")
     if stdin.text is None:
         return bad(f"runs a script built at run time ({c.name} {stdin.show})")
     if stdin.kind == "file":
-        return script_file(c, Word(stdin.text, stdin.text), f"{c.name} {stdin.show}", judge, shell=shell)
+        return script_file(c, lit(stdin.text), f"{c.name} {stdin.show}", judge, shell=shell)
     return judge(stdin.text, f"{c.name} <<")
 
 
@@ -103,17 +97,14 @@ def _shell(c: Call) -> Verdict:
         if verdict[0] is Danger.DANGEROUS:
             return verdict
     if o.has("-c"):
-        if not o.pos:
-            return MODERATE
-        return c.joined(o.pos[:1], f"{c.name} -c")
+        return c.joined(o.pos[:1], f"{c.name} -c") if o.pos else MODERATE
     if o.has("-s") or not o.pos or o.pos[0].text == "-":
-        return from_stdin(c, "a shell", c.nested)
+        return from_stdin(c, c.nested)
     return run_script(c, o.pos[0])
 
 
 def run_script(c: Call, script: Word) -> Verdict:
-    if script.text is None:
-        return bad(f"runs a script built at run time ({c.name} {script.show})")
+    """A shell running the file ``script`` (``bash x.sh``, ``source x.sh``)."""
     return script_file(c, script, f"{c.name} {script.show}", c.nested, shell=True)
 
 
@@ -123,9 +114,7 @@ def by_path(c: Call, head: Word) -> Verdict:
     path = head.text or ""
     if "/" not in path or _SYSTEM_BIN.fullmatch(path):
         return SAFE
-    if path_key(head) in c.scan.written:
-        return script_file(c, head, path, _by_shebang(c), shell=True)
-    return MODERATE
+    return script_file(c, head, path, _by_shebang(c), shell=True) if path_key(head) in c.scan.written else MODERATE
 
 
 def _by_shebang(c: Call) -> Judge:
@@ -167,8 +156,6 @@ _CODE_WRITES = re.compile(
     r"""['"][wax]b?\+?['"]|\bwrite|mkdir|makedirs|rename|symlink|copy|\bmove|appendFile"""
     r"""|open\s*\(\s*[A-Z_]*\s*,\s*['"]?[>+]"""
 )
-
-
 _CODE_PERSISTS = re.compile(
     r"""['"][^'"]*(?:\.git/(?:hooks|config)|\.(?:bashrc|bash_profile|profile|zshrc|zshenv|zprofile|envrc)\b)[^'"]*"""
 )
@@ -176,9 +163,7 @@ _CODE_PERSISTS = re.compile(
 
 def inline_code(label: str, code: str, lang: str) -> Verdict:
     for phrase, pattern, langs in _CODE_RISKS:
-        if langs is not None and lang not in langs:
-            continue
-        match = pattern.search(code)
+        match = pattern.search(code) if langs is None or lang in langs else None
         if match:
             return bad(f"runs inline code that {phrase} ({label}: {shorten(match.group(0))})")
     path = _CODE_OUTSIDE_PATH.search(code)
@@ -204,45 +189,44 @@ _CODE_OPTIONS: dict[str, tuple[str, tuple[str, ...], str, tuple[str, ...], str]]
 
 
 def _interpreter(c: Call) -> Verdict:
+    """Inline code is read for what it does; a script by what this line wrote there; else standard input."""
     lang = canonical(c.name)
     code, code_long, value, value_long, attached = _CODE_OPTIONS[lang]
     o = opts(c.args, code + value, (*code_long, *value_long), optional=attached, posix=True)
     if lang == "python" and o.has("-m"):
         return c.run([lit("pip"), *o.pos], stdin=c.stdin) if o.values("-m")[:1] == [lit("pip")] else MODERATE
     codes = [(flag, word) for flag, word in o.flags if flag in code_long or len(flag) == 2 and flag[1] in code]
-    judge: Judge = lambda text, via: inline_code(via, text, lang)
+    dynamic = [flag for flag, word in codes if word is None or word.text is None]
+    if dynamic:
+        return bad(f"runs code built at run time ({c.name} {dynamic[0]})")
     if codes:
-        dynamic = [flag for flag, word in codes if word is None or word.text is None]
-        if dynamic:
-            return bad(f"runs code built at run time ({c.name} {dynamic[0]})")
-        return judge("\n".join(word.text or "" for _, word in codes if word is not None), f"{c.name} {codes[0][0]}")
-    script = o.pos[0] if o.pos else None
-    if script is not None and script.text != "-":
-        if script.text is None and (script.procsub or not HERE.match(script.raw)):
-            return bad(f"runs a script built at run time ({c.name} {script.show})")
-        return script_file(c, script, f"{c.name} {script.show}", judge, shell=False)
-    return from_stdin(c, "an interpreter", judge, shell=False)
+        text = "\n".join(word.text or "" for _, word in codes if word is not None)
+        return inline_code(f"{c.name} {codes[0][0]}", text, lang)
+    judge: Judge = lambda text, via: inline_code(via, text, lang)
+    if o.pos and o.pos[0].text != "-":
+        return script_file(c, o.pos[0], f"{c.name} {o.pos[0].show}", judge, shell=False)
+    return from_stdin(c, judge, shell=False)
 
 
 def _deno(c: Call) -> Verdict:
-    o = opts(c.args)
-    sub = o.texts()[:1]
-    if sub == ["eval"] and len(o.pos) > 1:
-        code = o.pos[1]
-        return inline_code("deno eval", code.text, "node") if code.text is not None else bad(
-            "runs code built at run time (deno eval)")
-    if sub == ["run"] and any(re.match(r"https?://", t) for t in o.texts()[1:2]):
-        return bad(f"runs code from the network (deno run {o.pos[1].show})")
+    """``deno eval CODE`` is read as JavaScript; ``deno run URL`` runs code from the network."""
+    words = opts(c.args).pos
+    sub, target = [w.text for w in words[:1]], words[1] if len(words) > 1 else lit("")
+    if sub == ["eval"] and target.text is None:
+        return bad("runs code built at run time (deno eval)")
+    if sub == ["eval"] and target.text:
+        return inline_code("deno eval", target.text, "node")
+    if sub == ["run"] and re.match(r"https?://", target.text or ""):
+        return bad(f"runs code from the network (deno run {target.show})")
     return MODERATE
 
 
-def _perl_in_place(c: Call) -> Verdict:
+def _perl(c: Call) -> Verdict:
+    """``perl -i`` (``-pi``, ``-i.bak``) edits the files it is given."""
     verdict = _interpreter(c)
-    in_place = any(re.match(r"-\w*i", w.text or "") and not (w.text or "").startswith("--") for w in c.args)
-    if verdict[0] is Danger.DANGEROUS or not in_place:
+    if verdict[0] is Danger.DANGEROUS or not any(re.match(r"-\w*i", w.text or "") for w in c.args):
         return verdict
-    files = opts(c.args, "eE").pos
-    return worse(verdict, c.targets_outside(files, f"{c.name} -i"))
+    return worse(verdict, c.targets_outside(opts(c.args, "eE").pos, f"{c.name} -i"))
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
@@ -250,5 +234,5 @@ RULES: dict[str, Callable[[Call], Verdict]] = {
     **dict.fromkeys(SHELLS, _shell),
     **dict.fromkeys(("source", "."), lambda c: run_script(c, c.args[0]) if c.args else MODERATE),
     **dict.fromkeys(("python", "ruby", "node", "php", "Rscript", "osascript", "lua"), _interpreter),
-    "perl": _perl_in_place, "deno": _deno,
+    "perl": _perl, "deno": _deno,
 }

@@ -1,22 +1,22 @@
-"""Requests, SQL, packages and signals. Requests that send data (``curl -d``, ``wget --post-data``),
+"""Requests, databases, packages and signals. Requests that send data (``curl -d``, ``wget --post-data``),
 and where ``curl -o`` and ``wget -O`` write, are rows; code reads HTTPie's requests, a value computed
-at run time in a lookup or URL (``dig $(whoami).x.example``), SQL that destroys data or can't be seen
-(a file, a pipe), ``uv pip`` (as ``pip``), a venv's own ``pip install``, and ``kill`` of a process
-the line did not start.
+at run time in a lookup or URL (``dig $(whoami).x.example``), what a database client runs (SQL, a
+script, a command) when it destroys data or can't be seen (a file, a pipe), ``uv pip`` (as ``pip``),
+a venv's own ``pip install``, and ``kill`` of a process the line did not start.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from tools.base import Danger
 from tools.shell_policy.paths import keeps_mode
-from tools.shell_policy.rows import VALUE_OPTIONS, Row, row
+from tools.shell_policy.rows import VALUE_OPTIONS, Row, Wraps, row
 from tools.shell_policy.walk import Call
-from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, lit, opts, shorten
+from tools.shell_policy.words import MODERATE, SAFE, Verdict, Word, bad, canonical, opts, shorten
 
-_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOKUPS = frozenset(
     """dig nslookup host drill kdig delv ping ping6 traceroute traceroute6 tracepath mtr arping fping whois nmap
     resolvectl getent""".split()
@@ -29,14 +29,11 @@ def sends_runtime(c: Call, head: Word) -> Verdict:
     """A value computed at run time in a name lookup (any ``$``), or a command's output (``$(...)``,
     backticks) in what a network program sends."""
     prog = canonical(c.name)
-    if prog in LOOKUPS:
-        for w in c.args:
-            if w.text is None and not w.procsub:
-                return bad(f"puts a value computed at run time into a network lookup ({c.name} {w.show})")
-    elif prog in _REQUESTS:
-        for w in c.args:
-            if w.text is None and _COMPUTED.search(w.raw):
-                return bad(f"sends a value computed at run time over the network ({c.name} {w.show})")
+    for w in c.args:
+        if w.text is None and prog in LOOKUPS and not w.procsub:
+            return bad(f"puts a value computed at run time into a network lookup ({c.name} {w.show})")
+        if w.text is None and prog in _REQUESTS and _COMPUTED.search(w.raw):
+            return bad(f"sends a value computed at run time over the network ({c.name} {w.show})")
     return SAFE
 
 
@@ -72,27 +69,24 @@ REQUESTS: list[Row] = [
 
 
 def _httpie(c: Call) -> Verdict:
-    o = opts(c.args, "aApo", ("--auth", "--auth-type", "--print", "--output", "--session", "--verify", "--cert",
-                                "--proxy", "--cert-key"))
+    o = opts(c.args, "aApo", "--auth --auth-type --print --output --session --verify --cert --proxy --cert-key".split())
     if o.has("--form", "-f", "--raw", "--multipart"):
         return bad(f"sends data over the network ({c.name} --form)")
     words = o.texts()
     if words and re.fullmatch(r"[A-Z]+", words[0]):
-        if words[0] not in _SAFE_METHODS:
+        if words[0] not in ("GET", "HEAD", "OPTIONS"):
             return bad(f"sends data over the network ({c.name} {words[0]})")
         words = words[1:]
-    for item in words[1:]:
-        match = re.search(r"==|:=|=|:|@", item)
-        if match and match.group(0) in (":=", "=", "@"):
+    for item in words[1:]:  # data: ``name=value``, ``name:=json``, ``@file`` (not a query's ``==``, a header's ``:``)
+        if re.match(r"[^=:@]*(?:=(?!=)|:=|@)", item):
             return bad(f"sends data over the network ({c.name} {shorten(item)})")
     return c.targets_outside(o.values("-o", "--output"), f"{c.name} -o")
 
 
 def _rsync(c: Call) -> Verdict:
-    o = opts(c.args, "efTB", ("--rsh", "--exclude", "--include", "--filter", "--files-from", "--exclude-from",
-                                "--include-from", "--backup-dir", "--suffix", "--partial-dir", "--temp-dir",
-                                "--log-file", "--password-file", "--port", "--bwlimit", "--chmod", "--chown",
-                                "--timeout", "--link-dest", "--compare-dest", "--copy-dest"))
+    o = opts(c.args, "efTB", """--rsh --exclude --include --filter --files-from --exclude-from --include-from
+        --backup-dir --suffix --partial-dir --temp-dir --log-file --password-file --port --bwlimit --chmod --chown
+        --timeout --link-dest --compare-dest --copy-dest""".split())
     for name, _ in o.flags:
         if name.startswith("--delete") or name in ("--remove-source-files", "--del"):
             return bad(f"deletes files ({c.name} {name})")
@@ -131,75 +125,72 @@ def _sql(client: str, text: str) -> Verdict:
     return MODERATE
 
 
-def _sql_client(c: Call, statements: list[Word], files: list[Word]) -> Verdict:
-    """SQL from options, files, or standard input: DANGEROUS when destructive or unseen."""
-    if files:
-        return bad(f"runs SQL from a file it can't see ({c.name} {files[0].show})")
-    for statement in statements:
-        if statement.text is None:
-            return bad(f"runs SQL built at run time ({c.name} {statement.show})")
-        verdict = _sql(c.name, statement.text)
-        if verdict[0] is Danger.DANGEROUS:
-            return verdict
-    if statements:
-        return MODERATE
-    stdin = c.stdin
-    if stdin is not None and (stdin.kind != "text" or stdin.text is None):
-        feed = f"{stdin.show or '...'} | {c.name}" if stdin.kind == "pipe" else f"{c.name} {stdin.show}"
-        return bad(f"runs SQL it can't see ({shorten(feed)})")
-    return _sql(c.name, stdin.text or "") if stdin is not None else MODERATE
+def _mongo(client: str, text: str) -> Verdict:
+    match = _MONGO_DESTROYS.search(text) or _SQL_DESTROYS.search(text)
+    return bad(f"runs code that destroys data ({client}: {shorten(match.group(0))})") if match else MODERATE
 
 
-# Each SQL client: its options that take a value (short, long), those giving statements, those naming files.
-_SQL_CLIENTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "psql": ("cfdhpUvoLPFRT", ("--command", "--file", "--dbname", "--host", "--port", "--username", "--set",
-                               "--variable", "--output", "--log-file", "--pset"), ("-c", "--command"), ("-f", "--file")),
-    "mysql": ("euhPDS", ("--execute", "--user", "--host", "--port", "--database", "--socket"), ("-e", "--execute"), ()),
-    "sqlcmd": ("QqiSdUP", (), ("-Q", "-q"), ("-i",)),
-    "cqlsh": ("efuk", ("--execute", "--file", "--username", "--keyspace"), ("-e", "--execute"), ("-f", "--file")),
-    "clickhouse-client": ("qhud", ("--query", "--queries-file", "--host", "--user", "--database"), ("-q", "--query"),
-                          ("--queries-file",)),
+def _redis(client: str, text: str) -> Verdict:
+    """Redis commands, one a line, each named by its first word."""
+    names = [line.split()[0].upper() for line in text.splitlines() if line.strip()]
+    name = next((name for name in names if name in _REDIS_DESTROYS), None)
+    return bad(f"runs a command that destroys data ({client}: {name})") if name else MODERATE
+
+
+class _Client(NamedTuple):
+    """A database client: its options that take a value (letters; names), those whose value it runs,
+    those naming a file it runs, the operands it runs, what it runs and how that is judged."""
+
+    short: str
+    long: str
+    runs: str
+    files: str = ""
+    operands: slice = slice(0)
+    scripts: tuple[str, ...] = ()  # operands so named are files it runs (``mongosh x.js``)
+    what: str = "SQL"
+    judge: Callable[[str, str], Verdict] = _sql
+
+
+_SQLITE = " ".join(f"-{name} --{name}" for name in "cmd init separator nullvalue newline mode vfs maxsize".split())
+_CLIENTS = {
+    "psql": _Client("cfdhpUvoLPFRT", "--command --file --dbname --host --port --username --set --variable --output"
+                    " --log-file --pset", "-c --command", "-f --file"),
+    "mysql": _Client("euhPDS", "--execute --user --host --port --database --socket", "-e --execute"),
+    "sqlcmd": _Client("QqiSdUP", "", "-Q -q", "-i"),
+    "cqlsh": _Client("efuk", "--execute --file --username --keyspace", "-e --execute", "-f --file"),
+    "clickhouse-client": _Client("qhud", "--query --queries-file --host --user --database", "-q --query",
+                                 "--queries-file"),
+    "sqlite3": _Client("", _SQLITE, "-cmd --cmd", "-init --init", slice(1, None)),  # sqlite3 DB SQL...
+    "mongosh": _Client("fup", "--eval --file --username --password --host --port", "--eval", "-f --file",
+                       scripts=(".js",), what="code", judge=_mongo),
+    "redis-cli": _Client("hpanusrid", "--user --pass --pattern --tls --cacert", "", operands=slice(1),
+                         what="commands", judge=_redis),
 }
 
 
-def _sql_options(c: Call) -> Verdict:
-    short, long, statements, files = _SQL_CLIENTS[canonical(c.name)]
-    o = opts(c.args, short, long)
-    return _sql_client(c, o.values(*statements), o.values(*files))
-
-
-def _sqlite(c: Call) -> Verdict:
-    value_options = ("-cmd", "-init", "-separator", "-nullvalue", "-newline", "-mode", "-vfs", "-maxsize")
-    o = opts(c.args, long={"--" + name[1:] for name in value_options}, dash_long=value_options)
-    statements = o.values("-cmd", "--cmd") + o.pos[1:]
-    return _sql_client(c, statements, o.values("-init", "--init"))
-
-
-def _mongosh(c: Call) -> Verdict:
-    o = opts(c.args, "fup", ("--eval", "--file", "--username", "--password", "--host", "--port"))
-    scripts = o.values("-f", "--file") + [w for w in o.pos if (w.text or "").endswith(".js")]
-    if scripts:
-        return bad(f"runs a script it can't see ({c.name} {scripts[0].show})")
-    for code in o.values("--eval"):
-        if code.text is None:
-            return bad(f"runs code built at run time ({c.name} --eval)")
-        match = _MONGO_DESTROYS.search(code.text) or _SQL_DESTROYS.search(code.text)
-        if match:
-            return bad(f"runs code that destroys data ({c.name}: {shorten(match.group(0))})")
-    if c.stdin is not None and c.stdin.kind == "pipe":
-        return bad(f"runs code it can't see ({c.name} reading a pipe)")
-    return MODERATE
-
-
-def _redis(c: Call) -> Verdict:
-    o = opts(c.args, "hpanusrid", ("--user", "--pass", "--pattern", "--tls", "--cacert"))
-    words = o.texts()
-    if words and words[0].upper() in _REDIS_DESTROYS:
-        return bad(f"runs a command that destroys data ({c.name}: {words[0].upper()})")
-    if not words and c.stdin is not None and c.stdin.kind != "text":
-        feed = f"{c.stdin.show or '...'} | {c.name}" if c.stdin.kind == "pipe" else f"{c.name} {c.stdin.show}"
-        return bad(f"runs commands it can't see ({shorten(feed)})")
-    return MODERATE
+def _database(c: Call) -> Verdict:
+    """What a database client runs, from options, operands, files or standard input: DANGEROUS when it
+    destroys data or can't be seen (a file, a pipe, a value built at run time)."""
+    client = _CLIENTS[canonical(c.name)]
+    long = client.long.split()
+    o = opts(c.args, client.short, long, dash_long=[name for name in long if not name.startswith("--")])
+    files = o.values(*client.files.split()) + [w for w in o.pos if (w.text or "").endswith(client.scripts)]
+    if files:
+        return bad(f"runs {client.what} from a file it can't see ({c.name} {files[0].show})")
+    statements = o.values(*client.runs.split()) + o.pos[client.operands]
+    for statement in statements:
+        if statement.text is None:
+            return bad(f"runs {client.what} built at run time ({c.name} {statement.show})")
+        verdict = client.judge(c.name, statement.text)
+        if verdict[0] is Danger.DANGEROUS:
+            return verdict
+    stdin = c.stdin
+    if statements or stdin is None:
+        return MODERATE
+    if stdin.kind != "text" or stdin.text is None:
+        feed = f"{stdin.show or '...'} | {c.name}" if stdin.kind == "pipe" else f"{c.name} {stdin.show}"
+        return bad(f"runs {client.what} it can't see ({shorten(feed)})")
+    return client.judge(c.name, stdin.text)
 
 
 _INTO_VENV = "installs packages into the workspace's virtualenv, whose site-packages Python runs at every start"
@@ -216,15 +207,9 @@ PACKAGES: list[Row] = [
         ["uv build"], sub=("publish",)),
     row("installs packages", "uv", _INTO_VENV + " ({name} {sub})", ["uv add x", "uv sync", "uv pip install requests"],
         ["uv run pytest", "uv pip list"], sub=("add", "remove", "sync", "pip install", "pip sync")),
+    row("wrapper", "uv", "", ["uv pip uninstall --break-system-packages x", "uv -p 3.12 pip download -t /opt x"],
+        ["uv pip list"], sub=("pip",), wraps=Wraps(*VALUE_OPTIONS["uv"], via=False)),  # ``uv pip ...`` is ``pip ...``
 ]
-
-
-def _uv(c: Call) -> Verdict | None:
-    """``uv pip ...`` is judged as ``pip ...`` (but its installs are rows); the rest is rows."""
-    words = opts(c.args, *VALUE_OPTIONS["uv"], posix=True).pos
-    if [w.text for w in words[:1]] != ["pip"] or [w.text for w in words[1:2]] in (["install"], ["sync"]):
-        return None
-    return c.run([lit("pip"), *words[1:]], stdin=c.stdin)
 
 
 # A pip or python named by a path in the workspace: its virtualenv's (``.venv/bin/pip install x``).
@@ -257,18 +242,16 @@ def _kill(c: Call) -> Verdict:
     o = opts(c.args, "sn", ("--signal",))
     groups = [w for w in c.args[1:] if re.fullmatch(r"-\d+", w.text or "")]  # after the signal: -PGID
     for target in [*o.pos, *groups]:
-        if target.text is None:
-            if _OWN_JOB.fullmatch(target.raw):
-                continue
+        if target.text is None and not _OWN_JOB.fullmatch(target.raw):
             return bad(f"signals processes found at run time (kill {target.show})")
-        if re.fullmatch(r"-?\d+", target.text) and target.text != "0":
+        if re.fullmatch(r"-?\d+", target.text or "") and target.text != "0":
             return bad(f"signals a process it did not start (kill {target.show})")
     return MODERATE
 
 
 # The programs this module judges, by name (``table.py`` gathers them).
 RULES: dict[str, Callable[[Call], Verdict | None]] = {
-    **dict.fromkeys(_SQL_CLIENTS, _sql_options), "sqlite3": _sqlite, "mongosh": _mongosh, "redis-cli": _redis,
+    **dict.fromkeys(_CLIENTS, _database),
     **dict.fromkeys(("http", "https", "xh", "xhs"), _httpie),
-    "rsync": _rsync, "kill": _kill, "uv": _uv,
+    "rsync": _rsync, "kill": _kill,
 }
