@@ -187,7 +187,10 @@ DANGEROUS = {
     "sqlite3 app.db 'UPDATE users SET admin=1'": "runs SQL that destroys data (sqlite3: UPDATE)",
     "sqlcmd -Q 'DROP DATABASE shop'": "runs SQL that destroys data (sqlcmd: DROP)",
     "mongosh --eval 'db.dropDatabase()'": "runs code that destroys data (mongosh: dropDatabase",
+    "echo 'db.x.drop()' | mongosh --shell --eval 1": "runs code it can't see (echo | mongosh)",
+    "mongosh < drop.js": "runs code it can't see (mongosh < drop.js)",
     "redis-cli flushall": "runs a command that destroys data (redis-cli: FLUSHALL)",
+    "redis-cli <<< FLUSHALL": "runs a command that destroys data (redis-cli: FLUSHALL)",
     "redis-cli -h cache -n 2 FLUSHDB": "runs a command that destroys data (redis-cli: FLUSHDB)",
     "dropdb prod": "drops or overwrites a database (dropdb)",
     # publishing

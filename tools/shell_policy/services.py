@@ -185,7 +185,7 @@ def _database(c: Call) -> Verdict:
         if verdict[0] is Danger.DANGEROUS:
             return verdict
     stdin = c.stdin
-    if statements or stdin is None:
+    if statements and not o.has("--shell") or stdin is None:  # ``mongosh --shell`` reads on after them
         return MODERATE
     if stdin.kind != "text" or stdin.text is None:
         feed = f"{stdin.show or '...'} | {c.name}" if stdin.kind == "pipe" else f"{c.name} {stdin.show}"
