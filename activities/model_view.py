@@ -145,6 +145,12 @@ class ModelView:
             base, prefix = stand_in
             run = await self.store.load_range(inp.context_id, base, inp.total, inp.expect)
             return prefix + [await self._expand(e) for _, e in run]  # not cached: seqs no longer index it
+        # What the input brings is checked too: a call the workflow cancelled may still store its
+        # reply at the seq the workflow has since given a person's message (``store_reply``).
+        stale = [e.seq for e in inp.new_entries if first_new <= e.seq < inp.total
+                 and fresh[e.seq - first_new][0] != entry_digest(e)]
+        if stale:
+            raise ContextGap([], stale)
         expanded = [await self._expand(e) for _, e in fresh]
         chars = (self._cache.weight(inp.context_id) if first_new == len(cached) else _chars(cached[:first_new]))
         return self._cache.put(inp.context_id, cached[:first_new] + expanded, chars + _chars(expanded))
@@ -165,7 +171,7 @@ class ModelView:
         entry: Entry = (ToolCall(seq=seq, turn=inp.turn, text=result.content, calls=result.tool_calls,
                                  thinking=result.thinking) if result.tool_calls
                         else AiMessage(seq=seq, turn=inp.turn, text=result.content, thinking=result.thinking))
-        await self.store.put(inp.context_id, [entry])
+        await self.store.put_new(inp.context_id, [entry])  # never over what the workflow wrote there since
         return entry_digest(entry)
 
     async def messages(self, view: list[Entry], model: str, vision: bool) -> list[ChatMessage]:

@@ -23,6 +23,7 @@ from core.entries import Entry, entry_digest
 from runtime.store_types import FINISHED, StoreUnavailable, checked_range, schema
 
 # Writes replace: a retried activity rewrites the same row.
+_PUT_NEW_ENTRY = "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) DO NOTHING"
 _PUT_ENTRY = (
     "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) "
     "DO UPDATE SET digest = EXCLUDED.digest, body = EXCLUDED.body"
@@ -74,6 +75,12 @@ class PostgresStore:
     async def put(self, context_id: str, entries: list[Entry]) -> None:
         if entries:
             await self._write(context_id, entries)
+
+    async def put_new(self, context_id: str, entries: list[Entry]) -> None:
+        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
+        if rows:
+            async with (await self._conn_pool()).connection() as conn, conn.cursor() as cur:
+                await cur.executemany(_PUT_NEW_ENTRY, rows)
 
     async def _write(
         self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None

@@ -94,6 +94,19 @@ class ContextStore:
         """Write (or replace) entries; returns their digests."""
         return self._write(context_id, entries)
 
+    def put_new(self, context_id: str, entries: list[Entry]) -> list[tuple[Entry, str]]:
+        """Write entries only at seqs that hold none; returns those written, with their digests."""
+        written = []
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            for e in entries:
+                digest = entry_digest(e)
+                row = (context_id, e.seq, digest, e.model_dump_json())
+                if conn.execute("INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?)", row).rowcount:
+                    written.append((e, digest))
+        return written
+
     def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> list[str]:
         """A tool call's result entries and its finished record (``body``: the result as JSON),
         in one transaction: a retry finds both or neither. Returns the entries' digests."""

@@ -6,7 +6,10 @@ Instead the LLM activity receives only what is new since its last call and
 rebuilds the rest from here; the tool activity writes its result entry here
 itself. Every write is keyed by (context id, seq) and replaces, so a retried
 activity (after a worker crash between the write and its completion) can
-never duplicate an entry. Each entry carries the digest the workflow expects,
+never duplicate an entry; but the reply an LLM call stores ahead of the
+workflow (``put_new``) never replaces anything, since the workflow may have
+cancelled that call and given its seq to a person's message by the time the
+write lands. Each entry carries the digest the workflow expects,
 so a stale write is detected, not trusted: a mismatch or a missing entry is a
 gap, and the workflow resends in full.
 
@@ -83,6 +86,10 @@ class LocalStore:
 
     async def put(self, context_id: str, entries: list[Entry]) -> None:
         self.recent.add(context_id, entries, await asyncio.to_thread(self.sqlite.put, context_id, entries))
+
+    async def put_new(self, context_id: str, entries: list[Entry]) -> None:
+        written = await asyncio.to_thread(self.sqlite.put_new, context_id, entries)
+        self.recent.add(context_id, [e for e, _ in written], [d for _, d in written])
 
     async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         return await asyncio.to_thread(self.sqlite.load, context_id, total, expect)

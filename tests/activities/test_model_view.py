@@ -105,6 +105,48 @@ async def test_without_the_workflow_a_gap_is_raised_and_the_cache_dropped(tmp_pa
     assert len(await view.entries(call([UserMessage(seq=0, text="again")]), None)) == 1  # read afresh
 
 
+class LateWriteStore(LocalStore):
+    """The store, with a write of an activity the workflow cancelled landing right after the next
+    LLM call wrote its new entries (the cancelled activity's write runs on in its thread): a reply
+    it stores ahead of the workflow (``put_new``), or a replacing write (``put``)."""
+
+    def __init__(self, sqlite: ContextStore, late: Entry, how: str) -> None:
+        super().__init__(sqlite)
+        self.late: Entry | None = late
+        self.how = how
+
+    async def put(self, context_id: str, entries: list[Entry]) -> None:
+        await super().put(context_id, entries)
+        if self.late is not None and any(e.seq == self.late.seq for e in entries):
+            late, self.late = self.late, None
+            await getattr(super(), self.how)(context_id, [late])
+
+
+@pytest.mark.parametrize("how", ["put_new", "put"])
+@pytest.mark.parametrize("workflow_answers", [True, False])
+async def test_a_cancelled_calls_late_write_never_stands_in_for_what_the_workflow_sent(tmp_path, how, workflow_answers):
+    """The person's message the workflow sent at seq 2 is what the model reads, not the reply a
+    cancelled call stored there after it: a reply stored ahead never replaces an entry, and any
+    other late write is caught by its digest (refilled from the workflow, else the gap is raised)."""
+    known = [UserMessage(seq=0, text="do the thing"), UserMessage(seq=1, text="first"),
+             UserMessage(seq=2, text="second")]
+    late = ToolCall(seq=2, turn=1, calls=[ToolCallRequest(id="c", name="message", arguments={"text": "x"})])
+
+    async def workflow(workflow_id: str, run_id: str | None, after: int) -> ContextPage:
+        return ContextPage(base=0, entries=known[after:])
+
+    store = LateWriteStore(ContextStore(tmp_path / "c.db"), late, how)
+    view = view_of(store, history=workflow if workflow_answers else None)
+    await view.entries(call(known[:2]), "run")
+    if how == "put" and not workflow_answers:
+        with pytest.raises(ContextGap) as gap:
+            await view.entries(call(known[2:], total=3), "run")
+        assert gap.value.mismatched == [2]
+        return
+    assert await view.entries(call(known[2:], total=3), "run") == known
+    assert await store.load("ctx", 3) == known  # and the store holds what the workflow sent
+
+
 async def test_a_task_whose_entries_are_dropped_for_a_gap_keeps_no_memo_of_them(tmp_path):
     view = view_of(as_store(ContextStore(tmp_path / "c.db")))
     await view.build(call([UserMessage(seq=0, text="hi " * 1000)]), None, 0, vision=False)

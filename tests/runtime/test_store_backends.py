@@ -44,6 +44,14 @@ async def test_writing_the_same_seq_again_replaces_it(store: Store):
     assert [e.text for e in await store.load(c, 2)] == ["message 0", "retried"]
 
 
+async def test_put_new_writes_only_where_nothing_is_yet(store: Store):
+    """A reply an LLM call stores ahead of the workflow never replaces what the workflow wrote."""
+    c = ctx()
+    await store.put(c, entries(2))
+    await store.put_new(c, [UserMessage(seq=1, text="late reply"), UserMessage(seq=2, text="new")])
+    assert [e.text for e in await store.load(c, 3)] == ["message 0", "message 1", "new"]
+
+
 async def test_missing_and_stale_entries_are_a_gap(store: Store):
     c = ctx()
     stored = ToolResult(seq=0, call_id="a", name="shell", content="old")
