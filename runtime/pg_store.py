@@ -22,12 +22,12 @@ from pydantic import TypeAdapter
 from core.entries import Entry, entry_digest
 from runtime.store_types import FINISHED, StoreUnavailable, checked_range, schema
 
-# Writes replace: a retried activity rewrites the same row.
-_PUT_NEW_ENTRY = "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) DO NOTHING"
+# Writes replace: a retried activity rewrites the same row (but ``put_new`` leaves one that is there).
 _PUT_ENTRY = (
     "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) "
     "DO UPDATE SET digest = EXCLUDED.digest, body = EXCLUDED.body"
 )
+_PUT_NEW_ENTRY = "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) DO NOTHING"
 _PUT_CALL = (
     "INSERT INTO agent_tool_calls VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, call_key) "
     "DO UPDATE SET state = EXCLUDED.state, body = EXCLUDED.body"
@@ -77,19 +77,18 @@ class PostgresStore:
             await self._write(context_id, entries)
 
     async def put_new(self, context_id: str, entries: list[Entry]) -> None:
-        rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
-        if rows:
-            async with (await self._conn_pool()).connection() as conn, conn.cursor() as cur:
-                await cur.executemany(_PUT_NEW_ENTRY, rows)
+        if entries:
+            await self._write(context_id, entries, sql=_PUT_NEW_ENTRY)
 
     async def _write(
-        self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None
+        self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None,
+        sql: str = _PUT_ENTRY,
     ) -> None:
         """Entries (and a tool call's record) in one transaction."""
         rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
         async with (await self._conn_pool()).connection() as conn, conn.transaction(), conn.cursor() as cur:
             if rows:
-                await cur.executemany(_PUT_ENTRY, rows)
+                await cur.executemany(sql, rows)
             if call is not None:
                 await cur.execute(_PUT_CALL, call)
 

@@ -94,30 +94,22 @@ class ContextStore:
         """Write (or replace) entries; returns their digests."""
         return self._write(context_id, entries)
 
-    def put_new(self, context_id: str, entries: list[Entry]) -> list[tuple[Entry, str]]:
-        """Write entries only at seqs that hold none; returns those written, with their digests."""
-        written = []
-        conn = self._conn()
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            for e in entries:
-                digest = entry_digest(e)
-                row = (context_id, e.seq, digest, e.model_dump_json())
-                if conn.execute("INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?)", row).rowcount:
-                    written.append((e, digest))
-        return written
+    def put_new(self, context_id: str, entries: list[Entry]) -> list[str]:
+        """Write entries only at seqs that hold none (the rest are left as they are); returns their digests."""
+        return self._write(context_id, entries, verb="IGNORE")
 
     def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> list[str]:
         """A tool call's result entries and its finished record (``body``: the result as JSON),
         in one transaction: a retry finds both or neither. Returns the entries' digests."""
         return self._write(context_id, entries, (context_id, call_key, FINISHED, body))
 
-    def _write(self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None) -> list[str]:
+    def _write(self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None,
+               verb: str = "REPLACE") -> list[str]:
         rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
+            conn.executemany(f"INSERT OR {verb} INTO entries VALUES (?, ?, ?, ?)", rows)
             if call is not None:
                 conn.execute("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?)", call)
         return [row[2] for row in rows]

@@ -88,8 +88,8 @@ class LocalStore:
         self.recent.add(context_id, entries, await asyncio.to_thread(self.sqlite.put, context_id, entries))
 
     async def put_new(self, context_id: str, entries: list[Entry]) -> None:
-        written = await asyncio.to_thread(self.sqlite.put_new, context_id, entries)
-        self.recent.add(context_id, [e for e, _ in written], [d for _, d in written])
+        # Kept in memory even where the database kept another: a read gets it only by its digest.
+        self.recent.add(context_id, entries, await asyncio.to_thread(self.sqlite.put_new, context_id, entries))
 
     async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         return await asyncio.to_thread(self.sqlite.load, context_id, total, expect)
