@@ -80,7 +80,7 @@ class Wraps:
     long: tuple[str, ...] = ()  # names that take a value
     optional: str = ""  # letters that take a value only when attached (``xargs -i{}``)
     skip: int = 0  # operands of its own before the command (``setarch ARCH cmd``)
-    writes: bool = False  # those are files it writes (``flock FILE cmd``)
+    skip_writes: bool = False  # those operands of its own are files it writes (``flock FILE cmd``)
     take: int = 0  # only the first operands run, the rest are its own (``trap CMD SIGNAL``)
     floor: Danger = Danger.SAFE  # at least this, whatever it runs (``strace`` writes a trace)
     via: bool = True  # name the wrapper in the reason (``in chrt: ...``)
@@ -107,7 +107,7 @@ class Wraps:
         rest, given = o.pos, o.flags
         if self.skip:  # its options may follow its operands too: ``setarch x86_64 -R cmd``
             again = opts(rest[self.skip :], self.short, self.long, optional=self.optional, posix=True)
-            if self.writes:
+            if self.skip_writes:
                 floor = worse(floor, c.targets_outside(rest[: self.skip], c.name))
             rest, given = again.pos, given + again.flags
         rest, named = rest[: self.take or None], [name for name, _ in given]

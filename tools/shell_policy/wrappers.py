@@ -148,7 +148,7 @@ WRAPPERS: list[Row] = [
         wraps=_W("nq", ("--interval", "--equexit"), optional="d", shell=True, argv=("-x", "--exec"))),
     row("wrapper", "flock", "", ["flock /tmp/lock git push", "flock x.lock -c 'rm -rf y'", "flock ~/.lock ls"],
         ["flock x.lock make"], wraps=_W("wEc", ("--wait", "--timeout", "--conflict-exit-code", "--command"), skip=1,
-                                        writes=True, code=("-c", "--command"), floor=_M)),
+                                        skip_writes=True, code=("-c", "--command"), floor=_M)),
     row("wrapper", "script", "", ["script -qc 'git push' /dev/null", "script log -c 'rm -rf x'"], ["script -c ls log"],
         wraps=_W("cEIOTt", ("--command", "--echo", "--log-in", "--log-out", "--log-timing", "--timing"), skip=1,
                  code=("-c", "--command"), floor=_M)),
