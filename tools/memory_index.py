@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -127,23 +128,36 @@ def _unless_damaged(err: sqlite3.DatabaseError) -> None:
 
 
 def _connect(path: str | Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
-    try:
-        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            db.execute("BEGIN IMMEDIATE")
-            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:  # another process may have
+    """The index opened, its schema made and WAL on. Openers of one file take turns (a lock file
+    beside it): two connections switching a new file to WAL at once would each hold the other off,
+    and SQLite answers one of them "database is locked" at once rather than wait."""
+    with _turn(path):
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
+        try:
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                db.execute("BEGIN IMMEDIATE")
                 for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall():
                     if not name.startswith("lines_fts_"):
                         db.execute(f'DROP TABLE IF EXISTS "{name}"')
                 for statement in [*_SCHEMA.split(";"), f"PRAGMA user_version = {SCHEMA_VERSION}"]:
                     db.execute(statement)  # one by one: executescript would commit the transaction
-            db.execute("COMMIT")
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = OFF")  # a cache: a crash may lose or damage it, and it is rebuilt
-    except BaseException:
-        db.close()
-        raise
+                db.execute("COMMIT")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = OFF")  # a cache: a crash may lose or damage it, and it is rebuilt
+        except BaseException:
+            db.close()
+            raise
     return db
+
+
+@contextlib.contextmanager
+def _turn(path: str | Path):
+    if path == ":memory:":
+        yield
+        return
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; processes and threads alike
+        yield
 
 
 def _moved_aside(path: Path) -> Path:

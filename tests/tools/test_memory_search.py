@@ -8,6 +8,7 @@ import dataclasses
 import os
 import sqlite3
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from core.cache import BoundedCache
 from core.settings import MemorySettings
 from fakes.embeddings import EmbeddingsServer
 from tests.configured import settings
-from tools import classify_call, execute, memory, memory_embeddings
+from tools import classify_call, execute, memory, memory_embeddings, memory_index
 from tools.base import Danger, ToolContext, ToolOutcome
 from tools.memory_index import HEADER
 from tools.registry import is_idempotent
@@ -140,6 +141,22 @@ async def test_searches_at_once_share_one_index(notes, index_dir, embeddings):
     results = await asyncio.gather(*(_search(notes, "backup host") for _ in range(4)))
     assert all(result == results[0] for result in results) and "backup host" in _hits(results[0])[0]
     assert len(list(index_dir.glob("*.sqlite"))) == 1
+
+
+def test_workers_opening_a_new_index_at_once_all_get_it(notes, tmp_path):
+    """Four openers of a file no one made yet, a hundred times over: none is told the database is
+    locked (two switching it to WAL at once each held the other off, about one round in twenty)."""
+    def opened(index_dir: Path) -> list[int]:
+        db = memory_index._opened(notes, index_dir)
+        try:
+            return memory_index._bm25(db, "backup host")
+        finally:
+            db.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        for round_ in range(100):
+            rankings = list(pool.map(opened, [tmp_path / f"index-{round_}"] * 4))
+            assert rankings[0] and all(ranking == rankings[0] for ranking in rankings)
 
 
 async def test_a_deleted_index_is_rebuilt_by_the_next_search(notes, index_dir):
