@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from core.entries import Entry, entry_digest
 from core.settings import PathSettings, StoreSettings
+from core.sqlite_turn import opening_turn
 from runtime.logs import get_logger
 from runtime.paths import data_dir
 from runtime.store_types import FINISHED, StoreUnavailable, checked_range, schema
@@ -55,7 +56,7 @@ class ContextStore:
             raise StoreUnavailable(f"context store {self.path} cannot be opened: {err}") from None
 
     def _open(self) -> None:
-        with self._conn() as conn:
+        with opening_turn(self.path), self._conn() as conn:
             conn.executescript(SCHEMA)
             conn.execute("SELECT COUNT(*) FROM entries").fetchone()
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -28,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 from core.settings import MemorySettings
+from core.sqlite_turn import opening_turn
 from tools.beneath import DIR_FLAGS, Refused, open_at
 from tools.memory_embeddings import RANKED, EmbeddingsError, nearest
 
@@ -128,10 +128,8 @@ def _unless_damaged(err: sqlite3.DatabaseError) -> None:
 
 
 def _connect(path: str | Path) -> sqlite3.Connection:
-    """The index opened, its schema made and WAL on. Openers of one file take turns (a lock file
-    beside it): two connections switching a new file to WAL at once would each hold the other off,
-    and SQLite answers one of them "database is locked" at once rather than wait."""
-    with _turn(path):
+    """The index opened, its schema made and WAL on; openers of one file take turns."""
+    with opening_turn(path):
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
         try:
             if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -148,16 +146,6 @@ def _connect(path: str | Path) -> sqlite3.Connection:
             db.close()
             raise
     return db
-
-
-@contextlib.contextmanager
-def _turn(path: str | Path):
-    if path == ":memory:":
-        yield
-        return
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; processes and threads alike
-        yield
 
 
 def _moved_aside(path: Path) -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from core.entries import ToolResult, UserMessage, entry_digest
@@ -74,6 +76,18 @@ def test_two_store_objects_on_one_file_see_each_others_writes(tmp_path):
     a, b = ContextStore(tmp_path / "shared.db"), ContextStore(tmp_path / "shared.db")
     a.put("c1", entries(2))
     assert [e.seq for e in b.load("c1", 2)] == [0, 1]
+
+
+def test_workers_making_the_store_file_at_once_all_open_it(tmp_path):
+    """Four workers making one new file, a hundred times over: none is refused as "database is
+    locked" (two switching it to WAL at once each held the other off, about one round in twenty)."""
+    def opened(path) -> int:
+        ContextStore(path).put("c1", entries(1))
+        return ContextStore(path).count("c1")
+
+    with ThreadPoolExecutor(4) as pool:
+        for round_ in range(100):
+            assert list(pool.map(opened, [tmp_path / f"context-{round_}.db"] * 4)) == [1] * 4
 
 
 def test_a_corrupt_store_file_is_moved_aside_and_rebuilt(tmp_path):
