@@ -165,14 +165,15 @@ class ModelView:
     async def store_reply(self, inp: LlmCallInput, result: TurnResult) -> str:
         """Write the reply's entry (``ToolCall``, or ``AiMessage`` for text alone) at the seq the
         workflow will give it (the next, unless it appends a provider's notice first), as the
-        tool activity does with its result; its digest, which the workflow then sends instead of
-        the reply (already in the history once). A wrong guess costs only the usual resend."""
+        tool activity does with its result. Returns the digest the seq then holds: the reply's,
+        which the workflow sends instead of the reply (already in the history once), or another's
+        (the seq was taken), and then the workflow sends the reply itself."""
         seq = inp.total + (1 if result.notice else 0)  # a provider's notice goes first (workflows/thinking.py)
         entry: Entry = (ToolCall(seq=seq, turn=inp.turn, text=result.content, calls=result.tool_calls,
                                  thinking=result.thinking) if result.tool_calls
                         else AiMessage(seq=seq, turn=inp.turn, text=result.content, thinking=result.thinking))
-        await self.store.put_new(inp.context_id, [entry])  # never over what the workflow wrote there since
-        return entry_digest(entry)
+        (held,) = await self.store.put_new(inp.context_id, [entry])  # never over what the workflow put there
+        return held
 
     async def messages(self, view: list[Entry], model: str, vision: bool) -> list[ChatMessage]:
         """The entries as the model's messages, redacted (entries were redacted where they

@@ -48,7 +48,7 @@ from activities.tool_records import (
     not_undoable,
 )
 from contracts.activities import BROWSER_CLOSE_ACTIVITY, REDACT_ACTIVITY, TOOL_ACTIVITY, ToolCallInput, ToolProgress
-from core.entries import entry_digest, result_entry
+from core.entries import result_entry
 from core.heartbeat import with_heartbeats
 from core.settings import Settings
 from core.untrusted import wrap_untrusted
@@ -57,7 +57,7 @@ from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import get_logger
 from runtime.paths import data_dir, hidden_paths
 from runtime.secrets import SecretStore
-from runtime.store import FINISHED, STARTED, ContextStore, Store, as_store
+from runtime.store import FINISHED, STARTED, ContextGap, ContextStore, Store, as_store
 from temporal.tracing import tool_span
 from tools.base import ToolContext, ToolOutcome
 from tools.browser import BrowserPool
@@ -140,7 +140,7 @@ class ToolActivities:
         if record is not None and record[0] == FINISHED and record[1]:
             # It ran to the end before: its completion was lost (a crash or a server outage).
             log.info("tool already finished: returning its recorded result")
-            return ToolOutcome.model_validate_json(record[1])
+            return await self._recorded(inp, record[1])
         started_before = record is not None or _started(info.heartbeat_details)
         started = time.monotonic()
         with tool_span(inp.call.name, inp.call.id, inp.task_id, inp.turn) as span:
@@ -263,6 +263,19 @@ class ToolActivities:
             )
         assert inp.context_id is not None and inp.result_seq is not None  # checked by the caller
         entry = result_entry(inp.call.id, inp.call.name, result, seq=inp.result_seq, turn=inp.turn)
-        result = result.model_copy(update={"stored_digest": entry_digest(entry)})
-        await self.store.finish_call(inp.context_id, [entry], key, result.model_dump_json())
-        return result
+        # A call the workflow cancelled meanwhile finds its seq taken by what the workflow put
+        # there (``[interrupted]``) and leaves it; the digest returned is then that entry's, not
+        # its own, and the workflow sends its own entry itself.
+        (held,) = await self.store.finish_call(inp.context_id, [entry], key, result.model_dump_json())
+        return result.model_copy(update={"stored_digest": held})
+
+    async def _recorded(self, inp: ToolCallInput, body: str) -> ToolOutcome:
+        """The result an earlier attempt recorded, with the digest its seq holds now (none when the
+        store lost it: the workflow then sends the entry)."""
+        result = ToolOutcome.model_validate_json(body)
+        assert inp.context_id is not None and inp.result_seq is not None  # a record has both
+        try:
+            [(held, _)] = await self.store.load_range(inp.context_id, inp.result_seq, inp.result_seq + 1)
+        except ContextGap:
+            return result
+        return result.model_copy(update={"stored_digest": held})

@@ -22,7 +22,8 @@ from pydantic import TypeAdapter
 from core.entries import Entry, entry_digest
 from runtime.store_types import FINISHED, StoreUnavailable, checked_range, schema
 
-# Writes replace: a retried activity rewrites the same row (but ``put_new`` leaves one that is there).
+# Writes replace: a retried activity rewrites the same row (but ``put_new`` and ``finish_call`` leave one
+# that is there: an activity's late write never replaces what the workflow put).
 _PUT_ENTRY = (
     "INSERT INTO agent_entries VALUES (%s, %s, %s, %s) ON CONFLICT (context_id, seq) "
     "DO UPDATE SET digest = EXCLUDED.digest, body = EXCLUDED.body"
@@ -76,21 +77,27 @@ class PostgresStore:
         if entries:
             await self._write(context_id, entries)
 
-    async def put_new(self, context_id: str, entries: list[Entry]) -> None:
-        if entries:
-            await self._write(context_id, entries, sql=_PUT_NEW_ENTRY)
+    async def put_new(self, context_id: str, entries: list[Entry]) -> list[str]:
+        return await self._write(context_id, entries, sql=_PUT_NEW_ENTRY)
 
     async def _write(
         self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None,
         sql: str = _PUT_ENTRY,
-    ) -> None:
-        """Entries (and a tool call's record) in one transaction."""
+    ) -> list[str]:
+        """Entries (and a tool call's record) in one transaction; the digests the seqs then hold."""
         rows = [(context_id, e.seq, entry_digest(e), e.model_dump_json()) for e in entries]
-        async with (await self._conn_pool()).connection() as conn, conn.transaction(), conn.cursor() as cur:
+        async with ((await self._conn_pool()).connection() as conn, conn.transaction(),
+                    conn.cursor(row_factory=tuple_row) as cur):
             if rows:
                 await cur.executemany(sql, rows)
             if call is not None:
                 await cur.execute(_PUT_CALL, call)
+            if sql == _PUT_ENTRY:
+                return [row[2] for row in rows]
+            await cur.execute("SELECT seq, digest FROM agent_entries WHERE context_id = %s AND seq = ANY(%s)",
+                              (context_id, [row[1] for row in rows]))
+            held = dict(await cur.fetchall())
+        return [held[row[1]] for row in rows]
 
     async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         return [entry for _, entry in await self.load_range(context_id, 0, total, expect)]
@@ -150,9 +157,9 @@ class PostgresStore:
         async with (await self._conn_pool()).connection() as conn:
             await conn.execute(_PUT_CALL, (context_id, call_key, state, body))
 
-    async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> None:
-        """The result entries and the finished record in one transaction (see ContextStore.finish_call)."""
-        await self._write(context_id, entries, (context_id, call_key, FINISHED, body))
+    async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> list[str]:
+        """The result entries, never over another's, and the finished record in one transaction."""
+        return await self._write(context_id, entries, (context_id, call_key, FINISHED, body), sql=_PUT_NEW_ENTRY)
 
     async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
         async with (await self._conn_pool()).connection() as conn:

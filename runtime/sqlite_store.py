@@ -96,13 +96,15 @@ class ContextStore:
         return self._write(context_id, entries)
 
     def put_new(self, context_id: str, entries: list[Entry]) -> list[str]:
-        """Write entries only at seqs that hold none (the rest are left as they are); returns their digests."""
+        """Write entries only at seqs that hold none (the rest are left as they are); returns the
+        digests the seqs then hold."""
         return self._write(context_id, entries, verb="IGNORE")
 
     def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> list[str]:
-        """A tool call's result entries and its finished record (``body``: the result as JSON),
-        in one transaction: a retry finds both or neither. Returns the entries' digests."""
-        return self._write(context_id, entries, (context_id, call_key, FINISHED, body))
+        """A tool call's result entries (as ``put_new``: a call cancelled meanwhile never replaces
+        what the workflow put there) and its finished record (``body``: the result as JSON), in one
+        transaction: a retry finds both or neither. Returns the digests the seqs then hold."""
+        return self._write(context_id, entries, (context_id, call_key, FINISHED, body), verb="IGNORE")
 
     def _write(self, context_id: str, entries: list[Entry], call: tuple[str, str, str, str] | None = None,
                verb: str = "REPLACE") -> list[str]:
@@ -113,7 +115,11 @@ class ContextStore:
             conn.executemany(f"INSERT OR {verb} INTO entries VALUES (?, ?, ?, ?)", rows)
             if call is not None:
                 conn.execute("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?)", call)
-        return [row[2] for row in rows]
+            if verb == "REPLACE":
+                return [row[2] for row in rows]
+            held = dict(conn.execute(f"SELECT seq, digest FROM entries WHERE context_id = ? AND seq IN "
+                                     f"({','.join('?' * len(rows))})", (context_id, *(row[1] for row in rows))))
+        return [held[row[1]] for row in rows]
 
     def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         """Entries 0..total-1, checked against the expected digests; ContextGap if not whole."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 
-from core.entries import Entry
+from core.entries import Entry, entry_digest
 from core.settings import PathSettings, StoreSettings
 from runtime.sqlite_store import ContextStore as ContextStore
 from runtime.sqlite_store import default_store_path as default_store_path
@@ -87,9 +87,14 @@ class LocalStore:
     async def put(self, context_id: str, entries: list[Entry]) -> None:
         self.recent.add(context_id, entries, await asyncio.to_thread(self.sqlite.put, context_id, entries))
 
-    async def put_new(self, context_id: str, entries: list[Entry]) -> None:
-        # Kept in memory even where the database kept another: a read gets it only by its digest.
-        self.recent.add(context_id, entries, await asyncio.to_thread(self.sqlite.put_new, context_id, entries))
+    async def put_new(self, context_id: str, entries: list[Entry]) -> list[str]:
+        return self._kept(context_id, entries, await asyncio.to_thread(self.sqlite.put_new, context_id, entries))
+
+    def _kept(self, context_id: str, entries: list[Entry], held: list[str]) -> list[str]:
+        """Of a write that never replaces, what is kept in memory: the entries the database took."""
+        took = [(e, digest) for e, digest in zip(entries, held, strict=True) if digest == entry_digest(e)]
+        self.recent.add(context_id, [e for e, _ in took], [digest for _, digest in took])
+        return held
 
     async def load(self, context_id: str, total: int, expect: dict[int, str] | None = None) -> list[Entry]:
         return await asyncio.to_thread(self.sqlite.load, context_id, total, expect)
@@ -125,9 +130,9 @@ class LocalStore:
     async def put_call(self, context_id: str, call_key: str, state: str, body: str | None = None) -> None:
         await asyncio.to_thread(self.sqlite.put_call, context_id, call_key, state, body)
 
-    async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> None:
-        digests = await asyncio.to_thread(self.sqlite.finish_call, context_id, entries, call_key, body)
-        self.recent.add(context_id, entries, digests)
+    async def finish_call(self, context_id: str, entries: list[Entry], call_key: str, body: str) -> list[str]:
+        held = await asyncio.to_thread(self.sqlite.finish_call, context_id, entries, call_key, body)
+        return self._kept(context_id, entries, held)
 
     async def get_call(self, context_id: str, call_key: str) -> tuple[str, str | None] | None:
         return await asyncio.to_thread(self.sqlite.get_call, context_id, call_key)

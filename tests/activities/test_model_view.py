@@ -108,7 +108,8 @@ async def test_without_the_workflow_a_gap_is_raised_and_the_cache_dropped(tmp_pa
 class LateWriteStore(LocalStore):
     """The store, with a write of an activity the workflow cancelled landing right after the next
     LLM call wrote its new entries (the cancelled activity's write runs on in its thread): a reply
-    it stores ahead of the workflow (``put_new``), or a replacing write (``put``)."""
+    it stores ahead of the workflow (``put_new``), a tool call's result (``finish_call``), or a
+    replacing write (``put``)."""
 
     def __init__(self, sqlite: ContextStore, late: Entry, how: str) -> None:
         super().__init__(sqlite)
@@ -119,15 +120,18 @@ class LateWriteStore(LocalStore):
         await super().put(context_id, entries)
         if self.late is not None and any(e.seq == self.late.seq for e in entries):
             late, self.late = self.late, None
-            await getattr(super(), self.how)(context_id, [late])
+            if self.how == "finish_call":
+                await super().finish_call(context_id, [late], "run:2:c", '{"status": "ok"}')
+            else:
+                await getattr(super(), self.how)(context_id, [late])
 
 
-@pytest.mark.parametrize("how", ["put_new", "put"])
+@pytest.mark.parametrize("how", ["put_new", "finish_call", "put"])
 @pytest.mark.parametrize("workflow_answers", [True, False])
 async def test_a_cancelled_calls_late_write_never_stands_in_for_what_the_workflow_sent(tmp_path, how, workflow_answers):
     """The person's message the workflow sent at seq 2 is what the model reads, not the reply a
-    cancelled call stored there after it: a reply stored ahead never replaces an entry, and any
-    other late write is caught by its digest (refilled from the workflow, else the gap is raised)."""
+    cancelled call stored there after it: a reply or a result stored ahead never replaces an entry,
+    and any other late write is caught by its digest (refilled from the workflow, else the gap is raised)."""
     known = [UserMessage(seq=0, text="do the thing"), UserMessage(seq=1, text="first"),
              UserMessage(seq=2, text="second")]
     late = ToolCall(seq=2, turn=1, calls=[ToolCallRequest(id="c", name="message", arguments={"text": "x"})])
@@ -220,3 +224,11 @@ async def test_the_reply_is_stored_at_the_seq_the_workflow_gives_it(tmp_path, no
     assert stored[0][1] == ToolCall(seq=seq, turn=1, text="running it", calls=[request])
     text_alone = await view.store_reply(call([], total=7), TurnResult(content="done"))
     assert text_alone == entry_digest(AiMessage(seq=7, turn=1, text="done"))
+
+
+async def test_a_reply_whose_seq_is_taken_returns_the_digest_there_so_the_workflow_sends_it(tmp_path):
+    store = as_store(ContextStore(tmp_path / "c.db"))
+    person = UserMessage(seq=5, text="stop, do this instead")
+    await store.put("ctx", [person])  # the workflow put the person's message where the reply would go
+    assert await view_of(store).store_reply(call([], total=5), TurnResult(content="done")) == entry_digest(person)
+    assert await store.load_range("ctx", 5, 6) == [(entry_digest(person), person)]

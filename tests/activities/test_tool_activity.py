@@ -18,6 +18,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.tools import ToolActivities
 from contracts.activities import ToolCallInput, ToolProgress
+from core.entries import ToolResult, entry_digest
 from core.messages import ToolCallRequest, call_digest
 from runtime.audit import AuditLog
 from runtime.checkpoints import Checkpoints
@@ -25,6 +26,7 @@ from runtime.secrets import SecretStore
 from runtime.store import ContextStore, open_store
 from tests import sandboxing
 from tests.configured import settings
+from workflows.policy import INTERRUPTED_BY_USER
 
 APPEND = "echo ran >> runs.txt"
 KEY = f"{ActivityEnvironment().info.workflow_run_id}:3:call_1"  # run, result seq, call id
@@ -109,6 +111,20 @@ async def test_a_finished_result_the_store_could_not_take_is_stored_by_the_retry
     assert result.stored_digest is not None
     # Recorded as finished: a further retry returns it without running anything.
     assert await retry_env(attempt=3).run(acts.run_tool, call_input(workspace)) == result
+
+
+async def test_a_call_that_ends_after_the_workflow_put_interrupted_at_its_seq_leaves_it(tmp_path, workspace):
+    """Cancelled for a person's message, the call still ends and stores its result: the
+    ``[interrupted]`` entry the workflow put there stays, and the digest returned (then on a
+    retry too) is that entry's, so the workflow's check sends its own and the model reads it."""
+    acts = activities(tmp_path)
+    interrupted = ToolResult(seq=3, turn=1, call_id="call_1", name="shell", content=INTERRUPTED_BY_USER)
+    await acts.store.put("ctx-1", [interrupted])
+    result = await ActivityEnvironment().run(acts.run_tool, call_input(workspace))
+    assert result.status == "ok" and result.stored_digest == entry_digest(interrupted)
+    assert await acts.store.load_range("ctx-1", 3, 4) == [(entry_digest(interrupted), interrupted)]
+    assert await retry_env().run(acts.run_tool, call_input(workspace)) == result
+    assert (workspace / "runs.txt").read_text() == "ran\n"
 
 
 async def test_an_idempotent_call_that_was_cut_off_simply_runs_again(tmp_path, workspace):
@@ -217,7 +233,8 @@ async def test_call_records_in_postgres(postgres_url, tmp_path, workspace):
         first = await ActivityEnvironment().run(acts.run_tool, call_input(workspace, context_id=key))
         again = await retry_env().run(acts.run_tool, call_input(workspace, context_id=key))
         assert again == first and (workspace / "runs.txt").read_text() == "ran\n"
-        assert await store.get_call(key, KEY) == ("finished", first.model_dump_json())
+        # The record is the result; the digest returned with it is what the seq holds when asked.
+        assert await store.get_call(key, KEY) == ("finished", first.model_copy(update={"stored_digest": None}).model_dump_json())
         [(digest, entry)] = await store.load_range(key, 3, 4)  # the result entry, written with the record
         assert digest == first.stored_digest and entry.kind == "tool_result"
     finally:

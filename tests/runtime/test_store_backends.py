@@ -48,8 +48,10 @@ async def test_put_new_writes_only_where_nothing_is_yet(store: Store):
     """A reply an LLM call stores ahead of the workflow never replaces what the workflow wrote."""
     c = ctx()
     await store.put(c, entries(2))
-    await store.put_new(c, [UserMessage(seq=1, text="late reply"), UserMessage(seq=2, text="new")])
+    new = UserMessage(seq=2, text="new")
+    held = await store.put_new(c, [UserMessage(seq=1, text="late reply"), new])
     assert [e.text for e in await store.load(c, 3)] == ["message 0", "message 1", "new"]
+    assert held == [entry_digest(entries(2)[1]), entry_digest(new)]  # what each seq holds
 
 
 async def test_missing_and_stale_entries_are_a_gap(store: Store):
@@ -64,15 +66,22 @@ async def test_missing_and_stale_entries_are_a_gap(store: Store):
 async def test_a_finished_call_writes_its_result_entry_and_its_record_together(store: Store):
     c = ctx()
     result = ToolResult(seq=4, call_id="a", name="shell", content="done")
-    await store.finish_call(c, [result], "run:4:a", '{"status": "ok"}')
+    assert await store.finish_call(c, [result], "run:4:a", '{"status": "ok"}') == [entry_digest(result)]
     assert await store.get_call(c, "run:4:a") == ("finished", '{"status": "ok"}')
     [(digest, entry)] = await store.load_range(c, 4, 5, {4: entry_digest(result)})
     assert entry == result and digest == entry_digest(result)
-    # A retry's rewrite replaces both, never adds.
-    again = result.model_copy(update={"content": "done again"})
-    await store.finish_call(c, [again], "run:4:a", '{"status": "ok", "n": 2}')
-    assert await store.get_call(c, "run:4:a") == ("finished", '{"status": "ok", "n": 2}')
-    assert [e.content for _, e in await store.load_range(c, 4, 5)] == ["done again"]  # type: ignore[union-attr]
+
+
+async def test_a_call_finishing_late_leaves_what_the_workflow_put_at_its_seq(store: Store):
+    """A call cancelled for a person's message ends after the workflow put ``[interrupted]`` at
+    its seq: its record is written, the entry stays, and it is told the digest the seq holds."""
+    c = ctx()
+    interrupted = ToolResult(seq=4, call_id="a", name="shell", content="[interrupted]")
+    await store.put(c, [interrupted])
+    late = interrupted.model_copy(update={"content": "done"})
+    assert await store.finish_call(c, [late], "run:4:a", '{"status": "ok"}') == [entry_digest(interrupted)]
+    assert await store.get_call(c, "run:4:a") == ("finished", '{"status": "ok"}')
+    assert await store.load_range(c, 4, 5) == [(entry_digest(interrupted), interrupted)]
 
 
 async def test_the_prefix_is_kept_per_context(store: Store):
