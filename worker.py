@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import signal
 import socket
 import sys
 import uuid
@@ -45,7 +44,7 @@ from providers.model_table import load_models
 from runtime.audit import AuditLog, default_audit_path
 from runtime.logs import configure_logging, get_logger
 from runtime.paths import data_dir
-from runtime.processes import flush_quietly, supervise
+from runtime.processes import flush_quietly, routed_stops, supervise
 from runtime.secrets import SecretStore
 from runtime.settings import Settings, load_settings
 from runtime.store import ContextStore, Store, StoreUnavailable, as_store, open_store
@@ -311,21 +310,18 @@ async def main(stop_requested: list[int] | None = None, index: int = 0,
             log.info("worker stopping: new work is no longer taken; running activities get time to finish",
                      signal=signame, grace_s=grace.total_seconds())
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
-    for signum in stop_requested or ():
-        stop(signal.Signals(signum).name)
-    log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
-    gauge = None
-    if runtime is not None:
-        declare(runtime, workflow_metrics.COUNTERS + activity_metrics.COUNTERS, task_queue(config.temporal))
-        gauge = asyncio.ensure_future(approvals_waiting(client, runtime, task_queue(config.temporal)))
-    await worker.run()
-    if gauge is not None:
-        gauge.cancel()
-    if stopping:
-        await stopping[0]
-    await store.close()
+    with routed_stops(loop, stop, stop_requested or []):
+        log.info("worker started", task_queue=task_queue(config.temporal), sandbox=box.notice())
+        gauge = None
+        if runtime is not None:
+            declare(runtime, workflow_metrics.COUNTERS + activity_metrics.COUNTERS, task_queue(config.temporal))
+            gauge = asyncio.ensure_future(approvals_waiting(client, runtime, task_queue(config.temporal)))
+        await worker.run()
+        if gauge is not None:
+            gauge.cancel()
+        if stopping:
+            await stopping[0]
+        await store.close()
     log.info("worker stopped")
     shutdown_tracing()
     return 0

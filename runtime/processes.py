@@ -2,17 +2,21 @@
 
 Python runs one event loop per process, so a host's cores are used by several worker
 processes sharing the store. The supervisor forwards SIGTERM/SIGINT to each (each drains
-and exits), and a child dies with it (a parent-death signal), so none outlives it.
+and exits), and a child dies with it (a parent-death signal), so none outlives it. Children
+run in a process group of their own: a Ctrl-C at the terminal reaches the supervisor only, and
+each child gets it once (forwarded), not twice (which a worker reads as "exit now").
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,7 @@ def supervise(processes: int, connection: Mapping[str, str], *, module: str, cwd
     arguments = [arg for name, value in connection.items() for arg in (f"--{name}", value)]
     children = [
         subprocess.Popen([sys.executable, "-c", _CHILD.format(module=module), str(index), *arguments],
-                         cwd=cwd, preexec_fn=_die_with_parent)
+                         cwd=cwd, preexec_fn=_die_with_parent, process_group=0)
         for index in range(processes)
     ]
 
@@ -46,6 +50,36 @@ def supervise(processes: int, connection: Mapping[str, str], *, module: str, cwd
         signal.signal(signum, forward)
     codes = [child.wait() for child in children]
     return max(codes, key=abs)
+
+
+@contextlib.contextmanager
+def routed_stops(loop: asyncio.AbstractEventLoop, stop: Callable[[str], None], early: list[int]) -> Iterator[None]:
+    """Send SIGINT and SIGTERM to ``stop`` on ``loop``, each signal once: first those a
+    supervised child noted while it started (``early``), then every later one.
+
+    Not ``loop.add_signal_handler``: it sets the wakeup fd before it replaces the Python
+    handler, so a signal arriving in between reached both the child's early handler and the
+    loop, and one SIGTERM counted as two (exit now, without draining). Here the wakeup fd only
+    wakes the loop; the one Python handler in place when the signal is handled calls ``stop``.
+    Afterwards Python's own handlers are back (a signal then ends the process)."""
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    loop.add_reader(reader.fileno(), reader.recv, 4096)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda n, _frame: loop.call_soon_threadsafe(stop, signal.Signals(n).name))
+    try:
+        for signum in early:  # complete now: the early handler is no longer in place
+            stop(signal.Signals(signum).name)
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
 
 
 def flush_quietly() -> None:

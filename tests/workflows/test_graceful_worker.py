@@ -20,11 +20,12 @@ from tests.worker_processes import ROOT, spawn_worker
 from tests.workflows.harness import make_input, outcome_of, start, tool_messages, wait_for_state
 
 
-def worker_process(target: str, task_queue: str, model_url: str) -> subprocess.Popen:
+def worker_process(target: str, task_queue: str, model_url: str, terminal: bool = False) -> subprocess.Popen:
+    """``terminal``: in a process group of its own, as a terminal's foreground job is."""
     env = dict(os.environ)
     env.update(TEMPORAL_ADDRESS=target, TEMPORAL_NAMESPACE="default", AGENT_TASK_QUEUE=task_queue,
                OPENAI_BASE_URL=model_url, OPENAI_API_KEY="test-key", AGENT_SHUTDOWN_GRACE_S="20")
-    return subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env, start_new_session=terminal,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -120,3 +121,25 @@ async def test_a_worker_with_tasks_in_flight_stops_cleanly_ten_times_out_of_ten(
                     await handle.terminate("test over")
             assert code == 0, err
             assert "Fatal Python error" not in err and "Traceback" not in err, err
+
+
+async def test_ctrl_c_at_the_terminal_drains_every_process_once(client):
+    """Ctrl-C signals the terminal's whole foreground group. Each worker process gets it once
+    (from the supervisor, the children being in a group of their own), so it drains, rather than
+    twice (which reads as "exit now", status 130)."""
+    target = client.service_client.config.target_host
+    queue = f"ctrl-c-{uuid.uuid4().hex[:8]}"
+    proc = worker_process(target, queue, "http://127.0.0.1:9/v1", terminal=True)
+    try:
+        for _ in range(300):  # up once every process polls its task queue
+            if await pollers(client, queue) >= (os.cpu_count() or 1):
+                break
+            await asyncio.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)
+        code, err = await exited(proc, 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert code == 0, err
+    assert err.count("worker stopping") == (os.cpu_count() or 1) and "second signal" not in err, err
